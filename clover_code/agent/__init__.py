@@ -1,0 +1,1 @@
+"""The agent: the turn loop, sessions and their transcripts, instructions, approvals."""

@@ -1,0 +1,97 @@
+"""Approval modes: which tool calls run at once, which ask, which are refused.
+
+| mode       | read/search | edit  | execute |
+|------------|-------------|-------|---------|
+| read-only  | run         | deny  | deny    |
+| ask        | run         | ask   | ask     |
+| auto-edit  | run         | run   | ask     |
+| full-auto  | run         | run   | run     |
+
+"ask" goes to an ``Approver``: the app shows a modal; headless mode cannot
+ask, so its approver refuses and says which flag would allow the call.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from clover_code.config import ApprovalMode
+from clover_code.tools.base import ToolKind
+
+Verdict = Literal["allow", "ask", "deny"]
+
+_TABLE: dict[ApprovalMode, dict[str, Verdict]] = {
+    "read-only": {"edit": "deny", "execute": "deny"},
+    "ask": {"edit": "ask", "execute": "ask"},
+    "auto-edit": {"edit": "allow", "execute": "ask"},
+    "full-auto": {},
+}
+
+
+def verdict(mode: ApprovalMode, kind: ToolKind) -> Verdict:
+    """What ``mode`` says about a call of ``kind``."""
+    return _TABLE[mode].get(kind, "allow")
+
+
+def command_prefix(command: str) -> str:
+    """The prefix an "allow this command prefix" decision covers: the first word
+    and, for tools with sub-commands (git, npm, cargo...), the second."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    if not words:
+        return ""
+    if len(words) > 1 and not words[1].startswith("-") and words[0] in _SUBCOMMAND_TOOLS:
+        return f"{words[0]} {words[1]}"
+    return words[0]
+
+
+_SUBCOMMAND_TOOLS = frozenset(
+    {"git", "npm", "pnpm", "yarn", "cargo", "go", "uv", "pip", "poetry", "make", "docker"}
+)
+
+
+@dataclass(slots=True, frozen=True)
+class Decision:
+    """An approver's answer. ``feedback`` goes to the model with a denial."""
+
+    allowed: bool
+    remember_prefix: str | None = None
+    feedback: str | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class ApprovalRequest:
+    """What an approver is asked about."""
+
+    call_id: str
+    name: str
+    kind: ToolKind
+    summary: str
+    arguments: dict[str, object]
+    prefix: str | None
+
+
+class Approver(Protocol):
+    """Answers approval requests (a modal, an editor's dialog, or a refusal)."""
+
+    async def request(self, request: ApprovalRequest) -> Decision:
+        """Ask whoever can answer and return their decision."""
+        ...
+
+
+class RefuseApprover:
+    """Headless mode: nobody can be asked, so every request is refused."""
+
+    async def request(self, request: ApprovalRequest) -> Decision:
+        flag = "full-auto" if request.kind == "execute" else "auto-edit"
+        return Decision(
+            allowed=False,
+            feedback=(
+                f"{request.name} needs approval, which headless mode cannot ask for; "
+                f"the user can rerun with --approval {flag} to allow it."
+            ),
+        )

@@ -1,0 +1,52 @@
+"""The system prompt: package prompt + environment facts + the repo's own instructions."""
+
+from __future__ import annotations
+
+import platform
+from datetime import date
+from importlib import resources
+from pathlib import Path
+
+INSTRUCTION_FILES = ("AGENTS.md", "CLOVER.md")
+"""Files in the repository root whose text the model always sees."""
+
+MAX_INSTRUCTION_CHARS = 40_000
+
+
+def base_prompt() -> str:
+    """The system prompt shipped with the package."""
+    return resources.files("clover_code").joinpath("prompts/system.md").read_text("utf-8")
+
+
+def repo_instructions(root: Path) -> list[tuple[str, str]]:
+    """(file name, text) for each instruction file present in ``root``."""
+    found = []
+    for name in INSTRUCTION_FILES:
+        path = root / name
+        if path.is_file():
+            text = path.read_text("utf-8", errors="replace")
+            if len(text) > MAX_INSTRUCTION_CHARS:
+                text = text[:MAX_INSTRUCTION_CHARS] + f"\n[... {name} truncated ...]"
+            found.append((name, text))
+    return found
+
+
+def system_prompt(root: Path, *, is_git: bool, shell: str | None, tools: list[str]) -> str:
+    """Assemble the full system prompt for a session in ``root``."""
+    parts = [base_prompt().strip()]
+    env = [
+        f"- Repository root: {root}",
+        f"- Git repository: {'yes' if is_git else 'no'}",
+        f"- Platform: {platform.system()} {platform.release()}",
+        f"- Today: {date.today().isoformat()}",
+        f"- Tools: {', '.join(tools)}",
+        (
+            f"- Shell commands run in: {shell}"
+            if shell
+            else "- No shell: commands cannot be run in this session."
+        ),
+    ]
+    parts.append("Environment:\n" + "\n".join(env))
+    for name, text in repo_instructions(root):
+        parts.append(f"Instructions from {name} (follow them):\n{text.strip()}")
+    return "\n\n".join(parts) + "\n"

@@ -1,0 +1,237 @@
+"""A session: one conversation in one workspace, with its engine, tools and transcript.
+
+Front ends talk to it only through protocol ``Op``s (``submit``) and
+``Event``s (the ``emit`` callback they pass in).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from clover_code import protocol as p
+from clover_code.agent.approval import ApprovalRequest, Approver, Decision
+from clover_code.agent.instructions import system_prompt
+from clover_code.agent.loop import Agent
+from clover_code.agent.transcript import Transcript, load, new_session_id
+from clover_code.config import ApprovalMode, Settings
+from clover_code.engine.base import Backend
+from clover_code.tools.base import ToolContext
+from clover_code.tools.registry import default_tools
+from clover_code.tools.sandbox.base import Sandbox
+from clover_code.tools.sandbox.select import choose_sandbox
+from clover_code.tools.workspace import Workspace
+
+# Events too frequent or too bulky to be worth a durable line each.
+_NOT_RECORDED = frozenset({"block_draft", "tool_output", "content_delta", "reasoning_delta"})
+
+
+def find_root(cwd: Path) -> tuple[Path, bool]:
+    """The workspace root (the git top level, else ``cwd``) and whether it is a git repo."""
+    import git
+
+    try:
+        repo = git.Repo(cwd, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        return cwd.resolve(), False
+    top = repo.working_tree_dir
+    return (Path(top).resolve(), True) if top else (cwd.resolve(), False)
+
+
+class QueueApprover:
+    """Asks through the event stream and waits for an ``ApprovalDecision`` op."""
+
+    def __init__(self, emit: Callable[[p.Event], None]) -> None:
+        self._emit = emit
+        self._pending: dict[str, asyncio.Future[p.ApprovalDecision]] = {}
+
+    async def request(self, request: ApprovalRequest) -> Decision:
+        request_id = secrets.token_hex(4)
+        future: asyncio.Future[p.ApprovalDecision] = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = future
+        self._emit(
+            p.ApprovalRequested(
+                request_id=request_id,
+                call_id=request.call_id,
+                name=request.name,
+                kind=request.kind,
+                summary=request.summary,
+                arguments=request.arguments,
+                prefix=request.prefix,
+            )
+        )
+        try:
+            answer = await future
+        finally:
+            self._pending.pop(request_id, None)
+        return Decision(
+            allowed=answer.decision != "deny",
+            remember_prefix=request.prefix if answer.decision == "allow_prefix" else None,
+            feedback=answer.feedback,
+        )
+
+    def resolve(self, decision: p.ApprovalDecision) -> bool:
+        """Hand a decision to the waiting request; False if none waits under that id."""
+        future = self._pending.get(decision.request_id)
+        if future is None or future.done():
+            return False
+        future.set_result(decision)
+        return True
+
+
+class Session:
+    """Everything one conversation needs; build it with ``Session.open``."""
+
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        session_id: str,
+        transcript: Transcript,
+        backend: Backend,
+        sandbox: Sandbox | None,
+        agent: Agent,
+        emit: Callable[[p.Event], None],
+    ) -> None:
+        self.settings = settings
+        self.id = session_id
+        self.transcript = transcript
+        self.backend = backend
+        self.sandbox = sandbox
+        self.agent = agent
+        self._emit = emit
+        self._turn: asyncio.Task[p.TurnFinished] | None = None
+
+    @classmethod
+    async def open(
+        cls,
+        settings: Settings,
+        backend: Backend,
+        cwd: Path,
+        *,
+        emit: Callable[[p.Event], None],
+        approver: Approver | None = None,
+        approval_mode: ApprovalMode = "ask",
+        resume: Path | None = None,
+    ) -> Session:
+        """Set up the workspace, sandbox, tools and transcript, and announce the session."""
+        root, is_git = find_root(cwd)
+        choice = choose_sandbox(settings.sandbox, root)
+        tools = default_tools(shell=choice.sandbox is not None)
+        messages: list[dict[str, Any]] = []
+        if resume is not None:
+            loaded = load(resume)
+            session_id = str(loaded.meta["id"])
+            messages = loaded.messages
+            transcript = Transcript.reopen(resume)
+        else:
+            session_id = new_session_id()
+            transcript = Transcript.create(
+                settings.resolved_sessions_dir(),
+                {"id": session_id, "cwd": str(root), "model": backend.model, "pid": os.getpid()},
+            )
+
+        def record_and_emit(event: p.Event) -> None:
+            if event.type not in _NOT_RECORDED:
+                transcript.event(event.model_dump(mode="json"))
+            emit(event)
+
+        agent = Agent(
+            backend=backend,
+            tools=tools,
+            context=ToolContext(
+                workspace=Workspace(root),
+                sandbox=choice.sandbox,
+                shell_timeout=settings.shell_timeout,
+                output_limit=settings.output_limit,
+            ),
+            settings=settings,
+            approver=approver or QueueApprover(record_and_emit),
+            approval_mode=approval_mode,
+            system_prompt=system_prompt(
+                root,
+                is_git=is_git,
+                shell=choice.sandbox.kind if choice.sandbox else None,
+                tools=[t.name for t in tools],
+            ),
+            emit=record_and_emit,
+            record_message=transcript.message,
+            messages=messages,
+        )
+        session = cls(
+            settings=settings,
+            session_id=session_id,
+            transcript=transcript,
+            backend=backend,
+            sandbox=choice.sandbox,
+            agent=agent,
+            emit=record_and_emit,
+        )
+        record_and_emit(
+            p.SessionStarted(
+                session_id=session_id,
+                cwd=str(root),
+                engine=backend.name,
+                model=backend.model,
+                sandbox=choice.sandbox.kind if choice.sandbox else "off",
+                approval=approval_mode,
+                transcript=str(transcript.path),
+                resumed=resume is not None,
+            )
+        )
+        if choice.notice:
+            level = "warning" if choice.warning else "info"
+            record_and_emit(p.Notice(level=level, text=choice.notice))
+        if not is_git:
+            record_and_emit(
+                p.Notice(
+                    level="warning",
+                    text=f"{root} is not a git repository: the agent works, "
+                    "but undo and diff need git (run `git init` to enable them).",
+                )
+            )
+        return session
+
+    async def run_turn(self, text: str) -> p.TurnFinished:
+        """Run one turn to its end (Interrupt ops cancel it)."""
+        self._turn = asyncio.current_task()  # type: ignore[assignment]
+        try:
+            return await self.agent.run_turn(text)
+        finally:
+            self._turn = None
+
+    async def submit(self, op: p.Op) -> None:
+        """Act on an op from a front end."""
+        if isinstance(op, p.UserInput):
+            if self._turn is not None:
+                self._emit(p.ErrorEvent(message="a turn is already running; interrupt it first."))
+                return
+            self._turn = asyncio.create_task(self.agent.run_turn(op.text))
+            self._turn.add_done_callback(lambda _: setattr(self, "_turn", None))
+        elif isinstance(op, p.Interrupt):
+            if self._turn is not None:
+                self._turn.cancel()
+        elif isinstance(op, p.ApprovalDecision):
+            approver = self.agent.approver
+            if not isinstance(approver, QueueApprover) or not approver.resolve(op):
+                self._emit(p.ErrorEvent(message=f"no approval is waiting as '{op.request_id}'."))
+        elif isinstance(op, p.SetApprovalMode):
+            self.agent.approval_mode = op.mode
+            self._emit(p.Notice(text=f"approval mode is now {op.mode}."))
+        elif isinstance(op, p.Shutdown):
+            await self.close()
+
+    async def close(self) -> None:
+        """Stop any running turn, release the engine and sandbox, close the transcript."""
+        if self._turn is not None and self._turn is not asyncio.current_task():
+            self._turn.cancel()
+            await asyncio.gather(self._turn, return_exceptions=True)
+        if self.sandbox is not None:
+            await self.sandbox.close()
+        await self.backend.aclose()
+        self._emit(p.SessionEnded(session_id=self.id))
+        self.transcript.close()

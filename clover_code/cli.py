@@ -1,0 +1,149 @@
+"""The one entry point: ``clover-code`` (app), ``--task`` (headless)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+from clover_code import __version__
+from clover_code.errors import CloverError, ExitCode, UsageError
+
+EXIT_CODES_HELP = """exit codes:
+  0    the task completed
+  1    the agent failed (engine error mid-task, repeated malformed tool calls)
+  2    usage or config error (bad flag, bad config file, missing task file)
+  3    no engine available (no server configured, unreachable, bad API key, unknown model)
+  4    a limit was reached (--max-turns, --timeout)
+  130  interrupted (Ctrl+C); the transcript is saved and can be resumed
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command-line interface."""
+    parser = argparse.ArgumentParser(
+        prog="clover-code",
+        description="A coding agent for block-diffusion LLMs and any OpenAI-compatible server.",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"clover-code {__version__}")
+    task = parser.add_argument_group("task (headless mode)")
+    source = task.add_mutually_exclusive_group()
+    source.add_argument("--task", metavar="TEXT", help="run one task headless ('-' reads stdin)")
+    source.add_argument("--task-file", metavar="FILE", type=Path, help="read the task from FILE")
+    task.add_argument(
+        "--output-format",
+        choices=("text", "json", "stream-json"),
+        default="text",
+        help="text (default), one JSON result, or the event stream as JSON lines",
+    )
+    task.add_argument("--max-turns", type=int, metavar="N", help="most model requests per task")
+    task.add_argument("--timeout", type=float, metavar="SECONDS", help="wall-clock limit")
+    task.add_argument(
+        "--approval",
+        choices=("read-only", "ask", "auto-edit", "full-auto"),
+        help="what may run without asking (headless default: auto-edit; asking = refused)",
+    )
+    resume = task.add_mutually_exclusive_group()
+    resume.add_argument("--resume", nargs="?", const="", metavar="ID", help="resume a session")
+    resume.add_argument(
+        "--continue",
+        dest="continue_",
+        action="store_true",
+        help="resume the latest session in this repository",
+    )
+    engine = parser.add_argument_group("engine")
+    engine.add_argument("--engine", choices=("auto", "remote", "sglang", "hf"))
+    engine.add_argument("--base-url", metavar="URL", help="OpenAI-compatible server address")
+    engine.add_argument("--model", help="model name (default: the first one the server lists)")
+    engine.add_argument("--api-key", help="API key (or set CLOVER_API_KEY)")
+    engine.add_argument("--model-path", metavar="DIR", help="local checkpoint (sglang, hf)")
+    engine.add_argument("--block-size", type=int, metavar="N", help="tokens per block (32)")
+    engine.add_argument(
+        "--no-thinking", dest="thinking", action="store_const", const=False, help="no reasoning"
+    )
+    parser.add_argument(
+        "--sandbox",
+        choices=("auto", "docker", "bwrap", "none"),
+        help="where shell commands run (none = directly on this machine)",
+    )
+    parser.add_argument("-C", "--cd", type=Path, metavar="DIR", help="work in DIR")
+    return parser
+
+
+def _read_task(args: argparse.Namespace) -> str | None:
+    if args.task_file is not None:
+        try:
+            text: str = args.task_file.read_text("utf-8")
+        except FileNotFoundError:
+            raise UsageError(f"task file {args.task_file} does not exist.") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"task file {args.task_file} cannot be read ({exc}).") from None
+    elif args.task == "-":
+        text = sys.stdin.read()
+    elif args.task is not None:
+        text = args.task
+    else:
+        return None
+    if not text.strip():
+        raise UsageError("the task is empty; say what the agent should do.")
+    return text
+
+
+def _cli_settings(args: argparse.Namespace) -> dict[str, Any]:
+    keys = (
+        "engine",
+        "base_url",
+        "model",
+        "api_key",
+        "model_path",
+        "block_size",
+        "thinking",
+        "sandbox",
+        "approval",
+        "max_turns",
+        "timeout",
+    )
+    return {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
+
+
+def run(argv: list[str]) -> int:
+    """Parse ``argv`` and run; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    from clover_code.agent.session import find_root
+    from clover_code.agent.transcript import find_session
+    from clover_code.config import load_settings
+    from clover_code.headless import report_error, run_task
+
+    cwd = (args.cd or Path.cwd()).resolve()
+    try:
+        if not cwd.is_dir():
+            raise UsageError(f"directory {cwd} does not exist.")
+        task = _read_task(args)
+        root, _ = find_root(cwd)
+        settings = load_settings(_cli_settings(args), repo_root=root)
+        resume = None
+        if args.resume is not None or args.continue_:
+            resume = find_session(settings.resolved_sessions_dir(), args.resume or None, root)
+        if task is None:
+            raise UsageError(
+                "the interactive app is not part of this version yet; "
+                'run a task headless with --task "..." (see --help).'
+            )
+    except CloverError as exc:
+        return report_error(exc, args.output_format, sys.stdout, sys.stderr)
+    return asyncio.run(
+        run_task(settings, task, cwd, output_format=args.output_format, resume=resume)
+    )
+
+
+def main() -> None:
+    """Console-script entry point."""
+    try:
+        code = run(sys.argv[1:])
+    except KeyboardInterrupt:
+        code = ExitCode.INTERRUPTED
+    sys.exit(code)

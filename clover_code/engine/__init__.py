@@ -1,0 +1,1 @@
+"""Model access: backends that stream engine events, and output parsers."""

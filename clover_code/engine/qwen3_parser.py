@@ -1,0 +1,467 @@
+"""Streaming parser for raw Qwen3.x output: reasoning, answer text and qwen3_coder tool calls.
+
+Used when a server returns raw text (no ``--reasoning-parser`` /
+``--tool-call-parser``) and by the local engines. Feed it text in whatever
+pieces arrive (a 32-token block, one character); it emits ``ReasoningDelta``,
+``ContentDelta`` and ``ToolCallStart/Args/End`` as soon as the text is
+unambiguous and never anything else (block grouping and ``Finished`` are the
+caller's).
+
+The output it reads::
+
+    reasoning text (the prompt already opened <think>)
+    </think>
+
+    answer text
+
+    <tool_call>
+    <function=NAME>
+    <parameter=P>
+    VALUE
+    </parameter>
+    </function>
+    </tool_call>
+
+Cost is linear in the text: each ``feed`` scans the new text plus a held-back
+tail no longer than the longest tag, never the whole response again.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from clover_code.engine.base import ToolSpec
+from clover_code.engine.events import (
+    ContentDelta,
+    EngineEvent,
+    ReasoningDelta,
+    ToolCallArgs,
+    ToolCallEnd,
+    ToolCallStart,
+)
+from clover_code.engine.qwen3_tags import (
+    _AFTER_FUNCTION,
+    _AFTER_FUNCTION_TAGS,
+    _AFTER_PARAM,
+    _CALL_CLOSE,
+    _CALL_OPEN,
+    _CALL_OPENED,
+    _CONTENT,
+    _FUNC_CLOSE,
+    _FUNC_NAME,
+    _FUNC_OPEN,
+    _FUNCTION_TAGS,
+    _HOLD_CONTENT,
+    _HOLD_FUNCTION,
+    _HOLD_JSON_CALL,
+    _HOLD_REASONING,
+    _HOLD_VALUE,
+    _IN_FUNCTION,
+    _JSON_CALL,
+    _LONGEST_STOP,
+    _MAX_NAME,
+    _PARAM_CLOSE,
+    _PARAM_NAME,
+    _PARAM_OPEN,
+    _PARAM_VALUE,
+    _REASONING,
+    _START,
+    _STOPS,
+    _THINK_CLOSE,
+    _THINK_OPEN,
+    _first_tag,
+    _name_end,
+    _new_call_id,
+    _parse_json_call,
+    _release_end,
+    _TextRun,
+    _valid_name,
+)
+from clover_code.engine.schema_values import ParamTypes, convert_value, tool_param_types
+
+__all__ = ["Qwen3StreamParser"]
+
+
+@dataclass(slots=True)
+class _Call:
+    """A tool call being read."""
+
+    index: int
+    id: str
+    name: str
+    types: dict[str, ParamTypes] | None  # None: no schema known, every value is a string
+    error: str | None = None
+    arguments: dict[str, Any] = field(default_factory=dict)
+    param: str = ""
+    value: list[str] = field(default_factory=list)
+
+
+class Qwen3StreamParser:
+    """Incremental parser for one response of a Qwen3.x model in its raw text form.
+
+    ``tools`` supplies the JSON schemas that type parameter values (and the
+    names a call may use). ``starts_in_reasoning`` says the prompt ended with
+    ``<think>\\n``, so output is reasoning until ``</think>``; when false it is
+    answer text unless it opens with its own ``<think>`` section.
+
+    ``feed`` returns the events the new text settles; ``finish`` flushes at
+    the end of the stream. ``<|im_end|>`` / ``<|endoftext|>`` end the output:
+    text after them is ignored. Malformed markup never raises: a call cut off
+    or garbled after its name is known ends with ``ToolCallEnd.error`` set;
+    ``<tool_call>`` text that never names a function is passed on as content.
+    """
+
+    def __init__(self, tools: Sequence[ToolSpec] = (), *, starts_in_reasoning: bool = True) -> None:
+        self._schemas = {tool.name: tool_param_types(tool.parameters) for tool in tools}
+        self._tool_names = ", ".join(tool.name for tool in tools)
+        self._starts_in_reasoning = starts_in_reasoning
+        self._mode = _START
+        self._buf = ""  # unconsumed text: at most a held-back tail between feeds
+        self._out: list[EngineEvent] = []
+        self._reasoning = _TextRun()
+        self._content = _TextRun()
+        self._raw = ""  # tag text already consumed that may turn out to be plain content
+        self._json_parts: list[str] = []
+        self._call: _Call | None = None
+        self._next_index = 0
+        self._saw_tool_call = False
+        self._closed = False
+
+    @property
+    def saw_tool_call(self) -> bool:
+        """Whether a tool call (with a function name) has started in this response."""
+        return self._saw_tool_call
+
+    def feed(self, text: str) -> list[EngineEvent]:
+        """Take the next piece of output; return the events it settles."""
+        if self._closed or not text:
+            return []
+        # A stop token may straddle the previous piece, so look a little back.
+        search_from = max(0, len(self._buf) - _LONGEST_STOP + 1)
+        self._buf += text
+        stop = -1
+        for token in _STOPS:
+            at = self._buf.find(token, search_from)
+            if at >= 0 and (stop < 0 or at < stop):
+                stop = at
+        if stop >= 0:
+            self._buf = self._buf[:stop]
+            self._close()
+        else:
+            self._drain(final=False)
+        return self._take()
+
+    def finish(self) -> list[EngineEvent]:
+        """End of stream: release held text and close an unterminated call. Idempotent."""
+        if not self._closed:
+            self._close()
+        return self._take()
+
+    # -- driving ---------------------------------------------------------------
+
+    def _drain(self, final: bool) -> None:
+        # Each handler consumes input or changes mode when it returns True, so
+        # this ends; False means it needs more text (or, when final, is done).
+        while _HANDLERS[self._mode](self, final):
+            pass
+
+    def _close(self) -> None:
+        self._drain(final=True)
+        call = self._call
+        if call is not None:
+            if self._mode == _PARAM_VALUE:
+                reason = (
+                    f"tool call '{call.name}' was cut off inside parameter '{call.param}': "
+                    "the output ended before </parameter>; send the whole call again"
+                )
+            else:
+                reason = (
+                    f"tool call '{call.name}' was cut off: the output ended before "
+                    "</function>; send the whole call again"
+                )
+            self._end_call(reason)
+        self._buf = ""
+        self._closed = True
+
+    def _take(self) -> list[EngineEvent]:
+        out, self._out = self._out, []
+        return out
+
+    # -- emitting --------------------------------------------------------------
+
+    def _emit_reasoning(self, text: str) -> None:
+        text = self._reasoning.push(text) if text else ""
+        if not text:
+            return
+        last = self._out[-1] if self._out else None
+        if isinstance(last, ReasoningDelta):
+            last.text += text
+        else:
+            self._out.append(ReasoningDelta(text))
+
+    def _emit_content(self, text: str) -> None:
+        text = self._content.push(text) if text else ""
+        if not text:
+            return
+        last = self._out[-1] if self._out else None
+        if isinstance(last, ContentDelta):
+            last.text += text
+        else:
+            self._out.append(ContentDelta(text))
+
+    def _not_a_call(self) -> None:
+        """The ``<tool_call>`` seen so far was literal text: hand it on as content."""
+        self._emit_content(self._raw)
+        self._raw = ""
+        self._mode = _CONTENT
+
+    def _start_call(self, name: str) -> _Call:
+        error = None
+        if self._schemas and name not in self._schemas:
+            error = f"unknown tool '{name}'; available: {self._tool_names}"
+        call = _Call(self._next_index, _new_call_id(), name, self._schemas.get(name), error)
+        self._next_index += 1
+        self._saw_tool_call = True
+        # Whitespace held before the call separated it from the text; drop it.
+        self._content.restart()
+        self._out.append(ToolCallStart(call.index, call.id, call.name))
+        return call
+
+    def _add_argument(self, call: _Call, name: str, value: Any) -> None:
+        first = not call.arguments
+        call.arguments[name] = value
+        key = json.dumps(name, ensure_ascii=False)
+        text = json.dumps(value, ensure_ascii=False)
+        self._out.append(ToolCallArgs(call.index, f"{'{' if first else ', '}{key}: {text}"))
+
+    def _finish_parameter(self, call: _Call, raw: str) -> None:
+        name = call.param
+        types = call.types.get(name) if call.types is not None else None
+        try:
+            value = convert_value(raw, types)
+        except ValueError as exc:
+            value = convert_value(raw, None)
+            if call.error is None:
+                call.error = f"parameter '{name}' of tool '{call.name}': {exc}"
+        self._add_argument(call, name, value)
+
+    def _end_call(self, error: str | None = None) -> None:
+        call = self._call
+        if call is None:
+            return
+        self._call = None
+        self._out.append(ToolCallArgs(call.index, "}" if call.arguments else "{}"))
+        self._out.append(
+            ToolCallEnd(call.index, call.id, call.name, call.arguments, call.error or error)
+        )
+
+    # -- mode handlers: return True after a mode change --------------------------
+
+    def _start(self, final: bool) -> bool:
+        # Leading whitespace is dropped by either text run anyway.
+        buf = self._buf = self._buf.lstrip()
+        if buf.startswith(_THINK_OPEN):
+            self._buf = buf[len(_THINK_OPEN) :]
+            self._mode = _REASONING
+            return True
+        if not final and (not buf or _THINK_OPEN.startswith(buf)):
+            return False
+        self._mode = _REASONING if self._starts_in_reasoning else _CONTENT
+        return True
+
+    def _in_reasoning(self, final: bool) -> bool:
+        buf = self._buf
+        at = buf.find(_THINK_CLOSE)
+        if at >= 0:
+            self._emit_reasoning(buf[:at])
+            self._buf = buf[at + len(_THINK_CLOSE) :]
+            self._mode = _CONTENT
+            return True
+        end = _release_end(buf, _HOLD_REASONING, final)
+        self._emit_reasoning(buf[:end])
+        self._buf = buf[end:]
+        return False
+
+    def _in_content(self, final: bool) -> bool:
+        buf = self._buf
+        at = buf.find(_CALL_OPEN)
+        if at >= 0:
+            self._emit_content(buf[:at])
+            self._raw = _CALL_OPEN
+            self._buf = buf[at + len(_CALL_OPEN) :]
+            self._mode = _CALL_OPENED
+            return True
+        end = _release_end(buf, _HOLD_CONTENT, final)
+        self._emit_content(buf[:end])
+        self._buf = buf[end:]
+        return False
+
+    def _call_opened(self, final: bool) -> bool:
+        buf = self._buf
+        rest = buf.lstrip()
+        self._raw += buf[: len(buf) - len(rest)]
+        self._buf = rest
+        if rest.startswith(_FUNC_OPEN):
+            self._raw += _FUNC_OPEN
+            self._buf = rest[len(_FUNC_OPEN) :]
+            self._mode = _FUNC_NAME
+            return True
+        if rest.startswith("{"):
+            self._json_parts = []
+            self._mode = _JSON_CALL
+            return True
+        if not final and (not rest or _FUNC_OPEN.startswith(rest)):
+            return False
+        # e.g. prose that mentions `<tool_call>`: not followed by a call body.
+        self._not_a_call()
+        return True
+
+    def _json_call(self, final: bool) -> bool:
+        buf = self._buf
+        at = buf.find(_CALL_CLOSE)
+        if at < 0 and not final:
+            end = _release_end(buf, _HOLD_JSON_CALL, final)
+            self._json_parts.append(buf[:end])
+            self._buf = buf[end:]
+            return False
+        body = "".join(self._json_parts) + (buf[:at] if at >= 0 else buf)
+        self._json_parts = []
+        self._buf = buf[at + len(_CALL_CLOSE) :] if at >= 0 else ""
+        parsed = _parse_json_call(body)
+        if parsed is None:
+            self._raw += body + (_CALL_CLOSE if at >= 0 else "")
+            self._not_a_call()
+            return True
+        name, arguments = parsed
+        self._raw = ""
+        call = self._start_call(name)
+        self._out.append(ToolCallArgs(call.index, json.dumps(arguments, ensure_ascii=False)))
+        self._out.append(ToolCallEnd(call.index, call.id, call.name, arguments, call.error))
+        self._mode = _CONTENT
+        return True
+
+    def _function_name(self, final: bool) -> bool:
+        buf = self._buf
+        end = _name_end(buf)
+        if end < 0:
+            if not final and len(buf) <= _MAX_NAME:
+                return False
+            # Never closed: the consumed tags were text; rescan the rest as content.
+            self._not_a_call()
+            return True
+        name = buf[:end].strip()
+        self._buf = buf[end + 1 :]
+        if not _valid_name(name):
+            self._raw += buf[: end + 1]
+            self._not_a_call()
+            return True
+        self._raw = ""
+        self._call = self._start_call(name)
+        self._mode = _IN_FUNCTION
+        return True
+
+    def _in_function(self, final: bool) -> bool:
+        buf = self._buf
+        at, tag = _first_tag(buf, _FUNCTION_TAGS)
+        if at < 0:
+            # Text between parameters is noise from the model: drop it.
+            self._buf = buf[_release_end(buf, _HOLD_FUNCTION, final) :]
+            return False
+        self._buf = buf[at + len(tag) :]
+        if tag == _PARAM_OPEN:
+            self._mode = _PARAM_NAME
+        else:
+            self._end_call()
+            self._mode = _AFTER_FUNCTION if tag == _FUNC_CLOSE else _CONTENT
+        return True
+
+    def _parameter_name(self, final: bool) -> bool:
+        call = self._call
+        assert call is not None
+        buf = self._buf
+        end = _name_end(buf)
+        if end < 0 and (final or len(buf) <= _MAX_NAME):
+            return False  # wait; at the end of output, _close reports the cut-off
+        name = buf[:end].strip() if end >= 0 else ""
+        if not _valid_name(name):
+            if call.error is None:
+                call.error = f"tool call '{call.name}' has a malformed <parameter=...> tag"
+            self._buf = buf[end + 1 :] if end >= 0 else buf
+            self._mode = _IN_FUNCTION
+            return True
+        self._buf = buf[end + 1 :]
+        call.param = name
+        call.value = []
+        self._mode = _PARAM_VALUE
+        return True
+
+    def _parameter_value(self, final: bool) -> bool:
+        call = self._call
+        assert call is not None
+        buf = self._buf
+        search_from = 0
+        while True:
+            at = buf.find(_PARAM_CLOSE, search_from)
+            if at < 0:
+                end = _release_end(buf, _HOLD_VALUE, final)
+                call.value.append(buf[:end])
+                self._buf = buf[end:]
+                return False
+            after = buf[at + len(_PARAM_CLOSE) :]
+            rest = after.lstrip()
+            if rest.startswith(_AFTER_PARAM):
+                break
+            if not rest or any(tag.startswith(rest) for tag in _AFTER_PARAM):
+                if final:
+                    break  # the output ended right after a real close tag
+                # Cannot tell yet whether this </parameter> is real: keep it.
+                call.value.append(buf[:at])
+                self._buf = buf[at:]
+                return False
+            search_from = at + len(_PARAM_CLOSE)
+        call.value.append(buf[:at])
+        raw = "".join(call.value)
+        call.value = []
+        self._finish_parameter(call, raw)
+        self._buf = after
+        self._mode = _IN_FUNCTION
+        return True
+
+    def _after_function(self, final: bool) -> bool:
+        buf = self._buf.lstrip()
+        self._buf = buf
+        if buf.startswith(_CALL_CLOSE):
+            self._buf = buf[len(_CALL_CLOSE) :]
+            self._mode = _CONTENT
+            return True
+        if buf.startswith(_FUNC_OPEN):
+            # Several functions inside one <tool_call>: read the next one.
+            self._raw = _FUNC_OPEN
+            self._buf = buf[len(_FUNC_OPEN) :]
+            self._mode = _FUNC_NAME
+            return True
+        if not buf or any(tag.startswith(buf) for tag in _AFTER_FUNCTION_TAGS):
+            if final:
+                self._buf = ""  # a half-written closing tag carries nothing
+            return False
+        # The model left out </tool_call>: what follows is answer text.
+        self._mode = _CONTENT
+        return True
+
+
+# Mode handlers indexed by mode; unbound, so a parser holds no reference cycle.
+_HANDLERS: Final[tuple[Callable[[Qwen3StreamParser, bool], bool], ...]] = (
+    Qwen3StreamParser._start,
+    Qwen3StreamParser._in_reasoning,
+    Qwen3StreamParser._in_content,
+    Qwen3StreamParser._call_opened,
+    Qwen3StreamParser._json_call,
+    Qwen3StreamParser._function_name,
+    Qwen3StreamParser._in_function,
+    Qwen3StreamParser._parameter_name,
+    Qwen3StreamParser._parameter_value,
+    Qwen3StreamParser._after_function,
+)

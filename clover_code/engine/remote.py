@@ -1,0 +1,373 @@
+"""The remote backend: any OpenAI-compatible chat-completions server over HTTP.
+
+Works with SGLang (the recommended server for Clover), vLLM, llama.cpp's
+``llama-server``, llama-cpp-python, and hosted OpenAI-style APIs.
+
+Base URL rule: the API root is ``base_url`` without a trailing slash, with
+``/v1`` appended unless it already ends in ``/v1``. So ``http://host:30000``,
+``http://host:30000/`` and ``http://host:30000/v1`` all mean
+``http://host:30000/v1``, and requests go to ``{root}/chat/completions`` and
+``{root}/models``.
+
+Retries live here and nowhere else: connection failures, timeouts, 408, 429
+(honouring ``Retry-After``) and 5xx are retried with exponential backoff and
+jitter, but only before the first output event of a response. After output has
+begun a broken stream is reported as ``Failed(StreamInterrupted, partial=True)``
+and ``Finished("interrupted")``; what arrived is kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import ssl
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
+from typing import Any
+
+import httpx
+
+from clover_code.engine.base import ChatRequest
+from clover_code.engine.chunks import ChunkDecoder, RawParsing, ServerStreamError
+from clover_code.engine.events import EngineEvent, Failed, Finished, FinishReason
+from clover_code.engine.retry import (
+    BackoffPolicy,
+    StreamProblem,
+    error_for_status,
+    error_for_transport,
+    error_message,
+    is_retryable_status,
+    parse_retry_after,
+)
+from clover_code.engine.sse import iter_sse
+from clover_code.errors import (
+    AuthError,
+    EngineError,
+    EngineUnavailable,
+    ModelNotFound,
+    StreamInterrupted,
+)
+
+__all__ = ["OpenAIBackend", "api_root"]
+
+_DONE = b"[DONE]"
+
+
+def api_root(base_url: str) -> str:
+    """The API root for a base URL: trailing slash dropped, ``/v1`` appended if missing."""
+    root = base_url.strip().rstrip("/")
+    if not root.endswith("/v1"):
+        root += "/v1"
+    return root
+
+
+class _Retry(Exception):
+    """Internal: this attempt failed before any output and may be retried."""
+
+    def __init__(self, error: EngineError, retry_after: float | None = None) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.retry_after = retry_after
+
+
+class OpenAIBackend:
+    """A ``Backend`` that streams from an OpenAI-compatible server.
+
+    ``raw_parsing`` decides what happens to ``content`` text: ``"always"``
+    parses it as raw Qwen3 output that starts inside reasoning (a server with
+    no reasoning or tool parser); ``"auto"`` understands explicit ``<think>``
+    and ``<tool_call>`` tags in content while using native fields when the
+    server sends them; ``"never"`` passes content through untouched.
+    """
+
+    name = "remote"
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str | None = None,
+        *,
+        api_key: str | None = None,
+        block_size: int = 32,
+        raw_parsing: RawParsing = "auto",
+        max_retries: int = 4,
+        backoff_base: float = 0.5,
+        backoff_max: float = 20.0,
+        connect_timeout: float = 10.0,
+        read_timeout: float = 300.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        if block_size < 1:
+            raise ValueError("block_size must be at least 1")
+        self.base_url = api_root(base_url)
+        self.model = model or ""
+        """The served model; filled in by ``check()`` when none was given."""
+        self.block_size = block_size
+        self.raw_parsing: RawParsing = raw_parsing
+        self.backoff = BackoffPolicy(max_retries, backoff_base, backoff_max)
+        headers = {"Accept": "text/event-stream", "Accept-Encoding": "identity"}
+        if api_key:
+            headers["Authorization"] = f"Bearer {api_key}"
+        verify: ssl.SSLContext | bool = True
+        if self.base_url.startswith("http://"):
+            # Loading the CA bundle costs ~50 ms per client and plain HTTP
+            # never uses it (redirects are not followed). A context with no
+            # CAs fails closed should TLS ever be attempted.
+            verify = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        self._client = httpx.AsyncClient(
+            headers=headers,
+            timeout=httpx.Timeout(read_timeout, connect=connect_timeout),
+            transport=transport,
+            verify=verify,
+            # HTTP(S)_PROXY is honoured for remote servers, but a proxy never
+            # reaches a model server on this machine.
+            trust_env=not _is_loopback(self.base_url),
+        )
+
+    # -- Backend protocol -------------------------------------------------------
+
+    async def check(self) -> None:
+        """Make sure the server is reachable and serves ``model`` (pick one if unset)."""
+        url = f"{self.base_url}/models"
+        try:
+            response = await self._client.get(url, headers={"Accept": "application/json"})
+        except httpx.RequestError as exc:
+            raise error_for_transport(exc, url=self.base_url, attempts=1) from exc
+        if response.status_code in (401, 403):
+            raise AuthError(
+                f"the server at {self.base_url} refused the API key "
+                f"(HTTP {response.status_code}); set --api-key or CLOVER_API_KEY"
+            )
+        if response.status_code != 200:
+            raise EngineUnavailable(
+                f"the server at {self.base_url} did not list its models "
+                f"(HTTP {response.status_code}: {error_message(response.content)}); "
+                "check that --base-url points at an OpenAI-compatible server"
+            )
+        served = _served_models(response.content)
+        if served is None:
+            raise EngineUnavailable(
+                f"the server at {self.base_url} answered /models with something that is "
+                "not an OpenAI model list; check that --base-url points at an "
+                "OpenAI-compatible server"
+            )
+        if not served:
+            raise ModelNotFound(
+                f"the server at {self.base_url} serves no models; load a model into it first"
+            )
+        if not self.model:
+            self.model = served[0]
+        elif self.model not in served:
+            raise ModelNotFound(
+                f"the server at {self.base_url} does not serve the model {self.model!r}; "
+                f"it serves {', '.join(repr(m) for m in served)}: pick one with --model"
+            )
+
+    async def aclose(self) -> None:
+        """Close the HTTP connection pool."""
+        await self._client.aclose()
+
+    async def stream(self, request: ChatRequest) -> AsyncGenerator[EngineEvent, None]:
+        """Stream one response as engine events; never raises for engine trouble."""
+        if not self.model:
+            try:
+                await self.check()
+            except EngineError as exc:
+                yield Failed(exc)
+                yield Finished("error")
+                return
+        body = self._request_body(request)
+        attempt = 0
+        while True:
+            try:
+                # aclosing: when our consumer stops early, the inner generator
+                # (and with it the HTTP response) closes now, not at GC time.
+                async with aclosing(self._attempt(body, request)) as events:
+                    async for event in events:
+                        yield event
+                return
+            except _Retry as retry:
+                if attempt >= self.backoff.max_retries:
+                    yield Failed(retry.error)
+                    yield Finished("error")
+                    return
+                await asyncio.sleep(self.backoff.delay(attempt, retry.retry_after))
+                attempt += 1
+
+    # -- one HTTP attempt -----------------------------------------------------------
+
+    def _request_body(self, request: ChatRequest) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": request.messages,
+            "stream": True,
+            # continuous_usage_stats (vLLM, SGLang) puts the cumulative token
+            # count on every chunk, which gives exact block sizes; servers that
+            # do not know it send usage once at the end.
+            "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+            # SGLang and vLLM pass these to the chat template; others ignore them.
+            "chat_template_kwargs": {"enable_thinking": request.enable_thinking},
+        }
+        if request.tools:
+            body["tools"] = [tool.openai() for tool in request.tools]
+        if request.max_tokens is not None:
+            body["max_tokens"] = request.max_tokens
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        return body
+
+    async def _attempt(
+        self, body: dict[str, Any], request: ChatRequest
+    ) -> AsyncGenerator[EngineEvent, None]:
+        """One POST. Raises ``_Retry`` only while nothing has been yielded."""
+        decoder = ChunkDecoder(
+            block_size=self.block_size,
+            raw_parsing=self.raw_parsing,
+            enable_thinking=request.enable_thinking,
+            tools=request.tools,
+        )
+        output_begun = False
+        complete = False
+        try:
+            async with self._client.stream(
+                "POST", f"{self.base_url}/chat/completions", json=body
+            ) as response:
+                status = response.status_code
+                if status != 200:
+                    content = await response.aread()
+                    error = error_for_status(status, content, url=self.base_url, model=self.model)
+                    if is_retryable_status(status):
+                        raise _Retry(error, parse_retry_after(response.headers.get("retry-after")))
+                    yield Failed(error)
+                    yield Finished("error")
+                    return
+                async with aclosing(self._read(response, decoder)) as batches:
+                    async for events in batches:
+                        if events is None:
+                            complete = True
+                            continue
+                        output_begun = True
+                        for event in events:
+                            yield event
+        except httpx.RequestError as exc:
+            if not output_begun:
+                attempts = self.backoff.max_retries + 1
+                raise _Retry(
+                    error_for_transport(exc, url=self.base_url, attempts=attempts)
+                ) from exc
+            for event in self._interrupted(decoder, exc):
+                yield event
+            return
+        except StreamProblem as problem:
+            for event in self._fail(
+                problem.error(self.base_url, output_begun), decoder, output_begun
+            ):
+                yield event
+            return
+        if not complete and decoder.server_finish is None:
+            # The connection closed cleanly but the response never ended.
+            if not output_begun:
+                raise _Retry(
+                    EngineUnavailable(
+                        f"the server at {self.base_url} closed the stream before sending "
+                        "anything; check the server's logs"
+                    )
+                )
+            for event in self._interrupted(decoder):
+                yield event
+            return
+        for event in decoder.finish():
+            yield event
+        yield Finished(decoder.finish_reason())
+
+    async def _read(
+        self, response: httpx.Response, decoder: ChunkDecoder
+    ) -> AsyncGenerator[list[EngineEvent] | None, None]:
+        """The events of each non-empty chunk; ``None`` once ``[DONE]`` arrives."""
+        # aiter_raw skips httpx's per-chunk decoder pipeline; an encoded body
+        # (we ask for identity, but a proxy may not listen) still goes through it.
+        encoding = response.headers.get("content-encoding", "identity")
+        raw = response.aiter_raw() if encoding == "identity" else response.aiter_bytes()
+        async with aclosing(iter_sse(raw)) as sse_events:
+            async for sse in sse_events:
+                data = sse.data
+                if data == _DONE:
+                    # Read on to the end of the body (normally just the final
+                    # empty HTTP chunk) so the connection can be reused.
+                    yield None
+                    async for _ in sse_events:
+                        pass
+                    return
+                try:
+                    chunk = json.loads(data)
+                except ValueError as exc:
+                    raise StreamProblem(data, f"not JSON: {exc}") from exc
+                if sse.event == "error":
+                    raise StreamProblem(data, _error_text(chunk), server_error=True)
+                try:
+                    events = decoder.feed(chunk)
+                except ServerStreamError as exc:
+                    raise StreamProblem(data, exc.message, server_error=True) from exc
+                except (TypeError, AttributeError, IndexError, KeyError) as exc:
+                    raise StreamProblem(data, f"unexpected shape: {exc}") from exc
+                if events:
+                    yield events
+
+    # -- ways a stream can end badly ---------------------------------------------
+
+    def _interrupted(
+        self, decoder: ChunkDecoder, exc: httpx.RequestError | None = None
+    ) -> list[EngineEvent]:
+        events = decoder.interrupt()
+        blocks = decoder.blocks.blocks
+        after = f"after {blocks} block{'s' if blocks != 1 else ''}"
+        if isinstance(exc, httpx.TimeoutException):
+            message = (
+                f"the server at {self.base_url} stopped sending {after} and timed out; "
+                "the partial answer is kept"
+            )
+        else:
+            message = (
+                f"the connection to {self.base_url} dropped {after}; the partial answer is kept"
+            )
+        error = StreamInterrupted(message)
+        events.append(Failed(error, partial=True))
+        events.append(Finished("interrupted"))
+        return events
+
+    def _fail(
+        self, error: EngineError, decoder: ChunkDecoder, output_begun: bool
+    ) -> list[EngineEvent]:
+        reason: FinishReason = "error"
+        events: list[EngineEvent] = []
+        if output_begun:
+            events.extend(decoder.interrupt())
+            reason = "interrupted"
+        events.append(Failed(error, partial=output_begun))
+        events.append(Finished(reason))
+        return events
+
+
+def _is_loopback(url: str) -> bool:
+    host = httpx.URL(url).host
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def _served_models(content: bytes) -> list[str] | None:
+    try:
+        payload = json.loads(content)
+    except ValueError:
+        return None
+    entries = payload.get("data") if isinstance(payload, dict) else None
+    if not isinstance(entries, list):
+        return None
+    return [e["id"] for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str)]
+
+
+def _error_text(chunk: Any) -> str:
+    if isinstance(chunk, dict):
+        error = chunk.get("error", chunk)
+        if isinstance(error, dict):
+            return str(error.get("message") or json.dumps(error))
+        return str(error)
+    return str(chunk)

@@ -1,0 +1,62 @@
+"""Choose and build the engine the settings ask for. Never a silent fake."""
+
+from __future__ import annotations
+
+import importlib.util
+
+from clover_code.config import Settings
+from clover_code.engine.base import Backend
+from clover_code.errors import EngineUnavailable
+
+NO_ENGINE_HELP = (
+    "No model engine is configured. Point clover-code at an OpenAI-compatible server with "
+    "--base-url (or CLOVER_BASE_URL, or base_url in .clover/config.toml), for example an "
+    "SGLang server started with `python -m sglang.launch_server --model-path <Clover checkpoint> "
+    "--tool-call-parser qwen3_coder --reasoning-parser qwen3` (then --base-url "
+    "http://localhost:30000/v1), a llama.cpp server (`llama-server -m model.gguf`, then "
+    "--base-url http://localhost:8080/v1), or any hosted endpoint with --api-key. "
+    "On a machine with a CUDA GPU, --engine sglang --model-path <checkpoint> runs Clover "
+    "in-process."
+)
+
+
+def build_backend(settings: Settings) -> Backend:
+    """The backend for ``settings.engine``, or ``EngineUnavailable`` saying what to do."""
+    engine = settings.engine
+    if engine == "auto":
+        if settings.base_url:
+            engine = "remote"
+        elif settings.model_path and _sglang_usable():
+            engine = "sglang"
+        else:
+            raise EngineUnavailable(NO_ENGINE_HELP)
+    if engine == "remote":
+        if not settings.base_url:
+            raise EngineUnavailable(
+                "--engine remote needs a server address: pass --base-url URL "
+                "(or set CLOVER_BASE_URL)."
+            )
+        from clover_code.engine.remote import OpenAIBackend
+
+        return OpenAIBackend(
+            settings.base_url,
+            settings.model,
+            api_key=settings.api_key.get_secret_value() if settings.api_key else None,
+            block_size=settings.block_size,
+            raw_parsing=settings.raw_parsing,
+            max_retries=settings.max_retries,
+            read_timeout=settings.request_timeout,
+        )
+    raise EngineUnavailable(
+        f"the '{engine}' engine is not available in this version of clover-code; "
+        "use --engine remote with --base-url pointing at a server that serves the model."
+    )
+
+
+def _sglang_usable() -> bool:
+    """True when SGLang is installed and a CUDA GPU is visible (checked without importing torch)."""
+    if importlib.util.find_spec("sglang") is None:
+        return False
+    import shutil
+
+    return shutil.which("nvidia-smi") is not None

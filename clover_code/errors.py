@@ -1,0 +1,104 @@
+"""The one error tree of clover-code.
+
+Every error a user can cause or meet is a ``CloverError`` carrying one clear
+sentence (what was wrong and what to do) and the process exit code a front
+end should use. Front ends catch ``CloverError`` at their boundary and print
+``str(error)``; anything else is a bug and may show a traceback.
+
+    CloverError
+    ├── UsageError            bad flag, missing task file            (exit 2)
+    ├── ConfigError           malformed or unknown config            (exit 2)
+    ├── EngineError           model access                           (exit 1)
+    │   ├── EngineUnavailable no engine / server unreachable         (exit 3)
+    │   ├── AuthError         server refused the API key             (exit 3)
+    │   ├── ModelNotFound     server does not serve that model       (exit 3)
+    │   ├── ContextOverflow   prompt + response exceed the window    (exit 1)
+    │   └── StreamInterrupted output began, then the stream broke    (exit 1)
+    ├── ToolError             a tool call failed (goes back to the model)
+    │   └── WorkspaceError    a path outside the workspace or in .git
+    └── LimitReached          max turns or wall time                 (exit 4)
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """Process exit codes, documented in the README."""
+
+    OK = 0
+    AGENT_ERROR = 1
+    USAGE = 2
+    ENGINE_UNAVAILABLE = 3
+    LIMIT_REACHED = 4
+    INTERRUPTED = 130
+
+
+class CloverError(Exception):
+    """Root of all errors that carry a user-facing sentence."""
+
+    exit_code: ExitCode = ExitCode.AGENT_ERROR
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(CloverError):
+    """A command-line mistake."""
+
+    exit_code = ExitCode.USAGE
+
+
+class ConfigError(CloverError):
+    """A config file or value that cannot be used."""
+
+    exit_code = ExitCode.USAGE
+
+
+class EngineError(CloverError):
+    """The model could not produce a response."""
+
+
+class EngineUnavailable(EngineError):
+    """No engine can be reached or started."""
+
+    exit_code = ExitCode.ENGINE_UNAVAILABLE
+
+
+class AuthError(EngineError):
+    """The server refused the credentials."""
+
+    exit_code = ExitCode.ENGINE_UNAVAILABLE
+
+
+class ModelNotFound(EngineError):
+    """The server does not serve the requested model."""
+
+    exit_code = ExitCode.ENGINE_UNAVAILABLE
+
+
+class ContextOverflow(EngineError):
+    """The conversation does not fit the model's context window."""
+
+
+class StreamInterrupted(EngineError):
+    """The stream broke after output had begun; what arrived is kept."""
+
+
+class ToolError(CloverError):
+    """A tool call that failed; its message goes back to the model."""
+
+
+class WorkspaceError(ToolError):
+    """A path the file tools refuse (outside the workspace, or git internals)."""
+
+
+class LimitReached(CloverError):
+    """A configured limit (turns, wall time) stopped the agent."""
+
+    exit_code = ExitCode.LIMIT_REACHED

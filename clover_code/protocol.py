@@ -1,0 +1,237 @@
+"""The only contract between the core and its front ends.
+
+A front end sends ``Op`` values (what the user asks for) and receives
+``Event`` values (what the core reports). Both are pydantic models tagged by
+a ``type`` field, so the JSONL written by ``--output-format stream-json`` is
+exactly this stream and can be read back with ``EVENT_ADAPTER``.
+
+This module imports nothing else of clover-code.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# ---------------------------------------------------------------- operations
+
+
+class UserInput(_Message):
+    """Start a turn with the user's text."""
+
+    type: Literal["user_input"] = "user_input"
+    text: str
+
+
+class Interrupt(_Message):
+    """Stop the running turn at once; what arrived so far is kept."""
+
+    type: Literal["interrupt"] = "interrupt"
+
+
+class ApprovalDecision(_Message):
+    """The user's answer to an ``ApprovalRequested`` event."""
+
+    type: Literal["approval_decision"] = "approval_decision"
+    request_id: str
+    decision: Literal["allow_once", "allow_prefix", "deny"]
+    feedback: str | None = None
+    """Text passed to the model with a denial."""
+
+
+class SetApprovalMode(_Message):
+    """Switch the approval mode for the rest of the session."""
+
+    type: Literal["set_approval_mode"] = "set_approval_mode"
+    mode: Literal["read-only", "ask", "auto-edit", "full-auto"]
+
+
+class Shutdown(_Message):
+    """End the session cleanly."""
+
+    type: Literal["shutdown"] = "shutdown"
+
+
+Op = Annotated[
+    UserInput | Interrupt | ApprovalDecision | SetApprovalMode | Shutdown,
+    Field(discriminator="type"),
+]
+OP_ADAPTER: TypeAdapter[Op] = TypeAdapter(Op)
+
+
+# -------------------------------------------------------------------- events
+
+
+class SessionStarted(_Message):
+    """A session is ready: which engine, model, sandbox and where it is saved."""
+
+    type: Literal["session_started"] = "session_started"
+    session_id: str
+    cwd: str
+    engine: str
+    model: str
+    sandbox: str
+    approval: str
+    transcript: str
+    resumed: bool = False
+
+
+class TurnStarted(_Message):
+    """The agent began working on a user input."""
+
+    type: Literal["turn_started"] = "turn_started"
+    turn: int
+    text: str
+
+
+class BlockDraft(_Message):
+    """One denoising step of the block being generated; ``None`` marks a mask."""
+
+    type: Literal["block_draft"] = "block_draft"
+    block: int
+    step: int
+    tokens: list[str | None]
+    confidences: list[float] | None = None
+
+
+class BlockCommitted(_Message):
+    """A finished block of model output; its text never changes afterwards."""
+
+    type: Literal["block_committed"] = "block_committed"
+    block: int
+    text: str
+    token_count: int
+    steps: int | None = None
+
+
+class ReasoningDelta(_Message):
+    """Thinking text."""
+
+    type: Literal["reasoning_delta"] = "reasoning_delta"
+    text: str
+
+
+class ContentDelta(_Message):
+    """Answer text."""
+
+    type: Literal["content_delta"] = "content_delta"
+    text: str
+
+
+class ToolCallStarted(_Message):
+    """A validated tool call is about to run (or wait for approval)."""
+
+    type: Literal["tool_call_started"] = "tool_call_started"
+    call_id: str
+    name: str
+    kind: str
+    arguments: dict[str, Any]
+    summary: str
+
+
+class ToolOutput(_Message):
+    """Live output of a running command."""
+
+    type: Literal["tool_output"] = "tool_output"
+    call_id: str
+    text: str
+
+
+class ToolCallFinished(_Message):
+    """A tool call ended; ``result`` is what the model sees."""
+
+    type: Literal["tool_call_finished"] = "tool_call_finished"
+    call_id: str
+    name: str
+    status: Literal["ok", "error", "denied", "cancelled"]
+    result: str
+    display: dict[str, Any] = Field(default_factory=dict)
+    duration: float = 0.0
+
+
+class ApprovalRequested(_Message):
+    """The core waits for an ``ApprovalDecision`` on this call."""
+
+    type: Literal["approval_requested"] = "approval_requested"
+    request_id: str
+    call_id: str
+    name: str
+    kind: str
+    summary: str
+    arguments: dict[str, Any]
+    prefix: str | None = None
+    """The command prefix an ``allow_prefix`` decision would cover."""
+
+
+class UsageReport(_Message):
+    """Token accounting after a model response."""
+
+    type: Literal["usage"] = "usage"
+    prompt_tokens: int
+    completion_tokens: int
+    context_window: int
+    tokens_per_second: float | None = None
+    blocks_per_second: float | None = None
+
+
+class Notice(_Message):
+    """Something the user should know that is not an error."""
+
+    type: Literal["notice"] = "notice"
+    level: Literal["info", "warning"] = "info"
+    text: str
+
+
+class ErrorEvent(_Message):
+    """Something went wrong; ``fatal`` means the session cannot go on."""
+
+    type: Literal["error"] = "error"
+    message: str
+    fatal: bool = False
+
+
+TurnStatus = Literal["completed", "interrupted", "failed", "max_turns", "timeout"]
+
+
+class TurnFinished(_Message):
+    """The turn ended and the core is ready for the next input."""
+
+    type: Literal["turn_finished"] = "turn_finished"
+    turn: int
+    status: TurnStatus
+    final_text: str = ""
+    model_requests: int = 0
+
+
+class SessionEnded(_Message):
+    """The session closed; the transcript is complete."""
+
+    type: Literal["session_ended"] = "session_ended"
+    session_id: str
+
+
+Event = Annotated[
+    SessionStarted
+    | TurnStarted
+    | BlockDraft
+    | BlockCommitted
+    | ReasoningDelta
+    | ContentDelta
+    | ToolCallStarted
+    | ToolOutput
+    | ToolCallFinished
+    | ApprovalRequested
+    | UsageReport
+    | Notice
+    | ErrorEvent
+    | TurnFinished
+    | SessionEnded,
+    Field(discriminator="type"),
+]
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)

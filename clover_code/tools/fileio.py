@@ -1,0 +1,166 @@
+"""File helpers shared by the file tools: atomic writes, text decoding, diffs
+and "did you mean" hints for missing paths."""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import os
+import secrets
+from pathlib import Path
+
+from clover_code.errors import ToolError
+from clover_code.tools.workspace import Workspace
+
+__all__ = [
+    "BINARY_SAMPLE",
+    "atomic_write",
+    "decode_text",
+    "diff_counts",
+    "looks_binary",
+    "missing_path_error",
+    "unified_diff",
+]
+
+BINARY_SAMPLE = 8192
+"""How many leading bytes decide whether a file is binary."""
+
+
+def looks_binary(sample: bytes) -> bool:
+    """Whether a file starting with ``sample`` is binary: a NUL byte, or not UTF-8.
+
+    A multi-byte character cut off at the end of the sample does not count.
+    """
+    if b"\x00" in sample:
+        return True
+    try:
+        sample.decode("utf-8")
+    except UnicodeDecodeError as error:
+        # Only an incomplete sequence at the very end is forgiven.
+        return error.start < len(sample) - 3 or error.reason != "unexpected end of data"
+    return False
+
+
+def decode_text(data: bytes, display: str) -> str:
+    """``data`` as UTF-8 text (a leading BOM kept), or ``ToolError`` if it is binary."""
+    if looks_binary(data[:BINARY_SAMPLE]):
+        raise ToolError(f"'{display}' is a binary file ({len(data)} bytes); it cannot be edited")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ToolError(
+            f"'{display}' is not valid UTF-8 (byte {error.start}); it cannot be edited as text"
+        ) from error
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` so readers see the old or the new file, never a mix.
+
+    Writes a temporary file in the same directory, fsyncs it and renames it
+    over ``path``. An existing file keeps its permission bits; a new one
+    gets the usual ``0o666`` less the umask. Missing parent directories are
+    created. Raises ``ToolError`` when the file system refuses.
+    """
+    directory = path.parent
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        try:
+            mode: int | None = path.stat().st_mode & 0o7777
+        except FileNotFoundError:
+            mode = None
+        tmp = directory / f".{path.name}.clover-{secrets.token_hex(4)}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                if mode is not None:
+                    os.fchmod(handle.fileno(), mode)
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise
+        _fsync_dir(directory)
+    except OSError as error:
+        reason = error.strerror or str(error)
+        raise ToolError(f"could not write {path}: {reason}") from error
+
+
+def _fsync_dir(directory: Path) -> None:
+    # Makes the rename durable; some file systems do not allow it, which is fine.
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def unified_diff(old: str | None, new: str, rel: str) -> str:
+    """A unified diff of a file's text; ``old`` None means the file is new."""
+    old_lines = [] if old is None else old.splitlines(keepends=True)
+    new_lines = new.splitlines(keepends=True)
+    lines = difflib.unified_diff(
+        old_lines,
+        new_lines,
+        fromfile="/dev/null" if old is None else f"a/{rel}",
+        tofile=f"b/{rel}",
+    )
+    out: list[str] = []
+    for line in lines:
+        if line.endswith("\n"):
+            out.append(line)
+        else:
+            out.append(line + "\n\\ No newline at end of file\n")
+    return "".join(out)
+
+
+def diff_counts(diff: str) -> tuple[int, int]:
+    """Lines added and removed in a unified diff."""
+    added = removed = 0
+    for line in diff.splitlines():
+        if line.startswith("+") and not line.startswith("+++"):
+            added += 1
+        elif line.startswith("-") and not line.startswith("---"):
+            removed += 1
+    return added, removed
+
+
+def _similar_paths(ws: Workspace, target: Path, limit: int = 5) -> list[str]:
+    """Existing paths that look like ``target``: near names in its nearest existing
+    directory, then files of the same name elsewhere in the workspace."""
+    found: list[str] = []
+    parent = target.parent
+    while not parent.is_dir() and parent != ws.root and ws.contains(parent):
+        parent = parent.parent
+    if parent.is_dir() and ws.contains(parent):
+        try:
+            names = [entry.name for entry in os.scandir(parent) if entry.name.casefold() != ".git"]
+        except OSError:
+            names = []
+        wanted = target.relative_to(parent).parts[0] if target != parent else target.name
+        for name in difflib.get_close_matches(wanted, names, n=limit, cutoff=0.6):
+            found.append(ws.relative(parent / name))
+    for seen, entry in enumerate(ws.walk()):
+        if seen >= 20_000 or len(found) >= limit:
+            break
+        if entry.path.name == target.name and entry.rel not in found:
+            found.append(entry.rel)
+    return found[:limit]
+
+
+def missing_path_error(ws: Workspace, given: str, resolved: Path, what: str = "file") -> ToolError:
+    """A ``ToolError`` for a path that does not exist, naming similar paths if any."""
+    hints = _similar_paths(ws, resolved)
+    message = f"{what} '{given}' does not exist"
+    if hints:
+        message += "; did you mean " + ", ".join(f"'{h}'" for h in hints) + "?"
+    else:
+        message += "; use list_files or glob to find the right path"
+    return ToolError(message)

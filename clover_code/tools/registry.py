@@ -1,0 +1,28 @@
+"""The built-in tools, ready to offer to the model."""
+
+from __future__ import annotations
+
+from clover_code.tools.base import Tool
+from clover_code.tools.edit_file import EditFileTool
+from clover_code.tools.grep import GrepTool
+from clover_code.tools.listing import GlobTool, ListFilesTool
+from clover_code.tools.read_file import ReadFileTool
+from clover_code.tools.shell import ShellTool
+from clover_code.tools.write_file import WriteFileTool
+
+__all__ = ["default_tools"]
+
+
+def default_tools(shell: bool) -> list[Tool]:
+    """One instance of every built-in tool; ``shell`` adds the shell tool."""
+    tools: list[Tool] = [
+        ReadFileTool(),
+        WriteFileTool(),
+        EditFileTool(),
+        ListFilesTool(),
+        GlobTool(),
+        GrepTool(),
+    ]
+    if shell:
+        tools.append(ShellTool())
+    return tools

@@ -1,0 +1,1 @@
+"""Where shell commands run: the host (explicitly chosen), Docker, bubblewrap."""

@@ -1,0 +1,327 @@
+"""``HostSandbox``: run commands directly on this machine, when the user asks for it.
+
+There is no isolation here: commands run as the user, with the user's
+environment, and can touch anything the user can. The only confinement is
+of the working directory, which persists between commands but is reset to
+the workspace root whenever a command leaves the workspace.
+
+Each command is ``bash -c`` in a new session (its own process group), with
+stdin from ``/dev/null`` and stdout and stderr merged into one pipe. A
+timeout or a cancellation signals the whole group: SIGTERM, then SIGKILL
+after a short grace. After the main shell exits the pipe is drained only
+briefly, so a background child that keeps it open cannot hold the call up.
+The final directory comes back through an ``EXIT`` trap that writes
+``pwd -P`` to a private file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import contextlib
+import logging
+import os
+import shlex
+import signal
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from clover_code.errors import ToolError
+from clover_code.tools.sandbox.base import ExecResult
+from clover_code.tools.sandbox.output import HeadTailBuffer
+
+__all__ = ["HostSandbox"]
+
+log = logging.getLogger(__name__)
+
+_QUIET_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
+"""Keep tools from waiting for a pager or a password prompt that nobody sees."""
+
+
+def _signal_group(pgid: int, sig: int) -> bool:
+    """Send ``sig`` to a process group; False when the group no longer exists."""
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        # A member changed its credentials; the group is not ours to signal.
+        return False
+    return True
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether the group still has a member that is not a zombie.
+
+    Orphaned members become zombies until init reaps them, and some container
+    inits never do; on Linux /proc tells the two apart.
+    """
+    if not _signal_group(pgid, 0):
+        return False
+    try:
+        pids = [name for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return True
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        # After the command name: state, ppid, pgrp, ...
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
+
+
+class _PipeReader(asyncio.Protocol):
+    """Receives the command's output pipe and hands each piece to ``sink``."""
+
+    def __init__(self, sink: Callable[[bytes], None]) -> None:
+        self._sink = sink
+        self.closed = asyncio.Event()
+
+    def data_received(self, data: bytes) -> None:
+        self._sink(data)
+
+    def eof_received(self) -> bool | None:
+        self.closed.set()
+        return None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed.set()
+
+
+class _OutputSink:
+    """Decodes output, keeps it head + tail, and streams it live up to a limit."""
+
+    def __init__(
+        self, limit: int, stream_limit: int, on_output: Callable[[str], None] | None
+    ) -> None:
+        self.buffer = HeadTailBuffer(limit)
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._on_output = on_output
+        self._stream_left = stream_limit
+
+    def feed(self, data: bytes, final: bool = False) -> None:
+        text = self._decoder.decode(data, final)
+        if not text:
+            return
+        self.buffer.write(text)
+        if self._on_output is None or self._stream_left <= 0:
+            return
+        piece = text[: self._stream_left]
+        self._stream_left -= len(piece)
+        if self._stream_left <= 0:
+            piece += "\n[... live output stops here; the result keeps the start and the end ...]\n"
+        try:
+            self._on_output(piece)
+        except Exception:
+            # A front end's failure must not kill the command; stop streaming to it.
+            log.exception("on_output callback failed; live output disabled for this command")
+            self._on_output = None
+
+
+class HostSandbox:
+    """Runs commands on the host with ``bash -c``, starting in the workspace root.
+
+    ``output_limit`` bounds the characters kept per command (head + tail);
+    ``stream_limit`` bounds what is streamed live to ``on_output``.
+    """
+
+    kind = "host"
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        output_limit: int = 30_000,
+        stream_limit: int = 1_000_000,
+        kill_grace: float = 1.0,
+        drain_timeout: float = 0.5,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.root = Path(os.path.realpath(root))
+        self.cwd = self.root
+        """Where the next command starts; always the root or a directory below it."""
+        self.output_limit = output_limit
+        self.stream_limit = stream_limit
+        self.kill_grace = kill_grace
+        self.drain_timeout = drain_timeout
+        self._env = dict(os.environ if env is None else env) | _QUIET_ENV
+        self._lock = asyncio.Lock()
+        self._groups: set[int] = set()
+        """Process groups started here that may still have members."""
+
+    def _inside(self, path: Path) -> bool:
+        return path == self.root or path.is_relative_to(self.root)
+
+    async def exec(
+        self,
+        command: str,
+        *,
+        timeout: float,
+        on_output: Callable[[str], None] | None = None,
+    ) -> ExecResult:
+        """Run ``command`` in the current directory; one command at a time."""
+        async with self._lock:
+            return await self._exec(command, timeout, on_output)
+
+    async def _exec(
+        self, command: str, timeout: float, on_output: Callable[[str], None] | None
+    ) -> ExecResult:
+        notes: list[str] = []
+        if not self.cwd.is_dir():
+            notes.append(f"[the directory {self.cwd} is gone; commands now start in {self.root}]")
+            self.cwd = self.root
+        fd, cwd_file = tempfile.mkstemp(prefix="clover-cwd-")
+        os.close(fd)
+        script = f"trap 'pwd -P > {shlex.quote(cwd_file)} 2>/dev/null' EXIT; {command}"
+        sink = _OutputSink(self.output_limit, self.stream_limit, on_output)
+        started = time.monotonic()
+        read_fd, write_fd = os.pipe()
+        try:
+            try:
+                proc = await self._spawn(script, write_fd)
+            finally:
+                os.close(write_fd)
+            pgid = proc.pid
+            self._groups.add(pgid)
+            pipe_fd, read_fd = read_fd, -1  # _supervise owns and closes it from here
+            timed_out, held_open = await self._supervise(proc, pgid, pipe_fd, sink, timeout)
+            sink.feed(b"", final=True)
+            if not _group_alive(pgid):
+                self._groups.discard(pgid)
+            elif held_open:
+                notes.append(
+                    "[a background process still holds the output open; "
+                    "what it prints from now on is not shown]"
+                )
+            notes.extend(self._update_cwd(cwd_file))
+        finally:
+            if read_fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(read_fd)
+            with contextlib.suppress(OSError):
+                os.unlink(cwd_file)
+        code = proc.returncode
+        exit_code = None if timed_out or code is None else (code if code >= 0 else 128 - code)
+        output = sink.buffer.text()
+        if notes:
+            output = output + ("\n" if output and not output.endswith("\n") else "")
+            output += "\n".join(notes) + "\n"
+        return ExecResult(
+            exit_code=exit_code,
+            output=output,
+            truncated=sink.buffer.truncated,
+            timed_out=timed_out,
+            duration=time.monotonic() - started,
+        )
+
+    async def _spawn(self, script: str, output_fd: int) -> asyncio.subprocess.Process:
+        """Start ``bash -c script`` in its own session, output into ``output_fd``."""
+        try:
+            return await asyncio.create_subprocess_exec(
+                "bash",
+                "-c",
+                script,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=output_fd,
+                stderr=output_fd,
+                cwd=self.cwd,
+                env=self._env,
+                start_new_session=True,
+            )
+        except OSError as error:
+            raise ToolError(
+                f"could not start bash in {self.cwd}: {error.strerror or error}"
+            ) from error
+
+    async def _supervise(
+        self,
+        proc: asyncio.subprocess.Process,
+        pgid: int,
+        read_fd: int,
+        sink: _OutputSink,
+        timeout: float,
+    ) -> tuple[bool, bool]:
+        """Pump the output until the command ends; returns (timed out, pipe held open).
+
+        Takes ownership of ``read_fd``. On cancellation the group is killed and
+        the cancellation goes on.
+        """
+        loop = asyncio.get_running_loop()
+        pipe = os.fdopen(read_fd, "rb", buffering=0)
+        transport: asyncio.BaseTransport | None = None
+        try:
+            transport, reader = await loop.connect_read_pipe(lambda: _PipeReader(sink.feed), pipe)
+            timed_out = await self._wait(proc, pgid, timeout)
+            held_open = not await self._drain(reader)
+            return timed_out, held_open
+        except asyncio.CancelledError:
+            _signal_group(pgid, signal.SIGKILL)
+            with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+                await asyncio.wait_for(proc.wait(), 1.0)
+            raise
+        finally:
+            if transport is not None:
+                transport.close()
+            else:
+                pipe.close()
+
+    async def _wait(self, proc: asyncio.subprocess.Process, pgid: int, timeout: float) -> bool:
+        """Wait for the main shell; on timeout kill its group. True if it timed out."""
+        try:
+            await asyncio.wait_for(proc.wait(), timeout)
+            return False
+        except TimeoutError:
+            pass
+        await self._terminate_group(pgid)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(proc.wait(), 1.0)
+        return True
+
+    async def _drain(self, reader: _PipeReader) -> bool:
+        """Read what is left in the pipe for a short while; False if it stayed open."""
+        try:
+            await asyncio.wait_for(reader.closed.wait(), self.drain_timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    async def _terminate_group(self, pgid: int) -> None:
+        """SIGTERM the group, give it ``kill_grace`` seconds, then SIGKILL what is left."""
+        if not _signal_group(pgid, signal.SIGTERM):
+            return
+        deadline = time.monotonic() + self.kill_grace
+        while time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+            if not _group_alive(pgid):
+                return
+        _signal_group(pgid, signal.SIGKILL)
+
+    def _update_cwd(self, cwd_file: str) -> list[str]:
+        """Adopt the directory the command ended in, if it is inside the workspace."""
+        try:
+            reported = Path(cwd_file).read_text(encoding="utf-8", errors="replace").strip()
+        except OSError:
+            return []
+        if not reported:
+            return []  # the shell was replaced (exec) or killed before the trap ran
+        new = Path(os.path.realpath(reported))
+        if self._inside(new) and new.is_dir():
+            self.cwd = new
+            return []
+        self.cwd = self.root
+        return [
+            f"[the command ended in {reported}, outside the workspace; "
+            f"the next command starts in {self.root}]"
+        ]
+
+    async def close(self) -> None:
+        """Stop every process group started here that is still running."""
+        groups = [pgid for pgid in self._groups if _group_alive(pgid)]
+        self._groups.clear()
+        await asyncio.gather(*(self._terminate_group(pgid) for pgid in groups))

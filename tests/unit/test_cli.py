@@ -1,0 +1,69 @@
+"""Command-line mistakes get one clear sentence and the documented exit code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from clover_code.cli import run
+
+
+def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = run(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_missing_task_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_cli(["-C", str(tmp_path), "--task-file", "nope.md"], capsys)
+    assert code == 2
+    assert err.strip() == "clover-code: task file nope.md does not exist."
+
+
+def test_empty_task(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_cli(["-C", str(tmp_path), "--task", "  "], capsys)
+    assert code == 2 and "the task is empty" in err
+
+
+def test_no_engine_configured_exits_3_with_help(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run_cli(["-C", str(tmp_path), "--task", "hi"], capsys)
+    assert code == 3
+    assert "--base-url" in err and "Traceback" not in err
+    assert out == ""
+
+
+def test_no_engine_in_json_formats(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(
+        ["-C", str(tmp_path), "--task", "hi", "--output-format", "stream-json"], capsys
+    )
+    assert code == 3 and '"type":"error"' in out and '"fatal":true' in out
+
+
+def test_malformed_repo_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / ".clover").mkdir()
+    (tmp_path / ".clover/config.toml").write_text("base_url = [\n")
+    code, _, err = run_cli(["-C", str(tmp_path), "--task", "hi"], capsys)
+    assert code == 2 and "is not valid TOML" in err and ".clover/config.toml" in err
+
+
+def test_unknown_engine_value_in_env(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CLOVER_ENGINE", "gpu")
+    code, _, err = run_cli(["-C", str(tmp_path), "--task", "hi"], capsys)
+    assert code == 2 and "environment variable CLOVER_ENGINE" in err
+
+
+def test_resume_without_sessions(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_cli(["-C", str(tmp_path), "--continue", "--task", "x"], capsys)
+    assert code == 2 and "no earlier session" in err
+
+
+def test_bad_flag_value_is_argparse_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        run(["--approval", "yolo"])
+    assert info.value.code == 2
+    assert "invalid choice: 'yolo'" in capsys.readouterr().err

@@ -1,0 +1,32 @@
+"""The core never imports Textual, and headless start-up stays light."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+CORE_MODULES = [
+    "clover_code.protocol",
+    "clover_code.config",
+    "clover_code.engine.remote",
+    "clover_code.engine.qwen3_parser",
+    "clover_code.agent.session",
+    "clover_code.agent.loop",
+    "clover_code.tools.registry",
+    "clover_code.headless",
+    "clover_code.cli",
+]
+
+
+def test_core_does_not_load_textual_or_heavy_modules() -> None:
+    code = (
+        "import sys\n"
+        + "".join(f"import {m}\n" for m in CORE_MODULES)
+        + "heavy = [m for m in ('textual', 'torch', 'sglang', 'transformers', 'docker')"
+        " if m in sys.modules]\n"
+        "print(','.join(heavy))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert out == "", f"the core loaded {out}"
