@@ -198,7 +198,7 @@ class Session:
 
     async def run_turn(self, text: str) -> p.TurnFinished:
         """Run one turn to its end (Interrupt ops cancel it)."""
-        self._turn = asyncio.current_task()  # type: ignore[assignment]
+        self._turn = asyncio.current_task()
         try:
             return await self.agent.run_turn(text)
         finally:

@@ -98,6 +98,11 @@ def start_llama_server(log_path: Path, *, ready_timeout: float = 180.0) -> Llama
         "4096",
         "--n_threads",
         str(max(1, min(4, os.cpu_count() or 1))),
+        # The GGUF carries no chat template, and llama-cpp-python's fallback
+        # (llama-2) makes this model stop at once; Gemma's own turn format
+        # gets text out of it.
+        "--chat_format",
+        "gemma",
         "--verbose",
         "false",
     ]

@@ -62,10 +62,15 @@ async def test_streams_a_real_completion(llama_server: LlamaServer) -> None:
     assert len(blocks) >= 2
     assert all(b.token_count == 8 for b in blocks[:-1])
 
-    (usage,) = [e for e in events if isinstance(e, Usage)]
-    assert usage.prompt_tokens > 0
-    assert 0 < usage.completion_tokens <= 64
-    assert sum(b.token_count for b in blocks) == usage.completion_tokens
+    # llama-cpp-python sends no usage in streams (as of 0.3.x) and the backend
+    # never invents a prompt count; when a version does send it, it must agree.
+    usages = [e for e in events if isinstance(e, Usage)]
+    counted = sum(b.token_count for b in blocks)
+    assert 0 < counted <= 64
+    if usages:
+        (usage,) = usages
+        assert usage.prompt_tokens > 0
+        assert usage.completion_tokens == counted
 
 
 async def test_default_parsing_on_a_real_server(llama_server: LlamaServer) -> None:

@@ -6,7 +6,8 @@ fork inside the container rather than a ``docker exec`` (tens of
 milliseconds each). Standard library only; it runs on the image's Python.
 
 Requests arrive on stdin, one JSON object per line:
-  {"op": "run", "id": N, "cmd": "...", "cwd": "/ws", "env": {...}, "timeout": 120}
+  {"op": "run", "id": N, "token": "...", "cmd": "...", "cwd": "/ws", "env": {...},
+   "timeout": 120}
   {"op": "kill", "id": N}
 Replies go to stdout as frames: a kind byte, the command id and the payload
 length (big-endian ``>cII``), then the payload:
@@ -150,7 +151,7 @@ class Runner:
 
     def start(self, req: dict[str, Any]) -> None:
         cid = int(req["id"])
-        token = os.urandom(8).hex()
+        token = str(req.get("token") or os.urandom(8).hex())
         cwd_file = os.path.join(self.state, f"cwd-{cid}")
         script = f"trap 'pwd -P >| {shlex.quote(cwd_file)} 2>/dev/null' EXIT\n{req['cmd']}"
         env = {str(k): str(v) for k, v in req.get("env", {}).items()}

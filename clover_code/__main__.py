@@ -1,0 +1,5 @@
+"""``python -m clover_code`` is the ``clover-code`` command."""
+
+from clover_code.cli import main
+
+main()

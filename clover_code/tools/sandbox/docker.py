@@ -1,0 +1,460 @@
+"""``DockerSandbox``: shell commands in one long-lived, locked-down container.
+
+One container per session, labelled with its owner (host, pid, start time)
+and removed on close; containers whose owner died are removed when the next
+session starts. Inside it:
+
+- the workspace is bind-mounted read-write at the same path as on the host
+  (``.git/hooks`` and ``.git/config`` read-only); nothing else of the host is;
+- commands run as the host user's uid:gid (the workspace owner's when
+  clover-code runs as root), never root, with every capability dropped,
+  ``no-new-privileges``, a read-only root filesystem, tmpfs /tmp and HOME,
+  and pids, memory and CPU limits;
+- no network unless asked for (``network=True``); no Docker socket, no SSH
+  agent; the environment is ``policy.sandbox_env`` (no host variables but an
+  allowlist, never one named like a credential).
+
+Commands go to ``runner.py``, the container's main process, over the attach
+stream: each is ``bash -c`` in its own process group, with its timeout
+enforced in the container. If the runner does not report within a grace
+period, the command's processes are killed through a second ``docker exec``
+and the container is replaced, so a call returns within ``timeout`` + 2 s.
+The working directory persists between commands; the environment does not.
+If Docker goes away the command fails with a ``ToolError``; nothing ever
+falls back to running on the host.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import os
+import shutil
+import socket
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from clover_code.errors import ToolError
+from clover_code.tools.sandbox.base import ExecResult
+from clover_code.tools.sandbox.docker_link import RunnerGone, RunnerLink, open_attach_stream
+from clover_code.tools.sandbox.host import _OutputSink
+from clover_code.tools.sandbox.policy import (
+    DEFAULT_PASSTHROUGH,
+    SANDBOX_HOME,
+    SandboxLimits,
+    sandbox_env,
+    sandbox_user,
+)
+
+__all__ = ["LABEL", "DockerSandbox", "clean_stale_containers", "docker_client"]
+
+log = logging.getLogger(__name__)
+
+LABEL = "org.clover-code.sandbox"
+"""Every sandbox container carries this label; its value is the owner."""
+
+_RUNNER = (Path(__file__).with_name("runner.py")).read_text(encoding="utf-8")
+_RUNNER_PATH = "/opt/clover-runner.py"
+_GRACE = 0.8
+"""Seconds past the timeout to wait for the runner's own report before killing from outside."""
+
+_KILL_BY_MARKER = """
+import os, signal, sys
+needle = ("CLOVER_SANDBOX_CMD=" + sys.argv[1]).encode()
+for _ in range(50):
+    found = False
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as fh:
+                if needle in fh.read().split(b"\\0"):
+                    os.kill(int(pid), signal.SIGKILL)
+                    found = True
+        except OSError:
+            pass
+    if not found:
+        break
+"""
+
+_DOCKER_DOWN = (
+    "Docker is not answering ({detail}); start it (e.g. `sudo systemctl start docker`) "
+    "and try again. Nothing was run on this machine."
+)
+
+
+def docker_client(timeout: float = 10.0) -> Any:
+    """A ``docker.DockerClient`` from the environment that answered a ping.
+
+    Raises ``ToolError`` naming what to do when no daemon answers.
+    """
+    import docker
+
+    try:
+        client = docker.from_env(timeout=timeout)
+        client.ping()
+    except Exception as exc:
+        raise ToolError(_DOCKER_DOWN.format(detail=_short(exc))) from None
+    return client
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text[:200]
+
+
+def _start_time(pid: int) -> str:
+    """The kernel's start time of ``pid`` (tells a live owner from a reused pid)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return "?"
+    return stat.rpartition(")")[2].split()[19]
+
+
+def _remove(client: Any, container_id: str) -> None:
+    with contextlib.suppress(Exception):
+        client.containers.get(container_id).remove(force=True)
+
+
+def _owner() -> str:
+    pid = os.getpid()
+    return f"{socket.gethostname()}:{pid}:{_start_time(pid)}"
+
+
+def _owner_alive(owner: str) -> bool:
+    host, _, rest = owner.partition(":")
+    pid_text, _, started = rest.partition(":")
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return True  # another machine's container: not ours to judge
+    pid = int(pid_text)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return started in ("?", _start_time(pid))
+
+
+def clean_stale_containers(client: Any) -> int:
+    """Remove sandbox containers whose owning process is gone; returns how many."""
+    removed = 0
+    for container in client.containers.list(all=True, filters={"label": LABEL}):
+        if _owner_alive(container.labels.get(LABEL, "")):
+            continue
+        with contextlib.suppress(Exception):
+            container.remove(force=True)
+            removed += 1
+    return removed
+
+
+class DockerSandbox:
+    """Runs commands in a Docker container that lives as long as this object."""
+
+    kind = "docker"
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        image: str,
+        network: bool = False,
+        limits: SandboxLimits | None = None,
+        passthrough: Iterable[str] = DEFAULT_PASSTHROUGH,
+        output_limit: int = 30_000,
+        stream_limit: int = 1_000_000,
+        client: Any = None,
+        start_timeout: float = 30.0,
+    ) -> None:
+        self.root = Path(os.path.realpath(root))
+        self.cwd = self.root
+        """Where the next command starts; always the root or a directory below it."""
+        self.image = image
+        self.network = network
+        self.limits = limits or SandboxLimits()
+        self.output_limit = output_limit
+        self.stream_limit = stream_limit
+        self.start_timeout = start_timeout
+        self.env = sandbox_env(passthrough)
+        self.container_id: str | None = None
+        self._client = client
+        self._link: RunnerLink | None = None
+        self._state: Path | None = None
+        self._lock = asyncio.Lock()
+        self._ids = itertools.count(1)
+        self._restarted = False
+        self._cleaned = False
+
+    # -- lifecycle ---------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start the container now (``exec`` does it on first use)."""
+        async with self._lock:
+            await self._ensure()
+
+    async def _ensure(self) -> RunnerLink:
+        if self._link is not None and not self._link.closed:
+            return self._link
+        if self._link is not None:
+            self._restarted = True
+            await asyncio.to_thread(self._discard)
+        self._link = await asyncio.to_thread(self._launch)
+        return self._link
+
+    def _launch(self) -> RunnerLink:
+        """Create, attach to and start the container; wait for its runner (blocking)."""
+        if self._client is None:
+            self._client = docker_client()
+        client = self._client
+        try:
+            client.ping()
+        except Exception as exc:
+            raise ToolError(_DOCKER_DOWN.format(detail=_short(exc))) from None
+        if not self._cleaned:
+            self._cleaned = True
+            clean_stale_containers(client)
+        import docker.errors
+
+        try:
+            client.images.get(self.image)
+        except docker.errors.ImageNotFound:
+            msg = (
+                f"the sandbox image {self.image} is missing; "
+                "build it with `clover-code sandbox build`."
+            )
+            raise ToolError(msg) from None
+        spec = self._spec(client.api)
+        try:
+            container_id = client.api.create_container(**spec)["Id"]
+        except docker.errors.APIError as exc:
+            detail = _short(exc)
+            msg = f"Docker could not create the sandbox container ({detail}); check `docker info`."
+            raise ToolError(msg) from None
+        self.container_id = container_id
+        try:
+            link = RunnerLink(*open_attach_stream(client.api, container_id))
+            client.api.start(container_id)
+            link.wait_ready(self.start_timeout)
+        except (RunnerGone, docker.errors.APIError) as exc:
+            self._discard()
+            msg = f"the sandbox container did not start ({_short(exc)}); check `docker info`."
+            raise ToolError(msg) from None
+        return link
+
+    def _spec(self, api: Any) -> dict[str, Any]:
+        """Keyword arguments for the low-level ``create_container``."""
+        from docker.types import LogConfig, Mount
+
+        if self.root == Path("/"):
+            msg = "the sandbox cannot mount / as the workspace; open a project directory instead."
+            raise ToolError(msg)
+        uid, gid = sandbox_user(self.root)
+        self._state = Path(tempfile.mkdtemp(prefix="clover-sandbox-"))
+        (self._state / "passwd").write_text(
+            "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+            f"sandbox:x:{uid}:{gid}:sandbox:{SANDBOX_HOME}:/bin/bash\n"
+        )
+        (self._state / "group").write_text(f"root:x:0:\nsandbox:x:{gid}:\n")
+        (self._state / "runner.py").write_text(_RUNNER)
+        for name in ("passwd", "group", "runner.py"):
+            (self._state / name).chmod(0o644)
+        self._state.chmod(0o755)
+        mounts = [
+            Mount(str(self.root), str(self.root), type="bind"),
+            Mount("/etc/passwd", str(self._state / "passwd"), type="bind", read_only=True),
+            Mount("/etc/group", str(self._state / "group"), type="bind", read_only=True),
+            Mount(_RUNNER_PATH, str(self._state / "runner.py"), type="bind", read_only=True),
+        ]
+        mounts += [
+            Mount(str(p), str(p), type="bind", read_only=True) for p in self._git_protected()
+        ]
+        lim = self.limits
+        host_config = api.create_host_config(
+            network_mode="bridge" if self.network else "none",
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            read_only=True,
+            tmpfs={
+                "/tmp": f"rw,nosuid,nodev,size={lim.tmp_mb}m,mode=1777",
+                SANDBOX_HOME: f"rw,nosuid,nodev,size={lim.home_mb}m,uid={uid},gid={gid},mode=0700",
+            },
+            mounts=mounts,
+            pids_limit=lim.pids,
+            mem_limit=f"{lim.memory_mb}m",
+            memswap_limit=f"{lim.memory_mb}m",
+            nano_cpus=int(lim.cpus * 1e9),
+            auto_remove=True,
+            log_config=LogConfig(type="none"),
+        )
+        return {
+            "image": self.image,
+            "command": ["python3", "-I", _RUNNER_PATH],
+            "user": f"{uid}:{gid}",
+            "working_dir": str(self.root),
+            "environment": {"PATH": self.env["PATH"], "HOME": SANDBOX_HOME},
+            "hostname": "sandbox",
+            # With detach False the SDK also sets StdinOnce: when this session's
+            # stream closes, even by a crash, the runner's stdin ends and the
+            # container stops (and auto_remove deletes it).
+            "stdin_open": True,
+            "detach": False,
+            "tty": False,
+            "labels": {LABEL: _owner(), f"{LABEL}.workspace": str(self.root)},
+            "host_config": host_config,
+        }
+
+    def _git_protected(self) -> list[Path]:
+        """``.git/hooks`` and ``.git/config``, when they are real and inside the workspace."""
+        git = self.root / ".git"
+        found = []
+        for path in (git / "hooks", git / "config"):
+            real = Path(os.path.realpath(path))
+            if path.exists() and not git.is_symlink() and real.is_relative_to(self.root):
+                found.append(path)
+        return found
+
+    def _discard(self) -> None:
+        """Drop the link and remove the container (blocking; errors ignored)."""
+        if self._link is not None:
+            self._link.close()
+        if self._client is not None and self.container_id is not None:
+            with contextlib.suppress(Exception):
+                self._client.containers.get(self.container_id).remove(force=True)
+        self.container_id = None
+        if self._state is not None:
+            shutil.rmtree(self._state, ignore_errors=True)
+            self._state = None
+
+    async def close(self) -> None:
+        """Stop the runner and remove the container."""
+        async with self._lock:
+            await asyncio.to_thread(self._discard)
+            self._link = None
+
+    # -- commands ----------------------------------------------------------
+
+    async def exec(
+        self,
+        command: str,
+        *,
+        timeout: float,
+        on_output: Callable[[str], None] | None = None,
+    ) -> ExecResult:
+        """Run ``command`` with ``bash -c`` in the current directory; one at a time."""
+        async with self._lock:
+            return await self._exec(command, timeout, on_output)
+
+    async def _exec(
+        self, command: str, timeout: float, on_output: Callable[[str], None] | None
+    ) -> ExecResult:
+        link = await self._ensure()
+        notes: list[str] = []
+        if self._restarted:
+            self._restarted = False
+            notes.append(
+                "[the sandbox container had stopped and was started again: "
+                "background processes and files outside the workspace are gone]"
+            )
+        if not self.cwd.is_dir():
+            notes.append(f"[the directory {self.cwd} is gone; commands now start in {self.root}]")
+            self.cwd = self.root
+        loop = asyncio.get_running_loop()
+        live = None
+        if on_output is not None:
+            callback = on_output
+
+            def live(text: str) -> None:
+                loop.call_soon_threadsafe(callback, text)
+
+        sink = _OutputSink(self.output_limit, self.stream_limit, live)
+        cid = next(self._ids)
+        token = os.urandom(8).hex()
+        done: asyncio.Future[dict[str, Any]] = loop.create_future()
+        started = time.monotonic()
+        request = {"op": "run", "id": cid, "token": token, "cmd": command}
+        request |= {"cwd": str(self.cwd), "env": self.env, "timeout": timeout}
+        try:
+            link.register(cid, sink.feed, done)
+            link.send(request)
+            info: dict[str, Any] | None = await asyncio.wait_for(
+                asyncio.shield(done), timeout + _GRACE
+            )
+        except TimeoutError:
+            info = None
+            await self._kill_from_outside(token)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                link.send({"op": "kill", "id": cid})
+                await asyncio.wait_for(asyncio.shield(done), 1.0)
+            raise
+        except RunnerGone as exc:
+            msg = (
+                f"the Docker sandbox stopped during the command ({exc}); nothing ran on this "
+                "machine. Check that Docker is running (`docker info`) and run the command again."
+            )
+            raise ToolError(msg) from None
+        finally:
+            link.unregister(cid)
+        sink.feed(b"", final=True)
+        if info is None:
+            notes.append("[the sandbox did not answer after the timeout; it was restarted]")
+            timed_out, exit_code = True, None
+        else:
+            timed_out = bool(info.get("timed_out"))
+            killed = timed_out or bool(info.get("killed"))
+            exit_code = None if killed else int(info["code"])
+            notes.extend(self._update_cwd(str(info.get("cwd") or "")))
+            if info.get("held"):
+                notes.append(
+                    f"[stopped {info['held']} background process(es) that kept the output open; "
+                    "redirect a background job's output to keep it running: cmd > log 2>&1 &]"
+                )
+        output = sink.buffer.text()
+        if notes:
+            output += ("\n" if output and not output.endswith("\n") else "") + "\n".join(notes)
+            output += "\n"
+        return ExecResult(
+            exit_code=exit_code,
+            output=output,
+            truncated=sink.buffer.truncated,
+            timed_out=timed_out,
+            duration=time.monotonic() - started,
+        )
+
+    async def _kill_from_outside(self, token: str) -> None:
+        """Kill the command's processes through a second exec, then replace the container."""
+        client, container_id = self._client, self.container_id
+
+        def kill() -> None:
+            with contextlib.suppress(Exception):
+                api = client.api
+                argv = ["python3", "-I", "-c", _KILL_BY_MARKER, token]
+                exec_id = api.exec_create(container_id, argv)["Id"]
+                api.exec_start(exec_id)
+
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.to_thread(kill), 0.8)
+        # Whatever still runs goes with the container; the next command starts a fresh one.
+        if self._link is not None:
+            self._link.close()
+        if client is not None and container_id is not None:
+            threading.Thread(target=_remove, args=(client, container_id), daemon=True).start()
+
+    def _update_cwd(self, reported: str) -> list[str]:
+        """Adopt the directory the command ended in, if it is inside the workspace."""
+        if not reported:
+            return []
+        new = Path(os.path.realpath(reported))
+        if (new == self.root or new.is_relative_to(self.root)) and new.is_dir():
+            self.cwd = new
+            return []
+        self.cwd = self.root
+        return [
+            f"[the command ended in {reported}, outside the workspace; "
+            f"the next command starts in {self.root}]"
+        ]
