@@ -250,14 +250,18 @@ class OpenAIBackend:
                         for event in events:
                             yield event
         except httpx.RequestError as exc:
-            if not output_begun:
+            if complete or decoder.server_finish is not None:
+                # The response had ended; only its tail (usage, [DONE]) was lost.
+                pass
+            elif not output_begun:
                 attempts = self.backoff.max_retries + 1
                 raise _Retry(
                     error_for_transport(exc, url=self.base_url, attempts=attempts)
                 ) from exc
-            for event in self._interrupted(decoder, exc):
-                yield event
-            return
+            else:
+                for event in self._interrupted(decoder, exc):
+                    yield event
+                return
         except StreamProblem as problem:
             for event in self._fail(
                 problem.error(self.base_url, output_begun), decoder, output_begun
@@ -286,6 +290,11 @@ class OpenAIBackend:
         """The events of each non-empty chunk; ``None`` once ``[DONE]`` arrives."""
         # aiter_raw skips httpx's per-chunk decoder pipeline; an encoded body
         # (we ask for identity, but a proxy may not listen) still goes through it.
+        if response.headers.get("content-type", "").startswith("application/json"):
+            # A server that ignored ``stream: true`` sent one whole completion.
+            yield _whole_completion(await response.aread(), decoder)
+            yield None
+            return
         encoding = response.headers.get("content-encoding", "identity")
         raw = response.aiter_raw() if encoding == "identity" else response.aiter_bytes()
         async with aclosing(iter_sse(raw)) as sse_events:
@@ -298,12 +307,12 @@ class OpenAIBackend:
                     async for _ in sse_events:
                         pass
                     return
+                if sse.event == "error":
+                    raise StreamProblem(data, error_message(data), server_error=True)
                 try:
                     chunk = json.loads(data)
                 except ValueError as exc:
                     raise StreamProblem(data, f"not JSON: {exc}") from exc
-                if sse.event == "error":
-                    raise StreamProblem(data, _error_text(chunk), server_error=True)
                 try:
                     events = decoder.feed(chunk)
                 except ServerStreamError as exc:
@@ -364,10 +373,18 @@ def _served_models(content: bytes) -> list[str] | None:
     return [e["id"] for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str)]
 
 
-def _error_text(chunk: Any) -> str:
-    if isinstance(chunk, dict):
-        error = chunk.get("error", chunk)
-        if isinstance(error, dict):
-            return str(error.get("message") or json.dumps(error))
-        return str(error)
-    return str(chunk)
+def _whole_completion(content: bytes, decoder: ChunkDecoder) -> list[EngineEvent]:
+    """Events for a non-streamed ``chat.completion`` body, fed as one big chunk."""
+    try:
+        completion = json.loads(content)
+        choice = completion["choices"][0]
+        message = dict(choice.get("message") or {})
+        calls = message.get("tool_calls") or []
+        message["tool_calls"] = [{"index": i, **call} for i, call in enumerate(calls)]
+        chunk = {
+            "choices": [{"delta": message, "finish_reason": choice.get("finish_reason") or "stop"}],
+            "usage": completion.get("usage"),
+        }
+        return decoder.feed(chunk)
+    except (ValueError, TypeError, AttributeError, IndexError, KeyError) as exc:
+        raise StreamProblem(content, f"not a chat completion: {exc}") from exc

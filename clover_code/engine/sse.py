@@ -7,8 +7,9 @@ a decode and a Python-level line decoder per event, which is most of the cost
 of ingesting a stream that can carry thousands of events per second.
 
 Only what chat-completion streams use is implemented: ``data`` (multi-line
-data joined with ``\\n``), ``event`` (so an ``event: error`` can be told apart)
-and comment lines (``:`` keep-alives, ignored). ``id`` and ``retry`` fields are
+data joined with ``\\n``), ``event`` (so an ``event: error`` can be told apart),
+comment lines (``:`` keep-alives, ignored), and llama.cpp's non-standard
+``error: {json}`` lines (an ``error`` event). ``id`` and ``retry`` fields are
 ignored because a chat completion stream cannot be resumed anyway.
 """
 
@@ -61,6 +62,10 @@ async def iter_sse(chunks: AsyncIterable[bytes]) -> AsyncGenerator[SSEEvent, Non
                 continue
             elif line.startswith(b"event:"):
                 event_name = line[6:].strip().decode("utf-8", "replace") or "message"
+            elif line.startswith(b"error:"):
+                # Not SSE, but llama.cpp's server reports mid-stream errors as
+                # an ``error: {json}`` line; surface it as an error event.
+                yield SSEEvent(line[6:].strip(), "error")
     if buffer.endswith(b"\r"):
         buffer = buffer[:-1]
     if buffer.startswith(b"data:"):

@@ -97,7 +97,7 @@ def start_llama_server(log_path: Path, *, ready_timeout: float = 180.0) -> Llama
         "--n_ctx",
         "4096",
         "--n_threads",
-        str(max(1, min(4, os.cpu_count() or 1))),
+        str(max(1, min(2, os.cpu_count() or 1))),
         # The GGUF carries no chat template, and llama-cpp-python's fallback
         # (llama-2) makes this model stop at once; Gemma's own turn format
         # gets text out of it.
@@ -106,8 +106,11 @@ def start_llama_server(log_path: Path, *, ready_timeout: float = 180.0) -> Llama
         "--verbose",
         "false",
     ]
+    # Passive OpenMP waits: spinning threads make a shared test machine (two
+    # servers, a parallel test run) many times slower.
+    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
     with log_path.open("wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
     server = LlamaServer(f"http://127.0.0.1:{port}/v1", model, log_path, process)
     try:
         _wait_ready(server, ready_timeout)

@@ -40,6 +40,7 @@ __all__ = [
     "ScriptedServer",
     "Send",
     "Step",
+    "encode_event",
     "error_response",
     "frame",
     "json_response",

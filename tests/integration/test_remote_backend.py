@@ -40,6 +40,7 @@ from tests.integration.sse_server import (
     ScriptedServer,
     Send,
     Step,
+    encode_event,
     error_response,
     json_response,
     sse_response,
@@ -644,3 +645,58 @@ async def test_a_long_token_does_not_split_a_token_stream(scripted_server: Scrip
     blocks = of(events, BlockCommitted)
     assert "".join(b.text for b in blocks) == stream.text
     assert not any(b.text == " " * 40 + "x" for b in blocks)
+
+
+async def test_llama_cpp_error_line_mid_stream(scripted_server: ScriptedServer) -> None:
+    chunks = SGLangStream().content(BLOCKS[0]).chunks()
+    steps: list[Step] = [
+        Send(encode_event(chunks[0])),
+        Send(encode_event(chunks[1])),
+        Send(b'error: {"code": 500, "message": "slot crashed", "type": "server_error"}\n\n'),
+    ]
+    scripted_server.enqueue(ScriptedResponse(steps=steps, content_type="text/event-stream"))
+    events = await collect(make_backend(scripted_server))
+
+    assert [b.text for b in of(events, BlockCommitted)] == [BLOCKS[0]]
+    failed = failure(events)
+    assert isinstance(failed.error, StreamInterrupted) and failed.partial
+    assert "slot crashed" in str(failed.error)
+    assert finished(events) == "interrupted"
+
+
+async def test_drop_after_the_finish_chunk_is_a_normal_end(scripted_server: ScriptedServer) -> None:
+    chunks = SGLangStream().content(BLOCKS[0]).chunks()
+    # everything up to finish_reason arrives; the usage chunk and [DONE] do not
+    scripted_server.enqueue(sse_response(chunks, drop_after=len(chunks) - 1))
+    events = await collect(make_backend(scripted_server))
+
+    assert not of(events, Failed)
+    assert [b.text for b in of(events, BlockCommitted)] == [BLOCKS[0]]
+    assert finished(events) == "stop"
+
+
+async def test_a_server_that_does_not_stream(scripted_server: ScriptedServer) -> None:
+    message = {
+        "role": "assistant",
+        "content": "Reading it.",
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "read_file", "arguments": '{"path": "a.py"}'},
+            }
+        ],
+    }
+    completion = {
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
+        "usage": {"prompt_tokens": 9, "completion_tokens": 12, "total_tokens": 21},
+    }
+    scripted_server.enqueue(json_response(completion))
+    events = await collect(make_backend(scripted_server))
+
+    assert text_of(events, ContentDelta) == "Reading it."
+    assert of(events, ToolCallEnd) == [ToolCallEnd(0, "call_1", "read_file", {"path": "a.py"})]
+    assert of(events, Usage) == [Usage(9, 12)]
+    assert len(of(events, BlockCommitted)) == 1
+    assert finished(events) == "tool_calls"

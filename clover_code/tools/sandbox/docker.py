@@ -32,7 +32,6 @@ import itertools
 import logging
 import os
 import shutil
-import socket
 import tempfile
 import threading
 import time
@@ -43,24 +42,26 @@ from typing import Any
 from clover_code.errors import ToolError
 from clover_code.tools.sandbox.base import ExecResult
 from clover_code.tools.sandbox.docker_link import RunnerGone, RunnerLink, open_attach_stream
+from clover_code.tools.sandbox.docker_setup import (
+    DOCKER_DOWN,
+    clean_stale_containers,
+    container_spec,
+    docker_client,
+    remove_container,
+    short_error,
+)
 from clover_code.tools.sandbox.host import _OutputSink
 from clover_code.tools.sandbox.policy import (
     DEFAULT_PASSTHROUGH,
-    SANDBOX_HOME,
     SandboxLimits,
     sandbox_env,
     sandbox_user,
 )
 
-__all__ = ["LABEL", "DockerSandbox", "clean_stale_containers", "docker_client"]
+__all__ = ["DockerSandbox"]
 
 log = logging.getLogger(__name__)
 
-LABEL = "org.clover-code.sandbox"
-"""Every sandbox container carries this label; its value is the owner."""
-
-_RUNNER = (Path(__file__).with_name("runner.py")).read_text(encoding="utf-8")
-_RUNNER_PATH = "/opt/clover-runner.py"
 _GRACE = 0.8
 """Seconds past the timeout to wait for the runner's own report before killing from outside."""
 
@@ -80,77 +81,6 @@ for _ in range(50):
     if not found:
         break
 """
-
-_DOCKER_DOWN = (
-    "Docker is not answering ({detail}); start it (e.g. `sudo systemctl start docker`) "
-    "and try again. Nothing was run on this machine."
-)
-
-
-def docker_client(timeout: float = 10.0) -> Any:
-    """A ``docker.DockerClient`` from the environment that answered a ping.
-
-    Raises ``ToolError`` naming what to do when no daemon answers.
-    """
-    import docker
-
-    try:
-        client = docker.from_env(timeout=timeout)
-        client.ping()
-    except Exception as exc:
-        raise ToolError(_DOCKER_DOWN.format(detail=_short(exc))) from None
-    return client
-
-
-def _short(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return text[:200]
-
-
-def _start_time(pid: int) -> str:
-    """The kernel's start time of ``pid`` (tells a live owner from a reused pid)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return "?"
-    return stat.rpartition(")")[2].split()[19]
-
-
-def _remove(client: Any, container_id: str) -> None:
-    with contextlib.suppress(Exception):
-        client.containers.get(container_id).remove(force=True)
-
-
-def _owner() -> str:
-    pid = os.getpid()
-    return f"{socket.gethostname()}:{pid}:{_start_time(pid)}"
-
-
-def _owner_alive(owner: str) -> bool:
-    host, _, rest = owner.partition(":")
-    pid_text, _, started = rest.partition(":")
-    if host != socket.gethostname() or not pid_text.isdigit():
-        return True  # another machine's container: not ours to judge
-    pid = int(pid_text)
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    return started in ("?", _start_time(pid))
-
-
-def clean_stale_containers(client: Any) -> int:
-    """Remove sandbox containers whose owning process is gone; returns how many."""
-    removed = 0
-    for container in client.containers.list(all=True, filters={"label": LABEL}):
-        if _owner_alive(container.labels.get(LABEL, "")):
-            continue
-        with contextlib.suppress(Exception):
-            container.remove(force=True)
-            removed += 1
-    return removed
 
 
 class DockerSandbox:
@@ -174,6 +104,11 @@ class DockerSandbox:
         self.root = Path(os.path.realpath(root))
         self.cwd = self.root
         """Where the next command starts; always the root or a directory below it."""
+        if self.root == Path("/"):
+            msg = "the sandbox cannot mount / as the workspace; open a project directory instead."
+            raise ToolError(msg)
+        self.user = sandbox_user(self.root)
+        """The uid and gid commands run as; never root."""
         self.image = image
         self.network = network
         self.limits = limits or SandboxLimits()
@@ -207,121 +142,65 @@ class DockerSandbox:
         return self._link
 
     def _launch(self) -> RunnerLink:
-        """Create, attach to and start the container; wait for its runner (blocking)."""
+        """Create, attach to and start the container; wait for its runner (blocking).
+
+        Any failure to reach Docker becomes one ``ToolError``; a half-made
+        container is removed.
+        """
+        import docker.errors
+        import requests
+
         if self._client is None:
             self._client = docker_client()
-        client = self._client
         try:
-            client.ping()
-        except Exception as exc:
-            raise ToolError(_DOCKER_DOWN.format(detail=_short(exc))) from None
-        if not self._cleaned:
-            self._cleaned = True
-            clean_stale_containers(client)
-        import docker.errors
-
-        try:
-            client.images.get(self.image)
+            return self._launch_with(self._client)
         except docker.errors.ImageNotFound:
+            self._discard()
             msg = (
                 f"the sandbox image {self.image} is missing; "
                 "build it with `clover-code sandbox build`."
             )
             raise ToolError(msg) from None
-        spec = self._spec(client.api)
-        try:
-            container_id = client.api.create_container(**spec)["Id"]
-        except docker.errors.APIError as exc:
-            detail = _short(exc)
-            msg = f"Docker could not create the sandbox container ({detail}); check `docker info`."
-            raise ToolError(msg) from None
-        self.container_id = container_id
-        try:
-            link = RunnerLink(*open_attach_stream(client.api, container_id))
-            client.api.start(container_id)
-            link.wait_ready(self.start_timeout)
-        except (RunnerGone, docker.errors.APIError) as exc:
+        except RunnerGone as exc:
             self._discard()
-            msg = f"the sandbox container did not start ({_short(exc)}); check `docker info`."
+            msg = (
+                f"the sandbox container did not start ({exc}); rebuild the image with "
+                "`clover-code sandbox build --force` and check `docker info`."
+            )
             raise ToolError(msg) from None
-        return link
+        except (docker.errors.DockerException, requests.RequestException) as exc:
+            self._discard()
+            raise ToolError(DOCKER_DOWN.format(detail=short_error(exc))) from None
 
-    def _spec(self, api: Any) -> dict[str, Any]:
-        """Keyword arguments for the low-level ``create_container``."""
-        from docker.types import LogConfig, Mount
-
-        if self.root == Path("/"):
-            msg = "the sandbox cannot mount / as the workspace; open a project directory instead."
-            raise ToolError(msg)
-        uid, gid = sandbox_user(self.root)
+    def _launch_with(self, client: Any) -> RunnerLink:
+        client.ping()
+        if not self._cleaned:
+            self._cleaned = True
+            clean_stale_containers(client)
+        client.images.get(self.image)
         self._state = Path(tempfile.mkdtemp(prefix="clover-sandbox-"))
-        (self._state / "passwd").write_text(
-            "root:x:0:0:root:/root:/usr/sbin/nologin\n"
-            f"sandbox:x:{uid}:{gid}:sandbox:{SANDBOX_HOME}:/bin/bash\n"
+        spec = container_spec(
+            client.api,
+            image=self.image,
+            root=self.root,
+            user=self.user,
+            network=self.network,
+            limits=self.limits,
+            path=self.env["PATH"],
+            state=self._state,
         )
-        (self._state / "group").write_text(f"root:x:0:\nsandbox:x:{gid}:\n")
-        (self._state / "runner.py").write_text(_RUNNER)
-        for name in ("passwd", "group", "runner.py"):
-            (self._state / name).chmod(0o644)
-        self._state.chmod(0o755)
-        mounts = [
-            Mount(str(self.root), str(self.root), type="bind"),
-            Mount("/etc/passwd", str(self._state / "passwd"), type="bind", read_only=True),
-            Mount("/etc/group", str(self._state / "group"), type="bind", read_only=True),
-            Mount(_RUNNER_PATH, str(self._state / "runner.py"), type="bind", read_only=True),
-        ]
-        mounts += [
-            Mount(str(p), str(p), type="bind", read_only=True) for p in self._git_protected()
-        ]
-        lim = self.limits
-        host_config = api.create_host_config(
-            network_mode="bridge" if self.network else "none",
-            cap_drop=["ALL"],
-            security_opt=["no-new-privileges"],
-            read_only=True,
-            tmpfs={
-                "/tmp": f"rw,nosuid,nodev,size={lim.tmp_mb}m,mode=1777",
-                SANDBOX_HOME: f"rw,nosuid,nodev,size={lim.home_mb}m,uid={uid},gid={gid},mode=0700",
-            },
-            mounts=mounts,
-            pids_limit=lim.pids,
-            mem_limit=f"{lim.memory_mb}m",
-            memswap_limit=f"{lim.memory_mb}m",
-            nano_cpus=int(lim.cpus * 1e9),
-            auto_remove=True,
-            log_config=LogConfig(type="none"),
-        )
-        return {
-            "image": self.image,
-            "command": ["python3", "-I", _RUNNER_PATH],
-            "user": f"{uid}:{gid}",
-            "working_dir": str(self.root),
-            "environment": {"PATH": self.env["PATH"], "HOME": SANDBOX_HOME},
-            "hostname": "sandbox",
-            # With detach False the SDK also sets StdinOnce: when this session's
-            # stream closes, even by a crash, the runner's stdin ends and the
-            # container stops (and auto_remove deletes it).
-            "stdin_open": True,
-            "detach": False,
-            "tty": False,
-            "labels": {LABEL: _owner(), f"{LABEL}.workspace": str(self.root)},
-            "host_config": host_config,
-        }
-
-    def _git_protected(self) -> list[Path]:
-        """``.git/hooks`` and ``.git/config``, when they are real and inside the workspace."""
-        git = self.root / ".git"
-        found = []
-        for path in (git / "hooks", git / "config"):
-            real = Path(os.path.realpath(path))
-            if path.exists() and not git.is_symlink() and real.is_relative_to(self.root):
-                found.append(path)
-        return found
+        self.container_id = client.api.create_container(**spec)["Id"]
+        link = RunnerLink(*open_attach_stream(client.api, self.container_id))
+        self._link = link
+        client.api.start(self.container_id)
+        link.wait_ready(self.start_timeout)
+        return link
 
     def _discard(self) -> None:
         """Drop the link and remove the container (blocking; errors ignored)."""
         if self._link is not None:
             self._link.close()
+            self._link = None
         if self._client is not None and self.container_id is not None:
             with contextlib.suppress(Exception):
                 self._client.containers.get(self.container_id).remove(force=True)
@@ -443,7 +322,9 @@ class DockerSandbox:
         if self._link is not None:
             self._link.close()
         if client is not None and container_id is not None:
-            threading.Thread(target=_remove, args=(client, container_id), daemon=True).start()
+            threading.Thread(
+                target=remove_container, args=(client, container_id), daemon=True
+            ).start()
 
     def _update_cwd(self, reported: str) -> list[str]:
         """Adopt the directory the command ended in, if it is inside the workspace."""

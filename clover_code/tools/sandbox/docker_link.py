@@ -108,6 +108,9 @@ class RunnerLink:
 
     def close(self) -> None:
         """Close the stream: the runner sees its stdin end and stops the container."""
+        with self._lock:
+            self.closed = True
+            self.reason = self.reason or "the session closed the stream"
         with contextlib.suppress(OSError):
             self._sock.shutdown(socket.SHUT_RDWR)
         with contextlib.suppress(Exception):
@@ -169,7 +172,8 @@ class RunnerLink:
         stderr = self._stderr.decode("utf-8", "replace").strip()
         with self._lock:
             self.closed = True
-            self.reason = reason + (f"; the runner said: {stderr[-500:]}" if stderr else "")
+            if not self.reason:
+                self.reason = reason + (f"; the runner said: {stderr[-500:]}" if stderr else "")
             calls = list(self._calls.values())
             self._calls.clear()
         self._ready.set()

@@ -1,0 +1,130 @@
+"""``clover-code sandbox``: build the sandbox image, or show what would run commands.
+
+    clover-code sandbox build [--offline | --dockerfile] [--force]
+    clover-code sandbox status
+
+``build`` without a method builds from the Dockerfile when the base image is
+present or can be pulled, else offline (debootstrap, needs root). It does
+nothing when the current image already exists, unless ``--force``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+from clover_code.errors import CloverError, ExitCode
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="clover-code sandbox",
+        description="Build the Docker image shell commands run in, or show sandbox status.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{build,status}")
+    build = sub.add_parser("build", help="build the sandbox image (if it is missing)")
+    method = build.add_mutually_exclusive_group()
+    method.add_argument(
+        "--offline",
+        action="store_const",
+        dest="method",
+        const="offline",
+        help="build without any registry: debootstrap + docker import (needs root)",
+    )
+    method.add_argument(
+        "--dockerfile",
+        action="store_const",
+        dest="method",
+        const="dockerfile",
+        help="build from sandbox/Dockerfile (pulls the Debian base image)",
+    )
+    build.add_argument("--force", action="store_true", help="rebuild even if the image exists")
+    build.set_defaults(method="auto")
+    sub.add_parser("status", help="show Docker, bubblewrap and image status")
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    """Run ``clover-code sandbox ARGV``; returns the process exit code."""
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exc:  # argparse has printed its usage message
+        return int(exc.code) if isinstance(exc.code, int) else int(ExitCode.USAGE)
+    try:
+        if args.command == "build":
+            return _build(args.method, args.force)
+        return _status()
+    except CloverError as exc:
+        print(f"clover-code: {exc}", file=sys.stderr)
+        return int(exc.exit_code)
+    except KeyboardInterrupt:
+        print("clover-code: interrupted.", file=sys.stderr)
+        return int(ExitCode.INTERRUPTED)
+
+
+def _build(method: Any, force: bool) -> int:
+    from clover_code.tools.sandbox.docker_setup import docker_client
+    from clover_code.tools.sandbox.image import build_image
+
+    started = time.monotonic()
+
+    def progress(line: str) -> None:
+        print(f"[{time.monotonic() - started:5.0f}s] {line}", flush=True)
+
+    client = docker_client()
+    tag = build_image(client, method=method, force=force, progress=progress)
+    print(f"sandbox image ready: {tag} ({time.monotonic() - started:.0f}s)")
+    return 0
+
+
+def _status() -> int:
+    from clover_code.errors import ToolError
+    from clover_code.tools.sandbox.bwrap import bwrap_problem
+    from clover_code.tools.sandbox.docker_setup import LABEL, docker_client
+    from clover_code.tools.sandbox.image import image_tag
+
+    tag = image_tag()
+    rows: list[tuple[str, str]] = []
+    client: Any = None
+    try:
+        client = docker_client(timeout=5.0)
+        version = client.version().get("Version", "?")
+        rows.append(("Docker", f"answering (engine {version})"))
+    except ToolError as exc:
+        rows.append(("Docker", f"not answering: {exc}"))
+    if client is not None:
+        rows.append(("image", _image_line(client, tag)))
+        running = client.containers.list(all=True, filters={"label": LABEL})
+        rows.append(("containers", f"{len(running)} sandbox container(s) on this engine"))
+    else:
+        rows.append(("image", f"{tag} (cannot check without Docker)"))
+    problem = bwrap_problem()
+    rows.append(("bubblewrap", "works" if problem is None else problem))
+    if client is not None:
+        auto = "docker"
+    elif problem is None:
+        auto = "bwrap"
+    else:
+        auto = "nothing: the shell tool would be off (start Docker or install bubblewrap)"
+    rows.append(("--sandbox auto", auto))
+    width = max(len(name) for name, _ in rows)
+    for name, value in rows:
+        print(f"{name.ljust(width)}  {value}")
+    return 0
+
+
+def _image_line(client: Any, tag: str) -> str:
+    import docker.errors
+
+    try:
+        image = client.images.get(tag)
+    except docker.errors.ImageNotFound:
+        return f"{tag} missing: build it with `clover-code sandbox build`"
+    how = image.labels.get("org.clover-code.sandbox.build", "?") if image.labels else "?"
+    size = image.attrs.get("Size", 0) / 1e6
+    created = str(image.attrs.get("Created", "?"))[:19].replace("T", " ")
+    return f"{tag} present (built by {how}, {size:.0f} MB, {created})"

@@ -1,0 +1,277 @@
+"""``BwrapSandbox``: shell commands under bubblewrap, for machines without Docker.
+
+Each command is its own ``bwrap`` process:
+
+- the host's root filesystem read-only; the workspace read-write at its own
+  path, with ``.git/hooks`` and ``.git/config`` read-only; /tmp a private
+  tmpfs; /home, /root, the user's home and /run hidden behind empty read-only
+  tmpfs (so no dotfile credentials, Docker socket or SSH agent socket is
+  reachable); HOME a private tmpfs at /home/sandbox;
+- new user, pid, network (unless ``network=True``), ipc and uts namespaces,
+  every capability dropped, a new session, ``--die-with-parent``;
+- the environment is ``policy.sandbox_env`` only; limits are rlimits set
+  before the command: processes (``ulimit -u``, counted inside the sandbox's
+  user namespace) and data size per process (``ulimit -d``);
+- run as the host user, or as the workspace owner when clover-code is root.
+
+A timeout or a cancellation kills bwrap's process group; bwrap's own init
+then dies and the kernel kills everything else in the pid namespace. For the
+same reason background processes end when the command's shell exits: nothing
+outlives a command here (unlike Docker). The working directory persists
+between commands through an ``EXIT`` trap; the environment does not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from clover_code.errors import ToolError
+from clover_code.tools.sandbox.base import ExecResult
+from clover_code.tools.sandbox.host import _OutputSink
+from clover_code.tools.sandbox.policy import (
+    DEFAULT_PASSTHROUGH,
+    SandboxLimits,
+    sandbox_env,
+    sandbox_user,
+)
+
+__all__ = ["BwrapSandbox", "bwrap_problem"]
+
+_HIDDEN = ("/home", "/root", "/run", "/var/run")
+"""Host directories replaced by an empty read-only tmpfs (plus the user's home)."""
+
+
+def bwrap_problem(bwrap: str = "bwrap") -> str | None:
+    """Why bubblewrap cannot sandbox here (one sentence), or None when it works."""
+    path = shutil.which(bwrap)
+    if path is None:
+        return "bubblewrap (bwrap) is not installed"
+    probe = [path, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "true"]
+    try:
+        proc = subprocess.run(probe, capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bubblewrap does not run ({exc})"
+    if proc.returncode != 0:
+        why = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "no message"
+        return f"bubblewrap cannot create its namespaces here ({why})"
+    return None
+
+
+class BwrapSandbox:
+    """Runs each command in a fresh bubblewrap sandbox over the host's filesystem."""
+
+    kind = "bwrap"
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        network: bool = False,
+        limits: SandboxLimits | None = None,
+        passthrough: Iterable[str] = DEFAULT_PASSTHROUGH,
+        output_limit: int = 30_000,
+        stream_limit: int = 1_000_000,
+        drain_timeout: float = 0.5,
+        bwrap: str = "bwrap",
+    ) -> None:
+        self.root = Path(os.path.realpath(root))
+        self.cwd = self.root
+        """Where the next command starts; always the root or a directory below it."""
+        if self.root == Path("/"):
+            raise ToolError("the sandbox cannot use / as the workspace; open a project directory.")
+        self.network = network
+        self.limits = limits or SandboxLimits()
+        self.output_limit = output_limit
+        self.stream_limit = stream_limit
+        self.drain_timeout = drain_timeout
+        self.env = sandbox_env(passthrough)
+        if not os.path.isdir("/home") or os.path.islink("/home"):
+            self.env["HOME"] = "/tmp/home"  # no /home to hide and reuse: keep HOME in /tmp
+        self._bwrap = shutil.which(bwrap) or bwrap
+        self._user = sandbox_user(self.root)
+        self._state = Path(tempfile.mkdtemp(prefix="clover-bwrap-"))
+        if os.getuid() == 0:
+            os.chown(self._state, *self._user)
+        self._lock = asyncio.Lock()
+
+    def _argv(self, script: str) -> list[str]:
+        """The bwrap command line that runs ``script`` with ``bash -c``."""
+        args = [self._bwrap, "--unshare-all", "--die-with-parent", "--new-session"]
+        args += ["--cap-drop", "ALL", "--hostname", "sandbox"]
+        if self.network:
+            args.append("--share-net")
+        args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        hidden = [h for h in _HIDDEN if os.path.isdir(h) and not os.path.islink(h)]
+        home = os.path.realpath(os.path.expanduser("~"))
+        if home != "/" and os.path.isdir(home) and not any(_under(home, h) for h in hidden):
+            hidden.append(home)
+        for path in hidden:
+            args += ["--tmpfs", path]
+        # HOME's mount point is made inside the /home tmpfs, before it turns read-only.
+        args += ["--tmpfs", self.env["HOME"]]
+        args += ["--bind", str(self.root), str(self.root)]
+        git = self.root / ".git"
+        for protected in (git / "hooks", git / "config"):
+            real = os.path.realpath(protected)
+            if protected.exists() and not git.is_symlink() and _under(real, str(self.root)):
+                args += ["--ro-bind", real, str(protected)]
+        args += ["--bind", str(self._state), str(self._state)]
+        for path in hidden:
+            args += ["--remount-ro", path]
+        args += ["--chdir", str(self.cwd), "--", "/bin/bash", "-c", script]
+        return args
+
+    def _script(self, command: str, cwd_file: Path) -> str:
+        lim = self.limits
+        return (
+            f"ulimit -u {lim.pids} -d {lim.memory_mb * 1024} 2>/dev/null\n"
+            f"trap 'pwd -P >| {shlex.quote(str(cwd_file))} 2>/dev/null' EXIT\n{command}"
+        )
+
+    async def exec(
+        self,
+        command: str,
+        *,
+        timeout: float,
+        on_output: Callable[[str], None] | None = None,
+    ) -> ExecResult:
+        """Run ``command`` in the current directory; one command at a time."""
+        async with self._lock:
+            return await self._exec(command, timeout, on_output)
+
+    async def _exec(
+        self, command: str, timeout: float, on_output: Callable[[str], None] | None
+    ) -> ExecResult:
+        notes: list[str] = []
+        if not self.cwd.is_dir():
+            notes.append(f"[the directory {self.cwd} is gone; commands now start in {self.root}]")
+            self.cwd = self.root
+        fd, name = tempfile.mkstemp(prefix="cwd-", dir=self._state)
+        os.close(fd)
+        cwd_file = Path(name)
+        if os.getuid() == 0:
+            os.chown(cwd_file, *self._user)
+        sink = _OutputSink(self.output_limit, self.stream_limit, on_output)
+        started = time.monotonic()
+        try:
+            argv = self._argv(self._script(command, cwd_file))
+            code, timed_out = await self._run(argv, sink, timeout)
+            notes.extend(self._update_cwd(cwd_file))
+        finally:
+            cwd_file.unlink(missing_ok=True)
+        sink.feed(b"", final=True)
+        output = sink.buffer.text()
+        if notes:
+            output += ("\n" if output and not output.endswith("\n") else "") + "\n".join(notes)
+            output += "\n"
+        return ExecResult(
+            exit_code=None if timed_out else code,
+            output=output,
+            truncated=sink.buffer.truncated,
+            timed_out=timed_out,
+            duration=time.monotonic() - started,
+        )
+
+    async def _run(self, argv: list[str], sink: _OutputSink, timeout: float) -> tuple[int, bool]:
+        """Start bwrap, pump its output, enforce the timeout; returns (exit code, timed out)."""
+        loop = asyncio.get_running_loop()
+        read_fd, write_fd = os.pipe()
+        extra: dict[str, Any] = {}
+        if os.getuid() == 0:
+            extra = {"user": self._user[0], "group": self._user[1], "extra_groups": []}
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=write_fd,
+                stderr=write_fd,
+                env=self.env,
+                start_new_session=True,
+                **extra,
+            )
+        except OSError as exc:
+            os.close(read_fd)
+            msg = f"bubblewrap could not start ({exc.strerror or exc}); check that bwrap works."
+            raise ToolError(msg) from None
+        finally:
+            os.close(write_fd)
+        pipe = os.fdopen(read_fd, "rb", buffering=0)
+        closed = asyncio.Event()
+        transport, _ = await loop.connect_read_pipe(lambda: _Reader(sink.feed, closed), pipe)
+        timed_out = False
+        try:
+            try:
+                await asyncio.wait_for(proc.wait(), timeout)
+            except TimeoutError:
+                timed_out = True
+                _kill_group(proc.pid)
+                await proc.wait()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(closed.wait(), self.drain_timeout)
+        except asyncio.CancelledError:
+            _kill_group(proc.pid)
+            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(proc.wait(), 1.0)
+            raise
+        finally:
+            transport.close()
+        code = proc.returncode if proc.returncode is not None else -signal.SIGKILL
+        return (code if code >= 0 else 128 - code), timed_out
+
+    def _update_cwd(self, cwd_file: Path) -> list[str]:
+        """Adopt the directory the command ended in, if it is inside the workspace."""
+        try:
+            reported = cwd_file.read_text(encoding="utf-8", errors="replace").strip()
+        except OSError:
+            return []
+        if not reported:
+            return []
+        new = Path(os.path.realpath(reported))
+        if (new == self.root or new.is_relative_to(self.root)) and new.is_dir():
+            self.cwd = new
+            return []
+        self.cwd = self.root
+        return [
+            f"[the command ended in {reported}, outside the workspace; "
+            f"the next command starts in {self.root}]"
+        ]
+
+    async def close(self) -> None:
+        """Remove the private state directory (no process outlives a command)."""
+        shutil.rmtree(self._state, ignore_errors=True)
+
+
+class _Reader(asyncio.Protocol):
+    def __init__(self, feed: Callable[[bytes], None], closed: asyncio.Event) -> None:
+        self._feed = feed
+        self._closed = closed
+
+    def data_received(self, data: bytes) -> None:
+        self._feed(data)
+
+    def eof_received(self) -> bool | None:
+        self._closed.set()
+        return None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closed.set()
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _under(path: str, parent: str) -> bool:
+    return path == parent or path.startswith(parent.rstrip("/") + "/")

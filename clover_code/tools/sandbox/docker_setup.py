@@ -1,0 +1,190 @@
+"""Docker plumbing for ``DockerSandbox``: the client, the container, its owner.
+
+- ``docker_client``: a client that answered a ping, or one ``ToolError``.
+- ``container_spec``: the locked-down container (see ``docker.py``).
+- owner labels and ``clean_stale_containers``: every sandbox container is
+  labelled ``host:pid:start-time`` of the clover-code process that made it;
+  one whose owner is gone on this host is removed by the next session.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+from clover_code.errors import ToolError
+from clover_code.tools.sandbox.policy import SANDBOX_HOME, SandboxLimits
+
+__all__ = [
+    "DOCKER_DOWN",
+    "LABEL",
+    "RUNNER_PATH",
+    "clean_stale_containers",
+    "container_spec",
+    "docker_client",
+    "remove_container",
+    "short_error",
+]
+
+RUNNER_PATH = "/opt/clover-runner.py"
+"""Where ``runner.py`` is mounted in the container."""
+_RUNNER = Path(__file__).with_name("runner.py").read_text(encoding="utf-8")
+
+LABEL = "org.clover-code.sandbox"
+"""Every sandbox container carries this label; its value is the owner."""
+
+DOCKER_DOWN = (
+    "Docker is not answering ({detail}); start it (e.g. `sudo systemctl start docker`) "
+    "and try again. Nothing was run on this machine."
+)
+
+
+def docker_client(timeout: float = 10.0) -> Any:
+    """A ``docker.DockerClient`` from the environment that answered a ping.
+
+    Raises ``ToolError`` naming what to do when no daemon answers.
+    """
+    import docker
+
+    try:
+        client = docker.from_env(timeout=timeout)
+        client.ping()
+    except Exception as exc:
+        raise ToolError(DOCKER_DOWN.format(detail=short_error(exc))) from None
+    return client
+
+
+def short_error(exc: BaseException) -> str:
+    """The first line of an error from Docker or the connection to it, kept short."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if any(s in text for s in ("Connection aborted", "Connection refused", "FileNotFoundError")):
+        return "cannot connect to the Docker daemon"
+    return text[:200]
+
+
+def _start_time(pid: int) -> str:
+    """The kernel's start time of ``pid`` (tells a live owner from a reused pid)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return "?"
+    return stat.rpartition(")")[2].split()[19]
+
+
+def remove_container(client: Any, container_id: str) -> None:
+    with contextlib.suppress(Exception):
+        client.containers.get(container_id).remove(force=True)
+
+
+def _owner() -> str:
+    pid = os.getpid()
+    return f"{socket.gethostname()}:{pid}:{_start_time(pid)}"
+
+
+def _owner_alive(owner: str) -> bool:
+    host, _, rest = owner.partition(":")
+    pid_text, _, started = rest.partition(":")
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return True  # another machine's container: not ours to judge
+    pid = int(pid_text)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return started in ("?", _start_time(pid))
+
+
+def clean_stale_containers(client: Any) -> int:
+    """Remove sandbox containers whose owning process is gone; returns how many."""
+    removed = 0
+    for container in client.containers.list(all=True, filters={"label": LABEL}):
+        if _owner_alive(container.labels.get(LABEL, "")):
+            continue
+        with contextlib.suppress(Exception):
+            container.remove(force=True)
+            removed += 1
+    return removed
+
+
+def container_spec(
+    api: Any,
+    *,
+    image: str,
+    root: Path,
+    user: tuple[int, int],
+    network: bool,
+    limits: SandboxLimits,
+    path: str,
+    state: Path,
+) -> dict[str, Any]:
+    """Keyword arguments for the low-level ``create_container``.
+
+    ``state`` is a private host directory for the files mounted read-only into
+    the container: ``passwd``/``group`` naming the uid, and the runner.
+    """
+    from docker.types import LogConfig, Mount
+
+    uid, gid = user
+    (state / "passwd").write_text(
+        "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+        f"sandbox:x:{uid}:{gid}:sandbox:{SANDBOX_HOME}:/bin/bash\n"
+    )
+    (state / "group").write_text(f"root:x:0:\nsandbox:x:{gid}:\n")
+    (state / "runner.py").write_text(_RUNNER)
+    for name in ("passwd", "group", "runner.py"):
+        (state / name).chmod(0o644)
+    state.chmod(0o755)
+    mounts = [
+        Mount(str(root), str(root), type="bind"),
+        Mount("/etc/passwd", str(state / "passwd"), type="bind", read_only=True),
+        Mount("/etc/group", str(state / "group"), type="bind", read_only=True),
+        Mount(RUNNER_PATH, str(state / "runner.py"), type="bind", read_only=True),
+    ]
+    mounts += [Mount(str(p), str(p), type="bind", read_only=True) for p in _git_protected(root)]
+    home_opts = f"rw,nosuid,nodev,size={limits.home_mb}m,uid={uid},gid={gid},mode=0700"
+    host_config = api.create_host_config(
+        network_mode="bridge" if network else "none",
+        cap_drop=["ALL"],
+        security_opt=["no-new-privileges"],
+        read_only=True,
+        tmpfs={"/tmp": f"rw,nosuid,nodev,size={limits.tmp_mb}m,mode=1777", SANDBOX_HOME: home_opts},
+        mounts=mounts,
+        pids_limit=limits.pids,
+        mem_limit=f"{limits.memory_mb}m",
+        memswap_limit=f"{limits.memory_mb}m",
+        nano_cpus=int(limits.cpus * 1e9),
+        auto_remove=True,
+        log_config=LogConfig(type="none"),
+    )
+    return {
+        "image": image,
+        "command": ["python3", "-I", RUNNER_PATH],
+        "user": f"{uid}:{gid}",
+        "working_dir": str(root),
+        "environment": {"PATH": path, "HOME": SANDBOX_HOME},
+        "hostname": "sandbox",
+        # With detach False the SDK also sets StdinOnce: when this session's
+        # stream closes, even by a crash, the runner's stdin ends and the
+        # container stops (and auto_remove deletes it).
+        "stdin_open": True,
+        "detach": False,
+        "tty": False,
+        "labels": {LABEL: _owner(), f"{LABEL}.workspace": str(root)},
+        "host_config": host_config,
+    }
+
+
+def _git_protected(root: Path) -> list[Path]:
+    """``.git/hooks`` and ``.git/config``, when they are real and inside the workspace."""
+    git = root / ".git"
+    found = []
+    for path in (git / "hooks", git / "config"):
+        real = Path(os.path.realpath(path))
+        if path.exists() and not git.is_symlink() and real.is_relative_to(root):
+            found.append(path)
+    return found

@@ -1,0 +1,218 @@
+"""Host git hardening: a repository the agent wrote cannot make harness git run code.
+
+Each trap is planted the way an agent could (hooks, fsmonitor, filter, diff
+and merge drivers, signing, an include of a file in the work tree), then the
+harness's usual git commands run through ``gitsafe``. A control run without
+``gitsafe`` shows the traps are live, so the assertions can fail.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from clover_code.gitsafe import (
+    UnsafeRepository,
+    git_argv,
+    git_env,
+    repo_driver_overrides,
+    run_git,
+    safe_repo,
+)
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+TRAP = """#!/bin/sh
+touch "{markers}/$(basename "$0")-$$"
+cat
+"""
+
+
+def _plain_git(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env |= {"GIT_CONFIG_NOSYSTEM": "1", "HOME": str(repo.parent)}
+    return subprocess.run(
+        ["git", *args], cwd=repo, env=env, capture_output=True, text=True, check=False
+    )
+
+
+@pytest.fixture
+def trapped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """A repository with every trap planted; returns (repo, marker directory)."""
+    monkeypatch.setenv("HOME", str(tmp_path))  # no user config of the test machine
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _plain_git(repo, "init", "-q", "-b", "main")
+    for key, value in [("user.name", "t"), ("user.email", "t@example.invalid")]:
+        _plain_git(repo, "config", key, value)
+    (repo / "a.txt").write_text("one\n")
+    _plain_git(repo, "add", "a.txt")
+    _plain_git(repo, "commit", "-q", "-m", "init")
+
+    tools = repo / "tools"  # the agent's programs live in the work tree
+    tools.mkdir()
+    for name in ["clean", "smudge", "textconv", "extdiff", "merge", "fsmonitor", "gpg", "ssh"]:
+        script = tools / name
+        script.write_text(TRAP.format(markers=markers))
+        script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    hooks = repo / ".git" / "hooks"
+    for hook in ["pre-commit", "post-commit", "commit-msg", "post-checkout", "post-merge"]:
+        (hooks / hook).write_text(TRAP.format(markers=markers))
+        (hooks / hook).chmod(0o755)
+    other_hooks = repo / "myhooks"
+    shutil.copytree(hooks, other_hooks)
+    (repo / ".gitattributes").write_text("*.txt filter=evil diff=evil merge=evil\n")
+    (repo / "included.cfg").write_text(f'[filter "inc"]\n\tclean = {tools / "clean"}\n')
+    config = {
+        "core.hooksPath": str(other_hooks),
+        "core.fsmonitor": str(tools / "fsmonitor"),
+        "core.sshCommand": str(tools / "ssh"),
+        "filter.evil.clean": str(tools / "clean"),
+        "filter.evil.smudge": str(tools / "smudge"),
+        "filter.evil.required": "true",
+        "diff.external": str(tools / "extdiff"),
+        "diff.evil.textconv": str(tools / "textconv"),
+        "diff.evil.command": str(tools / "extdiff"),
+        "merge.evil.driver": f"{tools / 'merge'} %O %A %B",
+        "commit.gpgSign": "true",
+        "gpg.program": str(tools / "gpg"),
+        "log.showSignature": "true",
+        "include.path": str(repo / "included.cfg"),
+    }
+    for key, value in config.items():
+        _plain_git(repo, "config", key, value)
+    (repo / "b.txt").write_text("inc\n")
+    (repo / ".gitattributes").write_text(
+        "a.txt filter=evil diff=evil merge=evil\nb.txt filter=inc\n"
+    )
+    (repo / "a.txt").write_text("one\ntwo\n")
+    return repo, markers
+
+
+def _harness_session(repo: Path) -> None:
+    """The git commands the harness runs on the host: status, diffs, commits, undo."""
+    for args in [
+        ("status", "--porcelain"),
+        ("diff",),
+        ("diff", "--stat"),
+        ("add", "-A"),
+        ("diff", "--cached"),
+        ("commit", "-q", "-m", "agent work"),
+        ("log", "-p", "-2"),
+        ("show", "HEAD"),
+        ("blame", "a.txt"),
+        ("checkout", "-q", "HEAD~1", "--", "a.txt"),
+        ("reset", "-q", "--hard", "HEAD"),
+        ("stash", "list"),
+    ]:
+        run_git(*args, cwd=repo, check=False)
+
+
+def test_the_traps_fire_without_hardening(trapped: tuple[Path, Path]) -> None:
+    repo, markers = trapped
+    _plain_git(repo, "status")
+    _plain_git(repo, "add", "-A")
+    _plain_git(repo, "diff", "--cached")
+    _plain_git(repo, "commit", "-q", "-m", "x")
+    fired = {p.name.rsplit("-", 1)[0] for p in markers.iterdir()}
+    assert {"fsmonitor", "clean", "extdiff", "pre-commit"} <= fired
+
+
+def test_harness_git_runs_no_planted_program(trapped: tuple[Path, Path]) -> None:
+    repo, markers = trapped
+    _harness_session(repo)
+    assert list(markers.iterdir()) == []
+    # The commit happened, unsigned and without hooks.
+    assert run_git("log", "-1", "--format=%s", cwd=repo).stdout.strip() == "agent work"
+
+
+def test_merge_through_a_planted_driver_fails_instead_of_running_it(
+    trapped: tuple[Path, Path],
+) -> None:
+    repo, markers = trapped
+    run_git("add", "-A", cwd=repo)
+    run_git("commit", "-q", "-m", "base", cwd=repo)
+    run_git("checkout", "-q", "-b", "side", cwd=repo)
+    (repo / "a.txt").write_text("side\n")
+    run_git("commit", "-q", "-am", "side", cwd=repo)
+    run_git("checkout", "-q", "main", cwd=repo)
+    (repo / "a.txt").write_text("main\n")
+    run_git("commit", "-q", "-am", "main", cwd=repo)
+    result = run_git("merge", "side", "-m", "merge", cwd=repo, check=False)
+    assert result.returncode != 0
+    assert list(markers.iterdir()) == []
+
+
+def test_drivers_from_the_repository_and_its_includes_are_emptied(
+    trapped: tuple[Path, Path],
+) -> None:
+    repo, _ = trapped
+    overrides = dict(repo_driver_overrides(repo))
+    assert overrides["filter.evil.clean"] == ""
+    assert overrides["filter.evil.smudge"] == ""
+    assert overrides["filter.evil.required"] == "false"
+    assert overrides["filter.inc.clean"] == ""
+    assert overrides["merge.evil.driver"] == ""
+
+
+def test_argv_carries_the_hardening_and_safe_diff_flags(trapped: tuple[Path, Path]) -> None:
+    repo, _ = trapped
+    argv = git_argv(["diff", "HEAD"], cwd=repo)
+    assert "core.hooksPath=/dev/null" in argv
+    assert "core.fsmonitor=false" in argv
+    assert f"--git-dir={repo / '.git'}" in argv
+    assert f"--work-tree={repo}" in argv
+    tail = argv[argv.index("diff") :]
+    assert tail == ["diff", "--no-ext-diff", "--no-textconv", "HEAD"]
+
+
+def test_git_env_drops_inherited_git_variables() -> None:
+    env = git_env({"GIT_DIR": "/elsewhere", "GIT_CONFIG_PARAMETERS": "'x=y'", "PATH": "/bin"})
+    assert "GIT_DIR" not in env
+    assert "GIT_CONFIG_PARAMETERS" not in env
+    assert env["GIT_CONFIG_NOSYSTEM"] == "1"
+    assert env["PATH"] == "/bin"
+
+
+def test_planted_worktree_cannot_redirect_harness_git(
+    trapped: tuple[Path, Path], tmp_path: Path
+) -> None:
+    repo, _ = trapped
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "precious.txt").write_text("keep\n")
+    _plain_git(repo, "config", "core.worktree", str(outside))
+    run_git("add", "-A", cwd=repo)
+    run_git("reset", "-q", "--hard", "HEAD", cwd=repo)
+    assert (outside / "precious.txt").read_text() == "keep\n"
+    with pytest.raises(UnsafeRepository, match=r"core\.worktree"):
+        safe_repo(repo)
+
+
+def test_unnameable_driver_is_refused(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _plain_git(repo, "init", "-q")
+    with (repo / ".git" / "config").open("a") as fh:
+        fh.write('[filter "a=b"]\n\tclean = /bin/false\n')
+    with pytest.raises(UnsafeRepository, match="cannot switch off"):
+        run_git("status", cwd=repo)
+
+
+def test_gitpython_repo_is_hardened(trapped: tuple[Path, Path]) -> None:
+    repo, markers = trapped
+    grepo = safe_repo(repo)
+    grepo.git.status()
+    grepo.git.diff()
+    grepo.git.add("-A")
+    grepo.index.commit("through GitPython")
+    grepo.git.log("-p", "-1")
+    assert list(markers.iterdir()) == []
+    assert grepo.head.commit.message == "through GitPython"
