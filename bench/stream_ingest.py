@@ -40,7 +40,7 @@ _ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(_ROOT))
 
 from clover_code.engine.base import ChatRequest, ToolSpec  # noqa: E402
-from clover_code.engine.events import BlockCommitted  # noqa: E402
+from clover_code.engine.events import Failed, Usage  # noqa: E402
 from clover_code.engine.remote import OpenAIBackend  # noqa: E402
 from tests.integration.sse_server import (  # noqa: E402
     RecordedRequest,
@@ -78,6 +78,12 @@ def _block_text(rng: random.Random) -> str:
     return " ".join(rng.choice(_WORDS) for _ in range(26)) + "\n"
 
 
+def _framed(chunks: list[dict[str, Any]]) -> ScriptedResponse:
+    """One SSE response, framed once so the server only copies bytes."""
+    steps = sse_response(chunks).steps or []
+    return ScriptedResponse(steps=[frame(steps)], content_type="text/event-stream")
+
+
 def sglang_responses(total_tokens: int) -> list[ScriptedResponse]:
     """A deterministic agent-loop run: reasoning, answer and tool calls, 32 tokens a chunk."""
     rng = random.Random(1234)
@@ -91,7 +97,7 @@ def sglang_responses(total_tokens: int) -> list[ScriptedResponse]:
         stream.reasoning(*(_block_text(rng) for _ in range(reasoning)))
         stream.content(*(_block_text(rng) for _ in range(text_blocks - reasoning)))
         stream.tool_call("edit_file", {"path": f"src/m{turn}.py", "old": _block_text(rng)})
-        responses.append(ScriptedResponse(steps=[frame(sse_response(stream.chunks()).steps or [])]))
+        responses.append(_framed(stream.chunks()))
     return responses
 
 
@@ -105,7 +111,7 @@ def token_responses(total_tokens: int) -> list[ScriptedResponse]:
         while stream.tokens < per_response - 40:
             stream.content(_block_text(rng))
         stream.tool_call("edit_file", {"path": f"src/m{turn}.py", "old": "x = 1"})
-        responses.append(ScriptedResponse(steps=[frame(sse_response(stream.chunks()).steps or [])]))
+        responses.append(_framed(stream.chunks()))
     return responses
 
 
@@ -161,7 +167,11 @@ class _Clock:
 
 
 async def run_clover(base_url: str, model: str) -> Measure:
-    """Consume every engine event of every response (client set-up not timed)."""
+    """Consume every engine event of every response (client set-up not timed).
+
+    Tokens are counted from the reported usage, as for the SDK, so both
+    clients are measured on the same number.
+    """
     backend = OpenAIBackend(base_url, model, max_retries=0)
     request = ChatRequest(messages=MESSAGES, tools=[EDIT_TOOL])
     tokens = 0
@@ -170,8 +180,10 @@ async def run_clover(base_url: str, model: str) -> Measure:
     try:
         for _ in range(RESPONSES):
             async for event in backend.stream(request):
-                if type(event) is BlockCommitted:
-                    tokens += event.token_count
+                if type(event) is Usage:
+                    tokens += event.completion_tokens
+                elif type(event) is Failed:
+                    raise SystemExit(f"clover-code failed to ingest the stream: {event.error}")
         return clock.stop(tokens)
     finally:
         await backend.aclose()
@@ -222,6 +234,11 @@ def compare(base_url: str, model: str, reps: int) -> tuple[Measure, Measure]:
         pair = [(run_clover, ours), (run_openai_sdk, theirs)]
         for run, results in pair if rep % 2 == 0 else reversed(pair):
             results.append(measure(run, base_url, model))
+    if {m.tokens for m in ours} != {m.tokens for m in theirs}:
+        raise SystemExit(
+            f"the clients saw different token counts ({ours[0].tokens:,} vs "
+            f"{theirs[0].tokens:,}); the benchmark stream is broken"
+        )
     return _median(ours), _median(theirs)
 
 

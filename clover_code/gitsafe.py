@@ -251,20 +251,22 @@ def safe_repo(path: Path) -> Repo:
     """A GitPython ``Repo`` at ``path`` whose git commands are hardened as above.
 
     Each command it runs gets the hardening settings, the driver overrides read
-    afresh, the safe diff flags and the cleaned environment. Its
-    ``index.commit`` never runs hooks (GitPython runs them itself, reading
-    ``.git/hooks`` directly); ``index.add`` writes blobs in Python and runs no
-    filter. A repository whose ``core.worktree`` points elsewhere is refused.
+    afresh, explicit ``--git-dir``/``--work-tree`` (so a planted
+    ``core.worktree`` is ignored, as GitPython itself ignores it), the safe
+    diff flags and the cleaned environment. Its ``index.commit`` never runs
+    hooks (GitPython runs them itself, reading ``.git/hooks`` directly);
+    ``index.add`` writes blobs in Python and runs no filter.
     """
     import git
 
-    root = Path(os.path.realpath(path))
-
     class _HardenedGit(git.Git):
+        location: tuple[str, ...] = ()
+
         def _call_process(self, method: str, *args: Any, **kwargs: Any) -> Any:
             name = method.replace("_", "-")
-            settings = [*HARDENING_CONFIG, *repo_driver_overrides(root)]
-            self._persistent_git_options = _config_args(settings)
+            tree = Path(self._working_dir or ".")
+            settings = [*HARDENING_CONFIG, *repo_driver_overrides(tree)]
+            self._persistent_git_options = [*_config_args(settings), *self.location]
             cleared = {k: None for k in os.environ if k.startswith("GIT_") and k not in _ENV}
             self.update_environment(**cleared, **_ENV)
             safe = _with_safe_flags([name, *map(str, args)])
@@ -282,12 +284,8 @@ def safe_repo(path: Path) -> Repo:
         def index(self) -> git.IndexFile:
             return _HookFreeIndex(self)
 
-    repo = _HardenedRepo(root)
-    tree = repo.working_tree_dir
-    if tree is None or Path(os.path.realpath(tree)) != root:
-        msg = (
-            f"the repository at {root} sets its work tree to {tree} (core.worktree); "
-            "remove that setting from .git/config before using clover-code here."
-        )
-        raise UnsafeRepository(msg)
+    repo = _HardenedRepo(path)
+    command = repo.git
+    if repo.working_tree_dir is not None and isinstance(command, _HardenedGit):
+        command.location = (f"--git-dir={repo.git_dir}", f"--work-tree={repo.working_tree_dir}")
     return repo

@@ -82,7 +82,7 @@ class ChunkDecoder:
         enable_thinking: bool = True,
         tools: Sequence[ToolSpec] = (),
     ) -> None:
-        self.blocks = BlockGrouper(block_size)
+        self.grouper = BlockGrouper(block_size)
         self._parser: Qwen3StreamParser | None = None
         if raw_parsing != "never":
             # "always": the server streams the model's raw text, which starts
@@ -140,12 +140,25 @@ class ChunkDecoder:
                     self._unassigned_tokens = 0
                 else:
                     tokens, exact = estimate_tokens(raw), False
-                events.extend(self.blocks.add(raw, tokens, exact=exact))
+                events.extend(self.grouper.add(raw, tokens, exact=exact))
         finish = choice.get("finish_reason")
         if finish:
             self.server_finish = finish
             self._end_output(events, interrupted=False)
         return events
+
+    def feed_completion(self, completion: dict[str, Any]) -> list[EngineEvent]:
+        """Events for a whole (non-streamed) ``chat.completion``: one big chunk."""
+        choice = completion["choices"][0]
+        message = dict(choice.get("message") or {})
+        calls = message.get("tool_calls") or []
+        message["tool_calls"] = [{"index": i, **call} for i, call in enumerate(calls)]
+        finish = choice.get("finish_reason") or "stop"
+        chunk: dict[str, Any] = {
+            "choices": [{"delta": message, "finish_reason": finish}],
+            "usage": completion.get("usage"),
+        }
+        return self.feed(chunk)
 
     def _note_usage(self, usage: dict[str, Any]) -> None:
         self._usage = usage
@@ -272,7 +285,7 @@ class ChunkDecoder:
         """Events that close a response that ended normally (no ``Finished``)."""
         events: list[EngineEvent] = []
         self._end_output(events, interrupted=False)
-        events.extend(self.blocks.flush())
+        events.extend(self.grouper.flush())
         usage = self._usage
         if usage is not None:
             prompt = usage.get("prompt_tokens")
@@ -285,7 +298,7 @@ class ChunkDecoder:
         """Events that close a response whose stream broke: keep what arrived."""
         events: list[EngineEvent] = []
         self._end_output(events, interrupted=True)
-        events.extend(self.blocks.flush())
+        events.extend(self.grouper.flush())
         return events
 
     def finish_reason(self) -> FinishReason:

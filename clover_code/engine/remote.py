@@ -13,7 +13,10 @@ Retries live here and nowhere else: connection failures, timeouts, 408, 429
 (honouring ``Retry-After``) and 5xx are retried with exponential backoff and
 jitter, but only before the first output event of a response. After output has
 begun a broken stream is reported as ``Failed(StreamInterrupted, partial=True)``
-and ``Finished("interrupted")``; what arrived is kept.
+and ``Finished("interrupted")``; what arrived is kept. A stream that closes
+empty is asked once more without streaming, because some servers
+(llama-cpp-python) hide the real error, e.g. a context overflow, that way.
+A server that ignores ``stream: true`` and sends one JSON completion works too.
 """
 
 from __future__ import annotations
@@ -64,10 +67,14 @@ def api_root(base_url: str) -> str:
 class _Retry(Exception):
     """Internal: this attempt failed before any output and may be retried."""
 
-    def __init__(self, error: EngineError, retry_after: float | None = None) -> None:
+    def __init__(
+        self, error: EngineError, retry_after: float | None = None, *, unstreamed: bool = False
+    ) -> None:
         super().__init__(error.message)
         self.error = error
         self.retry_after = retry_after
+        self.unstreamed = unstreamed
+        """Ask again without streaming: the stream hid what went wrong."""
 
 
 class OpenAIBackend:
@@ -191,8 +198,15 @@ class OpenAIBackend:
                     yield Failed(retry.error)
                     yield Finished("error")
                     return
-                await asyncio.sleep(self.backoff.delay(attempt, retry.retry_after))
                 attempt += 1
+                if retry.unstreamed and body["stream"]:
+                    # Some servers (llama-cpp-python) answer a failing streamed
+                    # request with an empty 200; unstreamed, the same request
+                    # returns the real error (or a whole completion).
+                    body = {k: v for k, v in body.items() if k != "stream_options"}
+                    body["stream"] = False
+                    continue
+                await asyncio.sleep(self.backoff.delay(attempt - 1, retry.retry_after))
 
     # -- one HTTP attempt -----------------------------------------------------------
 
@@ -275,7 +289,8 @@ class OpenAIBackend:
                     EngineUnavailable(
                         f"the server at {self.base_url} closed the stream before sending "
                         "anything; check the server's logs"
-                    )
+                    ),
+                    unstreamed=True,
                 )
             for event in self._interrupted(decoder):
                 yield event
@@ -292,7 +307,11 @@ class OpenAIBackend:
         # (we ask for identity, but a proxy may not listen) still goes through it.
         if response.headers.get("content-type", "").startswith("application/json"):
             # A server that ignored ``stream: true`` sent one whole completion.
-            yield _whole_completion(await response.aread(), decoder)
+            content = await response.aread()
+            try:
+                yield decoder.feed_completion(json.loads(content))
+            except (ValueError, TypeError, AttributeError, IndexError, KeyError) as exc:
+                raise StreamProblem(content, f"not a chat completion: {exc}") from exc
             yield None
             return
         encoding = response.headers.get("content-encoding", "identity")
@@ -328,7 +347,7 @@ class OpenAIBackend:
         self, decoder: ChunkDecoder, exc: httpx.RequestError | None = None
     ) -> list[EngineEvent]:
         events = decoder.interrupt()
-        blocks = decoder.blocks.blocks
+        blocks = decoder.grouper.blocks
         after = f"after {blocks} block{'s' if blocks != 1 else ''}"
         if isinstance(exc, httpx.TimeoutException):
             message = (
@@ -371,20 +390,3 @@ def _served_models(content: bytes) -> list[str] | None:
     if not isinstance(entries, list):
         return None
     return [e["id"] for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str)]
-
-
-def _whole_completion(content: bytes, decoder: ChunkDecoder) -> list[EngineEvent]:
-    """Events for a non-streamed ``chat.completion`` body, fed as one big chunk."""
-    try:
-        completion = json.loads(content)
-        choice = completion["choices"][0]
-        message = dict(choice.get("message") or {})
-        calls = message.get("tool_calls") or []
-        message["tool_calls"] = [{"index": i, **call} for i, call in enumerate(calls)]
-        chunk = {
-            "choices": [{"delta": message, "finish_reason": choice.get("finish_reason") or "stop"}],
-            "usage": completion.get("usage"),
-        }
-        return decoder.feed(chunk)
-    except (ValueError, TypeError, AttributeError, IndexError, KeyError) as exc:
-        raise StreamProblem(content, f"not a chat completion: {exc}") from exc

@@ -30,15 +30,18 @@ __all__ = [
     "BackoffPolicy",
     "StreamProblem",
     "error_for_status",
+    "error_for_transport",
     "error_message",
     "is_context_overflow",
+    "is_retryable_status",
     "parse_retry_after",
 ]
 
-RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
-"""Statuses worth retrying: timeouts, rate limits, overload and gateway trouble.
+RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
+"""Client-side statuses worth retrying: timeouts, conflicts and rate limits.
 
-Any other 5xx is retried too (see ``is_retryable_status``)."""
+Server errors (5xx) are retried too, except 501 and 505, which will not change
+(see ``is_retryable_status``)."""
 
 # How servers phrase "the prompt does not fit": OpenAI, vLLM, SGLang,
 # llama.cpp and llama-cpp-python all use one of these.
@@ -51,7 +54,7 @@ _OVERFLOW = re.compile(
 
 def is_retryable_status(status: int) -> bool:
     """True for statuses where the same request may succeed a moment later."""
-    return status in RETRYABLE_STATUS or 500 <= status < 600
+    return status in RETRYABLE_STATUS or (500 <= status < 600 and status not in (501, 505))
 
 
 def is_context_overflow(message: str) -> bool:

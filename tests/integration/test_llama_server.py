@@ -22,7 +22,7 @@ from clover_code.engine.events import (
     Usage,
 )
 from clover_code.engine.remote import OpenAIBackend
-from clover_code.errors import ModelNotFound
+from clover_code.errors import ContextOverflow, ModelNotFound
 from tests.integration.llama_peer import LlamaServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
@@ -122,3 +122,21 @@ async def test_cancelled_stream_leaves_the_server_usable(llama_server: LlamaServ
     finally:
         await backend.aclose()
     assert isinstance(events[-1], Finished) and events[-1].reason in ("stop", "length")
+
+
+async def test_context_overflow_from_a_real_server(llama_server: LlamaServer) -> None:
+    backend = OpenAIBackend(llama_server.base_url, None, backoff_base=0.01)
+    too_long = ChatRequest(
+        messages=[{"role": "user", "content": "lighthouse " * 6000}],
+        max_tokens=16,
+        enable_thinking=False,
+    )
+    try:
+        await backend.check()
+        events = await stream_all(backend, too_long)
+    finally:
+        await backend.aclose()
+
+    (failed,) = [e for e in events if isinstance(e, Failed)]
+    assert isinstance(failed.error, ContextOverflow), failed.error
+    assert isinstance(events[-1], Finished) and events[-1].reason == "error"

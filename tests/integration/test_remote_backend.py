@@ -700,3 +700,20 @@ async def test_a_server_that_does_not_stream(scripted_server: ScriptedServer) ->
     assert of(events, Usage) == [Usage(9, 12)]
     assert len(of(events, BlockCommitted)) == 1
     assert finished(events) == "tool_calls"
+
+
+async def test_an_empty_stream_is_asked_again_without_streaming(
+    scripted_server: ScriptedServer,
+) -> None:
+    # llama-cpp-python answers a streamed request that fails at once with an
+    # empty 200 stream; only the unstreamed request tells why.
+    scripted_server.enqueue(
+        sse_response([], done=False),
+        error_response(400, "Requested tokens (6010) exceed context window of 4096"),
+    )
+    events = await collect(make_backend(scripted_server))
+
+    assert isinstance(failure(events).error, ContextOverflow)
+    first, second = (r.json() for r in scripted_server.chat_requests)
+    assert first["stream"] is True and second["stream"] is False
+    assert "stream_options" not in second

@@ -192,8 +192,11 @@ def test_planted_worktree_cannot_redirect_harness_git(
     run_git("add", "-A", cwd=repo)
     run_git("reset", "-q", "--hard", "HEAD", cwd=repo)
     assert (outside / "precious.txt").read_text() == "keep\n"
-    with pytest.raises(UnsafeRepository, match=r"core\.worktree"):
-        safe_repo(repo)
+    grepo = safe_repo(repo)
+    grepo.git.add("-A")
+    grepo.git.reset("-q", "--hard", "HEAD")
+    assert (outside / "precious.txt").read_text() == "keep\n"
+    assert "precious.txt" not in grepo.git.ls_files()
 
 
 def test_unnameable_driver_is_refused(tmp_path: Path) -> None:

@@ -52,14 +52,22 @@ _HIDDEN = ("/home", "/root", "/run", "/var/run")
 """Host directories replaced by an empty read-only tmpfs (plus the user's home)."""
 
 
-def bwrap_problem(bwrap: str = "bwrap") -> str | None:
-    """Why bubblewrap cannot sandbox here (one sentence), or None when it works."""
+def bwrap_problem(bwrap: str = "bwrap", user: tuple[int, int] | None = None) -> str | None:
+    """Why bubblewrap cannot sandbox here (one phrase), or None when it works.
+
+    ``user`` is the uid:gid it will run as (root only can switch to it).
+    """
     path = shutil.which(bwrap)
     if path is None:
         return "bubblewrap (bwrap) is not installed"
     probe = [path, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "true"]
+    extra: dict[str, Any] = {}
+    if user is not None and os.getuid() == 0:
+        extra = {"user": user[0], "group": user[1], "extra_groups": []}
     try:
-        proc = subprocess.run(probe, capture_output=True, text=True, timeout=10, check=False)
+        proc = subprocess.run(
+            probe, capture_output=True, text=True, timeout=10, check=False, **extra
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bubblewrap does not run ({exc})"
     if proc.returncode != 0:
@@ -153,6 +161,8 @@ class BwrapSandbox:
     async def _exec(
         self, command: str, timeout: float, on_output: Callable[[str], None] | None
     ) -> ExecResult:
+        if "\0" in command:
+            raise ToolError("the command contains a NUL character; remove it and try again.")
         notes: list[str] = []
         if not self.cwd.is_dir():
             notes.append(f"[the directory {self.cwd} is gone; commands now start in {self.root}]")

@@ -231,6 +231,8 @@ class DockerSandbox:
     async def _exec(
         self, command: str, timeout: float, on_output: Callable[[str], None] | None
     ) -> ExecResult:
+        if "\0" in command:
+            raise ToolError("the command contains a NUL character; remove it and try again.")
         link = await self._ensure()
         notes: list[str] = []
         if self._restarted:

@@ -18,7 +18,7 @@ from pathlib import Path
 from clover_code.config import SandboxKind
 from clover_code.errors import ToolError
 from clover_code.tools.sandbox.base import Sandbox
-from clover_code.tools.sandbox.policy import DEFAULT_PASSTHROUGH, SandboxLimits
+from clover_code.tools.sandbox.policy import DEFAULT_PASSTHROUGH, SandboxLimits, sandbox_user
 
 __all__ = ["SandboxChoice", "choose_sandbox"]
 
@@ -137,7 +137,11 @@ def _bwrap(root: Path, opts: _Options) -> tuple[Sandbox | None, str]:
     """A BwrapSandbox when bubblewrap works here; or None and why not."""
     from clover_code.tools.sandbox.bwrap import BwrapSandbox, bwrap_problem
 
-    problem = bwrap_problem()
+    try:
+        user = sandbox_user(root)
+    except ToolError as exc:
+        return None, str(exc)
+    problem = bwrap_problem(user=user)
     if problem is not None:
         return None, f"{problem}; install bubblewrap or allow unprivileged user namespaces."
     try:

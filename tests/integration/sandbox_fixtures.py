@@ -1,0 +1,139 @@
+"""Fixtures for the sandbox tests: a real Docker engine and image, real bubblewrap.
+
+Import the fixtures you use into a test module (``from
+tests.integration.sandbox_fixtures import sandbox, ...``). When Docker, the
+sandbox image or bubblewrap is missing the tests that need it skip, except
+under ``CI`` where they fail: CI must run them for real (``scripts/test``
+installs Docker, starts it and builds the image offline first).
+
+``space`` is a fresh workspace plus an ``outside`` directory next to nothing
+the sandbox mounts (under /var/tmp, which bubblewrap shows read-only and
+Docker not at all). When the tests run as root both belong to an unprivileged
+uid, since the sandboxes never run commands as root.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clover_code.errors import ToolError
+from clover_code.tools.sandbox.base import Sandbox
+from clover_code.tools.sandbox.bwrap import BwrapSandbox, bwrap_problem
+from clover_code.tools.sandbox.docker import DockerSandbox
+from clover_code.tools.sandbox.docker_setup import docker_client
+from clover_code.tools.sandbox.image import image_present, image_tag
+from clover_code.tools.sandbox.policy import SandboxLimits
+
+TEST_UID = 4242
+"""The owner of test workspaces when the tests run as root."""
+
+LIMITS = SandboxLimits(memory_mb=512, pids=128, cpus=1.0, tmp_mb=256, home_mb=64)
+"""Small limits, so fork bombs and memory hogs are cheap to contain."""
+
+KINDS = [pytest.param("docker", marks=pytest.mark.docker), "bwrap"]
+"""Parametrize a test over both sandboxes with ``@pytest.mark.parametrize("kind", KINDS)``."""
+
+
+def _missing(what: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(f"{what}; CI must run the sandbox tests for real", pytrace=False)
+    pytest.skip(what)
+
+
+@dataclass
+class Space:
+    """A workspace, a directory outside it, and the uid:gid sandboxed commands use."""
+
+    root: Path
+    outside: Path
+    uid: int
+    gid: int
+
+
+@pytest.fixture(scope="session")
+def docker_engine() -> Any:
+    """A docker client whose daemon answered; skips (fails under CI) otherwise."""
+    try:
+        return docker_client(timeout=10.0)
+    except ToolError as exc:
+        _missing(f"no Docker engine: {exc}")
+
+
+@pytest.fixture(scope="session")
+def sandbox_image(docker_engine: Any) -> str:
+    """The current sandbox image tag; skips (fails under CI) when it is not built."""
+    tag = image_tag()
+    if not image_present(docker_engine, tag):
+        _missing(f"the sandbox image {tag} is not built (run `clover-code sandbox build`)")
+    return tag
+
+
+@pytest.fixture(scope="session")
+def bwrap_works() -> None:
+    """Skips (fails under CI) when bubblewrap cannot sandbox on this machine."""
+    problem = bwrap_problem()
+    if problem is not None:
+        _missing(problem)
+
+
+@pytest.fixture
+def space() -> Iterator[Space]:
+    """A fresh workspace and outside directory, owned by the user commands run as."""
+    uid, gid = (TEST_UID, TEST_UID) if os.getuid() == 0 else (os.getuid(), os.getgid())
+    base = Path(tempfile.mkdtemp(prefix="clover-sbx-", dir="/tmp"))
+    outside_base = Path(tempfile.mkdtemp(prefix="clover-outside-", dir="/var/tmp"))
+    root, outside = base / "ws", outside_base / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (outside / "target.txt").write_text("original\n")
+    if os.getuid() == 0:
+        for path in (base, root, outside_base, outside, outside / "target.txt"):
+            os.chown(path, uid, gid)
+        base.chmod(0o755)
+    try:
+        yield Space(root, outside, uid, gid)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+        shutil.rmtree(outside_base, ignore_errors=True)
+
+
+def open_sandbox(
+    kind: str,
+    root: Path,
+    request: pytest.FixtureRequest,
+    **options: Any,
+) -> Sandbox:
+    """A sandbox of ``kind`` on ``root`` with the test limits (``options`` override)."""
+    options.setdefault("limits", LIMITS)
+    if kind == "docker":
+        image = request.getfixturevalue("sandbox_image")
+        client = request.getfixturevalue("docker_engine")
+        return DockerSandbox(root, image=image, client=client, **options)
+    request.getfixturevalue("bwrap_works")
+    return BwrapSandbox(root, **options)
+
+
+@pytest.fixture
+async def sandbox(
+    kind: str, space: Space, request: pytest.FixtureRequest
+) -> AsyncIterator[Sandbox]:
+    """An open sandbox of the parametrized ``kind`` on ``space.root``; closed after."""
+    box = open_sandbox(kind, space.root, request)
+    try:
+        yield box
+    finally:
+        await box.close()
+
+
+async def assert_alive(box: Sandbox) -> None:
+    """The sandbox still runs commands normally."""
+    result = await box.exec("echo alive", timeout=30)
+    assert (result.exit_code, result.output) == (0, "alive\n")

@@ -1,0 +1,245 @@
+"""What a sandboxed command does: output, exit codes, directory, environment, limits.
+
+Runs against a real Docker engine and real bubblewrap (see ``sandbox_fixtures``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clover_code.tools.sandbox.base import Sandbox
+from clover_code.tools.sandbox.docker import DockerSandbox
+from clover_code.tools.sandbox.docker_setup import LABEL
+from tests.integration.sandbox_fixtures import (
+    KINDS,
+    Space,
+    assert_alive,
+    bwrap_works,
+    docker_engine,
+    open_sandbox,
+    sandbox,
+    sandbox_image,
+    space,
+)
+
+pytestmark = pytest.mark.integration
+
+# Fixtures used by name only.
+__all__ = ["bwrap_works", "docker_engine", "sandbox", "sandbox_image", "space"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_output_streams_while_the_command_runs(sandbox: Sandbox) -> None:
+    seen: list[tuple[float, str]] = []
+    started = time.monotonic()
+    result = await sandbox.exec(
+        "echo first; sleep 1.5; echo second",
+        timeout=30,
+        on_output=lambda text: seen.append((time.monotonic() - started, text)),
+    )
+    assert result.exit_code == 0
+    assert result.output == "first\nsecond\n"
+    assert seen and seen[0][1].startswith("first")
+    assert seen[0][0] < 1.2 < result.duration  # the first line came before the end
+    assert "".join(text for _, text in seen) == "first\nsecond\n"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_exit_codes(sandbox: Sandbox) -> None:
+    assert (await sandbox.exec("true", timeout=30)).exit_code == 0
+    assert (await sandbox.exec("exit 7", timeout=30)).exit_code == 7
+    assert (await sandbox.exec("sh -c 'kill -9 $$'", timeout=30)).exit_code == 137
+    result = await sandbox.exec("echo out; echo err >&2; exit 3", timeout=30)
+    assert (result.exit_code, sorted(result.output.split())) == (3, ["err", "out"])
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_directory_persists_and_stays_in_the_workspace(
+    sandbox: Sandbox, space: Space
+) -> None:
+    await sandbox.exec("mkdir -p sub/deeper && cd sub/deeper", timeout=30)
+    assert (await sandbox.exec("pwd", timeout=30)).output == f"{space.root}/sub/deeper\n"
+    result = await sandbox.exec("cd /", timeout=30)
+    assert "outside the workspace" in result.output
+    assert (await sandbox.exec("pwd", timeout=30)).output == f"{space.root}\n"
+    await sandbox.exec("mkdir gone && cd gone", timeout=30)
+    await sandbox.exec(f"rmdir {space.root}/gone", timeout=30)
+    result = await sandbox.exec("pwd", timeout=30)
+    assert result.output.startswith(f"{space.root}\n") and "is gone" in result.output
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_environment_does_not_persist(sandbox: Sandbox) -> None:
+    await sandbox.exec("export CLOVER_TEST_VAR=1", timeout=30)
+    result = await sandbox.exec("echo ${CLOVER_TEST_VAR:-unset}", timeout=30)
+    assert result.output == "unset\n"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_commands_run_as_the_user_never_root(sandbox: Sandbox, space: Space) -> None:
+    result = await sandbox.exec("id -u; id -g; echo $HOME; touch made-here", timeout=30)
+    uid, gid, home = result.output.split()
+    assert (int(uid), int(gid)) == (space.uid, space.gid)
+    assert int(uid) != 0
+    assert home == "/home/sandbox"
+    assert (space.root / "made-here").stat().st_uid == space.uid
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_timeout_kills_the_command(sandbox: Sandbox) -> None:
+    started = time.monotonic()
+    result = await sandbox.exec("echo begun; sleep 1000", timeout=1.5)
+    assert time.monotonic() - started < 1.5 + 2
+    assert result.timed_out and result.exit_code is None
+    assert result.output.startswith("begun")
+    await assert_alive(sandbox)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_cancellation_kills_the_command(sandbox: Sandbox, space: Space) -> None:
+    task = asyncio.create_task(sandbox.exec("sleep 1000.5", timeout=60))
+    await asyncio.sleep(1.0)
+    task.cancel()
+    started = time.monotonic()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert time.monotonic() - started < 2
+    await _assert_no_process(sandbox, "1000.5")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_long_output_is_capped_head_and_tail(sandbox: Sandbox) -> None:
+    result = await sandbox.exec("seq 1 200000", timeout=60)
+    assert result.exit_code == 0 and result.truncated
+    assert result.output.startswith("1\n2\n3\n")
+    assert result.output.endswith("199999\n200000\n")
+    assert "characters omitted" in result.output
+    assert len(result.output) < 31_000
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_background_holding_output_is_stopped(sandbox: Sandbox) -> None:
+    started = time.monotonic()
+    result = await sandbox.exec("(sleep 1000.25 &); echo quick", timeout=60)
+    assert time.monotonic() - started < 3
+    assert result.exit_code == 0 and result.output.startswith("quick\n")
+    await _assert_no_process(sandbox, "1000.25")
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("kind", ["docker"])
+async def test_docker_background_job_with_redirected_output_lives_on(sandbox: Sandbox) -> None:
+    result = await sandbox.exec("sleep 1000.75 > /dev/null 2>&1 &", timeout=30)
+    assert result.exit_code == 0
+    assert "1000.75" in (await sandbox.exec("ps -eo args", timeout=30)).output
+
+
+# -- Docker container lifecycle -------------------------------------------------
+
+
+@pytest.mark.docker
+async def test_container_is_labelled_and_removed_on_close(
+    space: Space, request: pytest.FixtureRequest, docker_engine: Any
+) -> None:
+    box = open_sandbox("docker", space.root, request)
+    assert isinstance(box, DockerSandbox)
+    await box.exec("true", timeout=30)
+    container = docker_engine.containers.get(box.container_id)
+    owner = container.labels[LABEL]
+    assert owner.split(":")[:2] == [os.uname().nodename, str(os.getpid())]
+    assert container.labels[f"{LABEL}.workspace"] == str(space.root)
+    attrs = container.attrs["HostConfig"]
+    assert attrs["NetworkMode"] == "none" and attrs["ReadonlyRootfs"] is True
+    assert attrs["CapDrop"] == ["ALL"] and "no-new-privileges" in attrs["SecurityOpt"]
+    assert attrs["PidsLimit"] == 128 and attrs["Memory"] == 512 * 2**20
+    container_id = box.container_id
+    await box.close()
+    assert not docker_engine.containers.list(all=True, filters={"id": container_id})
+
+
+@pytest.mark.docker
+async def test_stale_containers_of_dead_sessions_are_removed(
+    space: Space, request: pytest.FixtureRequest, docker_engine: Any, sandbox_image: str
+) -> None:
+    dead = _dead_pid()
+    here = os.uname().nodename
+    stale = docker_engine.containers.create(
+        sandbox_image, ["sleep", "1000"], labels={LABEL: f"{here}:{dead}:1"}
+    )
+    alive = docker_engine.containers.create(
+        sandbox_image, ["sleep", "1000"], labels={LABEL: f"{here}:{os.getpid()}:?"}
+    )
+    try:
+        box = open_sandbox("docker", space.root, request)
+        await box.exec("true", timeout=30)
+        await box.close()
+        remaining = {c.id for c in docker_engine.containers.list(all=True)}
+        assert stale.id not in remaining
+        assert alive.id in remaining
+    finally:
+        for container in (stale, alive):
+            with contextlib.suppress(Exception):
+                container.remove(force=True)
+
+
+@pytest.mark.docker
+def test_container_goes_away_when_its_session_is_killed(
+    space: Space, docker_engine: Any, sandbox_image: str, tmp_path: Path
+) -> None:
+    script = tmp_path / "session.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import asyncio, sys
+            from clover_code.tools.sandbox.docker import DockerSandbox
+            async def main():
+                box = DockerSandbox({str(space.root)!r}, image={sandbox_image!r})
+                await box.exec("true", timeout=30)
+                print(box.container_id, flush=True)
+                await asyncio.sleep(1000)
+            asyncio.run(main())
+            """
+        )
+    )
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen(
+        [sys.executable, str(script)], stdout=subprocess.PIPE, text=True, cwd=root
+    )
+    assert proc.stdout is not None
+    container_id = proc.stdout.readline().strip()
+    assert docker_engine.containers.list(filters={"id": container_id})
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 15
+    while docker_engine.containers.list(all=True, filters={"id": container_id}):
+        assert time.monotonic() < deadline, "the orphaned container was not removed"
+        time.sleep(0.2)
+
+
+# -- helpers ---------------------------------------------------------------------
+
+
+async def _assert_no_process(box: Sandbox, marker: str) -> None:
+    """No process whose command line contains ``marker`` is left, in the sandbox or here."""
+    if box.kind == "docker":
+        listing = (await box.exec("ps -eo args", timeout=30)).output
+        assert marker not in listing
+    host = subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True, check=False)
+    assert host.returncode == 1, host.stdout
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
