@@ -52,6 +52,35 @@ class SetApprovalMode(_Message):
     mode: Literal["read-only", "ask", "auto-edit", "full-auto"]
 
 
+class Undo(_Message):
+    """Revert the workspace to before the last ``turns`` turns (checkpoints).
+
+    Refused with an error event when the user changed the same files since,
+    unless ``force``."""
+
+    type: Literal["undo"] = "undo"
+    turns: int = 1
+    force: bool = False
+
+
+class ShowDiff(_Message):
+    """Ask for what the agent changed in the workspace this session."""
+
+    type: Literal["show_diff"] = "show_diff"
+
+
+class Compact(_Message):
+    """Summarise older turns now to free context."""
+
+    type: Literal["compact"] = "compact"
+
+
+class ClearHistory(_Message):
+    """Start a fresh conversation (the transcript of the old one is kept)."""
+
+    type: Literal["clear_history"] = "clear_history"
+
+
 class Shutdown(_Message):
     """End the session cleanly."""
 
@@ -59,7 +88,15 @@ class Shutdown(_Message):
 
 
 Op = Annotated[
-    UserInput | Interrupt | ApprovalDecision | SetApprovalMode | Shutdown,
+    UserInput
+    | Interrupt
+    | ApprovalDecision
+    | SetApprovalMode
+    | Undo
+    | ShowDiff
+    | Compact
+    | ClearHistory
+    | Shutdown,
     Field(discriminator="type"),
 ]
 OP_ADAPTER: TypeAdapter[Op] = TypeAdapter(Op)
@@ -180,6 +217,46 @@ class UsageReport(_Message):
     blocks_per_second: float | None = None
 
 
+class TodoItem(_Message):
+    """One entry of the model's checklist."""
+
+    text: str
+    status: Literal["pending", "in_progress", "done"] = "pending"
+
+
+class TodoUpdated(_Message):
+    """The model's checklist changed; front ends show it."""
+
+    type: Literal["todo_updated"] = "todo_updated"
+    items: list[TodoItem]
+
+
+class UndoDone(_Message):
+    """The workspace was restored to a checkpoint."""
+
+    type: Literal["undo_done"] = "undo_done"
+    turns: int
+    files: list[str]
+    """Paths (relative to the workspace) that were restored or removed."""
+
+
+class DiffReport(_Message):
+    """What the agent changed this session, as a unified diff."""
+
+    type: Literal["diff_report"] = "diff_report"
+    diff: str
+    files: list[str]
+
+
+class Compacted(_Message):
+    """Older turns were summarised to free context."""
+
+    type: Literal["compacted"] = "compacted"
+    summary: str
+    tokens_before: int
+    tokens_after: int
+
+
 class Notice(_Message):
     """Something the user should know that is not an error."""
 
@@ -228,6 +305,10 @@ Event = Annotated[
     | ToolCallFinished
     | ApprovalRequested
     | UsageReport
+    | TodoUpdated
+    | UndoDone
+    | DiffReport
+    | Compacted
     | Notice
     | ErrorEvent
     | TurnFinished
