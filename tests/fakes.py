@@ -29,7 +29,7 @@ def text_response(text: str, *, reasoning: str = "", block_chars: int = 64) -> l
             events.append(kind(piece))
             events.append(ev.BlockCommitted(block, piece, max(1, len(piece) // 2)))
             block += 1
-    events.append(ev.Usage(100, sum(e.token_count for e in events if hasattr(e, "token_count"))))
+    events.append(ev.Usage(0, sum(e.token_count for e in events if hasattr(e, "token_count"))))
     events.append(ev.Finished("stop"))
     return events
 
@@ -44,7 +44,7 @@ def tool_response(*calls: tuple[str, dict[str, Any]], text: str = "") -> list[An
         events.append(ev.ToolCallStart(index, call_id, name))
         events.append(ev.ToolCallEnd(index, call_id, name, arguments))
         events.append(ev.BlockCommitted(index + 1, f"<tool_call>{name}</tool_call>", 16))
-    events.append(ev.Usage(120, 16 * len(calls)))
+    events.append(ev.Usage(0, 16 * len(calls)))
     events.append(ev.Finished("tool_calls"))
     return events
 
@@ -59,13 +59,28 @@ class ScriptedBackend:
     name = "scripted"
     block_size = 32
 
-    def __init__(self, responses: Sequence[list[Any]], model: str = "fake-model") -> None:
+    def __init__(
+        self,
+        responses: Sequence[list[Any]],
+        model: str = "fake-model",
+        summary: str | None = None,
+    ) -> None:
         self.responses = list(responses)
         self.model = model
         self.requests: list[ChatRequest] = []
+        self.summary_requests: list[ChatRequest] = []
+        self.summary = summary
         self.closed = False
 
     async def stream(self, request: ChatRequest) -> AsyncGenerator[ev.EngineEvent, None]:
+        system = str(request.messages[0].get("content", "")) if request.messages else ""
+        if self.summary is not None and system.startswith("You are summarising"):
+            # Compaction requests get the scripted summary, numbered so tests
+            # can tell successive summaries apart.
+            self.summary_requests.append(request)
+            for event in text_response(f"{self.summary} #{len(self.summary_requests)}"):
+                yield event
+            return
         self.requests.append(request)
         if not self.responses:
             raise AssertionError("the scripted backend ran out of responses")

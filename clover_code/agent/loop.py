@@ -16,31 +16,21 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ValidationError
-
 from clover_code import protocol as p
-from clover_code.agent.approval import ApprovalRequest, Approver, command_prefix, verdict
+from clover_code.agent.approval import Approver
+from clover_code.agent.compaction import compact
+from clover_code.agent.context import Budget, TokenCounter
+from clover_code.agent.dispatch import ToolCall, ToolDispatcher
 from clover_code.config import ApprovalMode, Settings
 from clover_code.engine import events as ev
 from clover_code.engine.base import Backend, ChatRequest, Message
-from clover_code.errors import CloverError, StreamInterrupted
-from clover_code.tools.base import Tool, ToolContext, ToolResult
+from clover_code.errors import CloverError, ContextOverflow
+from clover_code.tools.base import Tool, ToolContext
+from clover_code.tools.spill import OutputSpill
 
 Emit = Callable[[p.Event], None]
 
 INTERRUPTED_NOTE = "[interrupted by the user]"
-
-
-@dataclass(slots=True)
-class _Call:
-    """A tool call as the model made it, and what came of it."""
-
-    id: str
-    name: str
-    arguments: dict[str, Any]
-    parse_error: str | None = None
-    result: str | None = None
-    malformed: bool = False
 
 
 @dataclass(slots=True)
@@ -51,7 +41,7 @@ class _TurnState:
     malformed_streak: int = 0
     content: list[str] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)
-    calls: list[_Call] = field(default_factory=list)
+    calls: list[ToolCall] = field(default_factory=list)
     phase: Literal["idle", "streaming", "tools"] = "idle"
     final_text: str = ""
 
@@ -71,22 +61,55 @@ class Agent:
         system_prompt: str,
         emit: Emit,
         record_message: Callable[[Message], None],
+        record_history: Callable[[list[Message]], None],
+        spill: OutputSpill,
         messages: list[Message] | None = None,
+        count_text: Callable[[str], int] | None = None,
     ) -> None:
         self.backend = backend
-        self.tools = {tool.name: tool for tool in tools}
-        self.context = context
         self.settings = settings
-        self.approver = approver
-        self.approval_mode: ApprovalMode = approval_mode
         self.system_prompt = system_prompt
         self.emit = emit
         self._record = record_message
         self.messages: list[Message] = list(messages or [])
-        self.allowed_prefixes: set[str] = set()
+        self.dispatch = ToolDispatcher(
+            tools=tools,
+            context=context,
+            approver=approver,
+            approval_mode=approval_mode,
+            spill=spill,
+            emit=emit,
+            on_todo=self._set_todo,
+        )
         self.turn = sum(1 for m in self.messages if m.get("role") == "user")
         self._specs = [tool.spec() for tool in tools]
         self._block = 0
+        self._record_history = record_history
+        self.counter = TokenCounter(count_text) if count_text else TokenCounter()
+        self.budget = Budget(
+            window=settings.context_window,
+            response_reserve=settings.max_tokens or settings.response_reserve,
+            threshold=settings.compact_threshold,
+        )
+        self.todo: list[dict[str, Any]] = []
+
+    @property
+    def approval_mode(self) -> ApprovalMode:
+        """The approval mode in force (front ends may switch it)."""
+        return self.dispatch.approval_mode
+
+    @approval_mode.setter
+    def approval_mode(self, mode: ApprovalMode) -> None:
+        self.dispatch.approval_mode = mode
+
+    @property
+    def approver(self) -> Approver:
+        """Who answers approval requests."""
+        return self.dispatch.approver
+
+    def _set_todo(self, items: list[dict[str, Any]]) -> None:
+        self.todo = items
+        self.emit(p.TodoUpdated(items=[p.TodoItem.model_validate(i) for i in items]))
 
     def _add(self, message: Message) -> None:
         self.messages.append(message)
@@ -135,7 +158,14 @@ class Agent:
                 )
                 return "max_turns"
             state.requests += 1
+            overflow = await self._fit_context()
+            if overflow is not None:
+                self.emit(p.ErrorEvent(message=str(overflow)))
+                return "failed"
             failure = await self._respond(state)
+            if failure is not None:
+                # Calls of a failed response never run; what text arrived is kept.
+                state.calls = []
             calls = state.calls
             self._add(self._assistant_message(state, calls))
             state.phase = "tools"
@@ -145,7 +175,7 @@ class Agent:
             if not calls:
                 state.final_text = "".join(state.content)
                 return "completed"
-            await self._run_calls(calls)
+            await self.dispatch.run_calls(calls)
             for call in calls:
                 self._add({"role": "tool", "tool_call_id": call.id, "content": call.result or ""})
             state.phase = "idle"
@@ -178,6 +208,7 @@ class Agent:
         tokens = blocks = 0
         first_block: float | None = None
         prompt_tokens = completion_tokens = 0
+        estimated_prompt = self.counter.prompt(self.system_prompt, self.messages, self._specs)
         # Left "streaming" if cancelled mid-stream, so _close_partial knows.
         state.phase = "streaming"
         async with aclosing(self.backend.stream(request)) as stream:
@@ -203,7 +234,7 @@ class Agent:
                     self.emit(p.ReasoningDelta(text=event.text))
                 elif isinstance(event, ev.ToolCallEnd):
                     state.calls.append(
-                        _Call(event.id, event.name, event.arguments, parse_error=event.error)
+                        ToolCall(event.id, event.name, event.arguments, parse_error=event.error)
                     )
                 elif isinstance(event, ev.BlockDraft):
                     self.emit(
@@ -227,17 +258,59 @@ class Agent:
         elapsed = time.monotonic() - first_block if first_block else 0.0
         self.emit(
             p.UsageReport(
-                prompt_tokens=prompt_tokens,
+                prompt_tokens=prompt_tokens or estimated_prompt,
                 completion_tokens=completion_tokens or tokens,
                 context_window=self.settings.context_window,
                 tokens_per_second=tokens / elapsed if elapsed > 0 else None,
                 blocks_per_second=blocks / elapsed if elapsed > 0 else None,
             )
         )
-        if isinstance(failure, StreamInterrupted):
-            # What arrived is kept, but half-received tool calls must not run.
-            state.calls = []
+        self.counter.reported(prompt_tokens, len(request.messages) - 1)
         return failure
+
+    async def _fit_context(self) -> CloverError | None:
+        """Compact older turns when the next request would crowd the window."""
+        size = self.counter.prompt(self.system_prompt, self.messages, self._specs)
+        if size <= self.budget.compact_at:
+            return None
+        try:
+            await self.compact(size)
+        except CloverError as exc:
+            return exc
+        size = self.counter.prompt(self.system_prompt, self.messages, self._specs)
+        if size > self.budget.prompt_limit:
+            return ContextOverflow(
+                f"the conversation needs about {size:,} tokens even after compaction, more than "
+                f"the {self.budget.prompt_limit:,} the context window leaves for a prompt; "
+                "start a new session (/clear) or ask for a smaller step."
+            )
+        return None
+
+    async def compact(self, size: int | None = None) -> None:
+        """Summarise older turns into one message (the ``/compact`` command)."""
+        before = size or self.counter.prompt(self.system_prompt, self.messages, self._specs)
+        # The system prompt and tool schemas are always sent: only the rest of
+        # the budget is there for the history.
+        fixed = TokenCounter(self.counter.count_text).prompt(self.system_prompt, [], self._specs)
+        history, summary = await compact(
+            self.backend,
+            self.messages,
+            self.counter,
+            keep_tokens=max(256, (self.budget.compact_at - fixed) // 3),
+            todo=self.todo,
+        )
+        self.messages = history
+        self.counter.reset()
+        self._record_history(history)
+        after = self.counter.prompt(self.system_prompt, self.messages, self._specs)
+        self.emit(p.Compacted(summary=summary, tokens_before=before, tokens_after=after))
+
+    def clear(self) -> None:
+        """Forget the conversation (the ``/clear`` command); the transcript keeps it."""
+        self.messages = []
+        self.todo = []
+        self.counter.reset()
+        self._record_history([])
 
     def _wire_messages(self) -> list[Message]:
         """The history as sent to the model (reasoning stays in the transcript only)."""
@@ -249,7 +322,7 @@ class Agent:
         ]
 
     @staticmethod
-    def _assistant_message(state: _TurnState, calls: list[_Call]) -> Message:
+    def _assistant_message(state: _TurnState, calls: list[ToolCall]) -> Message:
         message: Message = {"role": "assistant", "content": "".join(state.content)}
         if state.reasoning:
             message["reasoning_content"] = "".join(state.reasoning)
@@ -279,129 +352,3 @@ class Agent:
         state.phase = "idle"
 
     # ------------------------------------------------------------ tools
-
-    async def _run_calls(self, calls: list[_Call]) -> None:
-        """Run calls in order; consecutive read-only calls run concurrently."""
-        batch: list[_Call] = []
-        for call in calls:
-            tool = self.tools.get(call.name)
-            if tool is not None and tool.kind in ("read", "search"):
-                batch.append(call)
-                continue
-            if batch:
-                await asyncio.gather(*(self._run_call(c) for c in batch))
-                batch = []
-            await self._run_call(call)
-        if batch:
-            await asyncio.gather(*(self._run_call(c) for c in batch))
-
-    async def _run_call(self, call: _Call) -> None:
-        tool = self.tools.get(call.name)
-        started = time.monotonic()
-        if tool is None:
-            known = ", ".join(sorted(self.tools))
-            self._malformed(call, f"unknown tool '{call.name}'. Available tools: {known}.")
-            return
-        if call.parse_error:
-            self._malformed(call, f"{call.parse_error}\n{self._schema_hint(tool)}")
-            return
-        try:
-            args = tool.Args.model_validate(call.arguments)
-        except ValidationError as exc:
-            problems = "; ".join(
-                f"'{'.'.join(str(x) for x in e['loc']) or '(arguments)'}': {e['msg']}"
-                for e in exc.errors()
-            )
-            self._malformed(
-                call,
-                f"invalid arguments for tool '{tool.name}': {problems}.\n{self._schema_hint(tool)}",
-            )
-            return
-        summary = tool.summary(args)
-        self.emit(
-            p.ToolCallStarted(
-                call_id=call.id,
-                name=tool.name,
-                kind=tool.kind,
-                arguments=call.arguments,
-                summary=summary,
-            )
-        )
-        refusal = await self._approve(call, tool, args, summary)
-        if refusal is not None:
-            call.result = refusal
-            self._finish(call, "denied", refusal, {}, started)
-            return
-        result = await self._execute(call, tool, args)
-        call.result = result.text
-        status = "error" if result.is_error else "ok"
-        self._finish(call, status, result.text, result.display, started)
-
-    async def _approve(self, call: _Call, tool: Tool, args: BaseModel, summary: str) -> str | None:
-        """None when the call may run, else the refusal the model sees."""
-        command = getattr(args, "command", None)
-        prefix = command_prefix(command) if isinstance(command, str) else None
-        decision = verdict(self.approval_mode, tool.kind)
-        if decision == "ask" and prefix and prefix in self.allowed_prefixes:
-            decision = "allow"
-        if decision == "allow":
-            return None
-        if decision == "deny":
-            return (
-                f"refused: approval mode '{self.approval_mode}' does not allow "
-                f"{tool.kind} tools such as {tool.name}."
-            )
-        answer = await self.approver.request(
-            ApprovalRequest(call.id, tool.name, tool.kind, summary, call.arguments, prefix)
-        )
-        if answer.allowed:
-            if answer.remember_prefix:
-                self.allowed_prefixes.add(answer.remember_prefix)
-            return None
-        return "denied: " + (answer.feedback or "the user did not allow this call.")
-
-    async def _execute(self, call: _Call, tool: Tool, args: BaseModel) -> ToolResult:
-        def on_output(text: str) -> None:
-            self.emit(p.ToolOutput(call_id=call.id, text=text))
-
-        ctx = ToolContext(
-            workspace=self.context.workspace,
-            sandbox=self.context.sandbox,
-            shell_timeout=self.context.shell_timeout,
-            output_limit=self.context.output_limit,
-            on_output=on_output,
-        )
-        try:
-            return await tool.run(args, ctx)
-        except CloverError as exc:
-            return ToolResult(text=f"error: {exc}", is_error=True)
-
-    def _malformed(self, call: _Call, message: str) -> None:
-        call.malformed = True
-        call.result = f"error: {message}"
-        self.emit(
-            p.ToolCallStarted(
-                call_id=call.id, name=call.name, kind="other", arguments=call.arguments, summary=""
-            )
-        )
-        self._finish(call, "error", call.result, {}, time.monotonic())
-
-    def _finish(
-        self, call: _Call, status: Any, text: str, display: dict[str, Any], started: float
-    ) -> None:
-        self.emit(
-            p.ToolCallFinished(
-                call_id=call.id,
-                name=call.name,
-                status=status,
-                result=text,
-                display=display,
-                duration=time.monotonic() - started,
-            )
-        )
-
-    @staticmethod
-    def _schema_hint(tool: Tool) -> str:
-        return f"The arguments of '{tool.name}' must match this JSON schema: " + json.dumps(
-            tool.spec().parameters
-        )

@@ -20,10 +20,12 @@ from clover_code.agent.loop import Agent
 from clover_code.agent.transcript import Transcript, load, new_session_id
 from clover_code.config import ApprovalMode, Settings
 from clover_code.engine.base import Backend
+from clover_code.errors import CloverError
 from clover_code.tools.base import ToolContext
 from clover_code.tools.registry import default_tools
 from clover_code.tools.sandbox.base import Sandbox
 from clover_code.tools.sandbox.select import choose_sandbox
+from clover_code.tools.spill import OutputSpill
 from clover_code.tools.workspace import Workspace
 
 # Events too frequent or too bulky to be worth a durable line each.
@@ -121,7 +123,6 @@ class Session:
         """Set up the workspace, sandbox, tools and transcript, and announce the session."""
         root, is_git = find_root(cwd)
         choice = choose_sandbox(settings.sandbox, root)
-        tools = default_tools(shell=choice.sandbox is not None)
         messages: list[dict[str, Any]] = []
         if resume is not None:
             loaded = load(resume)
@@ -134,6 +135,9 @@ class Session:
                 settings.resolved_sessions_dir(),
                 {"id": session_id, "cwd": str(root), "model": backend.model, "pid": os.getpid()},
             )
+
+        spill = OutputSpill(transcript.path.with_suffix(".outputs"), settings.output_limit)
+        tools = default_tools(shell=choice.sandbox is not None, spill=spill)
 
         def record_and_emit(event: p.Event) -> None:
             if event.type not in _NOT_RECORDED:
@@ -160,6 +164,8 @@ class Session:
             ),
             emit=record_and_emit,
             record_message=transcript.message,
+            record_history=transcript.history,
+            spill=spill,
             messages=messages,
         )
         session = cls(
@@ -207,8 +213,7 @@ class Session:
     async def submit(self, op: p.Op) -> None:
         """Act on an op from a front end."""
         if isinstance(op, p.UserInput):
-            if self._turn is not None:
-                self._emit(p.ErrorEvent(message="a turn is already running; interrupt it first."))
+            if self._busy():
                 return
             self._turn = asyncio.create_task(self.agent.run_turn(op.text))
             self._turn.add_done_callback(lambda _: setattr(self, "_turn", None))
@@ -222,8 +227,31 @@ class Session:
         elif isinstance(op, p.SetApprovalMode):
             self.agent.approval_mode = op.mode
             self._emit(p.Notice(text=f"approval mode is now {op.mode}."))
+        elif isinstance(op, p.Compact):
+            if self._busy():
+                return
+            self._turn = asyncio.create_task(self._compact())
+            self._turn.add_done_callback(lambda _: setattr(self, "_turn", None))
+        elif isinstance(op, p.ClearHistory):
+            if self._busy():
+                return
+            self.agent.clear()
+            self._emit(p.Notice(text="the conversation was cleared; the old one stays saved."))
         elif isinstance(op, p.Shutdown):
             await self.close()
+
+    def _busy(self) -> bool:
+        if self._turn is None:
+            return False
+        self._emit(p.ErrorEvent(message="the agent is busy; wait for the turn or interrupt it."))
+        return True
+
+    async def _compact(self) -> p.TurnFinished:
+        try:
+            await self.agent.compact()
+        except CloverError as exc:
+            self._emit(p.ErrorEvent(message=str(exc)))
+        return p.TurnFinished(turn=self.agent.turn, status="completed")
 
     async def close(self) -> None:
         """Stop any running turn, release the engine and sandbox, close the transcript."""

@@ -2,7 +2,9 @@
 
 Line 1 is a ``meta`` record (id, cwd, model, created). After it come
 ``message`` records (the chat history the model sees, in order) and
-``event`` records (the protocol events front ends saw, for replay). A crash
+``event`` records (the protocol events front ends saw, for replay), and
+``history`` records where the history was rewritten (compaction, /clear):
+loading replaces the messages read so far with the record's. A crash
 can only tear the last line; loading drops a torn last line and keeps the
 rest of the session.
 """
@@ -69,6 +71,10 @@ class Transcript:
         """Record a chat message."""
         self.append({"kind": "message", "message": message})
 
+    def history(self, messages: list[dict[str, Any]]) -> None:
+        """Record that the chat history was rewritten (compaction, /clear)."""
+        self.append({"kind": "history", "messages": messages})
+
     def event(self, event: dict[str, Any]) -> None:
         """Record a protocol event (already dumped to a dict)."""
         self.append({"kind": "event", "event": event})
@@ -118,6 +124,8 @@ def load(path: Path) -> LoadedSession:
             break
         elif kind == "message":
             session.messages.append(record["message"])
+        elif kind == "history":
+            session.messages = list(record["messages"])
         elif kind == "event":
             session.events.append(record["event"])
     if session is None:

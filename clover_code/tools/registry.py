@@ -7,14 +7,17 @@ from clover_code.tools.edit_file import EditFileTool
 from clover_code.tools.grep import GrepTool
 from clover_code.tools.listing import GlobTool, ListFilesTool
 from clover_code.tools.read_file import ReadFileTool
+from clover_code.tools.read_output import ReadOutputTool
 from clover_code.tools.shell import ShellTool
+from clover_code.tools.spill import OutputSpill
 from clover_code.tools.write_file import WriteFileTool
 
 __all__ = ["default_tools"]
 
 
-def default_tools(shell: bool) -> list[Tool]:
-    """One instance of every built-in tool; ``shell`` adds the shell tool."""
+def default_tools(shell: bool, spill: OutputSpill | None = None) -> list[Tool]:
+    """One instance of every built-in tool; ``shell`` adds the shell tool and
+    ``spill`` (where long outputs are saved) the ``read_output`` tool."""
     tools: list[Tool] = [
         ReadFileTool(),
         WriteFileTool(),
@@ -25,4 +28,6 @@ def default_tools(shell: bool) -> list[Tool]:
     ]
     if shell:
         tools.append(ShellTool())
+    if spill is not None:
+        tools.append(ReadOutputTool(spill))
     return tools

@@ -15,7 +15,9 @@ def make_settings(tmp_path: Path) -> Callable[..., Settings]:
     """Settings isolated from the user's config and environment."""
 
     def make(**overrides: Any) -> Settings:
-        values = {"sessions_dir": tmp_path / "sessions", **overrides}
+        # The host sandbox: unit tests run only scripted commands, and "auto"
+        # could start building the Docker image.
+        values = {"sessions_dir": tmp_path / "sessions", "sandbox": "none", **overrides}
         return load_settings(values, user_config=tmp_path / "no-user-config.toml", env={})
 
     return make

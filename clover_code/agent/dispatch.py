@@ -1,0 +1,190 @@
+"""Running the model's tool calls: validation, approval, execution, results.
+
+A malformed call (unknown tool, arguments that do not parse or do not match
+the schema) never runs: it becomes an error result that shows the model the
+schema, so it can correct itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from clover_code import protocol as p
+from clover_code.agent.approval import ApprovalRequest, Approver, command_prefix, verdict
+from clover_code.config import ApprovalMode
+from clover_code.errors import CloverError
+from clover_code.tools.base import Tool, ToolContext, ToolResult
+from clover_code.tools.spill import OutputSpill
+
+Emit = Callable[[p.Event], None]
+
+
+@dataclass(slots=True)
+class ToolCall:
+    """A tool call as the model made it, and what came of it."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    parse_error: str | None = None
+    result: str | None = None
+    malformed: bool = False
+
+
+class ToolDispatcher:
+    """Runs tool calls for an agent and reports them as protocol events."""
+
+    def __init__(
+        self,
+        *,
+        tools: Sequence[Tool],
+        context: ToolContext,
+        approver: Approver,
+        approval_mode: ApprovalMode,
+        spill: OutputSpill,
+        emit: Emit,
+        on_todo: Callable[[list[dict[str, Any]]], None],
+    ) -> None:
+        self.tools = {tool.name: tool for tool in tools}
+        self.context = context
+        self.approver = approver
+        self.approval_mode: ApprovalMode = approval_mode
+        self.allowed_prefixes: set[str] = set()
+        self.spill = spill
+        self.emit = emit
+        self.on_todo = on_todo
+
+    async def run_calls(self, calls: list[ToolCall]) -> None:
+        """Run calls in order; consecutive read-only calls run concurrently."""
+        batch: list[ToolCall] = []
+        for call in calls:
+            tool = self.tools.get(call.name)
+            if tool is not None and tool.kind in ("read", "search"):
+                batch.append(call)
+                continue
+            if batch:
+                await asyncio.gather(*(self.run_call(c) for c in batch))
+                batch = []
+            await self.run_call(call)
+        if batch:
+            await asyncio.gather(*(self.run_call(c) for c in batch))
+
+    async def run_call(self, call: ToolCall) -> None:
+        tool = self.tools.get(call.name)
+        started = time.monotonic()
+        if tool is None:
+            known = ", ".join(sorted(self.tools))
+            self._malformed(call, f"unknown tool '{call.name}'. Available tools: {known}.")
+            return
+        if call.parse_error:
+            self._malformed(call, f"{call.parse_error}\n{self._schema_hint(tool)}")
+            return
+        try:
+            args = tool.Args.model_validate(call.arguments)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"'{'.'.join(str(x) for x in e['loc']) or '(arguments)'}': {e['msg']}"
+                for e in exc.errors()
+            )
+            self._malformed(
+                call,
+                f"invalid arguments for tool '{tool.name}': {problems}.\n{self._schema_hint(tool)}",
+            )
+            return
+        summary = tool.summary(args)
+        self.emit(
+            p.ToolCallStarted(
+                call_id=call.id,
+                name=tool.name,
+                kind=tool.kind,
+                arguments=call.arguments,
+                summary=summary,
+            )
+        )
+        refusal = await self._approve(call, tool, args, summary)
+        if refusal is not None:
+            call.result = refusal
+            self._finish(call, "denied", refusal, {}, started)
+            return
+        streamed: list[str] = []
+        result = await self._execute(call, tool, args, streamed)
+        call.result = self.spill.fit(call.id, result.text, "".join(streamed) or None)
+        todo = result.display.get("todo")
+        if isinstance(todo, list):
+            self.on_todo(todo)
+        status = "error" if result.is_error else "ok"
+        self._finish(call, status, result.text, result.display, started)
+
+    async def _approve(
+        self, call: ToolCall, tool: Tool, args: BaseModel, summary: str
+    ) -> str | None:
+        """None when the call may run, else the refusal the model sees."""
+        command = getattr(args, "command", None)
+        prefix = command_prefix(command) if isinstance(command, str) else None
+        decision = verdict(self.approval_mode, tool.kind)
+        if decision == "ask" and prefix and prefix in self.allowed_prefixes:
+            decision = "allow"
+        if decision == "allow":
+            return None
+        if decision == "deny":
+            return (
+                f"refused: approval mode '{self.approval_mode}' does not allow "
+                f"{tool.kind} tools such as {tool.name}."
+            )
+        answer = await self.approver.request(
+            ApprovalRequest(call.id, tool.name, tool.kind, summary, call.arguments, prefix)
+        )
+        if answer.allowed:
+            if answer.remember_prefix:
+                self.allowed_prefixes.add(answer.remember_prefix)
+            return None
+        return "denied: " + (answer.feedback or "the user did not allow this call.")
+
+    async def _execute(
+        self, call: ToolCall, tool: Tool, args: BaseModel, streamed: list[str]
+    ) -> ToolResult:
+        def on_output(text: str) -> None:
+            streamed.append(text)
+            self.emit(p.ToolOutput(call_id=call.id, text=text))
+
+        try:
+            return await tool.run(args, replace(self.context, on_output=on_output))
+        except CloverError as exc:
+            return ToolResult(text=f"error: {exc}", is_error=True)
+
+    def _malformed(self, call: ToolCall, message: str) -> None:
+        call.malformed = True
+        call.result = f"error: {message}"
+        self.emit(
+            p.ToolCallStarted(
+                call_id=call.id, name=call.name, kind="other", arguments=call.arguments, summary=""
+            )
+        )
+        self._finish(call, "error", call.result, {}, time.monotonic())
+
+    def _finish(
+        self, call: ToolCall, status: Any, text: str, display: dict[str, Any], started: float
+    ) -> None:
+        self.emit(
+            p.ToolCallFinished(
+                call_id=call.id,
+                name=call.name,
+                status=status,
+                result=text,
+                display=display,
+                duration=time.monotonic() - started,
+            )
+        )
+
+    @staticmethod
+    def _schema_hint(tool: Tool) -> str:
+        return f"The arguments of '{tool.name}' must match this JSON schema: " + json.dumps(
+            tool.spec().parameters
+        )
