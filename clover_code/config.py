@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import platformdirs
-from pydantic import Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
@@ -40,6 +40,52 @@ def user_config_path() -> Path:
 def user_data_dir() -> Path:
     """Where sessions and other user data live on this platform."""
     return Path(platformdirs.user_data_dir(APP_NAME))
+
+
+class PermissionRules(BaseModel):
+    """Allow and deny rules on top of the approval mode; deny beats allow.
+
+    Keys are tool names (``shell``, ``write_file``, an MCP tool's name; a
+    ``*`` glob may stand for part of a name) or ``edit`` (every file write,
+    shell redirections included) and ``read``. Shell rules are command
+    patterns (``"pytest *"``, ``"git status"``); the others are path globs
+    relative to the workspace (``"docs/**"``, ``".env"``).
+    """
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    allow: dict[str, list[str]] = Field(default_factory=dict)
+    """Calls that run without asking, e.g. shell = ["pytest *", "git status"]."""
+
+    deny: dict[str, list[str]] = Field(default_factory=dict)
+    """Calls that are always refused, e.g. shell = ["git push *"], edit = [".env"]."""
+
+
+class McpServerConfig(BaseModel):
+    """One stdio MCP server: the program to start and how (the ``.mcp.json`` entry shape)."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    type: Literal["stdio"] = "stdio"
+    """Transport; only stdio servers are supported."""
+
+    command: str = Field(min_length=1)
+    """The program that runs the server, e.g. npx or uvx."""
+
+    args: list[str] = Field(default_factory=list)
+    """Its command-line arguments."""
+
+    env: dict[str, str] = Field(default_factory=dict)
+    """Extra environment variables (the server gets only PATH, HOME and a few more otherwise)."""
+
+    cwd: str | None = None
+    """Directory to start it in; unset means the workspace root."""
+
+    enabled: bool = True
+    """Start this server (false keeps it declared but off)."""
+
+    startup_timeout: float = Field(30.0, gt=0)
+    """Seconds to wait for the server to start and list its tools."""
 
 
 class Settings(BaseSettings):
@@ -90,11 +136,74 @@ class Settings(BaseSettings):
     context_window: int = Field(131_072, ge=1024)
     """Tokens shared by prompt and response."""
 
+    threshold: float = Field(0.95, gt=0.0, le=1.0)
+    """Block diffusion: fill every masked position whose confidence exceeds this (hf, sglang)."""
+
+    dtype: Literal["auto", "bfloat16", "float16", "float32"] = "auto"
+    """Weight dtype for the hf engine; auto takes the checkpoint's."""
+
+    device: str = "auto"
+    """Torch device for the hf engine (cuda, cuda:1, cpu); auto picks cuda when present."""
+
+    repetition_penalty: float = Field(1.05, ge=1.0)
+    """Local engines: penalty on tokens already generated in the response (1.0 turns it off)."""
+
+    end_bias_after: int = Field(16_384, ge=0)
+    """Local engines: response length after which the end-of-response bias grows."""
+
+    end_bias_per_1k: float = Field(1.0, ge=0.0)
+    """Local engines: logit added to the end token per 1,000 tokens past end_bias_after (0 = off)."""
+
+    think_bias_after: int = Field(8_192, ge=0)
+    """Local engines: thinking length after which the end-of-thinking bias grows."""
+
+    think_bias_per_1k: float = Field(1.0, ge=0.0)
+    """Local engines: logit added to </think> per 1,000 thinking tokens past think_bias_after."""
+
+    tp_size: int = Field(1, ge=1)
+    """SGLang engine: tensor-parallel GPUs."""
+
+    mem_fraction_static: float | None = Field(None, gt=0.0, lt=1.0)
+    """SGLang engine: share of GPU memory for weights and KV cache; unset lets SGLang choose."""
+
+    quantization: str | None = None
+    """SGLang engine: quantization method (e.g. fp8); unset means the checkpoint's."""
+
+    serve_host: str = "127.0.0.1"
+    """clover-code serve: address to listen on."""
+
+    serve_port: int = Field(8000, ge=1, le=65535)
+    """clover-code serve: port to listen on."""
+
+    serve_drafts: bool = False
+    """clover-code serve: stream denoising drafts to every client (the clover_draft extension)."""
+
+    response_reserve: int = Field(16_384, ge=256)
+    """Tokens of the window kept free for the response when max_tokens is unset."""
+
+    compact_threshold: float = Field(0.85, gt=0.1, le=1.0)
+    """Share of the prompt budget at which older turns are summarised automatically."""
+
     sandbox: SandboxKind = "auto"
     """Where shell commands run: auto, docker, bwrap, or none (the host, only when chosen)."""
 
     approval: ApprovalMode | None = None
     """read-only, ask, auto-edit or full-auto; unset means ask in the app and auto-edit headless."""
+
+    permissions: PermissionRules = Field(default_factory=PermissionRules)
+    """Allow and deny rules per tool, e.g. [permissions.allow] shell = ["pytest *"]."""
+
+    mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+    """Stdio MCP servers by name, e.g. [mcp_servers.docs] command = "uvx", args = ["docs-mcp"]."""
+
+    mcp_project: Literal["ask", "trust", "ignore"] = "ask"
+    """Servers in the project's .mcp.json: ask before starting them, trust them, or ignore them."""
+
+    mcp_timeout: float = Field(120.0, gt=0)
+    """Longest an MCP tool call may take, in seconds."""
+
+    auto_commit: bool = False
+    """Commit the agent's changes on the current branch after each task (for CI)."""
 
     max_turns: int = Field(50, ge=1)
     """Most model requests the agent makes for one task."""

@@ -9,6 +9,8 @@ at a time and returns the events they mean. It understands
 * ``reasoning_content`` / ``reasoning`` deltas (a server-side reasoning parser);
 * raw Qwen3 text in ``content`` (``<think>`` and ``<tool_call>`` XML) through
   ``Qwen3StreamParser`` when the server did not parse it;
+* the ``clover_draft`` extension of ``clover-code serve`` (a denoising step
+  in a chunk with empty ``choices``), as ``BlockDraft``;
 * cumulative ``usage`` (per chunk when the server streams it continuously),
   used both for the ``Usage`` event and for exact block token counts.
 
@@ -26,6 +28,7 @@ from typing import Any, Literal
 from clover_code.engine.base import ToolSpec
 from clover_code.engine.blocks import BlockGrouper, estimate_tokens
 from clover_code.engine.events import (
+    BlockDraft,
     ContentDelta,
     EngineEvent,
     FinishReason,
@@ -113,6 +116,9 @@ class ChunkDecoder:
             self._note_usage(usage)
         choices = chunk.get("choices")
         if not choices:
+            draft = chunk.get("clover_draft")
+            if draft:
+                events.append(_draft_event(draft))
             if "error" in chunk:
                 raise ServerStreamError(_stream_error_message(chunk["error"]))
             return events
@@ -329,3 +335,15 @@ def _stream_error_message(error: Any) -> str:
     else:
         message = str(error)
     return " ".join(str(message).split())[:300]
+
+
+def _draft_event(draft: dict[str, Any]) -> BlockDraft:
+    """A ``clover_draft`` object (see ``clover_code.serve.app``) as a ``BlockDraft``."""
+    confidences = draft.get("confidences")
+    return BlockDraft(
+        int(draft["block"]),
+        int(draft["step"]),
+        [str(t) for t in draft["tokens"]],
+        [bool(m) for m in draft["masked"]],
+        [float(c) for c in confidences] if confidences else None,
+    )

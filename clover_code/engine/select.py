@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import importlib.util
+from typing import TYPE_CHECKING
 
 from clover_code.config import Settings
 from clover_code.engine.base import Backend
 from clover_code.errors import EngineUnavailable
+
+if TYPE_CHECKING:
+    from clover_code.engine.hf import HFOptions
 
 NO_ENGINE_HELP = (
     "No model engine is configured. Point clover-code at an OpenAI-compatible server with "
@@ -47,9 +51,52 @@ def build_backend(settings: Settings) -> Backend:
             max_retries=settings.max_retries,
             read_timeout=settings.request_timeout,
         )
-    raise EngineUnavailable(
-        f"the '{engine}' engine is not available in this version of clover-code; "
-        "use --engine remote with --base-url pointing at a server that serves the model."
+    if not settings.model_path:
+        raise EngineUnavailable(
+            f"--engine {engine} needs a local checkpoint: pass --model-path DIR "
+            "(or set CLOVER_MODEL_PATH)."
+        )
+    if engine == "hf":
+        from clover_code.engine.hf import HFBackend
+
+        return HFBackend(settings.model_path, hf_options(settings))
+    if engine == "sglang":
+        from clover_code.engine.sglang_backend import SGLangBackend, SGLangOptions
+
+        return SGLangBackend(
+            settings.model_path,
+            SGLangOptions(
+                block_size=settings.block_size,
+                threshold=settings.threshold,
+                tp_size=settings.tp_size,
+                mem_fraction_static=settings.mem_fraction_static,
+                quantization=settings.quantization,
+                max_tokens=settings.max_tokens or 8192,
+                context_window=settings.context_window,
+            ),
+        )
+    raise EngineUnavailable(f"unknown engine '{engine}'; use auto, remote, sglang or hf.")
+
+
+def hf_options(settings: Settings) -> HFOptions:
+    """The hf engine's options from the settings (the decoding controls included)."""
+    from clover_code.engine.diffusion.controls import Controls
+    from clover_code.engine.hf import HFOptions
+
+    return HFOptions(
+        block_size=settings.block_size,
+        threshold=settings.threshold,
+        dtype=settings.dtype,
+        device=settings.device,
+        max_tokens=settings.max_tokens or 8192,
+        context_window=settings.context_window,
+        controls=Controls(
+            repetition_penalty=settings.repetition_penalty,
+            end_bias_after=settings.end_bias_after,
+            end_bias_per_1k=settings.end_bias_per_1k,
+            think_bias_after=settings.think_bias_after,
+            think_bias_per_1k=settings.think_bias_per_1k,
+        ),
     )
 
 

@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from clover_code.engine.base import ToolSpec
 
 if TYPE_CHECKING:
+    from clover_code.tools.fileio import FileAccess
     from clover_code.tools.sandbox.base import Sandbox
     from clover_code.tools.workspace import Workspace
 
@@ -37,15 +38,23 @@ class ToolResult:
     display: dict[str, Any] = field(default_factory=dict)
 
 
+def _local_files() -> FileAccess:
+    from clover_code.tools.fileio import LocalFiles
+
+    return LocalFiles()
+
+
 @dataclass(slots=True)
 class ToolContext:
-    """What tools act on. ``on_output`` receives live command output."""
+    """What tools act on. ``on_output`` receives live command output; ``files``
+    is how the file tools read and write (the disk, or an editor's buffers)."""
 
     workspace: Workspace
     sandbox: Sandbox | None = None
     shell_timeout: float = 120.0
     output_limit: int = 30_000
     on_output: Callable[[str], None] | None = None
+    files: FileAccess = field(default_factory=_local_files)
 
 
 class Tool(ABC):

@@ -12,7 +12,8 @@ from pydantic import BaseModel, Field
 from clover_code.errors import ToolError
 from clover_code.tools.base import Tool, ToolContext, ToolKind, ToolResult
 from clover_code.tools.fileio import (
-    atomic_write,
+    FileAccess,
+    LocalFiles,
     decode_text,
     diff_counts,
     missing_path_error,
@@ -130,9 +131,15 @@ def _snippet(content: str, first: int, last: int) -> str:
 
 
 def edit_text(
-    ws: Workspace, path: str, old: str, new: str, replace_all: bool = False
+    ws: Workspace,
+    path: str,
+    old: str,
+    new: str,
+    replace_all: bool = False,
+    files: FileAccess | None = None,
 ) -> ToolResult:
     """Replace ``old`` by ``new`` in ``path`` (once, or everywhere with ``replace_all``)."""
+    files = files or LocalFiles()
     if not old:
         raise ToolError(
             "old_string is empty; give the exact text to replace, or use write_file "
@@ -145,7 +152,8 @@ def edit_text(
     if not resolved.exists():
         raise missing_path_error(ws, path, resolved)
     try:
-        data = resolved.read_bytes()
+        with files.open_read(resolved) as handle:
+            data = handle.read()
     except OSError as error:
         raise ToolError(f"could not read '{rel}': {error.strerror or error}") from error
     content = decode_text(data, rel)
@@ -164,7 +172,7 @@ def edit_text(
             "include more surrounding lines to pick one, or set replace_all to true"
         )
     updated = content.replace(old, new) if replace_all else content.replace(old, new, 1)
-    atomic_write(resolved, updated.encode("utf-8"))
+    files.write_bytes(resolved, updated.encode("utf-8"))
     diff = unified_diff(content, updated, rel)
     added, removed = diff_counts(diff)
     count = len(starts)
@@ -193,5 +201,11 @@ class EditFileTool(Tool):
     async def run(self, args: EditFileArgs, ctx: ToolContext) -> ToolResult:
         """Apply the replacement."""
         return await asyncio.to_thread(
-            edit_text, ctx.workspace, args.path, args.old_string, args.new_string, args.replace_all
+            edit_text,
+            ctx.workspace,
+            args.path,
+            args.old_string,
+            args.new_string,
+            args.replace_all,
+            ctx.files,
         )

@@ -8,12 +8,15 @@ import difflib
 import os
 import secrets
 from pathlib import Path
+from typing import BinaryIO, Protocol
 
 from clover_code.errors import ToolError
 from clover_code.tools.workspace import Workspace
 
 __all__ = [
     "BINARY_SAMPLE",
+    "FileAccess",
+    "LocalFiles",
     "atomic_write",
     "decode_text",
     "diff_counts",
@@ -86,6 +89,34 @@ def atomic_write(path: Path, data: bytes) -> None:
     except OSError as error:
         reason = error.strerror or str(error)
         raise ToolError(f"could not write {path}: {reason}") from error
+
+
+class FileAccess(Protocol):
+    """How the file tools reach file contents: the local disk, or an editor's buffers.
+
+    Paths are absolute, real and already confined to the workspace. Methods
+    are called from worker threads. Failures raise ``OSError`` or ``ToolError``.
+    """
+
+    def open_read(self, path: Path) -> BinaryIO:
+        """The file's current content, as a binary stream the caller closes."""
+        ...
+
+    def write_bytes(self, path: Path, data: bytes) -> None:
+        """Replace the file's content with ``data`` (creating it and its parents)."""
+        ...
+
+
+class LocalFiles:
+    """``FileAccess`` on the local disk, writing atomically."""
+
+    def open_read(self, path: Path) -> BinaryIO:
+        """Open the file on disk."""
+        return path.open("rb")
+
+    def write_bytes(self, path: Path, data: bytes) -> None:
+        """Write with ``atomic_write``."""
+        atomic_write(path, data)
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -9,7 +9,13 @@ from pydantic import BaseModel, Field
 
 from clover_code.errors import ToolError
 from clover_code.tools.base import Tool, ToolContext, ToolKind, ToolResult
-from clover_code.tools.fileio import BINARY_SAMPLE, looks_binary, missing_path_error
+from clover_code.tools.fileio import (
+    BINARY_SAMPLE,
+    FileAccess,
+    LocalFiles,
+    looks_binary,
+    missing_path_error,
+)
 from clover_code.tools.workspace import Workspace
 
 __all__ = ["ReadFileArgs", "ReadFileTool"]
@@ -43,7 +49,9 @@ def _count_remaining_lines(handle: BinaryIO) -> int:
     return count + (1 if last not in (b"\n", b"") else 0)
 
 
-def read_window(ws: Workspace, path: str, offset: int, limit: int) -> ToolResult:
+def read_window(
+    ws: Workspace, path: str, offset: int, limit: int, files: FileAccess | None = None
+) -> ToolResult:
     """Read lines ``offset`` .. ``offset + limit - 1`` of ``path`` as numbered text."""
     resolved = ws.resolve(path)
     rel = ws.relative(resolved)
@@ -57,7 +65,7 @@ def read_window(ws: Workspace, path: str, offset: int, limit: int) -> ToolResult
         )
     limit = min(limit, MAX_LINES)
     try:
-        handle = resolved.open("rb")
+        handle = (files or LocalFiles()).open_read(resolved)
     except OSError as error:
         raise ToolError(f"could not read '{rel}': {error.strerror or error}") from error
     with handle:
@@ -123,5 +131,5 @@ class ReadFileTool(Tool):
     async def run(self, args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
         """Read the requested window of the file."""
         return await asyncio.to_thread(
-            read_window, ctx.workspace, args.path, args.offset, args.limit
+            read_window, ctx.workspace, args.path, args.offset, args.limit, ctx.files
         )

@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 from clover_code.errors import ToolError
 from clover_code.tools.base import Tool, ToolContext, ToolKind, ToolResult
-from clover_code.tools.fileio import atomic_write, diff_counts, unified_diff
+from clover_code.tools.fileio import FileAccess, LocalFiles, diff_counts, unified_diff
 from clover_code.tools.workspace import Workspace
 
 __all__ = ["WriteFileArgs", "WriteFileTool"]
@@ -25,15 +25,19 @@ class WriteFileArgs(BaseModel):
     content: str = Field(description="The complete new content of the file.")
 
 
-def write_text(ws: Workspace, path: str, content: str) -> ToolResult:
+def write_text(
+    ws: Workspace, path: str, content: str, files: FileAccess | None = None
+) -> ToolResult:
     """Write ``content`` to ``path`` atomically and describe the change."""
+    files = files or LocalFiles()
     resolved = ws.resolve(path, write=True)
     rel = ws.relative(resolved)
     old: str | None = None
     old_binary = False
     if resolved.exists():
         try:
-            old_bytes = resolved.read_bytes()
+            with files.open_read(resolved) as handle:
+                old_bytes = handle.read()
         except OSError as error:
             raise ToolError(f"could not read '{rel}': {error.strerror or error}") from error
         try:
@@ -45,7 +49,7 @@ def write_text(ws: Workspace, path: str, content: str) -> ToolResult:
             f"{rel} already has this content; nothing changed.",
             display={"path": rel, "diff": "", "created": False},
         )
-    atomic_write(resolved, content.encode("utf-8"))
+    files.write_bytes(resolved, content.encode("utf-8"))
     lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
     if old is None:
         diff = unified_diff(None, content, rel)
@@ -74,4 +78,6 @@ class WriteFileTool(Tool):
 
     async def run(self, args: WriteFileArgs, ctx: ToolContext) -> ToolResult:
         """Write the file."""
-        return await asyncio.to_thread(write_text, ctx.workspace, args.path, args.content)
+        return await asyncio.to_thread(
+            write_text, ctx.workspace, args.path, args.content, ctx.files
+        )

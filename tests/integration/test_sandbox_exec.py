@@ -194,6 +194,30 @@ async def test_stale_containers_of_dead_sessions_are_removed(
 
 
 @pytest.mark.docker
+async def test_unresponsive_container_cannot_hold_the_call(
+    space: Space, request: pytest.FixtureRequest, docker_engine: Any
+) -> None:
+    """A frozen container (the runner cannot enforce the timeout) still returns in time."""
+    box = open_sandbox("docker", space.root, request)
+    assert isinstance(box, DockerSandbox)
+    try:
+        await box.exec("true", timeout=30)
+        frozen = box.container_id
+        task = asyncio.create_task(box.exec("sleep 1000", timeout=2))
+        await asyncio.sleep(0.5)
+        await asyncio.to_thread(docker_engine.api.pause, frozen)
+        started = time.monotonic()
+        result = await task
+        assert time.monotonic() - started < 2 + 2
+        assert result.timed_out and result.exit_code is None
+        assert "did not answer" in result.output
+        result = await box.exec("echo fresh", timeout=30)
+        assert result.output.startswith("fresh\n") and box.container_id != frozen
+    finally:
+        await box.close()
+
+
+@pytest.mark.docker
 def test_container_goes_away_when_its_session_is_killed(
     space: Space, docker_engine: Any, sandbox_image: str, tmp_path: Path
 ) -> None:

@@ -113,14 +113,14 @@ async def test_long_tool_output_is_cut_and_readable_in_parts(
     )
     session = await open_session(make_settings(output_limit=2000), backend, repo, events)
     backend.responses[1] = tool_response(("read_output", {"id": "?", "offset": 1500, "limit": 3}))
-    original = session.agent._run_call
+    original = session.agent.dispatch.run_call
 
     async def patch_ids(call: Any) -> None:
         if call.name == "read_output":
             call.arguments["id"] = of_type(events, p.ToolCallStarted)[0].call_id
         await original(call)
 
-    session.agent._run_call = patch_ids  # type: ignore[method-assign]
+    session.agent.dispatch.run_call = patch_ids  # type: ignore[method-assign]
     await session.run_turn("read the log")
     await session.close()
     seen = [m for m in backend.requests[1].messages if m["role"] == "tool"][0]["content"]

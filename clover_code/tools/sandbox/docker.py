@@ -29,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import logging
 import os
 import shutil
 import tempfile
@@ -59,8 +58,6 @@ from clover_code.tools.sandbox.policy import (
 )
 
 __all__ = ["DockerSandbox"]
-
-log = logging.getLogger(__name__)
 
 _GRACE = 0.8
 """Seconds past the timeout to wait for the runner's own report before killing from outside."""

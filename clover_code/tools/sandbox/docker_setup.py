@@ -59,7 +59,9 @@ def docker_client(timeout: float = 10.0) -> Any:
 
 def short_error(exc: BaseException) -> str:
     """The first line of an error from Docker or the connection to it, kept short."""
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    # An APIError's explanation is the daemon's own message, without the URL.
+    text = str(getattr(exc, "explanation", None) or exc).strip()
+    text = text.splitlines()[0] if text else type(exc).__name__
     if any(s in text for s in ("Connection aborted", "Connection refused", "FileNotFoundError")):
         return "cannot connect to the Docker daemon"
     return text[:200]

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from clover_code.errors import ToolError
+from clover_code.tools.sandbox.docker_setup import short_error
 
 __all__ = [
     "DEFINITION_FILES",
@@ -159,8 +160,7 @@ def _pull(client: Any, image: str, say: Progress) -> None:
             if event.get("status") and "progressDetail" not in event:
                 say(f"{event.get('id', image)}: {event['status']}")
     except (docker.errors.DockerException, requests.RequestException) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ToolError(f"cannot pull {image} ({first[:200]}).") from None
+        raise ToolError(f"cannot pull {image} ({short_error(exc)}).") from None
 
 
 def _build_dockerfile(client: Any, folder: Path, tag: str, say: Progress) -> None:
@@ -181,7 +181,10 @@ def _build_dockerfile(client: Any, folder: Path, tag: str, say: Progress) -> Non
                 if line.strip():
                     say(line.rstrip())
     except (docker.errors.DockerException, requests.RequestException) as exc:
-        raise ToolError(f"the sandbox image build failed ({exc}); check `docker info`.") from None
+        detail = short_error(exc)
+        raise ToolError(
+            f"the sandbox image build failed ({detail}); check `docker info`."
+        ) from None
 
 
 def _build_offline(folder: Path, tag: str, say: Progress) -> None:

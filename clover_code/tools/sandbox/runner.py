@@ -152,6 +152,7 @@ class Runner:
     def start(self, req: dict[str, Any]) -> None:
         cid = int(req["id"])
         token = str(req.get("token") or os.urandom(8).hex())
+        os.makedirs(self.state, mode=0o700, exist_ok=True)  # a command may have emptied /tmp
         cwd_file = os.path.join(self.state, f"cwd-{cid}")
         script = f"trap 'pwd -P >| {shlex.quote(cwd_file)} 2>/dev/null' EXIT\n{req['cmd']}"
         env = {str(k): str(v) for k, v in req.get("env", {}).items()}
