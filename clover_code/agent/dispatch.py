@@ -17,7 +17,8 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from clover_code import protocol as p
-from clover_code.agent.approval import ApprovalRequest, Approver, command_prefix, verdict
+from clover_code.agent.approval import ApprovalRequest, Approver
+from clover_code.agent.permissions import PermissionPolicy
 from clover_code.config import ApprovalMode
 from clover_code.errors import CloverError
 from clover_code.tools.base import Tool, ToolContext, ToolResult
@@ -48,6 +49,7 @@ class ToolDispatcher:
         context: ToolContext,
         approver: Approver,
         approval_mode: ApprovalMode,
+        policy: PermissionPolicy,
         spill: OutputSpill,
         emit: Emit,
         on_todo: Callable[[list[dict[str, Any]]], None],
@@ -56,7 +58,7 @@ class ToolDispatcher:
         self.context = context
         self.approver = approver
         self.approval_mode: ApprovalMode = approval_mode
-        self.allowed_prefixes: set[str] = set()
+        self.policy = policy
         self.spill = spill
         self.emit = emit
         self.on_todo = on_todo
@@ -126,26 +128,25 @@ class ToolDispatcher:
         self, call: ToolCall, tool: Tool, args: BaseModel, summary: str
     ) -> str | None:
         """None when the call may run, else the refusal the model sees."""
-        command = getattr(args, "command", None)
-        prefix = command_prefix(command) if isinstance(command, str) else None
-        decision = verdict(self.approval_mode, tool.kind)
-        if decision == "ask" and prefix and prefix in self.allowed_prefixes:
-            decision = "allow"
-        if decision == "allow":
+        arguments = args.model_dump()
+        command = arguments.get("command")
+        shell = tool.kind == "execute" and isinstance(command, str)
+        command = command if isinstance(command, str) else ""
+        ruling = self.policy.decide(self.approval_mode, tool.name, tool.kind, arguments)
+        if ruling.verdict == "allow":
             return None
-        if decision == "deny":
-            return (
-                f"refused: approval mode '{self.approval_mode}' does not allow "
-                f"{tool.kind} tools such as {tool.name}."
-            )
+        if ruling.verdict == "deny":
+            return f"refused: {ruling.reason}"
+        prefix = self.policy.session_prefix(command) if shell else None
         answer = await self.approver.request(
             ApprovalRequest(call.id, tool.name, tool.kind, summary, call.arguments, prefix)
         )
         if answer.allowed:
-            if answer.remember_prefix:
-                self.allowed_prefixes.add(answer.remember_prefix)
+            if answer.remember_prefix and shell:
+                self.policy.allow_for_session(answer.remember_prefix)
             return None
-        return "denied: " + (answer.feedback or "the user did not allow this call.")
+        reason = answer.feedback or "the user did not allow this call."
+        return f"denied: {reason} ({ruling.reason})"
 
     async def _execute(
         self, call: ToolCall, tool: Tool, args: BaseModel, streamed: list[str]

@@ -21,6 +21,7 @@ from clover_code.agent.approval import Approver
 from clover_code.agent.compaction import compact
 from clover_code.agent.context import Budget, TokenCounter
 from clover_code.agent.dispatch import ToolCall, ToolDispatcher
+from clover_code.agent.permissions import PermissionPolicy
 from clover_code.config import ApprovalMode, Settings
 from clover_code.engine import events as ev
 from clover_code.engine.base import Backend, ChatRequest, Message
@@ -77,6 +78,7 @@ class Agent:
             context=context,
             approver=approver,
             approval_mode=approval_mode,
+            policy=PermissionPolicy(settings.permissions, context.workspace.root),
             spill=spill,
             emit=emit,
             on_todo=self._set_todo,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from clover_code.tools.apply_patch import ApplyPatchTool
 from clover_code.tools.base import Tool
 from clover_code.tools.edit_file import EditFileTool
 from clover_code.tools.grep import GrepTool
@@ -10,6 +11,7 @@ from clover_code.tools.read_file import ReadFileTool
 from clover_code.tools.read_output import ReadOutputTool
 from clover_code.tools.shell import ShellTool
 from clover_code.tools.spill import OutputSpill
+from clover_code.tools.todo import TodoTool
 from clover_code.tools.write_file import WriteFileTool
 
 __all__ = ["default_tools"]
@@ -22,9 +24,11 @@ def default_tools(shell: bool, spill: OutputSpill | None = None) -> list[Tool]:
         ReadFileTool(),
         WriteFileTool(),
         EditFileTool(),
+        ApplyPatchTool(),
         ListFilesTool(),
         GlobTool(),
         GrepTool(),
+        TodoTool(),
     ]
     if shell:
         tools.append(ShellTool())

@@ -42,12 +42,13 @@ async def test_instructions_survive_three_compactions(
     (repo / "AGENTS.md").write_text("House rule: run `make lint` before finishing.\n")
     (repo / "big.py").write_text("".join(f"value_{i} = {i}  # filler line\n" for i in range(120)))
     events: list[p.Event] = []
-    script = [*big_reads(12), text_response("All renamed.")]
+    todo = [{"text": "rename helpers", "status": "in_progress"}, {"text": "run make lint"}]
+    script = [tool_response(("todo", {"items": todo})), *big_reads(12), text_response("All ok.")]
     backend = ScriptedBackend(script, summary="## Goal\nrename helpers")
     session = await open_session(make_settings(**SMALL), backend, repo, events)
     finished = await session.run_turn(FIRST_TASK)
     await session.close()
-    assert finished.status == "completed"
+    assert finished.status == "completed", of_type(events, p.ErrorEvent)
     compactions = of_type(events, p.Compacted)
     assert len(compactions) >= 3
     assert all(c.tokens_after < c.tokens_before for c in compactions)
@@ -58,12 +59,18 @@ async def test_instructions_survive_three_compactions(
         assert FIRST_TASK in text
     last = backend.requests[-1].messages
     assert f"## Goal\nrename helpers #{len(compactions)}" in last[1]["content"]
+    # the todo list survives every compaction, as the model keeps it
+    assert '"text": "run make lint"' in last[1]["content"]
+    assert [i.text for i in of_type(events, p.TodoUpdated)[0].items] == [
+        "rename helpers",
+        "run make lint",
+    ]
     # each summary request saw the previous summary, so nothing is dropped
     assert "#2" in backend.summary_requests[2].messages[1]["content"]
     history = load(session.transcript.path).messages
     assert_valid_conversation(history)
     assert history[0]["content"].startswith("[The earlier part of this session was compacted.]")
-    assert history[-1] == {"role": "assistant", "content": "All renamed."}
+    assert history[-1] == {"role": "assistant", "content": "All ok."}
 
 
 async def test_manual_compact_op_and_resume_keep_compacted_history(

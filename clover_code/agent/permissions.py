@@ -1,0 +1,374 @@
+"""Permission rules: the config's allow and deny lists, combined with the approval mode.
+
+``PermissionPolicy.decide`` gives the final word on a tool call:
+
+1. a deny rule that matches any part of the call refuses it, in every mode;
+2. a mode that refuses the kind of tool (read-only) refuses it;
+3. a shell command that cannot be vouched for (see ``shell_parse``) is asked
+   about, even in full-auto (fail closed);
+4. a call whose every part matches an allow rule runs without asking;
+5. otherwise the mode decides.
+
+Shell rules are command patterns matched word by word against each program
+a command line runs (``"pytest *"``: a standalone ``*`` stands for any number
+of words, ``*`` inside a word for any characters). A program started through
+a wrapper matches when the wrapper itself matches, or when every wrapper
+around it is transparent (``timeout 5 pytest`` matches ``"pytest *"``;
+``sudo pytest`` does not). Deny rules are also tried on every wrapper and on
+the bare name of a program given by path (``/bin/rm`` is ``rm``).
+
+Other rules are path globs relative to the workspace (``"docs/**"``,
+``".env"``) on the paths a call names; the ``edit`` key covers every file
+write, shell redirections included, and ``read`` every read or search.
+Paths are judged as given and as resolved, so a link cannot dodge a deny
+rule; a path outside the workspace is never allowed by a rule.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import shlex
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from clover_code.agent.approval import Verdict, command_prefix, verdict
+from clover_code.agent.shell_parse import Layer, SimpleCommand, parse_shell
+from clover_code.config import ApprovalMode, PermissionRules
+from clover_code.errors import ConfigError, ToolError
+from clover_code.tools.base import ToolKind
+from clover_code.tools.globmatch import compile_glob
+from clover_code.tools.patch_parse import parse_patch
+
+__all__ = ["PermissionPolicy", "Ruling"]
+
+SHELL_TOOL = "shell"
+_GROUPS = ("edit", "read")
+# Programs whose name alone says nothing about what they will do: remembering
+# "python *" for the session would allow anything.
+_NO_SESSION_RULE = frozenset(
+    {"bash", "sh", "zsh", "dash", "ksh", "ash", "eval", "exec", "source", ".", "sudo", "doas"}
+    | {"env", "xargs", "find", "python", "python3", "node", "perl", "ruby", "npx", "uvx"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Ruling:
+    """A verdict on a call and the sentence that explains it."""
+
+    verdict: Verdict
+    reason: str
+
+
+class _CommandPattern:
+    """A shell rule such as ``"git diff *"``, matched word by word."""
+
+    def __init__(self, text: str, parts: list[re.Pattern[str] | None]) -> None:
+        self.text = text
+        self.parts = parts
+
+    @classmethod
+    def parse(cls, text: str, where: str) -> _CommandPattern:
+        """A pattern as written in the config (shell quoting allowed)."""
+        try:
+            words = shlex.split(text)
+        except ValueError:
+            words = text.split()
+        if not words:
+            raise ConfigError(f"{where} has an empty pattern; remove it.")
+        parts = [None if w == "*" else re.compile(fnmatch.translate(w)) for w in words]
+        return cls(text, parts)
+
+    @classmethod
+    def prefix(cls, words: Sequence[str]) -> _CommandPattern:
+        """A pattern for exactly ``words`` followed by any arguments."""
+        parts: list[re.Pattern[str] | None] = [re.compile(re.escape(w) + r"\Z") for w in words]
+        return cls(" ".join([*words, "*"]), [*parts, None])
+
+    def matches(self, layer: Layer, *, deny: bool = False) -> bool:
+        """Whether the layer's words match.
+
+        Deny rules are read generously: a program given by path also matches
+        by its bare name, and when more arguments come at run time (``xargs``)
+        any rule the known words start is taken to match. Allow rules match
+        such a layer only when they end in a standalone ``*``.
+        """
+        candidates = [layer.argv]
+        if deny and "/" in layer.argv[0]:
+            candidates.append((os.path.basename(layer.argv[0]), *layer.argv[1:]))
+        for words in candidates:
+            ends = _match_words(self.parts, words)
+            if not layer.open_args and ends[-1]:
+                return True
+            if layer.open_args and (any(ends) if deny else ends[-1] and self.parts[-1] is None):
+                return True
+        return False
+
+
+def _match_words(parts: Sequence[re.Pattern[str] | None], words: Sequence[str]) -> list[bool]:
+    """For each ``i``, whether ``parts[:i]`` match all of ``words`` exactly."""
+    # reach[j]: the parts so far can consume exactly words[:j].
+    reach = [True] + [False] * len(words)
+    ends = [reach[-1]]
+    for part in parts:
+        nxt = [False] * (len(words) + 1)
+        if part is None:
+            seen = False
+            for j, ok in enumerate(reach):
+                seen = seen or ok
+                nxt[j] = seen
+        else:
+            for j, word in enumerate(words):
+                if reach[j] and part.match(word):
+                    nxt[j + 1] = True
+        reach = nxt
+        ends.append(reach[-1])
+    return ends
+
+
+@dataclass(frozen=True, slots=True)
+class _PathRule:
+    text: str
+    where: str
+    matches: Callable[[str], bool]
+
+
+class PermissionPolicy:
+    """The allow and deny rules of one session, plus what the user allowed in it."""
+
+    def __init__(self, rules: PermissionRules, root: Path) -> None:
+        self.root = Path(os.path.realpath(root))
+        self._commands: dict[str, dict[str, list[_CommandPattern]]] = {}
+        self._paths: dict[str, dict[str, list[_PathRule]]] = {}
+        for table, entries in (("allow", rules.allow), ("deny", rules.deny)):
+            self._commands[table] = {}
+            self._paths[table] = {}
+            for key, patterns in entries.items():
+                # A key's patterns are read both ways; which way applies depends
+                # on the tool a call goes to.
+                where = f"permissions.{table}.{key}"
+                self._commands[table][key] = [_CommandPattern.parse(p, where) for p in patterns]
+                self._paths[table][key] = [_path_rule(p, where) for p in patterns]
+        self._session: list[_CommandPattern] = []
+
+    # ---------------------------------------------------------------- decide
+
+    def decide(
+        self, mode: ApprovalMode, name: str, kind: ToolKind, arguments: Mapping[str, Any]
+    ) -> Ruling:
+        """The final verdict on a call: the rules combined with the approval mode."""
+        command = arguments.get("command")
+        if kind == "execute" and isinstance(command, str):
+            edits = verdict(mode, "edit") == "allow"
+            ruling = self.check_shell(command, edits_allowed=edits, tool=name)
+        else:
+            ruling = self.check_tool(name, kind, arguments)
+        if ruling is not None and ruling.verdict == "deny":
+            return ruling
+        base = verdict(mode, kind)
+        if base == "deny":
+            return Ruling(
+                "deny", f"approval mode '{mode}' does not allow {kind} tools such as {name}."
+            )
+        if ruling is not None:
+            return ruling
+        return Ruling(base, f"approval mode '{mode}' says {base} for {kind} tools.")
+
+    # ----------------------------------------------------------------- shell
+
+    def check_shell(
+        self, command: str, *, edits_allowed: bool = False, tool: str = SHELL_TOOL
+    ) -> Ruling | None:
+        """What the rules say about a shell command line; None when no rule decides.
+
+        ``edits_allowed``: the mode lets files be written without asking, so a
+        redirection needs no allow rule of its own.
+        """
+        parsed = parse_shell(command)
+        deny = self._command_rules("deny", tool)
+        for cmd in parsed.commands:
+            for layer in cmd.layers:
+                for pattern in deny:
+                    if not layer.dynamic and pattern.matches(layer, deny=True):
+                        shown = shlex.join(layer.argv)
+                        return Ruling("deny", f"the deny rule '{pattern.text}' forbids `{shown}`.")
+        targets = [w.target for w in parsed.writes]
+        for target in targets:
+            if target is not None:
+                denied = self._path_denied(target, "edit", SHELL_TOOL)
+                if denied is not None:
+                    return denied
+        if parsed.problem is not None:
+            return Ruling("ask", f"{parsed.problem}, so it needs approval.")
+        if deny and any(layer.dynamic for cmd in parsed.commands for layer in cmd.layers):
+            return Ruling(
+                "ask",
+                "a program this command runs is only known at run time, so the deny rules "
+                "cannot be checked and it needs approval.",
+            )
+        if None in targets and self._has_path_rules("deny", "edit", SHELL_TOOL):
+            return Ruling(
+                "ask",
+                "the command writes to a file named only at run time, so the deny rules "
+                "cannot be checked and it needs approval.",
+            )
+        allow = self._command_rules("allow", tool) + self._session
+        if not parsed.commands or not all(_allowed(cmd, allow) for cmd in parsed.commands):
+            return None
+        for target in targets:
+            if target is None and not edits_allowed:
+                return None
+            if (
+                target is not None
+                and not edits_allowed
+                and not self._path_allowed(target, "edit", SHELL_TOOL)
+            ):
+                return None
+        return Ruling("allow", "every program the command runs matches an allow rule.")
+
+    def session_prefix(self, command: str) -> str | None:
+        """What "allow for this session" would cover for ``command``, e.g. ``git status``
+        or ``cd && pytest``; None when no safe prefix exists (wrappers that add power,
+        interpreters, programs only known at run time)."""
+        parsed = parse_shell(command)
+        if parsed.problem is not None or not parsed.commands:
+            return None
+        prefixes: list[str] = []
+        for cmd in parsed.commands:
+            program = cmd.program
+            if program.dynamic or any(not layer.transparent for layer in cmd.layers[:-1]):
+                return None
+            if os.path.basename(program.argv[0]) in _NO_SESSION_RULE:
+                return None
+            prefix = command_prefix(shlex.join(program.argv))
+            if "&&" in prefix:
+                return None
+            prefixes.append(prefix)
+        return " && ".join(dict.fromkeys(prefixes))
+
+    def allow_for_session(self, prefix: str) -> None:
+        """Allow, for the rest of the session, commands starting with ``prefix`` (as
+        ``session_prefix`` gave it)."""
+        for part in prefix.split(" && "):
+            words = shlex.split(part)
+            if words:
+                self._session.append(_CommandPattern.prefix(words))
+
+    # ------------------------------------------------------------ other tools
+
+    def check_tool(self, name: str, kind: ToolKind, arguments: Mapping[str, Any]) -> Ruling | None:
+        """What the rules say about a non-shell call; None when no rule decides."""
+        group = "edit" if kind == "edit" else "read" if kind in ("read", "search") else None
+        paths = _paths_of(name, arguments)
+        if not paths:
+            for table in ("deny", "allow"):
+                rule = next(
+                    (r for r in self._path_rules(table, group, name) if r.text == "*"), None
+                )
+                if rule is not None:
+                    result: Verdict = "deny" if table == "deny" else "allow"
+                    return Ruling(result, f"the {table} rule '*' in {rule.where} covers {name}.")
+            return None
+        for path in paths:
+            denied = self._path_denied(path, group, name)
+            if denied is not None:
+                return denied
+        if all(self._path_allowed(path, group, name) for path in paths):
+            return Ruling("allow", f"every path {name} touches matches an allow rule.")
+        return None
+
+    # ---------------------------------------------------------------- helpers
+
+    def _keys(self, table: Mapping[str, Any], group: str | None, name: str) -> list[str]:
+        return [
+            key
+            for key in table
+            if key in (name, group) or (key not in _GROUPS and fnmatch.fnmatchcase(name, key))
+        ]
+
+    def _command_rules(self, table: str, tool: str) -> list[_CommandPattern]:
+        rules = self._commands[table]
+        return [p for key in self._keys(rules, None, tool) for p in rules[key]]
+
+    def _path_rules(self, table: str, group: str | None, name: str) -> list[_PathRule]:
+        rules = self._paths[table]
+        keys = self._keys(rules, group, name)
+        if name == SHELL_TOOL and group == "edit":
+            keys = ["edit"] if "edit" in rules else []
+        return [r for key in keys for r in rules[key]]
+
+    def _has_path_rules(self, table: str, group: str, name: str) -> bool:
+        return bool(self._path_rules(table, group, name))
+
+    def _locate(self, path: str) -> tuple[list[str], str | None]:
+        """The forms of ``path`` rules are matched against, and its resolved form
+        relative to the root (None when it lies outside)."""
+        joined = os.path.join(self.root, os.path.expanduser(path))
+        forms: list[str] = []
+        inside: str | None = None
+        for index, candidate in enumerate((os.path.normpath(joined), os.path.realpath(joined))):
+            target = Path(candidate)
+            if target == self.root or target.is_relative_to(self.root):
+                rel = target.relative_to(self.root).as_posix()
+                forms.append(rel)
+                if index == 1:
+                    inside = rel
+            else:
+                forms.append(target.as_posix().lstrip("/"))
+        return forms, inside
+
+    def _path_denied(self, path: str, group: str | None, name: str) -> Ruling | None:
+        forms, _ = self._locate(path)
+        for rule in self._path_rules("deny", group, name):
+            if any(rule.matches(form) for form in forms):
+                return Ruling(
+                    "deny", f"the deny rule '{rule.text}' in {rule.where} covers '{path}'."
+                )
+        return None
+
+    def _path_allowed(self, path: str, group: str | None, name: str) -> bool:
+        _, inside = self._locate(path)
+        if inside is None:
+            return False
+        return any(rule.matches(inside) for rule in self._path_rules("allow", group, name))
+
+
+def _allowed(cmd: SimpleCommand, allow: list[_CommandPattern]) -> bool:
+    """Whether some layer matches an allow rule with only transparent wrappers around it."""
+    for layer in cmd.layers:
+        if not layer.dynamic and any(pattern.matches(layer) for pattern in allow):
+            return True
+        if not layer.transparent:
+            return False
+    return False
+
+
+def _path_rule(pattern: str, where: str) -> _PathRule:
+    if pattern == "*":
+        return _PathRule(pattern, where, lambda _path: True)
+    try:
+        matcher = compile_glob(pattern)
+    except ValueError as error:
+        raise ConfigError(f"{where} has a bad pattern: {error}.") from None
+    return _PathRule(pattern, where, matcher)
+
+
+def _paths_of(name: str, arguments: Mapping[str, Any]) -> list[str]:
+    """The paths a call names: ``path`` / ``paths`` arguments, or a patch's files."""
+    patch = arguments.get("patch")
+    if isinstance(patch, str):
+        try:
+            return [p for change in parse_patch(patch) for p in change.paths]
+        except ToolError:
+            return []
+    found: list[str] = []
+    value = arguments.get("path")
+    if isinstance(value, str) and value:
+        found.append(value)
+    many = arguments.get("paths")
+    if isinstance(many, list):
+        found.extend(p for p in many if isinstance(p, str) and p)
+    return found
