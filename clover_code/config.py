@@ -9,6 +9,7 @@ Precedence, highest first: command-line flags > environment ``CLOVER_*`` >
 
 from __future__ import annotations
 
+import json
 import os
 import tomllib
 from collections.abc import Mapping
@@ -290,7 +291,7 @@ def load_settings(
     environ = os.environ if env is None else env
     fields = Settings.model_fields
     env_values = {
-        k[len(ENV_PREFIX) :].lower(): v
+        k[len(ENV_PREFIX) :].lower(): _env_value(v)
         for k, v in environ.items()
         if k.startswith(ENV_PREFIX) and k[len(ENV_PREFIX) :].lower() in fields
     }
@@ -308,6 +309,16 @@ def load_settings(
         raise ConfigError(_explain(exc, cli_values, layers)) from None
     finally:
         _LAYERS.reset(token)
+
+
+def _env_value(raw: str) -> Any:
+    """Structured settings (rules, server tables) come from the environment as JSON."""
+    if raw.lstrip()[:1] in ("{", "["):
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw
+    return raw
 
 
 def _explain(

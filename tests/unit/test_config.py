@@ -71,3 +71,9 @@ def test_user_file_error_names_user_file(layers: tuple[Path, Path]) -> None:
     user.write_text("colour = 1\n")
     with pytest.raises(ConfigError, match=f"config file {user}: unknown key 'colour'"):
         load_settings({}, repo_root=repo, user_config=user, env={})
+
+
+def test_structured_values_from_the_environment(tmp_path: Path) -> None:
+    env = {"CLOVER_PERMISSIONS": '{"deny": {"shell": ["rm *"]}}'}
+    s = load_settings({}, user_config=tmp_path / "none.toml", env=env)
+    assert s.permissions.deny == {"shell": ["rm *"]}
