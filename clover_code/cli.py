@@ -47,6 +47,12 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("read-only", "ask", "auto-edit", "full-auto"),
         help="what may run without asking (headless default: auto-edit; asking = refused)",
     )
+    task.add_argument(
+        "--auto-commit",
+        action="store_const",
+        const=True,
+        help="commit the agent's changes on the current branch when the task completes (CI)",
+    )
     resume = task.add_mutually_exclusive_group()
     resume.add_argument("--resume", nargs="?", const="", metavar="ID", help="resume a session")
     resume.add_argument(
@@ -106,6 +112,7 @@ def _cli_settings(args: argparse.Namespace) -> dict[str, Any]:
         "approval",
         "max_turns",
         "timeout",
+        "auto_commit",
     )
     return {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal, TextIO
 
 from clover_code import protocol as p
 from clover_code.agent.approval import RefuseApprover
+from clover_code.agent.checkpoints import CheckpointError
 from clover_code.agent.session import Session
 from clover_code.config import Settings
 from clover_code.engine.select import build_backend
@@ -153,6 +155,8 @@ async def run_task(
         return report_error(exc, output_format, out, err)
     try:
         finished = await session.run_turn(task)
+        if settings.auto_commit and finished.status == "completed":
+            await _auto_commit(session, task, emit)
     finally:
         await asyncio.shield(session.close())
     code = _STATUS_EXIT[finished.status]
@@ -179,3 +183,20 @@ async def run_task(
         out.write(json.dumps(result, ensure_ascii=False) + "\n")
     out.flush()
     return int(code)
+
+
+async def _auto_commit(session: Session, task: str, emit: Callable[[p.Event], None]) -> None:
+    """--auto-commit: commit what the agent changed, with the task as the subject."""
+    if session.checkpoints is None:
+        emit(p.ErrorEvent(message="--auto-commit needs checkpoints, which are off."))
+        return
+    first = next((line.strip() for line in task.splitlines() if line.strip()), "task")
+    subject = f"clover-code: {first}"
+    subject = subject if len(subject) <= 72 else subject[:71] + "…"
+    try:
+        commit = await asyncio.to_thread(session.checkpoints.auto_commit, subject)
+    except CheckpointError as exc:
+        emit(p.ErrorEvent(message=str(exc)))
+        return
+    text = f"committed the agent's changes as {commit[:12]}." if commit else "nothing to commit."
+    emit(p.Notice(text=text))

@@ -7,18 +7,21 @@ Front ends talk to it only through protocol ``Op``s (``submit``) and
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import secrets
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clover_code import protocol as p
 from clover_code.agent.approval import ApprovalRequest, Approver, Decision
+from clover_code.agent.checkpoints import CheckpointError, CheckpointStore
 from clover_code.agent.instructions import system_prompt
 from clover_code.agent.loop import Agent
+from clover_code.agent.mcp_config import declared_servers
 from clover_code.agent.transcript import Transcript, load, new_session_id
-from clover_code.config import ApprovalMode, Settings
+from clover_code.config import ApprovalMode, Settings, user_data_dir
 from clover_code.engine.base import Backend
 from clover_code.errors import CloverError
 from clover_code.tools.base import ToolContext
@@ -27,6 +30,9 @@ from clover_code.tools.sandbox.base import Sandbox
 from clover_code.tools.sandbox.select import choose_sandbox
 from clover_code.tools.spill import OutputSpill
 from clover_code.tools.workspace import Workspace
+
+if TYPE_CHECKING:
+    from clover_code.tools.mcp import McpManager
 
 # Events too frequent or too bulky to be worth a durable line each.
 _NOT_RECORDED = frozenset({"block_draft", "tool_output", "content_delta", "reasoning_delta"})
@@ -98,6 +104,8 @@ class Session:
         sandbox: Sandbox | None,
         agent: Agent,
         emit: Callable[[p.Event], None],
+        checkpoints: CheckpointStore | None = None,
+        mcp: McpManager | None = None,
     ) -> None:
         self.settings = settings
         self.id = session_id
@@ -107,6 +115,8 @@ class Session:
         self.agent = agent
         self._emit = emit
         self._turn: asyncio.Task[p.TurnFinished] | None = None
+        self.checkpoints = checkpoints
+        self.mcp = mcp
 
     @classmethod
     async def open(
@@ -137,7 +147,29 @@ class Session:
             )
 
         spill = OutputSpill(transcript.path.with_suffix(".outputs"), settings.output_limit)
+        startup_notices: list[str] = []
+        checkpoints: CheckpointStore | None = None
+        try:
+            checkpoints = await asyncio.to_thread(
+                CheckpointStore, root, user_data_dir(), session_id
+            )
+        except CheckpointError as exc:
+            startup_notices.append(f"{exc} Undo and diff are off for this session.")
+        servers, mcp_notices = declared_servers(settings, root)
+        startup_notices += mcp_notices
+        mcp: McpManager | None = None
+        if servers:
+            from clover_code.tools.mcp import McpManager  # the SDK takes a second to import
+
+            mcp = McpManager(
+                servers,
+                root=root,
+                call_timeout=settings.mcp_timeout,
+                project_policy=settings.mcp_project,
+            )
+            startup_notices += await mcp.start()
         tools = default_tools(shell=choice.sandbox is not None, spill=spill)
+        tools += mcp.tools if mcp is not None else []
 
         def record_and_emit(event: p.Event) -> None:
             if event.type not in _NOT_RECORDED:
@@ -176,6 +208,8 @@ class Session:
             sandbox=choice.sandbox,
             agent=agent,
             emit=record_and_emit,
+            checkpoints=checkpoints,
+            mcp=mcp,
         )
         record_and_emit(
             p.SessionStarted(
@@ -192,12 +226,14 @@ class Session:
         if choice.notice:
             level = "warning" if choice.warning else "info"
             record_and_emit(p.Notice(level=level, text=choice.notice))
+        for text in startup_notices:
+            record_and_emit(p.Notice(level="warning", text=text))
         if not is_git:
             record_and_emit(
                 p.Notice(
-                    level="warning",
-                    text=f"{root} is not a git repository: the agent works, "
-                    "but undo and diff need git (run `git init` to enable them).",
+                    text=f"{root} is not a git repository: the agent works and undo uses "
+                    "clover-code's own checkpoints, but --auto-commit needs git "
+                    "(run `git init` to enable it)."
                 )
             )
         return session
@@ -206,16 +242,57 @@ class Session:
         """Run one turn to its end (Interrupt ops cancel it)."""
         self._turn = asyncio.current_task()
         try:
-            return await self.agent.run_turn(text)
+            return await self._checkpointed_turn(text)
         finally:
             self._turn = None
+
+    async def _checkpointed_turn(self, text: str) -> p.TurnFinished:
+        """One agent turn between a snapshot before it and one after it (for undo)."""
+        turn = self.agent.turn + 1  # run_turn numbers the turn it starts like this
+        store = self.checkpoints
+        if store is not None:
+            try:
+                await asyncio.to_thread(store.snapshot, turn)
+            except CheckpointError as exc:
+                self._emit(p.Notice(level="warning", text=f"{exc} This turn cannot be undone."))
+                store = None
+            for notice in store.take_notices() if store else []:
+                self._emit(p.Notice(level="warning", text=notice))
+        try:
+            return await self.agent.run_turn(text)
+        finally:
+            if store is not None:
+                with contextlib.suppress(CheckpointError):
+                    await asyncio.shield(asyncio.to_thread(store.end_turn, turn))
+
+    async def _undo(self, op: p.Undo) -> None:
+        if self.checkpoints is None:
+            self._emit(p.ErrorEvent(message="undo is off: checkpoints could not be set up."))
+            return
+        try:
+            files = await asyncio.to_thread(self.checkpoints.undo, op.turns, op.force)
+        except CheckpointError as exc:
+            self._emit(p.ErrorEvent(message=str(exc)))
+            return
+        self._emit(p.UndoDone(turns=op.turns, files=files))
+
+    async def _show_diff(self) -> None:
+        if self.checkpoints is None:
+            self._emit(p.ErrorEvent(message="diff is off: checkpoints could not be set up."))
+            return
+        try:
+            diff, files = await asyncio.to_thread(self.checkpoints.diff_since_session_start)
+        except CheckpointError as exc:
+            self._emit(p.ErrorEvent(message=str(exc)))
+            return
+        self._emit(p.DiffReport(diff=diff, files=files))
 
     async def submit(self, op: p.Op) -> None:
         """Act on an op from a front end."""
         if isinstance(op, p.UserInput):
             if self._busy():
                 return
-            self._turn = asyncio.create_task(self.agent.run_turn(op.text))
+            self._turn = asyncio.create_task(self._checkpointed_turn(op.text))
             self._turn.add_done_callback(lambda _: setattr(self, "_turn", None))
         elif isinstance(op, p.Interrupt):
             if self._turn is not None:
@@ -237,6 +314,12 @@ class Session:
                 return
             self.agent.clear()
             self._emit(p.Notice(text="the conversation was cleared; the old one stays saved."))
+        elif isinstance(op, p.Undo):
+            if not self._busy():
+                await self._undo(op)
+        elif isinstance(op, p.ShowDiff):
+            if not self._busy():
+                await self._show_diff()
         elif isinstance(op, p.Shutdown):
             await self.close()
 
@@ -258,6 +341,8 @@ class Session:
         if self._turn is not None and self._turn is not asyncio.current_task():
             self._turn.cancel()
             await asyncio.gather(self._turn, return_exceptions=True)
+        if self.mcp is not None:
+            await self.mcp.aclose()
         if self.sandbox is not None:
             await self.sandbox.close()
         await self.backend.aclose()

@@ -250,3 +250,41 @@ async def test_ctrl_c_keeps_transcript_and_continue_resumes(
     assert code == 0, err2
     sent = scripted_server.chat_requests[-1].json()["messages"]
     assert [m["role"] for m in sent] == ["system", "user", "assistant", "user"]
+
+
+async def test_auto_commit_commits_the_agents_change(
+    scripted_server: ScriptedServer, repo: Path, tmp_path: Path
+) -> None:
+    subprocess.run(["git", "add", "."], cwd=repo, check=True)
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base"],
+        cwd=repo,
+        check=True,
+    )
+    scripted_server.enqueue(
+        sglang(
+            lambda s: s.tool_call(
+                "edit_file",
+                {"path": "calc.py", "old_string": "return a - b", "new_string": "return a + b"},
+            )
+        ),
+        sglang(lambda s: s.content("Fixed.")),
+    )
+    code, out, err = await run_clover(
+        repo,
+        "--task",
+        "fix add in calc.py",
+        "--base-url",
+        scripted_server.base_url,
+        "--auto-commit",
+        home=tmp_path,
+    )
+    assert code == 0, err
+    log = subprocess.run(
+        ["git", "log", "--format=%s", "-n", "2"], cwd=repo, capture_output=True, text=True
+    ).stdout.splitlines()
+    assert log[0].startswith("clover-code: fix add in calc.py") and log[1] == "base"
+    status = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True
+    ).stdout
+    assert status == ""

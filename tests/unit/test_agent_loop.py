@@ -328,7 +328,7 @@ async def test_approval_through_ops(make_settings: Callable[..., Settings], repo
     assert "not that file" in results[1].result
 
 
-async def test_no_git_repo_works_and_says_undo_needs_git(
+async def test_no_git_repo_works_and_says_what_needs_git(
     make_settings: Callable[..., Settings], tmp_path: Path
 ) -> None:
     plain = tmp_path / "plain"
@@ -340,9 +340,35 @@ async def test_no_git_repo_works_and_says_undo_needs_git(
     finished = await session.run_turn("hi")
     await session.close()
     assert finished.status == "completed"
-    assert any("undo and diff need git" in n.text for n in of_type(events, p.Notice))
+    assert any("not a git repository" in n.text for n in of_type(events, p.Notice))
 
 
 def test_events_roundtrip_through_json(make_settings: Callable[..., Settings]) -> None:
     event = p.ToolCallFinished(call_id="a", name="shell", status="ok", result="x")
     assert p.EVENT_ADAPTER.validate_json(json.dumps(event.model_dump(mode="json"))) == event
+
+
+async def test_undo_and_diff_through_ops(
+    make_settings: Callable[..., Settings], repo: Path
+) -> None:
+    events: list[p.Event] = []
+    backend = ScriptedBackend(
+        [
+            tool_response(
+                ("edit_file", {"path": "app.py", "old_string": "a - b", "new_string": "a + b"}),
+                ("write_file", {"path": "new.py", "content": "X = 1\n"}),
+            ),
+            text_response("done"),
+        ]
+    )
+    session = await open_session(make_settings(), backend, repo, events)
+    await session.run_turn("fix")
+    await session.submit(p.ShowDiff())
+    (report,) = of_type(events, p.DiffReport)
+    assert sorted(report.files) == ["app.py", "new.py"] and "+    return a + b" in report.diff
+    await session.submit(p.Undo())
+    await session.close()
+    (undone,) = of_type(events, p.UndoDone)
+    assert sorted(undone.files) == ["app.py", "new.py"]
+    assert (repo / "app.py").read_text() == "def add(a, b):\n    return a - b\n"
+    assert not (repo / "new.py").exists()

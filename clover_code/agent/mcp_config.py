@@ -1,0 +1,146 @@
+"""Which MCP servers a session declares: the settings, and the project's ``.mcp.json``.
+
+``.mcp.json`` in the workspace root has the shape other agents use::
+
+    {"mcpServers": {"docs": {"command": "uvx", "args": ["docs-mcp"], "env": {"K": "${K}"}}}}
+
+``${VAR}`` and ``${VAR:-default}`` in ``command``, ``args``, ``env`` and
+``cwd`` are taken from the environment. A server named in the settings wins
+over a project server of the same name. Problems never stop the session:
+each becomes one notice sentence and the server (or the whole file, when it
+is not valid JSON) is skipped. Project servers come from the repository, so
+they are marked ``project`` and started only as ``mcp_project`` says.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from clover_code.config import McpServerConfig, Settings
+
+__all__ = ["PROJECT_FILE", "DeclaredServer", "declared_servers", "read_project_servers"]
+
+PROJECT_FILE = ".mcp.json"
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_KNOWN = frozenset(McpServerConfig.model_fields)
+
+
+@dataclass(frozen=True, slots=True)
+class DeclaredServer:
+    """One server to start: its name, settings, and where it was declared."""
+
+    name: str
+    config: McpServerConfig
+    source: str
+    """Where it was declared: ``settings``, or the path of the ``.mcp.json``."""
+    project: bool = False
+    """Declared by the repository (``.mcp.json``), not by the user."""
+
+
+def declared_servers(settings: Settings, root: Path) -> tuple[list[DeclaredServer], list[str]]:
+    """The enabled servers of the settings and (unless ignored) of ``root/.mcp.json``.
+
+    Returns the servers and the notices about what was skipped.
+    """
+    servers = [
+        DeclaredServer(name, config, "settings")
+        for name, config in settings.mcp_servers.items()
+        if config.enabled
+    ]
+    notices: list[str] = []
+    if settings.mcp_project != "ignore":
+        project, notices = read_project_servers(root / PROJECT_FILE)
+        for server in project:
+            if server.name in settings.mcp_servers:
+                notices.append(
+                    f"MCP server '{server.name}' of {server.source} is also in your settings; "
+                    "the settings' one is used."
+                )
+            elif server.config.enabled:
+                servers.append(server)
+    return servers, notices
+
+
+def read_project_servers(
+    path: Path, environ: Mapping[str, str] | None = None
+) -> tuple[list[DeclaredServer], list[str]]:
+    """Parse one ``.mcp.json``; a missing file declares nothing."""
+    env = os.environ if environ is None else environ
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return [], []
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "it is not UTF-8"
+        return [], [f"{path} cannot be read ({reason}); its MCP servers were not started."]
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return [], [
+            f"{path} is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}); "
+            "its MCP servers were not started."
+        ]
+    table = data.get("mcpServers") if isinstance(data, dict) else None
+    if not isinstance(table, dict):
+        return [], [f'{path} has no "mcpServers" object; its MCP servers were not started.']
+    servers: list[DeclaredServer] = []
+    notices: list[str] = []
+    for name, entry in table.items():
+        where = f"MCP server '{name}' in {path}"
+        if not isinstance(entry, dict):
+            notices.append(f"{where} is not a JSON object; it was skipped.")
+            continue
+        kind = entry.get("type", "stdio")
+        if "url" in entry or kind != "stdio":
+            notices.append(
+                f"{where} uses the {kind if kind != 'stdio' else 'http'} transport, but only "
+                "stdio servers are supported; it was skipped."
+            )
+            continue
+        fields = {k: v for k, v in entry.items() if k in _KNOWN}  # other agents' keys are fine
+        try:
+            expanded = _expand(fields, env)
+            config = McpServerConfig.model_validate(expanded)
+        except _MissingVariable as exc:
+            notices.append(f"{where} needs the environment variable {exc}, which is not set.")
+            continue
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            key = ".".join(str(x) for x in first["loc"]) or "(entry)"
+            notices.append(f"{where} has a bad '{key}' ({first['msg']}); it was skipped.")
+            continue
+        servers.append(DeclaredServer(str(name), config, str(path), project=True))
+    return servers, notices
+
+
+class _MissingVariable(Exception):
+    """A ``${VAR}`` without a default names an unset variable."""
+
+
+def _expand(value: Any, env: Mapping[str, str]) -> Any:
+    """``value`` with ``${VAR}`` and ``${VAR:-default}`` replaced in every string."""
+    if isinstance(value, str):
+
+        def sub(match: re.Match[str]) -> str:
+            name, default = match.group(1), match.group(2)
+            if name in env:
+                return env[name]
+            if default is None:
+                raise _MissingVariable(name)
+            return default
+
+        return _VAR.sub(sub, value)
+    if isinstance(value, list):
+        return [_expand(v, env) for v in value]
+    if isinstance(value, dict):
+        return {k: _expand(v, env) for k, v in value.items()}
+    return value
