@@ -172,17 +172,29 @@ def repo_driver_overrides(
     return overrides
 
 
+_TAKES_VALUE = {"-c", "-C", "--git-dir", "--work-tree", "--namespace", "--exec-path"}
+
+
+def _subcommand_at(args: Sequence[str]) -> int:
+    """The index of the subcommand in ``args``, past any global options (-c k=v, -C dir...)."""
+    i = 0
+    while i < len(args) and args[i].startswith("-"):
+        i += 2 if args[i] in _TAKES_VALUE else 1
+    return i
+
+
 def _with_safe_flags(args: Sequence[str]) -> list[str]:
     """``args`` with the flags that stop external diff and textconv programs."""
     out = list(args)
-    if not out:
+    i = _subcommand_at(out)
+    if i >= len(out):
         return out
-    if out[0] in _DIFF_COMMANDS:
-        return [out[0], "--no-ext-diff", "--no-textconv", *out[1:]]
-    if out[0] in _TEXTCONV_ONLY:
-        return [out[0], "--no-textconv", *out[1:]]
-    if out[0] == "stash" and len(out) > 1 and out[1] == "show":
-        return [*out[:2], "--no-ext-diff", "--no-textconv", *out[2:]]
+    if out[i] in _DIFF_COMMANDS:
+        return [*out[: i + 1], "--no-ext-diff", "--no-textconv", *out[i + 1 :]]
+    if out[i] in _TEXTCONV_ONLY:
+        return [*out[: i + 1], "--no-textconv", *out[i + 1 :]]
+    if out[i] == "stash" and i + 1 < len(out) and out[i + 1] == "show":
+        return [*out[: i + 2], "--no-ext-diff", "--no-textconv", *out[i + 2 :]]
     return out
 
 

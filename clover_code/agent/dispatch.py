@@ -130,7 +130,7 @@ class ToolDispatcher:
         """None when the call may run, else the refusal the model sees."""
         arguments = args.model_dump()
         command = arguments.get("command")
-        shell = tool.kind == "execute" and isinstance(command, str)
+        shell = tool.name == "shell" and isinstance(command, str)
         command = command if isinstance(command, str) else ""
         ruling = self.policy.decide(self.approval_mode, tool.name, tool.kind, arguments)
         if ruling.verdict == "allow":

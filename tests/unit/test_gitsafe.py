@@ -173,6 +173,15 @@ def test_argv_carries_the_hardening_and_safe_diff_flags(trapped: tuple[Path, Pat
     assert tail == ["diff", "--no-ext-diff", "--no-textconv", "HEAD"]
 
 
+def test_safe_diff_flags_follow_global_options(trapped: tuple[Path, Path]) -> None:
+    repo, markers = trapped
+    argv = git_argv(["-c", "color.ui=never", "log", "-p"], cwd=repo)
+    assert argv[argv.index("log") :] == ["log", "--no-ext-diff", "--no-textconv", "-p"]
+    run_git("-c", "color.ui=never", "diff", cwd=repo)
+    run_git("stash", "show", "-p", cwd=repo, check=False)
+    assert list(markers.iterdir()) == []
+
+
 def test_git_env_drops_inherited_git_variables() -> None:
     env = git_env({"GIT_DIR": "/elsewhere", "GIT_CONFIG_PARAMETERS": "'x=y'", "PATH": "/bin"})
     assert "GIT_DIR" not in env

@@ -108,12 +108,9 @@ class BwrapSandbox:
             self.env["HOME"] = "/tmp/home"  # no /home to hide and reuse: keep HOME in /tmp
         self._bwrap = shutil.which(bwrap) or bwrap
         self._user = sandbox_user(self.root)
-        self._state = Path(tempfile.mkdtemp(prefix="clover-bwrap-"))
-        if os.getuid() == 0:
-            os.chown(self._state, *self._user)
         self._lock = asyncio.Lock()
 
-    def _argv(self, script: str) -> list[str]:
+    def _argv(self, script: str, cwd_file: Path) -> list[str]:
         """The bwrap command line that runs ``script`` with ``bash -c``."""
         args = [self._bwrap, "--unshare-all", "--die-with-parent", "--new-session"]
         args += ["--cap-drop", "ALL", "--hostname", "sandbox"]
@@ -134,7 +131,7 @@ class BwrapSandbox:
             real = os.path.realpath(protected)
             if protected.exists() and not git.is_symlink() and _under(real, str(self.root)):
                 args += ["--ro-bind", real, str(protected)]
-        args += ["--bind", str(self._state), str(self._state)]
+        args += ["--bind", str(cwd_file), str(cwd_file)]
         for path in hidden:
             args += ["--remount-ro", path]
         args += ["--chdir", str(self.cwd), "--", "/bin/bash", "-c", script]
@@ -167,7 +164,7 @@ class BwrapSandbox:
         if not self.cwd.is_dir():
             notes.append(f"[the directory {self.cwd} is gone; commands now start in {self.root}]")
             self.cwd = self.root
-        fd, name = tempfile.mkstemp(prefix="cwd-", dir=self._state)
+        fd, name = tempfile.mkstemp(prefix="clover-cwd-")
         os.close(fd)
         cwd_file = Path(name)
         if os.getuid() == 0:
@@ -175,7 +172,7 @@ class BwrapSandbox:
         sink = _OutputSink(self.output_limit, self.stream_limit, on_output)
         started = time.monotonic()
         try:
-            argv = self._argv(self._script(command, cwd_file))
+            argv = self._argv(self._script(command, cwd_file), cwd_file)
             code, timed_out = await self._run(argv, sink, timeout)
             notes.extend(self._update_cwd(cwd_file))
         finally:
@@ -258,8 +255,7 @@ class BwrapSandbox:
         ]
 
     async def close(self) -> None:
-        """Remove the private state directory (no process outlives a command)."""
-        shutil.rmtree(self._state, ignore_errors=True)
+        """Nothing to stop: no process outlives a command."""
 
 
 class _Reader(asyncio.Protocol):

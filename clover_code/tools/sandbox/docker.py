@@ -30,8 +30,6 @@ import asyncio
 import contextlib
 import itertools
 import os
-import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -116,7 +114,6 @@ class DockerSandbox:
         self.container_id: str | None = None
         self._client = client
         self._link: RunnerLink | None = None
-        self._state: Path | None = None
         self._lock = asyncio.Lock()
         self._ids = itertools.count(1)
         self._restarted = False
@@ -175,7 +172,6 @@ class DockerSandbox:
             self._cleaned = True
             clean_stale_containers(client)
         client.images.get(self.image)
-        self._state = Path(tempfile.mkdtemp(prefix="clover-sandbox-"))
         spec = container_spec(
             client.api,
             image=self.image,
@@ -184,7 +180,6 @@ class DockerSandbox:
             network=self.network,
             limits=self.limits,
             path=self.env["PATH"],
-            state=self._state,
         )
         self.container_id = client.api.create_container(**spec)["Id"]
         link = RunnerLink(*open_attach_stream(client.api, self.container_id))
@@ -199,12 +194,8 @@ class DockerSandbox:
             self._link.close()
             self._link = None
         if self._client is not None and self.container_id is not None:
-            with contextlib.suppress(Exception):
-                self._client.containers.get(self.container_id).remove(force=True)
+            remove_container(self._client, self.container_id)
         self.container_id = None
-        if self._state is not None:
-            shutil.rmtree(self._state, ignore_errors=True)
-            self._state = None
 
     async def close(self) -> None:
         """Stop the runner and remove the container."""

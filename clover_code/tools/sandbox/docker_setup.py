@@ -10,8 +10,11 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
+import shutil
 import socket
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +30,7 @@ __all__ = [
     "docker_client",
     "remove_container",
     "short_error",
+    "support_files",
 ]
 
 RUNNER_PATH = "/opt/clover-runner.py"
@@ -77,8 +81,12 @@ def _start_time(pid: int) -> str:
 
 
 def remove_container(client: Any, container_id: str) -> None:
+    """Remove a container and wait (a few seconds at most) until it is gone; errors ignored."""
     with contextlib.suppress(Exception):
-        client.containers.get(container_id).remove(force=True)
+        client.api.remove_container(container_id, force=True)
+    # auto_remove may already be removing it: then the call above fails; wait for it.
+    with contextlib.suppress(Exception):
+        client.api.wait(container_id, timeout=5, condition="removed")
 
 
 def _owner() -> str:
@@ -113,6 +121,39 @@ def clean_stale_containers(client: Any) -> int:
     return removed
 
 
+def support_files(user: tuple[int, int]) -> Path:
+    """The files mounted read-only into every container for ``user``: passwd, group, runner.
+
+    They depend only on the uid:gid and the runner's text, so they live in the
+    user cache directory under a name made from both, shared by all sessions:
+    nothing is left behind when a session is killed.
+    """
+    import platformdirs
+
+    uid, gid = user
+    files = {
+        "passwd": "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+        f"sandbox:x:{uid}:{gid}:sandbox:{SANDBOX_HOME}:/bin/bash\n",
+        "group": f"root:x:0:\nsandbox:x:{gid}:\n",
+        "runner.py": _RUNNER,
+    }
+    digest = hashlib.sha256(repr(sorted(files.items())).encode()).hexdigest()[:12]
+    folder = Path(platformdirs.user_cache_dir("clover-code")) / "sandbox" / f"{uid}-{gid}-{digest}"
+    if all((folder / name).is_file() for name in files):
+        return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=".new-", dir=folder.parent))
+    for name, text in files.items():
+        (scratch / name).write_text(text)
+        (scratch / name).chmod(0o644)
+    scratch.chmod(0o755)
+    try:
+        scratch.rename(folder)
+    except OSError:  # another session made it first
+        shutil.rmtree(scratch, ignore_errors=True)
+    return folder
+
+
 def container_spec(
     api: Any,
     *,
@@ -122,25 +163,12 @@ def container_spec(
     network: bool,
     limits: SandboxLimits,
     path: str,
-    state: Path,
 ) -> dict[str, Any]:
-    """Keyword arguments for the low-level ``create_container``.
-
-    ``state`` is a private host directory for the files mounted read-only into
-    the container: ``passwd``/``group`` naming the uid, and the runner.
-    """
+    """Keyword arguments for the low-level ``create_container``."""
     from docker.types import LogConfig, Mount
 
     uid, gid = user
-    (state / "passwd").write_text(
-        "root:x:0:0:root:/root:/usr/sbin/nologin\n"
-        f"sandbox:x:{uid}:{gid}:sandbox:{SANDBOX_HOME}:/bin/bash\n"
-    )
-    (state / "group").write_text(f"root:x:0:\nsandbox:x:{gid}:\n")
-    (state / "runner.py").write_text(_RUNNER)
-    for name in ("passwd", "group", "runner.py"):
-        (state / name).chmod(0o644)
-    state.chmod(0o755)
+    state = support_files(user)
     mounts = [
         Mount(str(root), str(root), type="bind"),
         Mount("/etc/passwd", str(state / "passwd"), type="bind", read_only=True),
