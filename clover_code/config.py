@@ -185,6 +185,9 @@ class Settings(BaseSettings):
     compact_threshold: float = Field(0.85, gt=0.1, le=1.0)
     """Share of the prompt budget at which older turns are summarised automatically."""
 
+    repo_map_tokens: int = Field(1024, ge=0, le=16_384)
+    """Tokens of the ranked repository map put in the system prompt (0 turns it off)."""
+
     sandbox: SandboxKind = "auto"
     """Where shell commands run: auto, docker, bwrap, or none (the host, only when chosen)."""
 

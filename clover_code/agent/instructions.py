@@ -31,7 +31,9 @@ def repo_instructions(root: Path) -> list[tuple[str, str]]:
     return found
 
 
-def system_prompt(root: Path, *, is_git: bool, shell: str | None, tools: list[str]) -> str:
+def system_prompt(
+    root: Path, *, is_git: bool, shell: str | None, tools: list[str], repo_map: str = ""
+) -> str:
     """Assemble the full system prompt for a session in ``root``."""
     parts = [base_prompt().strip()]
     env = [
@@ -49,4 +51,9 @@ def system_prompt(root: Path, *, is_git: bool, shell: str | None, tools: list[st
     parts.append("Environment:\n" + "\n".join(env))
     for name, text in repo_instructions(root):
         parts.append(f"Instructions from {name} (follow them):\n{text.strip()}")
+    if repo_map:
+        parts.append(
+            "Repository map (the most referenced definitions, by file; use the repo_map "
+            "tool to focus it on other files or names):\n" + repo_map.strip()
+        )
     return "\n\n".join(parts) + "\n"

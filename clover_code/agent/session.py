@@ -24,6 +24,7 @@ from clover_code.agent.transcript import Transcript, load, new_session_id
 from clover_code.config import ApprovalMode, Settings, user_data_dir
 from clover_code.engine.base import Backend
 from clover_code.errors import CloverError
+from clover_code.repomap import RepoMap
 from clover_code.tools.base import ToolContext
 from clover_code.tools.registry import default_tools
 from clover_code.tools.sandbox.base import Sandbox
@@ -48,6 +49,31 @@ def find_root(cwd: Path) -> tuple[Path, bool]:
         return cwd.resolve(), False
     top = repo.working_tree_dir
     return (Path(top).resolve(), True) if top else (cwd.resolve(), False)
+
+
+REPO_MAP_WAIT = 10.0
+"""Seconds a session start waits for the repo map; a cold map of a large repo
+goes on building (and caching) in the background instead of holding up the start."""
+
+
+async def _repo_map(root: Path, budget: int) -> tuple[RepoMap | None, str, list[str]]:
+    """The shared repo map, its text for the system prompt, and notes."""
+    if budget <= 0:
+        return None, "", []
+    repo_map = RepoMap(root, user_data_dir() / "repomap.sqlite3")
+    build = asyncio.ensure_future(asyncio.to_thread(repo_map.render, budget))
+    try:
+        text = await asyncio.wait_for(asyncio.shield(build), REPO_MAP_WAIT)
+    except TimeoutError:
+        return (
+            repo_map,
+            "",
+            [
+                "the repository map is still being built; it is left out of this session's "
+                "prompt (the repo_map tool will have it)."
+            ],
+        )
+    return repo_map, text, []
 
 
 class QueueApprover:
@@ -168,7 +194,9 @@ class Session:
                 project_policy=settings.mcp_project,
             )
             startup_notices += await mcp.start()
-        tools = default_tools(shell=choice.sandbox is not None, spill=spill)
+        repo_map, map_text, map_notes = await _repo_map(root, settings.repo_map_tokens)
+        startup_notices += map_notes
+        tools = default_tools(shell=choice.sandbox is not None, spill=spill, repo_map=repo_map)
         tools += mcp.tools if mcp is not None else []
 
         def record_and_emit(event: p.Event) -> None:
@@ -193,6 +221,7 @@ class Session:
                 is_git=is_git,
                 shell=choice.sandbox.kind if choice.sandbox else None,
                 tools=[t.name for t in tools],
+                repo_map=map_text,
             ),
             emit=record_and_emit,
             record_message=transcript.message,

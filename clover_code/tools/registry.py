@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from clover_code.repomap import RepoMap
 from clover_code.tools.apply_patch import ApplyPatchTool
 from clover_code.tools.base import Tool
 from clover_code.tools.edit_file import EditFileTool
@@ -9,6 +10,7 @@ from clover_code.tools.grep import GrepTool
 from clover_code.tools.listing import GlobTool, ListFilesTool
 from clover_code.tools.read_file import ReadFileTool
 from clover_code.tools.read_output import ReadOutputTool
+from clover_code.tools.repo_map import RepoMapTool
 from clover_code.tools.shell import ShellTool
 from clover_code.tools.spill import OutputSpill
 from clover_code.tools.todo import TodoTool
@@ -17,7 +19,9 @@ from clover_code.tools.write_file import WriteFileTool
 __all__ = ["default_tools"]
 
 
-def default_tools(shell: bool, spill: OutputSpill | None = None) -> list[Tool]:
+def default_tools(
+    shell: bool, spill: OutputSpill | None = None, repo_map: RepoMap | None = None
+) -> list[Tool]:
     """One instance of every built-in tool; ``shell`` adds the shell tool and
     ``spill`` (where long outputs are saved) the ``read_output`` tool."""
     tools: list[Tool] = [
@@ -28,6 +32,7 @@ def default_tools(shell: bool, spill: OutputSpill | None = None) -> list[Tool]:
         ListFilesTool(),
         GlobTool(),
         GrepTool(),
+        RepoMapTool(repo_map),
         TodoTool(),
     ]
     if shell:

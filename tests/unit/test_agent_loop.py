@@ -372,3 +372,20 @@ async def test_undo_and_diff_through_ops(
     assert sorted(undone.files) == ["app.py", "new.py"]
     assert (repo / "app.py").read_text() == "def add(a, b):\n    return a - b\n"
     assert not (repo / "new.py").exists()
+
+
+async def test_repo_map_is_in_the_prompt_and_a_tool(
+    make_settings: Callable[..., Settings], repo: Path
+) -> None:
+    (repo / "shop.py").write_text("from app import add\n\ndef total(xs):\n    return add(*xs)\n")
+    events: list[p.Event] = []
+    backend = ScriptedBackend(
+        [tool_response(("repo_map", {"focus": ["shop.py"]})), text_response("ok")]
+    )
+    session = await open_session(make_settings(), backend, repo, events)
+    await session.run_turn("map")
+    await session.close()
+    system = backend.requests[0].messages[0]["content"]
+    assert "Repository map" in system and "def add(a, b):" in system
+    (result,) = of_type(events, p.ToolCallFinished)
+    assert result.status == "ok" and "def total(xs):" in result.result
