@@ -76,6 +76,13 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("auto", "docker", "bwrap", "none"),
         help="where shell commands run (none = directly on this machine)",
     )
+    parser.add_argument(
+        "--sandbox-network",
+        dest="sandbox_network",
+        action="store_const",
+        const=True,
+        help="let sandboxed commands use the network (off by default)",
+    )
     parser.add_argument("-C", "--cd", type=Path, metavar="DIR", help="work in DIR")
     return parser
 
@@ -109,6 +116,7 @@ def _cli_settings(args: argparse.Namespace) -> dict[str, Any]:
         "block_size",
         "thinking",
         "sandbox",
+        "sandbox_network",
         "approval",
         "max_turns",
         "timeout",
@@ -119,6 +127,10 @@ def _cli_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 def run(argv: list[str]) -> int:
     """Parse ``argv`` and run; returns the exit code."""
+    if argv[:1] == ["sandbox"]:
+        from clover_code.sandbox_cli import main as sandbox_main
+
+        return sandbox_main(argv[1:])
     args = build_parser().parse_args(argv)
     from clover_code.agent.session import find_root
     from clover_code.agent.transcript import find_session

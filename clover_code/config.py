@@ -191,6 +191,24 @@ class Settings(BaseSettings):
     sandbox: SandboxKind = "auto"
     """Where shell commands run: auto, docker, bwrap, or none (the host, only when chosen)."""
 
+    sandbox_network: bool = False
+    """Let sandboxed commands use the network (Docker bridge; bubblewrap shares the host's)."""
+
+    sandbox_memory_mb: int = Field(4096, ge=128)
+    """Memory for all sandboxed processes together (Docker); data size per process (bwrap)."""
+
+    sandbox_pids: int = Field(512, ge=32)
+    """Most processes and threads at once in the sandbox."""
+
+    sandbox_cpus: float = Field(2.0, gt=0)
+    """CPUs' worth of time the Docker sandbox may use."""
+
+    sandbox_env: list[str] = Field(default_factory=lambda: ["TZ"])
+    """Host environment variables passed into the sandbox; credential-like names never are."""
+
+    sandbox_image: str | None = None
+    """Docker image for the sandbox; unset means clover-code's own, built on first use."""
+
     approval: ApprovalMode | None = None
     """read-only, ask, auto-edit or full-auto; unset means ask in the app and auto-edit headless."""
 

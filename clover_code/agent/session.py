@@ -28,6 +28,7 @@ from clover_code.repomap import RepoMap
 from clover_code.tools.base import ToolContext
 from clover_code.tools.registry import default_tools
 from clover_code.tools.sandbox.base import Sandbox
+from clover_code.tools.sandbox.policy import SandboxLimits
 from clover_code.tools.sandbox.select import choose_sandbox
 from clover_code.tools.spill import OutputSpill
 from clover_code.tools.workspace import Workspace
@@ -158,7 +159,27 @@ class Session:
     ) -> Session:
         """Set up the workspace, sandbox, tools and transcript, and announce the session."""
         root, is_git = find_root(cwd)
-        choice = choose_sandbox(settings.sandbox, root)
+        loop = asyncio.get_running_loop()
+
+        def progress(line: str) -> None:
+            # The image build runs in a worker thread; events go out on the loop.
+            loop.call_soon_threadsafe(emit, p.Notice(text=f"sandbox: {line}"))
+
+        choice = await asyncio.to_thread(
+            choose_sandbox,
+            settings.sandbox,
+            root,
+            network=settings.sandbox_network,
+            limits=SandboxLimits(
+                memory_mb=settings.sandbox_memory_mb,
+                pids=settings.sandbox_pids,
+                cpus=settings.sandbox_cpus,
+            ),
+            passthrough=settings.sandbox_env,
+            output_limit=settings.output_limit,
+            progress=progress,
+            image=settings.sandbox_image,
+        )
         messages: list[dict[str, Any]] = []
         if resume is not None:
             loaded = load(resume)

@@ -48,8 +48,9 @@ class ShellTool(Tool):
         "stderr interleaved; long output keeps the start and the end) and exit code. The "
         "working directory persists between calls: a `cd` carries over to the next command. "
         "Environment variables, shell variables and aliases do not persist; set them in the "
-        "same command that needs them. Stdin is closed, so interactive programs will not "
-        "work; pass flags like `--yes` instead. Use the file tools to read, search and edit "
+        "same command that needs them. A background job survives the command only with its "
+        "output redirected (`cmd > log 2>&1 &`), and not at all under bubblewrap. Stdin is "
+        "closed, so interactive programs will not work; pass flags like `--yes` instead. Use the file tools to read, search and edit "
         "files."
     )
     kind: ClassVar[ToolKind] = "execute"

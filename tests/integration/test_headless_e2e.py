@@ -43,10 +43,15 @@ def sglang(build: Any) -> Any:
 
 
 async def clover(
-    repo: Path, *args: str, stdin: bytes | None = None, home: Path
+    repo: Path,
+    *args: str,
+    stdin: bytes | None = None,
+    home: Path,
+    extra_env: dict[str, str] | None = None,
 ) -> asyncio.subprocess.Process:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLOVER_")}
     env.update(XDG_DATA_HOME=str(home / "data"), XDG_CONFIG_HOME=str(home / "config"))
+    env.update(extra_env or {})
     return await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -60,8 +65,10 @@ async def clover(
     )
 
 
-async def run_clover(repo: Path, *args: str, home: Path) -> tuple[int, str, str]:
-    proc = await clover(repo, *args, home=home)
+async def run_clover(
+    repo: Path, *args: str, home: Path, extra_env: dict[str, str] | None = None
+) -> tuple[int, str, str]:
+    proc = await clover(repo, *args, home=home, extra_env=extra_env)
     out, err = await asyncio.wait_for(proc.communicate(), 60)
     assert proc.returncode is not None
     return proc.returncode, out.decode(), err.decode()
@@ -166,8 +173,18 @@ async def test_text_output_and_no_shell_without_sandbox(
         sglang(lambda s: s.tool_call("shell", {"command": "touch PWNED"})),
         sglang(lambda s: s.content("I could not run commands.")),
     )
+    # A Docker sandbox asked for where no daemon answers: the shell is off,
+    # never silently the host.
     code, out, err = await run_clover(
-        repo, "--task", "run it", "--base-url", scripted_server.base_url, home=tmp_path
+        repo,
+        "--task",
+        "run it",
+        "--base-url",
+        scripted_server.base_url,
+        "--sandbox",
+        "docker",
+        home=tmp_path,
+        extra_env={"DOCKER_HOST": f"unix://{tmp_path}/no-docker.sock"},
     )
     assert code == 0
     assert out.strip() == "I could not run commands."

@@ -524,7 +524,18 @@ async def test_grep_no_match_and_missing_path(ctx: ToolContext, root: Path) -> N
 
 def test_default_tools_and_their_schemas() -> None:
     names = [tool.name for tool in default_tools(shell=True)]
-    assert names == ["read_file", "write_file", "edit_file", "list_files", "glob", "grep", "shell"]
+    assert names == [
+        "read_file",
+        "write_file",
+        "edit_file",
+        "apply_patch",
+        "list_files",
+        "glob",
+        "grep",
+        "repo_map",
+        "todo",
+        "shell",
+    ]
     assert "shell" not in [tool.name for tool in default_tools(shell=False)]
     for tool in default_tools(shell=True):
         spec = tool.spec()

@@ -38,7 +38,7 @@ from typing import Any
 
 from clover_code.errors import ToolError
 from clover_code.tools.sandbox.base import ExecResult
-from clover_code.tools.sandbox.host import _OutputSink
+from clover_code.tools.sandbox.host import OutputSink
 from clover_code.tools.sandbox.policy import (
     DEFAULT_PASSTHROUGH,
     SandboxLimits,
@@ -169,7 +169,7 @@ class BwrapSandbox:
         cwd_file = Path(name)
         if os.getuid() == 0:
             os.chown(cwd_file, *self._user)
-        sink = _OutputSink(self.output_limit, self.stream_limit, on_output)
+        sink = OutputSink(self.output_limit, self.stream_limit, on_output)
         started = time.monotonic()
         try:
             argv = self._argv(self._script(command, cwd_file), cwd_file)
@@ -190,7 +190,7 @@ class BwrapSandbox:
             duration=time.monotonic() - started,
         )
 
-    async def _run(self, argv: list[str], sink: _OutputSink, timeout: float) -> tuple[int, bool]:
+    async def _run(self, argv: list[str], sink: OutputSink, timeout: float) -> tuple[int, bool]:
         """Start bwrap, pump its output, enforce the timeout; returns (exit code, timed out)."""
         loop = asyncio.get_running_loop()
         read_fd, write_fd = os.pipe()

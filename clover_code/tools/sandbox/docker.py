@@ -47,7 +47,7 @@ from clover_code.tools.sandbox.docker_setup import (
     remove_container,
     short_error,
 )
-from clover_code.tools.sandbox.host import _OutputSink
+from clover_code.tools.sandbox.host import OutputSink
 from clover_code.tools.sandbox.policy import (
     DEFAULT_PASSTHROUGH,
     SandboxLimits,
@@ -240,7 +240,7 @@ class DockerSandbox:
             def live(text: str) -> None:
                 loop.call_soon_threadsafe(callback, text)
 
-        sink = _OutputSink(self.output_limit, self.stream_limit, live)
+        sink = OutputSink(self.output_limit, self.stream_limit, live)
         cid = next(self._ids)
         token = os.urandom(8).hex()
         done: asyncio.Future[dict[str, Any]] = loop.create_future()

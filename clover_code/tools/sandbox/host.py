@@ -94,7 +94,7 @@ class _PipeReader(asyncio.Protocol):
         self.closed.set()
 
 
-class _OutputSink:
+class OutputSink:
     """Decodes output, keeps it head + tail, and streams it live up to a limit."""
 
     def __init__(
@@ -179,7 +179,7 @@ class HostSandbox:
         fd, cwd_file = tempfile.mkstemp(prefix="clover-cwd-")
         os.close(fd)
         script = f"trap 'pwd -P > {shlex.quote(cwd_file)} 2>/dev/null' EXIT; {command}"
-        sink = _OutputSink(self.output_limit, self.stream_limit, on_output)
+        sink = OutputSink(self.output_limit, self.stream_limit, on_output)
         started = time.monotonic()
         read_fd, write_fd = os.pipe()
         try:
@@ -244,7 +244,7 @@ class HostSandbox:
         proc: asyncio.subprocess.Process,
         pgid: int,
         read_fd: int,
-        sink: _OutputSink,
+        sink: OutputSink,
         timeout: float,
     ) -> tuple[bool, bool]:
         """Pump the output until the command ends; returns (timed out, pipe held open).
