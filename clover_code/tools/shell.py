@@ -50,8 +50,8 @@ class ShellTool(Tool):
         "Environment variables, shell variables and aliases do not persist; set them in the "
         "same command that needs them. A background job survives the command only with its "
         "output redirected (`cmd > log 2>&1 &`), and not at all under bubblewrap. Stdin is "
-        "closed, so interactive programs will not work; pass flags like `--yes` instead. Use the file tools to read, search and edit "
-        "files."
+        "closed, so interactive programs will not work; pass flags like `--yes` instead. "
+        "Use the file tools to read, search and edit files."
     )
     kind: ClassVar[ToolKind] = "execute"
     Args: ClassVar[type[BaseModel]] = ShellArgs
