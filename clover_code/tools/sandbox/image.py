@@ -47,7 +47,12 @@ def sandbox_dir() -> Path:
     override = os.environ.get("CLOVER_SANDBOX_DIR")
     if override:
         return Path(override)
-    return Path(__file__).resolve().parents[3] / "sandbox"
+    package = Path(__file__).resolve().parents[2]
+    source_tree = package.parent / "sandbox"
+    if (source_tree / "Dockerfile").is_file():
+        return source_tree
+    # An installed wheel carries the same files as package data.
+    return package / "sandbox_image"
 
 
 def _definition(directory: Path) -> Path:
