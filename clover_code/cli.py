@@ -127,6 +127,10 @@ def _cli_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 def run(argv: list[str]) -> int:
     """Parse ``argv`` and run; returns the exit code."""
+    if argv[:1] == ["serve"]:
+        from clover_code.serve.main import main as serve_main
+
+        return serve_main(argv[1:])
     if argv[:1] == ["sandbox"]:
         from clover_code.sandbox_cli import main as sandbox_main
 

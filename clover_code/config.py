@@ -119,6 +119,9 @@ class Settings(BaseSettings):
     block_size: int = Field(32, ge=1, le=4096)
     """Tokens per diffusion block; token-by-token servers are grouped into blocks of this size."""
 
+    remote_drafts: bool = False
+    """Ask a `clover-code serve` server to stream its denoising drafts too (an extension)."""
+
     raw_parsing: Literal["auto", "always", "never"] = "auto"
     """Client-side parsing of Qwen3 reasoning and tool-call text: auto, always or never.
 
@@ -153,7 +156,7 @@ class Settings(BaseSettings):
     """Local engines: response length after which the end-of-response bias grows."""
 
     end_bias_per_1k: float = Field(1.0, ge=0.0)
-    """Local engines: logit added to the end token per 1,000 tokens past end_bias_after (0 = off)."""
+    """Local engines: logit added to the end token per 1,000 tokens past end_bias_after."""
 
     think_bias_after: int = Field(8_192, ge=0)
     """Local engines: thinking length after which the end-of-thinking bias grows."""

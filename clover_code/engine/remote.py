@@ -102,6 +102,7 @@ class OpenAIBackend:
         backoff_max: float = 20.0,
         connect_timeout: float = 10.0,
         read_timeout: float = 300.0,
+        drafts: bool = False,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         if block_size < 1:
@@ -111,6 +112,8 @@ class OpenAIBackend:
         """The served model; filled in by ``check()`` when none was given."""
         self.block_size = block_size
         self.raw_parsing: RawParsing = raw_parsing
+        self.drafts = drafts
+        """Ask a ``clover-code serve`` server for its denoising drafts (an extension)."""
         self.backoff = BackoffPolicy(max_retries, backoff_base, backoff_max)
         headers = {"Accept": "text/event-stream", "Accept-Encoding": "identity"}
         if api_key:
@@ -228,6 +231,8 @@ class OpenAIBackend:
             body["max_tokens"] = request.max_tokens
         if request.temperature is not None:
             body["temperature"] = request.temperature
+        if self.drafts:
+            body["clover"] = {"drafts": True}
         return body
 
     async def _attempt(

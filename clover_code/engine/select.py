@@ -50,6 +50,7 @@ def build_backend(settings: Settings) -> Backend:
             raw_parsing=settings.raw_parsing,
             max_retries=settings.max_retries,
             read_timeout=settings.request_timeout,
+            drafts=settings.remote_drafts,
         )
     if not settings.model_path:
         raise EngineUnavailable(

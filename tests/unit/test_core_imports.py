@@ -15,6 +15,10 @@ CORE_MODULES = [
     "clover_code.tools.registry",
     "clover_code.headless",
     "clover_code.cli",
+    "clover_code.engine.select",
+    "clover_code.engine.hf",
+    "clover_code.engine.sglang_backend",
+    "clover_code.serve.main",
 ]
 
 

@@ -1,0 +1,252 @@
+"""The local Hugging Face backend: block diffusion on a transformers checkpoint.
+
+Loads ``AutoModelForCausalLM.from_pretrained(path, trust_remote_code=True)``
+with the checkpoint's tokenizer and chat template, and decodes with the
+block-diffusion loop (``engine/diffusion``), streaming a ``BlockDraft`` per
+denoising step and a ``BlockCommitted`` per block. torch and transformers are
+imported only when this backend is built (the ``local`` extra).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+from collections.abc import AsyncGenerator, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from clover_code.engine.base import ChatRequest
+from clover_code.engine.events import BlockDraft, EngineEvent, Failed, Finished
+from clover_code.errors import EngineError, EngineUnavailable
+
+__all__ = ["HFBackend", "HFOptions", "find_mask_id"]
+
+
+@dataclass(slots=True)
+class HFOptions:
+    """How to load and decode a checkpoint."""
+
+    block_size: int = 32
+    threshold: float = 0.95
+    dtype: str = "auto"
+    device: str = "auto"
+    max_tokens: int = 8192
+    context_window: int = 131_072
+    controls: Any = None
+    """A ``diffusion.Controls``; None means the defaults."""
+    confidences: bool = False
+    drafts: bool = True
+    trust_remote_code: bool = True
+    stop_strings: Sequence[str] = field(default_factory=tuple)
+
+
+def find_mask_id(config: Any, tokenizer: Any) -> int | None:
+    """The mask token id from the config (any common key) or the tokenizer."""
+    for key in ("mask_token_id", "mask_id", "dllm_mask_id"):
+        value = getattr(config, key, None)
+        if isinstance(value, int):
+            return value
+    value = getattr(tokenizer, "mask_token_id", None)
+    return value if isinstance(value, int) else None
+
+
+class HFBackend:
+    """A ``Backend`` that decodes a local checkpoint with the block-diffusion loop."""
+
+    name = "hf"
+
+    def __init__(self, model_path: str, options: HFOptions | None = None) -> None:
+        self.options = options or HFOptions()
+        self.block_size = self.options.block_size
+        self.model = Path(model_path).name or model_path
+        self.path = Path(model_path).expanduser()
+        self._model, self.tokenizer = _load(self.path, self.options)
+        mask_id = find_mask_id(self._model.config, self.tokenizer)
+        if mask_id is None:
+            raise EngineUnavailable(
+                f"the checkpoint at {self.path} has no mask token (no mask_token_id in "
+                "config.json and no mask_token in the tokenizer); block diffusion needs a "
+                "diffusion checkpoint such as Clover"
+            )
+        self.mask_id = mask_id
+        self._lock = asyncio.Lock()
+        self._pieces: dict[int, str] = {}
+        self.last_stats: Any = None
+        """``DecodeStats`` of the latest response (forwards, tokens per forward)."""
+
+    async def check(self) -> None:
+        """The model is loaded at construction; nothing left to check."""
+
+    async def aclose(self) -> None:
+        """Drop the model and free accelerator memory."""
+        self._model = None
+        _free_memory()
+
+    async def stream(self, request: ChatRequest) -> AsyncGenerator[EngineEvent, None]:
+        """Stream one response; engine trouble becomes ``Failed`` + ``Finished``."""
+        from clover_code.engine.local_worker import stream_from_thread
+
+        async with self._lock:
+            output_begun = False
+            try:
+                async for event in stream_from_thread(self._producer(request)):
+                    output_begun = True
+                    yield event
+            except EngineError as exc:
+                yield Failed(exc, partial=output_begun)
+                yield Finished("interrupted" if output_begun else "error")
+            except Exception as exc:
+                yield Failed(_engine_error(exc), partial=output_begun)
+                yield Finished("interrupted" if output_begun else "error")
+
+    def _producer(
+        self, request: ChatRequest
+    ) -> Callable[[Callable[[list[EngineEvent]], None], Callable[[], bool]], None]:
+        def produce(
+            emit: Callable[[list[EngineEvent]], None], cancelled: Callable[[], bool]
+        ) -> None:
+            from clover_code.engine.diffusion import Block, BlockDiffusion, Step
+            from clover_code.engine.diffusion.chat import OutputAssembler, render_prompt
+            from clover_code.engine.diffusion.forward import HFForward
+            from clover_code.engine.diffusion.remote_generate import (
+                HookedGenerate,
+                has_step_hook,
+            )
+
+            if self._model is None:
+                raise EngineUnavailable("the model was unloaded; restart clover-code")
+            prompt = render_prompt(self.tokenizer, request)
+            options = self._decode_options(request)
+            assembler = OutputAssembler(
+                self.tokenizer, request, len(prompt), self.options.stop_strings
+            )
+            reason: Any = "stop"
+
+            def stop_now() -> bool:
+                return cancelled() or assembler.stopped
+
+            def handle(item: Step | Block) -> None:
+                nonlocal reason
+                if isinstance(item, Block):
+                    emit(assembler.block(item.ids, item.steps))
+                    if item.finish == "length":
+                        reason = "length"
+                elif self.options.drafts:
+                    tokens = [
+                        "" if m else self._piece(i)
+                        for i, m in zip(item.ids, item.masked, strict=True)
+                    ]
+                    emit([BlockDraft(item.block, item.step, tokens, item.masked, item.confidences)])
+
+            if has_step_hook(self._model):
+                runner = HookedGenerate(self._model, options)
+                runner.run(prompt, handle, stop_now)
+                self.last_stats = runner.stats
+            else:
+                decoder = BlockDiffusion(HFForward(self._model), options)
+                for item in decoder.generate(prompt, stop_now):
+                    handle(item)
+                self.last_stats = decoder.stats
+            if not cancelled():
+                emit(assembler.finish(reason))
+
+        return produce
+
+    def _decode_options(self, request: ChatRequest) -> Any:
+        from clover_code.engine.diffusion import Controls, DecodeOptions
+        from clover_code.engine.diffusion.chat import stop_token_ids, token_id
+
+        opts = self.options
+        return DecodeOptions(
+            mask_id=self.mask_id,
+            block_size=opts.block_size,
+            threshold=opts.threshold,
+            max_new_tokens=request.max_tokens or opts.max_tokens,
+            context_window=opts.context_window,
+            stop_ids=stop_token_ids(self.tokenizer, self._model.config),
+            end_id=token_id(self.tokenizer, "<|im_end|>"),
+            controls=opts.controls or Controls(),
+            think_end_id=token_id(self.tokenizer, "</think>"),
+            starts_in_reasoning=request.enable_thinking,
+            confidences=opts.confidences,
+        )
+
+    def _piece(self, token: int) -> str:
+        piece = self._pieces.get(token)
+        if piece is None:
+            piece = self._pieces[token] = str(self.tokenizer.decode([token]))
+        return piece
+
+
+def _load(path: Path, options: HFOptions) -> tuple[Any, Any]:
+    if not (path / "config.json").is_file():
+        raise EngineUnavailable(
+            f"{path} is not a Hugging Face checkpoint (no config.json there); pass the "
+            "directory that holds config.json, the weights and the tokenizer with --model-path"
+        )
+    try:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+    except ImportError as exc:
+        raise EngineUnavailable(
+            f"the hf engine needs torch and transformers ({exc.name} is missing); "
+            "install them with: pip install 'clover-code[local]'"
+        ) from None
+    device = options.device
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    dtype: Any = "auto" if options.dtype == "auto" else getattr(torch, options.dtype)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=options.trust_remote_code)
+        # With accelerate, weights load straight onto the GPU (no host copy of
+        # ~69 GB first); without it transformers refuses device_map.
+        direct = device != "cpu" and importlib.util.find_spec("accelerate") is not None
+        placement: dict[str, Any] = {"device_map": device} if direct else {}
+        model: Any = AutoModelForCausalLM.from_pretrained(
+            path, dtype=dtype, trust_remote_code=options.trust_remote_code, **placement
+        )
+        if not direct:
+            model = model.to(device)
+    except Exception as exc:
+        raise _load_error(path, exc) from None
+    model.eval()
+    return model, tokenizer
+
+
+def _load_error(path: Path, exc: Exception) -> EngineError:
+    if _is_oom(exc):
+        return EngineUnavailable(
+            f"the checkpoint at {path} does not fit in GPU memory; use a quantized build, "
+            "free the GPU, or serve it with SGLang across more GPUs (--tp-size)"
+        )
+    detail = " ".join(str(exc).split())[:300] or type(exc).__name__
+    return EngineUnavailable(
+        f"loading the checkpoint at {path} failed ({type(exc).__name__}: {detail}); "
+        "check that it is a complete transformers checkpoint and that its remote code "
+        "matches your transformers version"
+    )
+
+
+def _engine_error(exc: Exception) -> EngineError:
+    if _is_oom(exc):
+        _free_memory()
+        return EngineError(
+            "the GPU ran out of memory while generating; lower max_tokens, compact the "
+            "conversation, or free the GPU, then try again"
+        )
+    detail = " ".join(str(exc).split())[:300] or type(exc).__name__
+    return EngineError(f"the local model failed while generating ({type(exc).__name__}: {detail})")
+
+
+def _is_oom(exc: BaseException) -> bool:
+    return type(exc).__name__ == "OutOfMemoryError" or "out of memory" in str(exc).lower()
+
+
+def _free_memory() -> None:
+    try:
+        import torch
+    except ImportError:
+        return
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()

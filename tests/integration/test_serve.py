@@ -1,0 +1,163 @@
+"""End to end over loopback: remote backend -> clover-code serve -> tiny stand-in model."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+from clover_code.engine.base import ChatRequest, ToolSpec
+from clover_code.engine.events import (
+    BlockCommitted,
+    BlockDraft,
+    ContentDelta,
+    Failed,
+    Finished,
+    ReasoningDelta,
+    ToolCallEnd,
+)
+from clover_code.engine.hf import HFBackend, HFOptions
+from clover_code.engine.remote import OpenAIBackend
+from clover_code.errors import ContextOverflow
+from clover_code.serve.app import build_app
+from tests.tiny_model import build_tiny_checkpoint, script_text
+
+pytestmark = pytest.mark.integration
+
+TEXT = (
+    "let me look</think>\n\nListing now.\n<tool_call>\n<function=ls>\n<parameter=path>\n"
+    "src\n</parameter>\n</function>\n</tool_call>"
+)
+LS = ToolSpec("ls", "list", {"type": "object", "properties": {"path": {"type": "string"}}})
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tiny_checkpoint(tmp_path_factory.mktemp("tiny") / "ckpt")
+
+
+def _port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def _serving(backend: HFBackend, drafts: bool) -> AsyncIterator[str]:
+    port = _port()
+    config = uvicorn.Config(build_app(backend, drafts=drafts), port=port, log_level="warning")
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        await asyncio.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        server.should_exit = True
+        await task
+
+
+@pytest.fixture
+async def served(checkpoint: Path, request: pytest.FixtureRequest) -> AsyncIterator[str]:
+    backend = HFBackend(str(checkpoint), HFOptions(block_size=8, context_window=2048))
+    script_text(backend, TEXT)
+    async for url in _serving(backend, drafts=getattr(request, "param", False)):
+        yield url
+
+
+@pytest.mark.parametrize("served", [True], indirect=True)
+async def test_remote_backend_streams_blocks_drafts_and_tool_call(served: str) -> None:
+    remote = OpenAIBackend(served, block_size=8, max_retries=0)
+    try:
+        request = ChatRequest([{"role": "user", "content": "list src"}], [LS])
+        events: list[Any] = [e async for e in remote.stream(request)]
+    finally:
+        await remote.aclose()
+    assert not [e for e in events if isinstance(e, Failed)], events
+    drafts = [e for e in events if isinstance(e, BlockDraft)]
+    assert drafts and drafts[0].step == 1 and len(drafts[0].tokens) == len(drafts[0].masked)
+    blocks = [e for e in events if isinstance(e, BlockCommitted)]
+    assert len(blocks) > 3
+    reasoning = "".join(e.text for e in events if isinstance(e, ReasoningDelta))
+    content = "".join(e.text for e in events if isinstance(e, ContentDelta))
+    assert reasoning == "let me look" and content.strip() == "Listing now."
+    call = next(e for e in events if isinstance(e, ToolCallEnd))
+    assert (call.name, call.arguments) == ("ls", {"path": "src"})
+    assert events[-1] == Finished("tool_calls")
+    assert remote.model == "ckpt"
+
+
+async def test_non_streaming_completion_and_models(served: str) -> None:
+    async with httpx.AsyncClient(timeout=120) as client:
+        models = (await client.get(f"{served}/models")).json()
+        assert [m["id"] for m in models["data"]] == ["ckpt"]
+        body = {
+            "model": "ckpt",
+            "messages": [{"role": "user", "content": "list src"}],
+            "tools": [LS.openai()],
+        }
+        reply = (await client.post(f"{served}/chat/completions", json=body)).json()
+    message = reply["choices"][0]["message"]
+    assert message["reasoning_content"] == "let me look"
+    assert message["tool_calls"][0]["function"]["name"] == "ls"
+    assert reply["choices"][0]["finish_reason"] == "tool_calls"
+    assert reply["usage"]["completion_tokens"] > 0
+
+
+async def test_no_drafts_unless_asked(served: str) -> None:
+    remote = OpenAIBackend(served, block_size=8, max_retries=0)
+    try:
+        events = [e async for e in remote.stream(ChatRequest([{"role": "user", "content": "x"}]))]
+    finally:
+        await remote.aclose()
+    assert not [e for e in events if isinstance(e, BlockDraft)]
+    assert [e for e in events if isinstance(e, BlockCommitted)]
+
+
+async def test_prompt_over_the_context_limit_is_one_clear_error(served: str) -> None:
+    remote = OpenAIBackend(served, block_size=8, max_retries=0)
+    try:
+        request = ChatRequest([{"role": "user", "content": "y" * 5000}])
+        events = [e async for e in remote.stream(request)]
+    finally:
+        await remote.aclose()
+    failed = next(e for e in events if isinstance(e, Failed))
+    assert isinstance(failed.error, ContextOverflow)
+    assert "context window" in str(failed.error)
+
+
+def test_serve_main_without_a_checkpoint_is_one_sentence_and_exit_3(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from clover_code.serve.main import main
+
+    assert main(["--model-path", str(tmp_path)]) == 3
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("clover-code serve: ") and "not a Hugging Face checkpoint" in err
+    assert len(err.splitlines()) == 1
+
+
+def test_serve_main_needs_a_model_path(capsys: pytest.CaptureFixture[str]) -> None:
+    from clover_code.serve.main import main
+
+    assert main([]) == 2
+    assert "--model-path" in capsys.readouterr().err
+
+
+async def test_a_client_can_ask_for_drafts_per_request(served: str) -> None:
+    body = {
+        "messages": [{"role": "user", "content": "x"}],
+        "stream": True,
+        "clover": {"drafts": True},
+    }
+    async with (
+        httpx.AsyncClient(timeout=120) as client,
+        client.stream("POST", f"{served}/chat/completions", json=body) as response,
+    ):
+        text = (await response.aread()).decode()
+    assert '"clover_draft"' in text and text.rstrip().endswith("data: [DONE]")

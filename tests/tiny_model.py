@@ -1,0 +1,203 @@
+"""A tiny random Qwen3.5-MoE checkpoint for tests: same hybrid family as Clover.
+
+``build_tiny_checkpoint(path)`` writes a ``Qwen3_5MoeForCausalLM`` (Gated
+DeltaNet linear attention + full attention, routed and shared experts; about
+twenty thousand parameters) and a byte-level tokenizer carrying the Qwen3.x
+special tokens and a Qwen3-style chat template. Tests load it back through
+``from_pretrained``, exactly the path a real checkpoint takes.
+
+``ScriptedLogits`` wraps the loaded model's forward: the real model still runs
+(so the cache and recurrent state are exercised) but the logits it returns are
+replaced by a script, which makes decoding deterministic for assertions.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from clover_code.engine.diffusion.forward import ModelForward
+
+SPECIAL_TOKENS = [
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<think>",
+    "</think>",
+    "<tool_call>",
+    "</tool_call>",
+    "<tool_response>",
+    "</tool_response>",
+    "<|MASK|>",
+]
+
+CHAT_TEMPLATE = """{%- if tools %}<|im_start|>system
+{% if messages[0].role == 'system' %}{{ messages[0].content }}
+
+{% endif %}# Tools
+
+<tools>
+{% for tool in tools %}{{ tool | tojson }}
+{% endfor %}</tools>
+<|im_end|>
+{% elif messages[0].role == 'system' %}<|im_start|>system
+{{ messages[0].content }}<|im_end|>
+{% endif %}
+{%- for message in messages %}
+{%- if message.role == 'user' %}<|im_start|>user
+{{ message.content }}<|im_end|>
+{% elif message.role == 'assistant' %}<|im_start|>assistant
+{{ message.content or '' }}
+{%- for call in message.tool_calls or [] %}
+<tool_call>
+<function={{ call.function.name }}>
+{% for k, v in call.function.arguments.items() %}<parameter={{ k }}>
+{{ v }}
+</parameter>
+{% endfor %}</function>
+</tool_call>
+{%- endfor %}<|im_end|>
+{% elif message.role == 'tool' %}<|im_start|>user
+<tool_response>
+{{ message.content }}
+</tool_response><|im_end|>
+{% endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}<|im_start|>assistant
+{% if enable_thinking is defined and enable_thinking is false %}<think>
+
+</think>
+
+{% else %}<think>
+{% endif %}{% endif %}"""
+
+
+def _byte_level_tokenizer() -> Any:
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from tokenizers.pre_tokenizers import ByteLevel
+
+    alphabet = ByteLevel.alphabet()
+    vocab = {ch: i for i, ch in enumerate(sorted(alphabet))}
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.add_special_tokens(SPECIAL_TOKENS)
+    return tok
+
+
+def build_tiny_checkpoint(
+    path: Path, *, mask_token: bool = True, layers: Sequence[str] = ("linear", "full", "linear")
+) -> Path:
+    """Write a tiny random checkpoint (model + tokenizer + chat template) to ``path``."""
+    from transformers import PreTrainedTokenizerFast, Qwen3_5MoeForCausalLM, Qwen3_5MoeTextConfig
+
+    path.mkdir(parents=True, exist_ok=True)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=_byte_level_tokenizer(),
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        mask_token="<|MASK|>" if mask_token else None,
+    )
+    fast.chat_template = CHAT_TEMPLATE
+    fast.save_pretrained(path)
+    vocab = len(fast)
+    config = Qwen3_5MoeTextConfig(
+        vocab_size=vocab,
+        hidden_size=16,
+        num_hidden_layers=len(layers),
+        layer_types=[f"{kind}_attention" for kind in layers],
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=8,
+        linear_conv_kernel_dim=4,
+        linear_key_head_dim=8,
+        linear_value_head_dim=8,
+        linear_num_key_heads=1,
+        linear_num_value_heads=2,
+        moe_intermediate_size=8,
+        shared_expert_intermediate_size=8,
+        num_experts=4,
+        num_experts_per_tok=2,
+        max_position_embeddings=131_072,
+        eos_token_id=fast.convert_tokens_to_ids("<|im_end|>"),
+        pad_token_id=fast.pad_token_id,
+    )
+    torch.manual_seed(0)
+    model = Qwen3_5MoeForCausalLM(config)
+    model.save_pretrained(path)
+    if mask_token:
+        cfg = json.loads((path / "config.json").read_text())
+        cfg["mask_token_id"] = fast.mask_token_id
+        (path / "config.json").write_text(json.dumps(cfg, indent=2))
+    return path
+
+
+Script = Callable[[torch.Tensor, int], torch.Tensor]
+"""(input ids of this forward [1, n], cache length before it) -> logits [1, n, vocab]."""
+
+
+class ScriptedLogits:
+    """A ``ModelForward`` whose logits come from a script; the real model still runs."""
+
+    def __init__(self, inner: ModelForward, script: Script) -> None:
+        self.inner = inner
+        self.script = script
+        self.vocab_size = inner.vocab_size
+        self.calls: list[list[int]] = []
+
+    def new_cache(self) -> Any:
+        return self.inner.new_cache()
+
+    def __call__(self, ids: torch.Tensor, cache: Any) -> torch.Tensor:
+        before = self.inner.cache_length(cache)
+        self.calls.append(ids[0].tolist())
+        self.inner(ids, cache)
+        return self.script(ids, before)
+
+    def cache_length(self, cache: Any) -> int:
+        return self.inner.cache_length(cache)
+
+
+def peaked(vocab: int, rows: Sequence[tuple[int, float]]) -> torch.Tensor:
+    """Logits [1, len(rows), vocab] whose argmax is ``token`` with probability ``p``."""
+    out = torch.full((1, len(rows), vocab), 0.0)
+    for i, (token, p) in enumerate(rows):
+        # softmax: p = e^x / (e^x + (vocab - 1)) -> x = log(p (vocab - 1) / (1 - p))
+        p = min(p, 1 - 1e-7)
+        out[0, i, token] = float(torch.log(torch.tensor(p * (vocab - 1) / (1 - p))))
+    return out
+
+
+def script_text(backend: Any, text: str) -> None:
+    """Make the loaded model 'say' ``text`` then stop, one confident block per step."""
+    target = backend.tokenizer(text, add_special_tokens=False)["input_ids"]
+    target.append(backend.tokenizer.convert_tokens_to_ids("<|im_end|>"))
+    model = backend._model
+    real = model.forward
+    vocab = model.config.vocab_size
+
+    @functools.wraps(real)
+    def forward(*args: Any, **kwargs: Any) -> Any:
+        out = real(*args, **kwargs)
+        n = kwargs["input_ids"].shape[1]
+        cache = kwargs.get("cache") or kwargs.get("past_key_values")
+        start = cache.get_seq_length() - n - backend._prompt_len
+        rows = [(target[min(max(start + i, 0), len(target) - 1)], 0.99) for i in range(n)]
+        out.logits = peaked(vocab, rows)
+        return out
+
+    model.forward = forward
+    original = backend._producer
+
+    def producer(request: Any) -> Any:
+        from clover_code.engine.diffusion.chat import render_prompt
+
+        backend._prompt_len = len(render_prompt(backend.tokenizer, request))
+        return original(request)
+
+    backend._producer = producer  # type: ignore[method-assign]

@@ -1,0 +1,192 @@
+"""The hf backend on the tiny checkpoint, loaded through from_pretrained; bad inputs."""
+
+from __future__ import annotations
+
+import functools
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clover_code.config import Settings
+from clover_code.engine.base import ChatRequest, ToolSpec
+from clover_code.engine.events import (
+    BlockCommitted,
+    BlockDraft,
+    Failed,
+    Finished,
+    ToolCallEnd,
+    Usage,
+)
+from clover_code.engine.hf import HFBackend, HFOptions
+from clover_code.engine.select import build_backend
+from clover_code.errors import ContextOverflow, EngineUnavailable
+from tests.tiny_model import build_tiny_checkpoint, script_text
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tiny_checkpoint(tmp_path_factory.mktemp("tiny") / "ckpt")
+
+
+async def _collect(backend: HFBackend, request: ChatRequest) -> list[Any]:
+    return [event async for event in backend.stream(request)]
+
+
+async def test_streams_drafts_blocks_and_parsed_tool_call(checkpoint: Path) -> None:
+    backend = HFBackend(str(checkpoint), HFOptions(block_size=8, max_tokens=200))
+    text = (
+        "ok</think>\n\n<tool_call>\n<function=ls>\n<parameter=path>\n.\n"
+        "</parameter>\n</function>\n</tool_call>"
+    )
+    script_text(backend, text)
+    tool = ToolSpec("ls", "list", {"type": "object", "properties": {"path": {"type": "string"}}})
+    events = await _collect(backend, ChatRequest([{"role": "user", "content": "hi"}], [tool]))
+    assert not [e for e in events if isinstance(e, Failed)], events
+    drafts = [e for e in events if isinstance(e, BlockDraft)]
+    blocks = [e for e in events if isinstance(e, BlockCommitted)]
+    assert drafts and all(len(d.tokens) == len(d.masked) for d in drafts)
+    assert "".join(b.text for b in blocks) == text
+    assert all(b.steps == 1 for b in blocks)
+    calls = [e for e in events if isinstance(e, ToolCallEnd)]
+    assert calls[0].name == "ls" and calls[0].arguments == {"path": "."}
+    usage = next(e for e in events if isinstance(e, Usage))
+    assert usage.completion_tokens == len(backend.tokenizer(text)["input_ids"])
+    assert events[-1] == Finished("tool_calls")
+    assert backend.last_stats.tokens_per_forward > 1
+
+
+async def test_prompt_over_the_context_limit_fails_cleanly(checkpoint: Path) -> None:
+    backend = HFBackend(str(checkpoint), HFOptions(block_size=8, context_window=64))
+    events = await _collect(backend, ChatRequest([{"role": "user", "content": "x" * 200}]))
+    assert isinstance(events[0], Failed) and isinstance(events[0].error, ContextOverflow)
+    assert events[-1] == Finished("error")
+    # The backend stays usable after a failure.
+    events = await _collect(backend, ChatRequest([]))
+    assert isinstance(events[0], Failed) and "empty" in str(events[0].error)
+
+
+def test_path_that_is_not_a_checkpoint(tmp_path: Path) -> None:
+    with pytest.raises(EngineUnavailable, match="not a Hugging Face checkpoint"):
+        HFBackend(str(tmp_path))
+
+
+def test_checkpoint_without_mask_token(tmp_path: Path) -> None:
+    path = build_tiny_checkpoint(tmp_path / "nomask", mask_token=False)
+    with pytest.raises(EngineUnavailable, match="no mask token"):
+        HFBackend(str(path))
+
+
+def test_remote_code_that_raises(checkpoint: Path, tmp_path: Path) -> None:
+    broken = tmp_path / "broken"
+    shutil.copytree(checkpoint, broken)
+    (broken / "modeling_broken.py").write_text("raise RuntimeError('remote code exploded')\n")
+    config = json.loads((broken / "config.json").read_text())
+    config["auto_map"] = {"AutoModelForCausalLM": "modeling_broken.Broken"}
+    (broken / "config.json").write_text(json.dumps(config))
+    with pytest.raises(EngineUnavailable, match="remote code exploded"):
+        HFBackend(str(broken))
+
+
+def test_select_builds_the_hf_engine(checkpoint: Path) -> None:
+    backend = build_backend(Settings(engine="hf", model_path=str(checkpoint), block_size=8))
+    assert isinstance(backend, HFBackend) and backend.block_size == 8
+
+
+def test_select_needs_a_model_path() -> None:
+    with pytest.raises(EngineUnavailable, match="--model-path"):
+        build_backend(Settings(engine="hf"))
+
+
+async def test_out_of_memory_is_one_sentence_and_the_backend_stays_usable(
+    checkpoint: Path,
+) -> None:
+    import torch
+
+    backend = HFBackend(str(checkpoint), HFOptions(block_size=8, max_tokens=16))
+    model = backend._model
+    real = model.forward
+    calls = {"n": 0}
+
+    @functools.wraps(real)
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return real(*args, **kwargs)
+
+    model.forward = failing
+    events = await _collect(backend, ChatRequest([{"role": "user", "content": "hi"}]))
+    failed = next(e for e in events if isinstance(e, Failed))
+    assert str(failed.error).startswith("the GPU ran out of memory")
+    assert events[-1].reason in ("error", "interrupted")
+    events = await _collect(backend, ChatRequest([{"role": "user", "content": "hi"}]))
+    assert not [e for e in events if isinstance(e, Failed)]
+    assert events[-1] == Finished("length")
+
+
+async def test_closing_the_stream_stops_decoding(checkpoint: Path) -> None:
+    backend = HFBackend(str(checkpoint), HFOptions(block_size=8, max_tokens=4000))
+    stream = backend.stream(ChatRequest([{"role": "user", "content": "hi"}]))
+    first = await anext(stream)
+    assert isinstance(first, BlockDraft)
+    await stream.aclose()
+    assert backend.last_stats is None or backend.last_stats.tokens < 4000
+    assert not backend._lock.locked()
+
+
+def test_thinking_off_renders_an_empty_think_block(checkpoint: Path) -> None:
+    from clover_code.engine.diffusion.chat import render_prompt
+
+    backend = HFBackend(str(checkpoint), HFOptions(block_size=8))
+    messages = [{"role": "user", "content": "hi"}]
+    on = backend.tokenizer.decode(render_prompt(backend.tokenizer, ChatRequest(messages)))
+    off = backend.tokenizer.decode(
+        render_prompt(backend.tokenizer, ChatRequest(messages, enable_thinking=False))
+    )
+    assert on.endswith("<|im_start|>assistant\n<think>\n")
+    assert off.endswith("<think>\n\n</think>\n\n")
+
+
+async def test_stop_string_ends_the_response_inside_a_block(checkpoint: Path) -> None:
+    options = HFOptions(block_size=8, max_tokens=200, stop_strings=("STOP",))
+    backend = HFBackend(str(checkpoint), options)
+    script_text(backend, "abc</think>\n\nhello STOP and more text that never shows")
+    events = await _collect(backend, ChatRequest([{"role": "user", "content": "hi"}]))
+    text = "".join(e.text for e in events if isinstance(e, BlockCommitted))
+    assert text == "abc</think>\n\nhello "
+    assert events[-1] == Finished("stop")
+
+
+async def test_remote_code_diffusion_generate_with_a_step_hook_is_used(checkpoint: Path) -> None:
+    import torch
+
+    backend = HFBackend(str(checkpoint), HFOptions(block_size=4, max_tokens=64))
+    tok = backend.tokenizer
+    answer = tok("ok</think>\n\nhello world", add_special_tokens=False)["input_ids"]
+    answer.append(tok.convert_tokens_to_ids("<|im_end|>"))
+    mask = backend.mask_id
+
+    def diffusion_generate(inputs: Any, **kwargs: Any) -> Any:
+        """Dream-style: unmask 3 positions a step, left to right, calling the hook."""
+        hook = kwargs["generation_tokens_hook_func"]
+        n = kwargs["max_new_tokens"]
+        x = torch.cat([inputs, torch.full((1, n), mask)], dim=1)
+        x = hook(None, x, None)
+        start = inputs.shape[1]
+        for step in range(0, n, 3):
+            for i in range(step, min(step + 3, n)):
+                x[0, start + i] = answer[min(i, len(answer) - 1)]
+            x = hook(step, x, None)
+        return x
+
+    backend._model.diffusion_generate = diffusion_generate
+    events = await _collect(backend, ChatRequest([{"role": "user", "content": "hi"}]))
+    assert not [e for e in events if isinstance(e, Failed)], events
+    text = "".join(e.text for e in events if isinstance(e, BlockCommitted))
+    assert text == "ok</think>\n\nhello world"
+    drafts = [e for e in events if isinstance(e, BlockDraft)]
+    assert drafts and any(any(d.masked) for d in drafts)
+    assert events[-1] == Finished("stop")
