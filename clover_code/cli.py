@@ -83,6 +83,11 @@ def build_parser() -> argparse.ArgumentParser:
         const=True,
         help="let sandboxed commands use the network (off by default)",
     )
+    parser.add_argument(
+        "--watch",
+        action="store_true",
+        help="watch the repository and act on comments ending in AI! (do it) or AI? (answer)",
+    )
     parser.add_argument("-C", "--cd", type=Path, metavar="DIR", help="work in DIR")
     return parser
 
@@ -127,6 +132,10 @@ def _cli_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 def run(argv: list[str]) -> int:
     """Parse ``argv`` and run; returns the exit code."""
+    if argv[:1] == ["acp"]:
+        from clover_code.acp.main import main as acp_main
+
+        return acp_main(argv[1:])
     if argv[:1] == ["serve"]:
         from clover_code.serve.main import main as serve_main
 
@@ -151,6 +160,12 @@ def run(argv: list[str]) -> int:
         resume = None
         if args.resume is not None or args.continue_:
             resume = find_session(settings.resolved_sessions_dir(), args.resume or None, root)
+        if args.watch:
+            if task is not None:
+                raise UsageError("--watch and --task do not go together; use one of them.")
+            from clover_code.watch import run_watch
+
+            return run_watch(settings, cwd)
         if task is None:
             raise UsageError(
                 "the interactive app is not part of this version yet; "

@@ -26,10 +26,11 @@ from clover_code.engine.base import Backend
 from clover_code.errors import CloverError
 from clover_code.repomap import RepoMap
 from clover_code.tools.base import ToolContext
+from clover_code.tools.fileio import FileAccess, LocalFiles
 from clover_code.tools.registry import default_tools
 from clover_code.tools.sandbox.base import Sandbox
 from clover_code.tools.sandbox.policy import SandboxLimits
-from clover_code.tools.sandbox.select import choose_sandbox
+from clover_code.tools.sandbox.select import SandboxChoice, choose_sandbox
 from clover_code.tools.spill import OutputSpill
 from clover_code.tools.workspace import Workspace
 
@@ -156,8 +157,14 @@ class Session:
         approver: Approver | None = None,
         approval_mode: ApprovalMode = "ask",
         resume: Path | None = None,
+        sandbox: SandboxChoice | None = None,
+        files: FileAccess | None = None,
     ) -> Session:
-        """Set up the workspace, sandbox, tools and transcript, and announce the session."""
+        """Set up the workspace, sandbox, tools and transcript, and announce the session.
+
+        ``sandbox`` replaces the choice ``settings.sandbox`` would make (the ACP
+        front end passes the editor's terminal); ``files`` is how the file tools
+        read and write (default: the local disk; ACP: the editor's buffers)."""
         root, is_git = find_root(cwd)
         loop = asyncio.get_running_loop()
 
@@ -165,21 +172,24 @@ class Session:
             # The image build runs in a worker thread; events go out on the loop.
             loop.call_soon_threadsafe(emit, p.Notice(text=f"sandbox: {line}"))
 
-        choice = await asyncio.to_thread(
-            choose_sandbox,
-            settings.sandbox,
-            root,
-            network=settings.sandbox_network,
-            limits=SandboxLimits(
-                memory_mb=settings.sandbox_memory_mb,
-                pids=settings.sandbox_pids,
-                cpus=settings.sandbox_cpus,
-            ),
-            passthrough=settings.sandbox_env,
-            output_limit=settings.output_limit,
-            progress=progress,
-            image=settings.sandbox_image,
-        )
+        if sandbox is not None:
+            choice = sandbox
+        else:
+            choice = await asyncio.to_thread(
+                choose_sandbox,
+                settings.sandbox,
+                root,
+                network=settings.sandbox_network,
+                limits=SandboxLimits(
+                    memory_mb=settings.sandbox_memory_mb,
+                    pids=settings.sandbox_pids,
+                    cpus=settings.sandbox_cpus,
+                ),
+                passthrough=settings.sandbox_env,
+                output_limit=settings.output_limit,
+                progress=progress,
+                image=settings.sandbox_image,
+            )
         messages: list[dict[str, Any]] = []
         if resume is not None:
             loaded = load(resume)
@@ -233,6 +243,7 @@ class Session:
                 sandbox=choice.sandbox,
                 shell_timeout=settings.shell_timeout,
                 output_limit=settings.output_limit,
+                files=files or LocalFiles(),
             ),
             settings=settings,
             approver=approver or QueueApprover(record_and_emit),

@@ -1,0 +1,224 @@
+"""``LiveSession``: one ACP session, a clover ``Session`` wired to the editor.
+
+It owns the session's event mapper and outbox, the approver and file access
+that go through the editor, and (when chosen) the editor-terminal sandbox.
+It talks to the core only through ``Session.run_turn`` and ``Op``s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import cast, get_args
+
+from acp import Client, RequestError
+from acp.schema import (
+    ClientCapabilities,
+    CurrentModeUpdate,
+    PromptResponse,
+    SessionMode,
+    SessionModeState,
+)
+
+from clover_code import protocol as p
+from clover_code.acp.client import EditorApprover, EditorFiles, Outbox
+from clover_code.acp.replay import replay_updates
+from clover_code.acp.terminal import EditorTerminal
+from clover_code.acp.updates import EventMapper, stop_reason
+from clover_code.agent.approval import verdict
+from clover_code.agent.session import Session
+from clover_code.agent.transcript import LoadedSession
+from clover_code.config import ApprovalMode, Settings
+from clover_code.engine.base import Backend
+from clover_code.tools.base import ToolKind
+from clover_code.tools.sandbox.select import SandboxChoice
+
+__all__ = ["MODES", "LiveSession"]
+
+MODES: dict[ApprovalMode, SessionMode] = {
+    "read-only": SessionMode(
+        id="read-only", name="Read only", description="Reads and searches; never edits or runs."
+    ),
+    "ask": SessionMode(id="ask", name="Ask", description="Asks before each edit and command."),
+    "auto-edit": SessionMode(
+        id="auto-edit", name="Auto edit", description="Edits files; asks before commands."
+    ),
+    "full-auto": SessionMode(
+        id="full-auto", name="Full auto", description="Edits and runs commands without asking."
+    ),
+}
+"""The session modes offered to the editor: clover's approval modes."""
+
+_TERMINAL_NOTICE = (
+    "shell commands run in the editor's terminal (--terminal), directly on this machine: "
+    "nothing isolates them from your files, network or credentials."
+)
+_CLOSE_TIMEOUT = 5.0
+_TOOL_KINDS = frozenset(get_args(ToolKind))
+
+
+class LiveSession:
+    """A clover session plus everything that links it to the editor."""
+
+    def __init__(
+        self,
+        client: Client,
+        capabilities: ClientCapabilities,
+        root: Path,
+        *,
+        terminal: bool,
+        output_limit: int,
+        log: Callable[[str], None],
+    ) -> None:
+        self.root = root
+        self.outbox = Outbox(client)
+        fs = capabilities.fs
+        self.files = EditorFiles(
+            client,
+            self.outbox,
+            asyncio.get_running_loop(),
+            read=bool(fs and fs.read_text_file),
+            write=bool(fs and fs.write_text_file),
+        )
+        self.mapper = EventMapper(
+            root, needs_approval=self._needs_approval, take_edit=self.files.take_edit, log=log
+        )
+        self.approver = EditorApprover(
+            client, self.outbox, allow_edits=self._allow_edits, tool_call_id=self.mapper.acp_id
+        )
+        self.terminal: EditorTerminal | None = None
+        if terminal:
+            self.terminal = EditorTerminal(
+                client,
+                self.outbox,
+                root,
+                output_limit=output_limit,
+                on_terminal=self._on_terminal,
+            )
+        self._session: Session | None = None
+        self._turn: asyncio.Task[p.TurnFinished] | None = None
+
+    @classmethod
+    async def open(
+        cls,
+        client: Client,
+        capabilities: ClientCapabilities,
+        settings: Settings,
+        backend: Backend,
+        root: Path,
+        *,
+        terminal: bool,
+        mode: ApprovalMode,
+        resume: Path | None,
+        log: Callable[[str], None],
+    ) -> LiveSession:
+        """Open (or resume) the clover session and start sending its updates."""
+        live = cls(
+            client,
+            capabilities,
+            root,
+            terminal=terminal,
+            output_limit=settings.output_limit,
+            log=log,
+        )
+        sandbox = None
+        if live.terminal is not None:
+            sandbox = SandboxChoice(live.terminal, _TERMINAL_NOTICE, warning=True)
+        live._session = await Session.open(
+            settings,
+            backend,
+            root,
+            emit=live.emit,
+            approver=live.approver,
+            approval_mode=mode,
+            resume=resume,
+            sandbox=sandbox,
+            files=live.files,
+        )
+        live.outbox.start(live._session.id)
+        return live
+
+    @property
+    def session(self) -> Session:
+        """The clover session (set once ``open`` returns)."""
+        assert self._session is not None, "LiveSession.open sets the session"
+        return self._session
+
+    @property
+    def id(self) -> str:
+        """The session id, shared by ACP and the transcript."""
+        return self.session.id
+
+    def modes(self) -> SessionModeState:
+        """The mode picker's state for the editor."""
+        return SessionModeState(
+            current_mode_id=self.session.agent.approval_mode, available_modes=list(MODES.values())
+        )
+
+    def emit(self, event: p.Event) -> None:
+        """The session's event callback: map and queue."""
+        for update in self.mapper.feed(event):
+            self.outbox.put(update)
+
+    async def prompt(self, text: str) -> PromptResponse:
+        """Run one turn and answer with its stop reason (an error reply if it failed)."""
+        if self._turn is not None:
+            raise RequestError(
+                -32602, "a prompt is already running in this session; cancel it first."
+            )
+        turn = asyncio.create_task(self.session.run_turn(text))
+        self._turn = turn
+        try:
+            finished = await turn
+        finally:
+            if turn.done():
+                self._turn = None
+        for update in self.mapper.flush():
+            self.outbox.put(update)
+        await self.outbox.drain()
+        reason = stop_reason(finished.status, self.mapper.hit_token_limit)
+        if reason is None:
+            raise RequestError(-32603, self.mapper.last_error or "the turn failed.")
+        return PromptResponse(stop_reason=reason)
+
+    async def cancel(self) -> None:
+        """Stop the running turn (``session/cancel``); the prompt answers ``cancelled``."""
+        if self._turn is not None:
+            await self.session.submit(p.Interrupt())
+
+    async def set_mode(self, mode: ApprovalMode) -> None:
+        """Switch the approval mode (``session/set_mode``)."""
+        await self.session.submit(p.SetApprovalMode(mode=mode))
+
+    async def replay(self, loaded: LoadedSession) -> None:
+        """Send the stored conversation to the editor (``session/load``)."""
+        for update in replay_updates(loaded, self.root):
+            self.outbox.put(update)
+        await self.outbox.drain()
+
+    async def close(self) -> None:
+        """End the turn if one runs, close the session (transcript complete), stop sending."""
+        if self._session is not None:
+            await self._session.close()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.outbox.drain(), _CLOSE_TIMEOUT)
+        await self.outbox.close()
+
+    # ------------------------------------------------------------ callbacks
+
+    def _needs_approval(self, kind: str) -> bool:
+        if self._session is None or kind not in _TOOL_KINDS:
+            return False
+        return verdict(self._session.agent.approval_mode, cast(ToolKind, kind)) == "ask"
+
+    async def _allow_edits(self) -> None:
+        await self.set_mode("auto-edit")
+        self.outbox.put(
+            CurrentModeUpdate(session_update="current_mode_update", current_mode_id="auto-edit")
+        )
+
+    def _on_terminal(self, terminal_id: str) -> None:
+        for update in self.mapper.attach_terminal(terminal_id):
+            self.outbox.put(update)

@@ -1,0 +1,132 @@
+"""``clover-code acp``: run the ACP agent on stdin/stdout until the editor hangs up.
+
+Flags choose the engine and policies like the rest of clover-code (and the
+same environment variables and config files apply); ``--terminal`` runs
+shell commands in the editor's terminal instead of the sandbox. Logs and
+problems go to stderr, which editors show in their agent log. End of input,
+SIGTERM or Ctrl+C close every session cleanly: running turns end as
+interrupted and transcripts are complete.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from pathlib import Path
+from typing import Any, cast
+
+from acp import Agent
+from acp.agent.connection import AgentSideConnection
+
+from clover_code.acp.agent import CloverAgent
+from clover_code.acp.transport import LineTransport, stdio_pipes
+from clover_code.errors import CloverError, ExitCode
+
+__all__ = ["build_parser", "main", "serve"]
+
+_SETTING_FLAGS = (
+    "engine",
+    "base_url",
+    "model",
+    "api_key",
+    "model_path",
+    "block_size",
+    "thinking",
+    "sandbox",
+    "approval",
+    "max_turns",
+    "timeout",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``clover-code acp``."""
+    parser = argparse.ArgumentParser(
+        prog="clover-code acp",
+        description="Serve the Agent Client Protocol on stdin/stdout, for editors such as Zed.",
+    )
+    parser.add_argument("--engine", choices=("auto", "remote", "sglang", "hf"))
+    parser.add_argument("--base-url", metavar="URL", help="OpenAI-compatible server address")
+    parser.add_argument("--model", help="model name (default: the first one the server lists)")
+    parser.add_argument("--api-key", help="API key (or set CLOVER_API_KEY)")
+    parser.add_argument("--model-path", metavar="DIR", help="local checkpoint (sglang, hf)")
+    parser.add_argument("--block-size", type=int, metavar="N", help="tokens per block (32)")
+    parser.add_argument(
+        "--no-thinking", dest="thinking", action="store_const", const=False, help="no reasoning"
+    )
+    parser.add_argument(
+        "--sandbox",
+        choices=("auto", "docker", "bwrap", "none"),
+        help="where shell commands run (none = directly on this machine)",
+    )
+    parser.add_argument(
+        "--terminal",
+        action="store_true",
+        help="run shell commands in the editor's terminal (no sandbox) when it offers one",
+    )
+    parser.add_argument(
+        "--approval",
+        choices=("read-only", "ask", "auto-edit", "full-auto"),
+        help="the starting mode (default: ask); the editor's mode picker changes it",
+    )
+    parser.add_argument("--max-turns", type=int, metavar="N", help="most model requests per turn")
+    parser.add_argument("--timeout", type=float, metavar="SECONDS", help="limit per turn")
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    """Parse ``argv``, check the settings, and serve; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    cli: dict[str, Any] = {k: getattr(args, k) for k in _SETTING_FLAGS}
+    cli = {k: v for k, v in cli.items() if v is not None}
+    logging.basicConfig(
+        level=logging.WARNING, stream=sys.stderr, format="clover-code acp: %(message)s"
+    )
+    try:
+        from clover_code.agent.session import find_root
+        from clover_code.config import load_settings
+
+        load_settings(cli, repo_root=find_root(Path.cwd())[0])
+    except CloverError as exc:
+        sys.stderr.write(f"clover-code acp: {exc}\n")
+        return int(exc.exit_code)
+    if sys.stdin.isatty():
+        sys.stderr.write(
+            "clover-code acp speaks the Agent Client Protocol on stdin and stdout; "
+            "start it from an editor such as Zed (see the README).\n"
+        )
+    try:
+        return asyncio.run(serve(CloverAgent(cli, terminal=args.terminal)))
+    except KeyboardInterrupt:
+        return int(ExitCode.INTERRUPTED)
+
+
+async def serve(agent: CloverAgent) -> int:
+    """Serve ``agent`` on the process's stdin/stdout until end of input."""
+    try:
+        reader, pipe = await stdio_pipes()
+    except (OSError, ValueError) as exc:
+        sys.stderr.write(
+            f"clover-code acp: stdin and stdout must be pipes from an editor ({exc}).\n"
+        )
+        return int(ExitCode.USAGE)
+    loop = asyncio.get_running_loop()
+    with contextlib.suppress(NotImplementedError):
+        loop.add_signal_handler(signal.SIGTERM, reader.feed_eof)
+    # The SDK routes only the methods an agent defines; the rest answer
+    # "method not found", so a partial ``Agent`` is what it expects.
+    connection = AgentSideConnection(
+        cast(Agent, agent), LineTransport(reader, pipe), listening=False
+    )
+    try:
+        await connection.listen()
+    finally:
+        # Sessions first, while replies can still go out; then the connection.
+        await agent.close()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(connection.close(), 5.0)
+    return int(ExitCode.OK)

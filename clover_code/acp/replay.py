@@ -1,0 +1,105 @@
+"""A stored transcript -> the ACP updates that show it again (``session/load``).
+
+The chat messages give the text (user turns, reasoning, answers) and the
+order of tool calls; the recorded protocol events add what the messages do
+not keep: each call's kind, title and final status, and edit diffs. The
+last usage report and todo list are sent at the end, so the editor shows
+the session as it was left.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict, deque
+from pathlib import Path
+from typing import Any, TypeVar
+
+from acp import update_agent_message_text, update_agent_thought_text, update_user_message_text
+from pydantic import ValidationError
+
+from clover_code import protocol as p
+from clover_code.acp.updates import EventMapper, Update
+from clover_code.agent.transcript import LoadedSession
+
+__all__ = ["replay_updates"]
+
+E = TypeVar("E", p.ToolCallStarted, p.ToolCallFinished)
+
+_FAILED_PREFIXES = ("error:", "denied:", "refused:", "cancelled:")
+
+
+def _events(loaded: LoadedSession) -> list[p.Event]:
+    events: list[p.Event] = []
+    for raw in loaded.events:
+        try:
+            events.append(p.EVENT_ADAPTER.validate_python(raw))
+        except ValidationError:
+            continue  # written by another version; the messages still tell the story
+    return events
+
+
+def _arguments(call: dict[str, Any]) -> dict[str, Any]:
+    text = call.get("function", {}).get("arguments", "{}")
+    try:
+        value = json.loads(text) if isinstance(text, str) else text
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _next(queues: dict[str, deque[E]], call_id: str) -> E | None:
+    queue = queues.get(call_id)
+    return queue.popleft() if queue else None
+
+
+def replay_updates(loaded: LoadedSession, root: Path) -> list[Update]:
+    """The updates that replay ``loaded`` in the editor, oldest first."""
+    events = _events(loaded)
+    # Per id, in order: servers that send no ids reuse "call_0" in every response.
+    started: dict[str, deque[p.ToolCallStarted]] = defaultdict(deque)
+    finished: dict[str, deque[p.ToolCallFinished]] = defaultdict(deque)
+    for event in events:
+        if isinstance(event, p.ToolCallStarted):
+            started[event.call_id].append(event)
+        elif isinstance(event, p.ToolCallFinished):
+            finished[event.call_id].append(event)
+    mapper = EventMapper(
+        root, needs_approval=lambda _kind: False, take_edit=lambda _path: None, log=lambda _m: None
+    )
+    updates: list[Update] = []
+    for message in loaded.messages:
+        role = message.get("role")
+        content = message.get("content")
+        if role == "user" and isinstance(content, str) and content:
+            updates.append(update_user_message_text(content))
+        elif role == "assistant":
+            reasoning = message.get("reasoning_content")
+            if isinstance(reasoning, str) and reasoning:
+                updates.append(update_agent_thought_text(reasoning))
+            if isinstance(content, str) and content:
+                updates.append(update_agent_message_text(content))
+            for call in message.get("tool_calls") or []:
+                call_id = str(call.get("id", ""))
+                start = _next(started, call_id) or p.ToolCallStarted(
+                    call_id=call_id,
+                    name=str(call.get("function", {}).get("name", "tool")),
+                    kind="other",
+                    arguments=_arguments(call),
+                    summary="",
+                )
+                updates += mapper.feed(start)
+        elif role == "tool":
+            call_id = str(message.get("tool_call_id", ""))
+            end = _next(finished, call_id)
+            if end is None:
+                text = content if isinstance(content, str) else ""
+                failed = text.startswith(_FAILED_PREFIXES)
+                end = p.ToolCallFinished(
+                    call_id=call_id, name="", status="error" if failed else "ok", result=text
+                )
+            updates += mapper.feed(end)
+    usage = [e for e in events if isinstance(e, p.UsageReport)]
+    todo = [e for e in events if isinstance(e, p.TodoUpdated)]
+    for last in usage[-1:] + todo[-1:]:
+        updates += mapper.feed(last)
+    return updates
