@@ -43,7 +43,7 @@ from clover_code.acp.content import PromptBlock, prompt_text
 from clover_code.acp.sessions import list_sessions
 from clover_code.agent.session import find_root
 from clover_code.agent.transcript import load
-from clover_code.config import Settings, load_settings
+from clover_code.config import McpServerConfig, Settings, load_settings
 from clover_code.engine.select import build_backend
 from clover_code.errors import CloverError
 
@@ -114,8 +114,8 @@ class CloverAgent:
     ) -> NewSessionResponse:
         """Start a session in ``cwd`` (its git top level becomes the workspace)."""
         root = _workspace(cwd)
-        _note_mcp(mcp_servers)
-        live = await self._open(root, self._settings(root), resume=None)
+        settings = _with_client_mcp(self._settings(root), mcp_servers)
+        live = await self._open(root, settings, resume=None)
         return NewSessionResponse(session_id=live.id, modes=live.modes())
 
     async def load_session(
@@ -128,8 +128,7 @@ class CloverAgent:
     ) -> LoadSessionResponse:
         """Reopen a stored session and replay it to the editor before answering."""
         root = _workspace(cwd)
-        _note_mcp(mcp_servers)
-        settings = self._settings(root)
+        settings = _with_client_mcp(self._settings(root), mcp_servers)
         directory = settings.resolved_sessions_dir()
         path = directory / f"{session_id}.jsonl"
         if not _SESSION_ID.fullmatch(session_id) or not path.is_file():
@@ -251,7 +250,19 @@ def _workspace(cwd: str) -> Path:
     return find_root(path)[0]
 
 
-def _note_mcp(servers: list[McpServer] | None) -> None:
-    if servers:
-        names = ", ".join(server.name for server in servers)
-        log.warning("MCP servers from the editor are not used yet (%s).", names)
+def _with_client_mcp(settings: Settings, servers: list[McpServer] | None) -> Settings:
+    """The settings plus the editor's stdio MCP servers (the editor's own config,
+    so trusted like the user's settings); other transports are not offered."""
+    extra: dict[str, McpServerConfig] = {}
+    for server in servers or ():
+        if isinstance(server, McpServerStdio):
+            extra[server.name] = McpServerConfig(
+                command=server.command,
+                args=list(server.args),
+                env={var.name: var.value for var in server.env},
+            )
+        else:
+            log.warning("MCP server '%s' uses a transport other than stdio; skipped.", server.name)
+    if not extra:
+        return settings
+    return settings.model_copy(update={"mcp_servers": {**settings.mcp_servers, **extra}})

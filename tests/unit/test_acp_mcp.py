@@ -1,0 +1,28 @@
+"""The editor's MCP servers from session/new join the session's servers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from acp.schema import EnvVariable, HttpMcpServer, McpServerStdio
+
+from clover_code.acp.agent import _with_client_mcp
+from clover_code.config import load_settings
+
+
+def test_stdio_servers_are_added_and_others_skipped(tmp_path: Path) -> None:
+    settings = load_settings({}, user_config=tmp_path / "none.toml", env={})
+    servers = [
+        McpServerStdio(
+            name="docs",
+            command="/usr/bin/docs-mcp",
+            args=["--stdio"],
+            env=[EnvVariable(name="TOKEN", value="t")],
+        ),
+        HttpMcpServer(name="web", url="http://127.0.0.1:9/mcp", headers=[], type="http"),
+    ]
+    merged = _with_client_mcp(settings, servers)
+    assert list(merged.mcp_servers) == ["docs"]
+    docs = merged.mcp_servers["docs"]
+    assert (docs.command, docs.args, docs.env) == ("/usr/bin/docs-mcp", ["--stdio"], {"TOKEN": "t"})
+    assert _with_client_mcp(settings, None) is settings
