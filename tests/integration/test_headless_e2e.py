@@ -158,7 +158,6 @@ async def test_raw_qwen3_text_is_parsed_client_side(
         "--output-format",
         "json",
         home=tmp_path,
-        *(),
     )
     assert code == 0, err
     result = json.loads(out)
@@ -219,7 +218,7 @@ async def test_engine_problems_exit_3(
         extra = ["--model", "nope"]
     else:
         scripted_server.enqueue(error_response(401, "invalid api key"), path="/v1/models")
-    code, out, err = await run_clover(
+    code, _out, err = await run_clover(
         repo, "--task", "x", "--base-url", url, "--max-turns", "1", *extra, home=tmp_path
     )
     assert code == 3, err
@@ -242,7 +241,7 @@ async def test_ctrl_c_keeps_transcript_and_continue_resumes(
         seen += await asyncio.wait_for(proc.stdout.read(100), 30)
     assert seen.startswith(b"Partial answer")
     proc.send_signal(signal.SIGINT)
-    out, err = await asyncio.wait_for(proc.communicate(), 30)
+    _out, err = await asyncio.wait_for(proc.communicate(), 30)
     assert proc.returncode == 130, err
     assert b"the transcript is saved" in err and b"Traceback" not in err
     assert await scripted_server.wait_for_disconnect()
@@ -255,7 +254,7 @@ async def test_ctrl_c_keeps_transcript_and_continue_resumes(
     assert messages[-1]["content"].endswith("[interrupted by the user]")
 
     scripted_server.enqueue(sglang(lambda s: s.content("Continuing.")))
-    code, out2, err2 = await run_clover(
+    code, _out2, err2 = await run_clover(
         repo,
         "--continue",
         "--task",
@@ -287,7 +286,7 @@ async def test_auto_commit_commits_the_agents_change(
         ),
         sglang(lambda s: s.content("Fixed.")),
     )
-    code, out, err = await run_clover(
+    code, _out, err = await run_clover(
         repo,
         "--task",
         "fix add in calc.py",

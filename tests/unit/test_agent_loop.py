@@ -58,7 +58,7 @@ async def test_text_answer_streams_blocks_and_is_recorded(
     await session.close()
     assert finished.status == "completed"
     assert finished.final_text == "All good."
-    assert [type(e) for e in events][0] is p.SessionStarted
+    assert isinstance(events[0], p.SessionStarted)
     assert "".join(e.text for e in of_type(events, p.BlockCommitted)) == "Let me think.All good."
     assert [e.block for e in of_type(events, p.BlockCommitted)] == [0, 1]
     loaded = load(session.transcript.path)
