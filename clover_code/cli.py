@@ -21,6 +21,25 @@ EXIT_CODES_HELP = """exit codes:
 """
 
 
+def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
+    """The engine and sandbox flags every front end shares (settings of the same names)."""
+    engine = parser.add_argument_group("engine")
+    engine.add_argument("--engine", choices=("auto", "remote", "sglang", "hf"))
+    engine.add_argument("--base-url", metavar="URL", help="OpenAI-compatible server address")
+    engine.add_argument("--model", help="model name (default: the first one the server lists)")
+    engine.add_argument("--api-key", help="API key (or set CLOVER_API_KEY)")
+    engine.add_argument("--model-path", metavar="DIR", help="local checkpoint (sglang, hf)")
+    engine.add_argument("--block-size", type=int, metavar="N", help="tokens per block (32)")
+    engine.add_argument(
+        "--no-thinking", dest="thinking", action="store_const", const=False, help="no reasoning"
+    )
+    parser.add_argument(
+        "--sandbox",
+        choices=("auto", "docker", "bwrap", "none"),
+        help="where shell commands run (none = directly on this machine)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command-line interface."""
     parser = argparse.ArgumentParser(
@@ -61,21 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="resume the latest session in this repository",
     )
-    engine = parser.add_argument_group("engine")
-    engine.add_argument("--engine", choices=("auto", "remote", "sglang", "hf"))
-    engine.add_argument("--base-url", metavar="URL", help="OpenAI-compatible server address")
-    engine.add_argument("--model", help="model name (default: the first one the server lists)")
-    engine.add_argument("--api-key", help="API key (or set CLOVER_API_KEY)")
-    engine.add_argument("--model-path", metavar="DIR", help="local checkpoint (sglang, hf)")
-    engine.add_argument("--block-size", type=int, metavar="N", help="tokens per block (32)")
-    engine.add_argument(
-        "--no-thinking", dest="thinking", action="store_const", const=False, help="no reasoning"
-    )
-    parser.add_argument(
-        "--sandbox",
-        choices=("auto", "docker", "bwrap", "none"),
-        help="where shell commands run (none = directly on this machine)",
-    )
+    add_engine_arguments(parser)
     parser.add_argument(
         "--sandbox-network",
         dest="sandbox_network",

@@ -14,7 +14,7 @@ from clover_code.agent.approval import RefuseApprover
 from clover_code.agent.checkpoints import CheckpointError
 from clover_code.agent.session import Session
 from clover_code.config import Settings
-from clover_code.engine.select import build_backend
+from clover_code.engine.select import open_backend
 from clover_code.errors import CloverError, ExitCode
 
 OutputFormat = Literal["text", "json", "stream-json"]
@@ -136,12 +136,7 @@ async def run_task(
         render(event)
 
     try:
-        backend = build_backend(settings)
-        try:
-            await backend.check()
-        except BaseException:
-            await backend.aclose()
-            raise
+        backend = await open_backend(settings)
         session = await Session.open(
             settings,
             backend,

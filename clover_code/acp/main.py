@@ -45,24 +45,13 @@ _SETTING_FLAGS = (
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``clover-code acp``."""
+    from clover_code.cli import add_engine_arguments
+
     parser = argparse.ArgumentParser(
         prog="clover-code acp",
         description="Serve the Agent Client Protocol on stdin/stdout, for editors such as Zed.",
     )
-    parser.add_argument("--engine", choices=("auto", "remote", "sglang", "hf"))
-    parser.add_argument("--base-url", metavar="URL", help="OpenAI-compatible server address")
-    parser.add_argument("--model", help="model name (default: the first one the server lists)")
-    parser.add_argument("--api-key", help="API key (or set CLOVER_API_KEY)")
-    parser.add_argument("--model-path", metavar="DIR", help="local checkpoint (sglang, hf)")
-    parser.add_argument("--block-size", type=int, metavar="N", help="tokens per block (32)")
-    parser.add_argument(
-        "--no-thinking", dest="thinking", action="store_const", const=False, help="no reasoning"
-    )
-    parser.add_argument(
-        "--sandbox",
-        choices=("auto", "docker", "bwrap", "none"),
-        help="where shell commands run (none = directly on this machine)",
-    )
+    add_engine_arguments(parser)
     parser.add_argument(
         "--terminal",
         action="store_true",

@@ -101,6 +101,17 @@ def hf_options(settings: Settings) -> HFOptions:
     )
 
 
+async def open_backend(settings: Settings) -> Backend:
+    """Build the backend and check it can serve the model; released again on failure."""
+    backend = build_backend(settings)
+    try:
+        await backend.check()
+    except BaseException:
+        await backend.aclose()
+        raise
+    return backend
+
+
 def _sglang_usable() -> bool:
     """True when SGLang is installed and a CUDA GPU is visible (checked without importing torch)."""
     if importlib.util.find_spec("sglang") is None:

@@ -23,7 +23,7 @@ from clover_code import protocol as p
 from clover_code.agent.approval import RefuseApprover
 from clover_code.agent.session import Session, find_root
 from clover_code.config import Settings
-from clover_code.engine.select import build_backend
+from clover_code.engine.select import open_backend
 from clover_code.errors import CloverError, ExitCode, ToolError
 from clover_code.headless import TextRenderer
 from clover_code.tools.fileio import atomic_write
@@ -61,12 +61,7 @@ async def watch(
     err = err or sys.stderr
     root, _ = find_root(cwd)
     try:
-        backend = build_backend(settings)
-        try:
-            await backend.check()
-        except BaseException:
-            await backend.aclose()
-            raise
+        backend = await open_backend(settings)
         session = await Session.open(
             settings,
             backend,
