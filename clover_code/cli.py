@@ -171,13 +171,17 @@ def run(argv: list[str]) -> int:
             from clover_code.watch import run_watch
 
             return run_watch(settings, cwd)
-        if task is None:
+        if task is None and not (sys.stdin.isatty() and sys.stdout.isatty()):
             raise UsageError(
-                "the interactive app is not part of this version yet; "
-                'run a task headless with --task "..." (see --help).'
+                "the interactive app needs a terminal; without one, run a task headless "
+                'with --task "..." (see --help).'
             )
     except CloverError as exc:
         return report_error(exc, args.output_format, sys.stdout, sys.stderr)
+    if task is None:
+        from clover_code.ui.run import run_app
+
+        return run_app(settings, cwd, resume=resume)
     return asyncio.run(
         run_task(settings, task, cwd, output_format=args.output_format, resume=resume)
     )

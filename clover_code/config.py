@@ -191,6 +191,9 @@ class Settings(BaseSettings):
     repo_map_tokens: int = Field(1024, ge=0, le=16_384)
     """Tokens of the ranked repository map put in the system prompt (0 turns it off)."""
 
+    show_denoising: bool = True
+    """Draw the block being denoised live in the app (needs a backend that sends drafts)."""
+
     sandbox: SandboxKind = "auto"
     """Where shell commands run: auto, docker, bwrap, or none (the host, only when chosen)."""
 

@@ -38,7 +38,11 @@ if TYPE_CHECKING:
     from clover_code.tools.mcp import McpManager
 
 # Events too frequent or too bulky to be worth a durable line each.
-_NOT_RECORDED = frozenset({"block_draft", "tool_output", "content_delta", "reasoning_delta"})
+# Committed blocks are left out too: their text is in the assistant message, and
+# a durable write per block (up to ~200 a second) would hold up the front end.
+_NOT_RECORDED = frozenset(
+    {"block_draft", "block_committed", "tool_output", "content_delta", "reasoning_delta"}
+)
 
 
 def find_root(cwd: Path) -> tuple[Path, bool]:

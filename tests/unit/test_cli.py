@@ -67,3 +67,10 @@ def test_bad_flag_value_is_argparse_usage_error(capsys: pytest.CaptureFixture[st
         run(["--approval", "yolo"])
     assert info.value.code == 2
     assert "invalid choice: 'yolo'" in capsys.readouterr().err
+
+
+def test_app_without_a_terminal_says_how_to_run_headless(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run_cli(["-C", str(tmp_path)], capsys)
+    assert code == 2 and "needs a terminal" in err and "--task" in err

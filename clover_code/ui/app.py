@@ -1,0 +1,388 @@
+"""The clover-code app: the transcript above, the prompt and status line below.
+
+The app holds no core objects but an ``EventBridge``: protocol events come in
+as ``SessionEvents`` batches and are handed to the widgets here; everything
+the user asks for leaves as a protocol ``Op``. Slash commands live in
+``slash.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import ClassVar
+
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.worker import Worker, WorkerState
+
+from clover_code import protocol as p
+from clover_code.ui.bridge import EventBridge, SessionEvents, SessionFactory, SessionFailed
+from clover_code.ui.clock import Clock
+from clover_code.ui.commands import APPROVAL_MODES, SlashCommandProvider
+from clover_code.ui.file_index import FileIndex
+from clover_code.ui.slash import SlashCommands
+from clover_code.ui.turn_stats import TurnStats
+from clover_code.ui.widgets.approval import ApprovalScreen
+from clover_code.ui.widgets.composer import Composer
+from clover_code.ui.widgets.prompt_input import PromptInput
+from clover_code.ui.widgets.status_bar import StatusBar
+from clover_code.ui.widgets.transcript import Transcript
+
+QUIT_WINDOW = 2.0
+"""Seconds within which a second Ctrl+C quits."""
+SPEED_EVERY = 0.25
+"""Seconds between updates of the live speed in the status bar."""
+QUIT_TIMEOUT = 15.0
+"""Longest wait for the session to close (sandbox, engine) before leaving anyway."""
+
+
+class CloverApp(App[int]):
+    """A terminal coding agent; ``run`` returns the process exit code."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "clover-code"
+    COMMANDS = App.COMMANDS | {SlashCommandProvider}
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "interrupt", "Interrupt", show=False),
+        Binding("ctrl+c", "ctrl_c", "Interrupt / quit", priority=True, show=False),
+        Binding("ctrl+q", "quit", "Quit", priority=True, show=False),
+        Binding("shift+tab", "cycle_approval", "Approval mode", show=False, priority=True),
+        Binding("f2", "toggle_denoise", "Denoising view", show=False),
+    ]
+    """escape: interrupt the turn; ctrl+c: interrupt, twice to quit; ctrl+q: quit;
+    shift+tab: next approval mode; f2: live denoising view on/off; ctrl+p: commands."""
+
+    def __init__(
+        self,
+        factory: SessionFactory,
+        *,
+        cwd: Path,
+        sessions_dir: Path | None = None,
+        resume: Path | None = None,
+        show_denoising: bool = True,
+        git_status: bool = True,
+    ) -> None:
+        super().__init__()
+        self.cwd = cwd
+        self.sessions_dir = sessions_dir
+        self.bridge = EventBridge(self.post_message, factory)
+        self.started: p.SessionStarted | None = None
+        self.turn_running = False
+        self.exit_code = 0
+        self.stats = TurnStats()
+        self.turn_files: list[list[str]] = []
+        self._resume = resume
+        self._show_denoising = show_denoising
+        self._git_status = git_status
+        self._last_ctrl_c = -1e9
+        self._quitting = False
+        self._approvals: set[ApprovalScreen] = set()
+        self._speed_shown = -1e9
+        self._open_failed = False
+        self._early: list[p.UserInput] = []
+        self.transcript = Transcript(id="transcript")
+        self.composer = Composer(id="composer")
+        self.status_bar = StatusBar(id="status")
+        self.slash = SlashCommands(self)
+
+    def compose(self) -> ComposeResult:
+        yield self.transcript
+        yield self.composer
+        yield self.status_bar
+
+    def on_mount(self) -> None:
+        self.transcript.denoise.enabled = self._show_denoising
+        self.composer.input.focus()
+        self.run_worker(self.bridge.pump(), name="bridge", group="bridge")
+        # after the first paint: opening imports the engine and tools and starts the sandbox
+        self.call_after_refresh(self.open_session, self._resume)
+        self.call_after_refresh(self._index_files)
+
+    # ------------------------------------------------------------ workers
+
+    @work(group="session", exclusive=True)
+    async def open_session(self, resume: Path | None) -> None:
+        """Open (or resume) the session; a failure is shown, and the app stays."""
+        from clover_code.errors import CloverError
+
+        if resume is not None:
+            self.slash.show_history(resume)
+        try:
+            await self.bridge.open(resume)
+        except CloverError as exc:
+            self._open_failed = True
+            self._early.clear()
+            self.post_message(SessionFailed(str(exc), int(exc.exit_code)))
+            return
+        for op in self._early[:1]:  # one turn at a time; later ones would be refused
+            await self.bridge.submit(op)
+        self._early.clear()
+
+    @work(thread=True, group="files", exclusive=True)
+    def _index_files(self) -> None:
+        from clover_code.agent.session import find_root
+
+        root, _ = find_root(self.cwd)
+        index = FileIndex.build(root)
+        self.call_from_thread(setattr, self.composer, "files", index)
+
+    @work(thread=True, group="git", exclusive=True)
+    def refresh_git(self) -> None:
+        """Read the branch and whether the work tree is dirty (in a thread)."""
+        if not self._git_status:
+            return
+        from clover_code.gitsafe import run_git
+
+        try:
+            out = run_git("status", "--porcelain=v1", "-b", cwd=self.cwd, check=False, timeout=10)
+        except OSError:
+            return
+        lines = out.stdout.splitlines() if out.returncode == 0 else []
+        if not lines:
+            return
+        head = lines[0].removeprefix("## ")
+        branch = head.split("...")[0].replace("No commits yet on ", "")
+        self.call_from_thread(self._set_git, branch, len(lines) > 1)
+
+    def _set_git(self, branch: str, dirty: bool) -> None:
+        self.status_bar.branch = branch
+        self.status_bar.dirty = dirty
+
+    @on(Worker.StateChanged)
+    def _worker_failed(self, event: Worker.StateChanged) -> None:
+        if event.state == WorkerState.ERROR and event.worker.group in ("bridge", "session"):
+            error = event.worker.error
+            self.transcript.add_note(f"internal error: {error!r}; the session stopped.", "error")
+            self.notify(str(error), title="internal error", severity="error")
+
+    # ------------------------------------------------------------ events
+
+    @on(SessionFailed)
+    def _session_failed(self, event: SessionFailed) -> None:
+        self.exit_code = event.exit_code
+        self.status_bar.model = "no engine"
+        self.transcript.add_note(event.message, "error")
+        self.notify(event.message, title="clover-code cannot start", severity="error", timeout=10)
+
+    @on(SessionEvents)
+    def _session_events(self, message: SessionEvents) -> None:
+        try:
+            self.apply_events(message.events)
+        finally:
+            self.bridge.batch_handled()
+
+    def apply_events(self, events: list[p.Event]) -> None:
+        """Hand a batch of events to the widgets (drafts and output coalesced)."""
+        draft: p.BlockDraft | None = None
+        outputs: dict[str, list[str]] = {}
+        for event in events:
+            if isinstance(event, p.BlockDraft):
+                draft = event
+            elif isinstance(event, p.ToolOutput):
+                outputs.setdefault(event.call_id, []).append(event.text)
+            else:
+                if outputs:
+                    self._flush_outputs(outputs)
+                if isinstance(event, p.BlockCommitted):
+                    if draft is not None and draft.block <= event.block:
+                        draft = None
+                    self.transcript.denoise.commit(event.block)
+                    self.stats.committed(event)
+                else:
+                    self.apply_event(event)
+        self._flush_outputs(outputs)
+        if draft is not None:
+            self.transcript.denoise.show(draft)
+        now = Clock.now()
+        if self.turn_running and now - self._speed_shown >= SPEED_EVERY:
+            self._speed_shown = now
+            self.status_bar.speed = self.stats.speed()
+
+    def _flush_outputs(self, outputs: dict[str, list[str]]) -> None:
+        for call_id, parts in outputs.items():
+            self.transcript.tool_output(p.ToolOutput(call_id=call_id, text="".join(parts)))
+        outputs.clear()
+
+    def apply_event(self, event: p.Event) -> None:
+        """Hand one event to the widgets that show it."""
+        t = self.transcript
+        if isinstance(event, p.ContentDelta):
+            t.add_answer(event.text)
+        elif isinstance(event, p.ReasoningDelta):
+            t.add_reasoning(event.text)
+        elif isinstance(event, p.ToolCallStarted):
+            t.add_tool(event)
+        elif isinstance(event, p.ToolCallFinished):
+            t.tool_finished(event)
+            path = event.display.get("path")
+            edited = event.status == "ok" and "diff" in event.display and isinstance(path, str)
+            if edited and self.turn_files and path not in self.turn_files[-1]:
+                self.turn_files[-1].append(str(path))
+        elif isinstance(event, p.ApprovalRequested):
+            screen = ApprovalScreen(event)
+            self._approvals.add(screen)
+            self.push_screen(screen, self._decided)
+        elif isinstance(event, p.TurnStarted):
+            self.turn_running = True
+            self.status_bar.busy = True
+            self.stats.reset()
+            self.turn_files.append([])
+        elif isinstance(event, p.TurnFinished):
+            self._turn_finished(event)
+        elif isinstance(event, p.UsageReport):
+            self.stats.usage(event)
+            self.status_bar.speed = self.stats.speed()
+            self.status_bar.context_used = event.prompt_tokens + event.completion_tokens
+            self.status_bar.context_window = event.context_window
+        elif isinstance(event, p.SessionStarted):
+            self._session_started(event)
+        else:
+            self.apply_report(event)
+
+    def apply_report(self, event: p.Event) -> None:
+        """Events that become a line (or a diff) in the transcript."""
+        t = self.transcript
+        if isinstance(event, p.Notice):
+            t.add_note(event.text, event.level)
+            if event.text.startswith("approval mode is now"):
+                self.status_bar.approval = event.text.split()[-1].rstrip(".")
+        elif isinstance(event, p.ErrorEvent):
+            t.add_note(event.message, "error")
+            self.notify(event.message, title="error", severity="error", timeout=8)
+        elif isinstance(event, p.DiffReport):
+            files = ", ".join(event.files) or "no files"
+            t.add_diff(f"Changes this session ({files}):", event.diff)
+        elif isinstance(event, p.UndoDone):
+            files = ", ".join(event.files) or "no files"
+            t.add_note(f"Reverted the last {event.turns} turn(s): {files}.")
+            del self.turn_files[len(self.turn_files) - event.turns :]
+            self.refresh_git()
+        elif isinstance(event, p.Compacted):
+            t.add_note(
+                f"Compacted the conversation: {event.tokens_before:,} → "
+                f"{event.tokens_after:,} tokens."
+            )
+            self.status_bar.context_used = event.tokens_after
+        elif isinstance(event, p.TodoUpdated):
+            marks = {"pending": "☐", "in_progress": "◐", "done": "☑"}
+            items = [f"{marks[i.status]} {i.text}" for i in event.items]
+            t.add_note("\n  ".join(["Plan:", *items]))
+
+    def _session_started(self, event: p.SessionStarted) -> None:
+        self.started = event
+        bar = self.status_bar
+        bar.engine, bar.model, bar.sandbox, bar.approval = (
+            event.engine,
+            event.model,
+            event.sandbox,
+            event.approval,
+        )
+        verb = "Resumed" if event.resumed else "Session"
+        self.transcript.add_note(f"{verb} {event.session_id} in {event.cwd}")
+        if not event.resumed:
+            self.transcript.add_note(
+                "Ask for a change or a question · @ mentions a file · /help lists commands"
+            )
+        self.refresh_git()
+
+    def _turn_finished(self, event: p.TurnFinished) -> None:
+        for screen in reversed(self.screen_stack):
+            if screen in self._approvals:  # the turn ended (interrupted) while it asked
+                screen.dismiss(None)
+        self._approvals.clear()
+        self.turn_running = False
+        self.status_bar.busy = False
+        self.transcript.end_turn()
+        if event.status == "interrupted":
+            self.transcript.add_note("Interrupted; what arrived is kept.", "warning")
+        elif event.status in ("max_turns", "timeout"):
+            self.transcript.add_note(f"The turn stopped: {event.status}.", "warning")
+        self.refresh_git()
+
+    def _decided(self, decision: p.ApprovalDecision | None) -> None:
+        if decision is not None:
+            self.send(decision)
+
+    # ------------------------------------------------------------ input
+
+    @on(PromptInput.Submitted)
+    def _submitted(self, event: PromptInput.Submitted) -> None:
+        self.send_text(event.text)
+
+    def send_text(self, text: str) -> None:
+        """Act on what the user sent: a slash command, or a prompt that starts a turn."""
+        if text.startswith("/") and not text.startswith("//"):
+            self.run_slash_command(text.strip())
+            return
+        if self.turn_running:
+            self.notify("A turn is running: wait, or press Esc to interrupt it.", timeout=4)
+            if not self.composer.input.text:
+                self.composer.input.load_text(text)
+            return
+        if self.bridge.session is None and self._open_failed:
+            self.notify("No session is open; see the error above.", severity="error")
+            return
+        if self.bridge.session is None and self._early:
+            self.notify("A prompt is already waiting for the session to open.", timeout=4)
+            return
+        self.transcript.add_user(text)
+        self.transcript.anchor()
+        op = p.UserInput(text=text.removeprefix("/") if text.startswith("//") else text)
+        if self.bridge.session is None:
+            self._early.append(op)  # typed while the session opens: sent once it is open
+            return
+        self.send(op)
+
+    def run_slash_command(self, text: str) -> None:
+        """Run a ``/command`` (from the prompt or the command palette)."""
+        self.slash.run(text)
+
+    def send(self, op: p.Op) -> None:
+        """Send an op to the core (in order, off the message handler)."""
+        self.run_worker(self.bridge.submit(op), group="ops")
+
+    def action_interrupt(self) -> None:
+        """Stop the running turn."""
+        if self.turn_running:
+            self.send(p.Interrupt())
+
+    def action_ctrl_c(self) -> None:
+        """Interrupt a running turn; a second press within two seconds quits."""
+        now = Clock.now()
+        if now - self._last_ctrl_c < QUIT_WINDOW:
+            self.run_worker(self.action_quit())
+            return
+        self._last_ctrl_c = now
+        if self.turn_running:
+            self.send(p.Interrupt())
+        self.notify("Press Ctrl+C again to quit.", timeout=QUIT_WINDOW)
+
+    async def action_quit(self) -> None:
+        """Close the session (the transcript is complete) and leave."""
+        if self._quitting:
+            return
+        self._quitting = True
+        try:
+            await asyncio.wait_for(self.bridge.close(), QUIT_TIMEOUT)
+        except TimeoutError:
+            self.exit_code = self.exit_code or 1
+        self.exit(self.exit_code)
+
+    def action_cycle_approval(self) -> None:
+        """Switch to the next approval mode (on the main screen; dialogs keep Shift+Tab)."""
+        if len(self.screen_stack) > 1:
+            self.screen.focus_previous()
+            return
+        current = self.status_bar.approval or "ask"
+        index = APPROVAL_MODES.index(current) if current in APPROVAL_MODES else 0
+        mode = APPROVAL_MODES[(index + 1) % len(APPROVAL_MODES)]
+        self.send(p.SetApprovalMode(mode=mode))
+        self.status_bar.approval = mode
+
+    def action_toggle_denoise(self) -> None:
+        """Show or hide the live denoising view."""
+        denoise = self.transcript.denoise
+        denoise.enabled = not denoise.enabled
+        self.notify(f"Denoising view {'on' if denoise.enabled else 'off'}.", timeout=2)

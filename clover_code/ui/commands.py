@@ -1,0 +1,76 @@
+"""The slash commands: one table used by the prompt's completion, /help and the palette."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+
+@dataclass(frozen=True, slots=True)
+class SlashCommand:
+    """A command the prompt understands."""
+
+    name: str
+    help: str
+    args: str = ""
+
+
+COMMANDS: tuple[SlashCommand, ...] = (
+    SlashCommand("help", "list the commands and keys"),
+    SlashCommand("model", "show the engine and model"),
+    SlashCommand("approval", "show or set what may run without asking", "[MODE]"),
+    SlashCommand("sandbox", "show where shell commands run"),
+    SlashCommand("undo", "revert the last turn's changes (asks first)"),
+    SlashCommand("diff", "show what the agent changed this session"),
+    SlashCommand("compact", "summarise older turns to free context"),
+    SlashCommand("clear", "start a fresh conversation"),
+    SlashCommand("sessions", "list earlier sessions"),
+    SlashCommand("resume", "continue an earlier session", "[ID]"),
+    SlashCommand("cost", "show the tokens used this session"),
+    SlashCommand("quit", "save and leave"),
+)
+BY_NAME = {command.name: command for command in COMMANDS}
+APPROVAL_MODES = ("read-only", "ask", "auto-edit", "full-auto")
+
+
+def parse(text: str) -> tuple[SlashCommand, str] | None:
+    """``(command, argument)`` when ``text`` is a known slash command, else None."""
+    if not text.startswith("/"):
+        return None
+    name, _, arg = text[1:].strip().partition(" ")
+    command = BY_NAME.get(name.lower())
+    return (command, arg.strip()) if command else None
+
+
+def complete(prefix: str) -> list[SlashCommand]:
+    """Commands whose name starts with ``prefix`` (without the slash)."""
+    return [c for c in COMMANDS if c.name.startswith(prefix.lower())]
+
+
+class SlashCommandProvider(Provider):
+    """Lists the slash commands in the command palette (Ctrl+P)."""
+
+    async def discover(self) -> Hits:
+        for command in COMMANDS:
+            yield DiscoveryHit(
+                f"/{command.name}", partial(self._run, command.name), help=command.help
+            )
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for command in COMMANDS:
+            score = matcher.match(f"/{command.name} {command.help}")
+            if score > 0:
+                yield Hit(
+                    score,
+                    matcher.highlight(f"/{command.name}"),
+                    partial(self._run, command.name),
+                    help=command.help,
+                )
+
+    def _run(self, name: str) -> None:
+        run = getattr(self.app, "run_slash_command", None)
+        if run is not None:
+            run(f"/{name}")

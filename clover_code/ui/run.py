@@ -1,0 +1,50 @@
+"""``clover-code`` without ``--task``: build the app around a real session and run it.
+
+Only the app module is imported here; the engine, sandbox and tools are
+imported when the session opens, after the first paint.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from clover_code.config import Settings
+from clover_code.ui.bridge import Emit, SessionFactory, SessionLike
+
+
+def session_factory(settings: Settings, cwd: Path) -> SessionFactory:
+    """An ``open(emit, resume)`` coroutine function that builds the engine and the session."""
+
+    async def open_session(emit: Emit, resume: Path | None) -> SessionLike:
+        from clover_code.agent.session import Session
+        from clover_code.engine.select import open_backend
+
+        backend = await open_backend(settings)
+        return await Session.open(
+            settings,
+            backend,
+            cwd,
+            emit=emit,
+            approval_mode=settings.approval or "ask",
+            resume=resume,
+        )
+
+    return open_session
+
+
+def run_app(settings: Settings, cwd: Path, *, resume: Path | None) -> int:
+    """Run the app in this terminal until the user quits; returns the exit code."""
+    from clover_code.ui.app import CloverApp
+
+    app = CloverApp(
+        session_factory(settings, cwd),
+        cwd=cwd,
+        sessions_dir=settings.resolved_sessions_dir(),
+        resume=resume,
+        show_denoising=bool(getattr(settings, "show_denoising", True)),
+    )
+    code = app.run()
+    return int(code) if code is not None else 0
+
+
+__all__ = ["run_app", "session_factory"]

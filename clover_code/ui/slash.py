@@ -1,0 +1,204 @@
+"""What each slash command does; mixed into the app (``CloverApp``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from clover_code import protocol as p
+from clover_code.ui.commands import APPROVAL_MODES, COMMANDS, parse
+from clover_code.ui.widgets.confirm import ConfirmScreen
+
+if TYPE_CHECKING:
+    from clover_code.ui.app import CloverApp
+
+KEYS_HELP = (
+    "Keys: Enter send · Shift+Enter/Ctrl+J newline · ↑/↓ history · Tab complete · "
+    "@ file · Esc interrupt · Ctrl+C twice quit · Shift+Tab approval mode · "
+    "F2 denoising view · Ctrl+P commands"
+)
+
+
+class SlashCommands:
+    """``run`` and one ``_cmd_*`` method per command, acting on ``app``."""
+
+    def __init__(self, app: CloverApp) -> None:
+        self.app = app
+
+    def run(self, text: str) -> None:
+        """Run ``/name args``; unknown names get a hint."""
+        parsed = parse(text)
+        if parsed is None:
+            name = text.split()[0] if text.split() else text
+            self.app.transcript.add_note(
+                f"unknown command {name}; /help lists them (start with // to send a slash).",
+                "warning",
+            )
+            return
+        command, arg = parsed
+        getattr(self, f"_cmd_{command.name}")(arg)
+
+    def _cmd_help(self, arg: str) -> None:
+        width = max(len(c.name) + len(c.args) for c in COMMANDS) + 3
+        lines = [f"/{c.name} {c.args}".ljust(width) + f"  {c.help}" for c in COMMANDS]
+        self.app.transcript.add_note("\n  ".join(["Commands:", *lines, "", KEYS_HELP]))
+
+    def _cmd_model(self, arg: str) -> None:
+        s = self.app.started
+        if s is None:
+            self.app.transcript.add_note("No engine is connected.", "warning")
+            return
+        text = f"Engine {s.engine}, model {s.model}."
+        if arg:
+            text += " Switching models needs a new session: restart with --model NAME."
+        self.app.transcript.add_note(text)
+
+    def _cmd_approval(self, arg: str) -> None:
+        if not arg:
+            current = self.app.status_bar.approval or "?"
+            modes = ", ".join(APPROVAL_MODES)
+            self.app.transcript.add_note(
+                f"Approval mode: {current}. Set one with /approval MODE ({modes}) "
+                "or cycle with Shift+Tab."
+            )
+            return
+        if arg not in APPROVAL_MODES:
+            self.app.transcript.add_note(
+                f"unknown approval mode '{arg}'; choose one of {', '.join(APPROVAL_MODES)}.",
+                "warning",
+            )
+            return
+        self.app.send(p.SetApprovalMode(mode=arg))
+        self.app.status_bar.approval = arg
+
+    def _cmd_sandbox(self, arg: str) -> None:
+        kind = self.app.started.sandbox if self.app.started else "unknown"
+        hint = " Restart with --sandbox docker|bwrap|none to change it."
+        self.app.transcript.add_note(f"Shell commands run in: {kind}.{hint}")
+
+    def _cmd_undo(self, arg: str) -> None:
+        if self.app.turn_running:
+            self.app.transcript.add_note(
+                "Interrupt the running turn (Esc) before undoing.", "warning"
+            )
+            return
+        files = self.app.turn_files[-1] if self.app.turn_files else []
+        details = [f"  {path}" for path in files] or ["  (no file edits recorded in this view)"]
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.app.send(p.Undo(turns=1))
+                self.app.transcript.add_note("Undo requested…")
+
+        self.app.push_screen(
+            ConfirmScreen("Revert the last turn's changes to these files?", details), answered
+        )
+
+    def _cmd_diff(self, arg: str) -> None:
+        self.app.send(p.ShowDiff())
+
+    def _cmd_compact(self, arg: str) -> None:
+        self.app.send(p.Compact())
+        self.app.transcript.add_note("Compacting the conversation…")
+
+    def _cmd_clear(self, arg: str) -> None:
+        self.app.send(p.ClearHistory())
+        self.app.turn_files.clear()
+
+        async def clear() -> None:
+            await self.app.transcript.clear()
+            self.app.transcript.add_note(
+                "Started a fresh conversation; the old transcript is kept."
+            )
+
+        self.app.run_worker(clear())
+
+    def _cmd_sessions(self, arg: str) -> None:
+        from clover_code.agent.transcript import iter_sessions
+
+        if self.app.sessions_dir is None:
+            self.app.transcript.add_note("No sessions directory is configured.", "warning")
+            return
+        rows = []
+        for number, path in enumerate(iter_sessions(self.app.sessions_dir)):
+            if number >= 15:
+                rows.append("  …")
+                break
+            rows.append(f"  {path.stem}  {_first_prompt(path)}")
+        if not rows:
+            self.app.transcript.add_note("No earlier sessions.")
+            return
+        self.app.transcript.add_note("\n".join(["Sessions (newest first; /resume ID):", *rows]))
+
+    def _cmd_resume(self, arg: str) -> None:
+        from clover_code.agent.session import find_root
+        from clover_code.agent.transcript import find_session
+        from clover_code.errors import CloverError
+
+        if self.app.turn_running:
+            self.app.transcript.add_note("Interrupt the running turn before resuming.", "warning")
+            return
+        if self.app.sessions_dir is None:
+            return
+        try:
+            root, _ = find_root(self.app.cwd)
+            path = find_session(self.app.sessions_dir, arg or None, root)
+        except CloverError as exc:
+            self.app.transcript.add_note(str(exc), "error")
+            return
+        self.app.turn_files.clear()
+
+        async def reopen() -> None:
+            await self.app.transcript.clear()
+            self.app.open_session(path)
+
+        self.app.run_worker(reopen())
+
+    def _cmd_cost(self, arg: str) -> None:
+        s = self.app.stats
+        self.app.transcript.add_note(
+            f"This session: {s.responses} model responses, {s.completion_tokens:,} tokens "
+            f"generated, {s.prompt_tokens:,} tokens in the last prompt. A local or "
+            "self-hosted engine has no per-token price."
+        )
+
+    def _cmd_quit(self, arg: str) -> None:
+        self.app.run_worker(self.app.action_quit())
+
+    def show_history(self, path: Path) -> None:
+        """Draw a resumed session's earlier messages."""
+        from clover_code.agent.transcript import load
+        from clover_code.errors import CloverError
+
+        try:
+            loaded = load(path)
+        except CloverError as exc:
+            self.app.transcript.add_note(str(exc), "error")
+            return
+        for message in loaded.messages:
+            role, content = message.get("role"), message.get("content") or ""
+            if role == "user" and isinstance(content, str):
+                self.app.transcript.add_user(content)
+            elif role == "assistant":
+                if isinstance(content, str) and content:
+                    self.app.transcript.add_answer(content)
+                for call in message.get("tool_calls") or []:
+                    name = call.get("function", {}).get("name", "?")
+                    self.app.transcript.add_note(f"(called {name})")
+        self.app.transcript.end_turn()
+
+
+def _first_prompt(path: Path) -> str:
+    """The first user message of a transcript, cut to one short line."""
+    import json
+
+    try:
+        with path.open(encoding="utf-8") as fh:
+            for _, line in zip(range(200), fh, strict=False):
+                record = json.loads(line)
+                message = record.get("message") or {}
+                if record.get("kind") == "message" and message.get("role") == "user":
+                    return str(message.get("content", "")).replace("\n", " ")[:60]
+    except (OSError, ValueError):
+        pass
+    return ""

@@ -1,0 +1,60 @@
+"""Live speed of the current response and token totals for the session."""
+
+from __future__ import annotations
+
+from clover_code import protocol as p
+from clover_code.ui.clock import Clock
+from clover_code.ui.widgets.status_bar import Speed
+
+
+class TurnStats:
+    """Counts committed blocks as they arrive; usage reports replace the estimate."""
+
+    def __init__(self) -> None:
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        self.responses = 0
+        self.reset()
+
+    def reset(self) -> None:
+        """A new turn begins."""
+        self._first: float | None = None
+        self._last = 0.0
+        self._tokens = 0
+        self._blocks = 0
+        self._steps = 0
+        self._step_tokens = 0
+        self._reported: p.UsageReport | None = None
+
+    def committed(self, event: p.BlockCommitted) -> None:
+        """Count a committed block."""
+        now = Clock.now()
+        if self._first is None:
+            self._first = now
+        self._last = now
+        self._tokens += event.token_count
+        self._blocks += 1
+        self._reported = None
+        if event.steps:
+            self._steps += event.steps
+            self._step_tokens += event.token_count
+
+    def usage(self, report: p.UsageReport) -> None:
+        """A response ended with its usage."""
+        self._reported = report
+        self.prompt_tokens = report.prompt_tokens
+        self.completion_tokens += report.completion_tokens
+        self.responses += 1
+
+    def speed(self) -> Speed:
+        """Tokens/s, blocks/s and tokens per forward pass, as well as known."""
+        per_forward = self._step_tokens / self._steps if self._steps else None
+        report = self._reported
+        if report is not None and report.tokens_per_second is not None:
+            return Speed(report.tokens_per_second, report.blocks_per_second, per_forward)
+        if self._first is None or self._blocks < 2:
+            return Speed(None, None, per_forward)
+        elapsed = max(Clock.now(), self._last) - self._first
+        if elapsed < 0.25:  # too short to be a rate worth showing
+            return Speed(None, None, per_forward)
+        return Speed(self._tokens / elapsed, self._blocks / elapsed, per_forward)

@@ -1,0 +1,164 @@
+"""One tool call: name and key arguments, a spinner while it runs, then its result.
+
+Edits show their diff, shell commands their exit code, duration and output;
+long output is cut to a few lines and a click (or Enter when focused)
+shows more.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.reactive import reactive
+from textual.timer import Timer
+from textual.widgets import Static
+
+from clover_code import protocol as p
+from clover_code.ui.clock import spinner_frame
+from clover_code.ui.css import sibling_css
+from clover_code.ui.text import clean, cut_lines, looks_binary
+from clover_code.ui.widgets.diff_view import DiffView
+
+SHORT_LINES = 6
+LONG_LINES = 400
+LIVE_LINES = 6
+LIVE_CHARS = 20_000
+
+_ICONS = {"ok": ("✓", "green"), "error": ("✗", "red"), "denied": ("⊘", "yellow")}
+_ICONS["cancelled"] = ("■", "yellow")
+
+
+def headline(name: str, summary: str, arguments: dict[str, Any]) -> str:
+    """What the card's first line says after the tool name."""
+    if name == "shell":
+        return str(arguments.get("command", summary))
+    return summary
+
+
+class ToolCard(Vertical, can_focus=True):
+    """A tool call; update it with ``output`` and ``finish``."""
+
+    DEFAULT_CSS = sibling_css(__file__)
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "expand", "Expand", show=False)]
+    """enter: show more (or less) of the output."""
+
+    status: reactive[str] = reactive("running")
+    expanded: reactive[bool] = reactive(False)
+
+    def __init__(self, started: p.ToolCallStarted) -> None:
+        super().__init__(classes=f"kind-{started.kind}")
+        self.call_id = started.call_id
+        self.tool_name = started.name
+        self.started = started
+        self.live = ""
+        self.finished: p.ToolCallFinished | None = None
+        self._title = Static("", classes="tool-title", markup=False)
+        self._body = Static("", classes="tool-body", markup=False)
+        self._diff: DiffView | None = None
+        self._spin: Timer | None = None
+
+    def compose(self) -> ComposeResult:
+        yield self._title
+        yield self._body
+
+    def on_mount(self) -> None:
+        self._render_title()
+        if self.finished is None:
+            self._spin = self.set_interval(0.1, self._render_title)
+        else:
+            self._show_finished()
+
+    def _render_title(self) -> None:
+        line = Text(no_wrap=True, overflow="ellipsis")
+        if self.finished is None:
+            line.append(f"{spinner_frame()} ", style="bold cyan")
+        else:
+            icon, colour = _ICONS.get(self.finished.status, ("?", "white"))
+            line.append(f"{icon} ", style=f"bold {colour}")
+        line.append(self.tool_name, style="bold")
+        text = clean(headline(self.tool_name, self.started.summary, self.started.arguments))
+        line.append(" " + text.replace("\n", " ⏎ ")[:300])
+        if self.finished is not None:
+            line.append(self._footer(self.finished), style="dim")
+        self._title.update(line)
+
+    @staticmethod
+    def _footer(done: p.ToolCallFinished) -> str:
+        parts: list[str] = []
+        code = done.display.get("exit_code", "missing")
+        if code != "missing":
+            parts.append("killed" if code is None else f"exit {code}")
+        if done.display.get("timed_out"):
+            parts.append("timed out")
+        if done.duration >= 0.05:
+            parts.append(f"{done.duration:.1f}s")
+        if done.status in ("denied", "cancelled"):
+            parts.append(done.status)
+        return f"  ({', '.join(parts)})" if parts else ""
+
+    def output(self, text: str) -> None:
+        """Live output of the running command: the last few lines are shown."""
+        self.live = (self.live + text)[-LIVE_CHARS:]
+        lines = clean(self.live).splitlines()[-LIVE_LINES:]
+        self._body.update(Text("\n".join(lines), style="dim"))
+
+    def finish(self, done: p.ToolCallFinished) -> None:
+        """The call ended: show its status and result."""
+        self.finished = done
+        self.status = done.status
+        if self.is_mounted:
+            self._show_finished()
+
+    def _show_finished(self) -> None:
+        assert self.finished is not None
+        done = self.finished
+        if self._spin is not None:
+            self._spin.stop()
+        self._render_title()
+        diff = done.display.get("diff")
+        if isinstance(diff, str) and diff and done.status == "ok":
+            self._body.display = False
+            self._diff = DiffView(diff, short_lines=40)
+            self.mount(self._diff)
+        else:
+            self._show_result()
+
+    def _show_result(self) -> None:
+        assert self.finished is not None
+        result = self.finished.result
+        if self.finished.status == "ok" and self.started.kind in ("read", "search"):
+            # the model reads these; the user only needs the one-line summary
+            first = clean(result).strip().splitlines()
+            self._body.update(Text(first[0][:200] if first else "", style="dim"))
+            return
+        if looks_binary(result):
+            self._body.update(
+                Text(f"[binary output, {len(result):,} characters, not shown]", style="yellow")
+            )
+            return
+        limit = LONG_LINES if self.expanded else SHORT_LINES
+        lines, left_out = cut_lines(clean(result).rstrip("\n"), limit)
+        body = Text("\n".join(lines), style="red" if self.finished.status == "error" else "")
+        if left_out:
+            hint = "click or Enter to show more" if not self.expanded else "cut"
+            body.append(f"\n… {left_out:,} more lines ({hint})", style="dim italic")
+        self._body.update(body)
+
+    def action_expand(self) -> None:
+        """Show more or less of the result."""
+        self.expanded = not self.expanded
+
+    def on_click(self) -> None:
+        self.action_expand()
+
+    def watch_expanded(self) -> None:
+        if self.finished is None:
+            return
+        if self._diff is not None:
+            self._diff.toggle()
+        else:
+            self._show_result()

@@ -1,0 +1,116 @@
+"""The conversation: user inputs, thinking, answers, tool cards and notes, in order.
+
+It follows the newest output while the reader is at the bottom and stays
+put when they scroll up. The live denoising view is always its last child.
+"""
+
+from __future__ import annotations
+
+from textual.containers import VerticalScroll
+from textual.widget import Widget
+
+from clover_code import protocol as p
+from clover_code.ui.css import sibling_css
+from clover_code.ui.widgets.answer import Answer
+from clover_code.ui.widgets.denoise import DenoiseView
+from clover_code.ui.widgets.diff_view import DiffView
+from clover_code.ui.widgets.notice_line import Level, NoticeLine
+from clover_code.ui.widgets.reasoning import Reasoning
+from clover_code.ui.widgets.tool_card import ToolCard
+from clover_code.ui.widgets.user_message import UserMessage
+
+
+class Transcript(VerticalScroll, can_focus=False):
+    """Renders the conversation; the app calls these methods as events arrive."""
+
+    DEFAULT_CSS = sibling_css(__file__)
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.denoise = DenoiseView(id="denoise")
+        self.answer: Answer | None = None
+        self.reasoning: Reasoning | None = None
+        self.cards: dict[str, ToolCard] = {}
+
+    def on_mount(self) -> None:
+        self.mount(self.denoise)
+        self.anchor()
+
+    def _add(self, widget: Widget) -> None:
+        self.mount(widget, before=self.denoise)
+
+    def add_user(self, text: str) -> None:
+        """A user input starts a new exchange."""
+        self._close_stream()
+        self._add(UserMessage(text))
+
+    def add_reasoning(self, text: str) -> None:
+        """Thinking text (starts a thinking section when none is open)."""
+        if self.reasoning is None:
+            self.reasoning = Reasoning()
+            self._add(self.reasoning)
+        self.reasoning.write(text)
+
+    def add_answer(self, text: str) -> None:
+        """Answer text (starts an answer when none is open)."""
+        if self.reasoning is not None:
+            self.reasoning.finish()
+        if self.answer is None:
+            self.answer = Answer()
+            self._add(self.answer)
+        self.answer.write(text)
+
+    def add_tool(self, started: p.ToolCallStarted) -> None:
+        """A tool call card (the answer so far is closed first)."""
+        self._close_stream()
+        card = ToolCard(started)
+        self.cards[started.call_id] = card
+        self._add(card)
+
+    def tool_output(self, event: p.ToolOutput) -> None:
+        """Live output for a running call."""
+        card = self.cards.get(event.call_id)
+        if card is not None:
+            card.output(event.text)
+
+    def tool_finished(self, event: p.ToolCallFinished) -> None:
+        """A call ended."""
+        card = self.cards.pop(event.call_id, None)
+        if card is not None:
+            card.finish(event)
+
+    def add_note(self, text: str, level: Level = "info") -> None:
+        """A note line."""
+        self._add(NoticeLine(text, level))
+
+    def add_diff(self, title: str, diff: str) -> None:
+        """A diff with a title line (``/diff``)."""
+        self._add(NoticeLine(title))
+        if diff.strip():
+            self._add(DiffView(diff, short_lines=200, classes="report"))
+
+    def end_turn(self) -> None:
+        """The turn finished: paint what is pending, drop the live view, close sections."""
+        self._close_stream()
+        self.denoise.reset()
+        for card in self.cards.values():
+            card.finish(
+                p.ToolCallFinished(
+                    call_id=card.call_id, name=card.tool_name, status="cancelled", result=""
+                )
+            )
+        self.cards.clear()
+
+    def _close_stream(self) -> None:
+        if self.reasoning is not None:
+            self.reasoning.finish()
+        if self.answer is not None:
+            self.run_worker(self.answer.settle(), group="settle")
+        self.reasoning = None
+        self.answer = None
+
+    async def clear(self) -> None:
+        """Remove everything (``/clear``)."""
+        self._close_stream()
+        self.cards.clear()
+        await self.query_children().exclude("#denoise").remove()

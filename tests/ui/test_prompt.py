@@ -1,0 +1,157 @@
+"""The prompt: history, completion of commands and files, keys, slash commands."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from clover_code import protocol as p
+from clover_code.ui.app import CloverApp
+from clover_code.ui.clock import Clock
+from clover_code.ui.file_index import FileIndex, fuzzy_score
+from clover_code.ui.widgets.notice_line import NoticeLine
+from tests.ui import scenes
+from tests.ui.fakes_ui import replay_app
+from tests.ui.test_flows import until
+
+SIZE = (100, 30)
+
+
+def notes(app: CloverApp) -> str:
+    return "\n".join(n.text for n in app.query(NoticeLine))
+
+
+async def test_history_walks_back_and_forth() -> None:
+    app = replay_app(scenes.OPEN, [[], []])
+    async with app.run_test(size=SIZE) as pilot:
+        prompt = app.composer.input
+        for text in ("first", "second"):
+            prompt.insert(text)
+            await pilot.press("enter")
+        prompt.insert("draft")
+        await pilot.press("up")
+        assert prompt.text == "second"
+        await pilot.press("up")
+        assert prompt.text == "first"
+        await pilot.press("down", "down")
+        assert prompt.text == "draft"
+
+
+async def test_newline_keys_do_not_send() -> None:
+    app = replay_app(scenes.OPEN)
+    async with app.run_test(size=SIZE) as pilot:
+        prompt = app.composer.input
+        prompt.insert("line one")
+        await pilot.press("ctrl+j")
+        prompt.insert("line two")
+        assert prompt.text == "line one\nline two"
+        await pilot.press("enter")
+        await until(pilot, lambda: bool(app.bridge.sent))
+        assert app.bridge.sent[-1] == p.UserInput(text="line one\nline two")
+
+
+async def test_slash_completion_and_help() -> None:
+    app = replay_app(scenes.OPEN)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("/", "c")
+        await pilot.pause(0.05)
+        menu = app.composer.menu
+        ids = [menu.get_option_at_index(i).id for i in range(menu.option_count)]
+        assert ids == ["/compact", "/clear", "/cost"]
+        await pilot.press("down", "tab")
+        assert app.composer.input.text == "/clear "
+        assert not menu.display
+        app.composer.input.load_text("")
+        app.composer.input.insert("/help")
+        await pilot.press("enter")
+        await pilot.pause(0.1)
+        assert "/resume [ID]" in notes(app) and "Esc interrupt" in notes(app)
+
+
+async def test_at_completes_workspace_files(tmp_path: Path) -> None:
+    app = replay_app(scenes.OPEN)
+    async with app.run_test(size=SIZE) as pilot:
+        app.composer.files = FileIndex(["src/clover/app.py", "README.md", "docs/apple.md"])
+        app.composer.input.insert("look at @clap")
+        await pilot.pause(0.05)
+        assert app.composer.menu.get_option_at_index(0).id == "@src/clover/app.py"
+        await pilot.press("enter")
+        assert app.composer.input.text == "look at @src/clover/app.py "
+
+
+def test_file_index_respects_gitignore(repo: Path) -> None:
+    (repo / ".gitignore").write_text("build/\n")
+    (repo / "build").mkdir()
+    (repo / "build" / "out.py").write_text("")
+    index = FileIndex.build(repo)
+    assert "calc.py" in index.paths and "build/out.py" not in index.paths
+    assert fuzzy_score("cpy", "calc.py") is not None and fuzzy_score("zz", "calc.py") is None
+
+
+async def test_approval_mode_cycles_and_is_sent() -> None:
+    app = replay_app(scenes.OPEN)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.status_bar.approval == "ask")
+        await pilot.press("shift+tab")
+        await until(pilot, lambda: bool(app.bridge.sent))
+        assert app.bridge.sent[-1] == p.SetApprovalMode(mode="auto-edit")
+        assert app.status_bar.approval == "auto-edit"
+        app.composer.input.insert("/approval read-only")
+        await pilot.press("enter")
+        await until(pilot, lambda: app.bridge.sent[-1] == p.SetApprovalMode(mode="read-only"))
+
+
+async def test_diff_compact_clear_send_ops_and_render_replies() -> None:
+    app = replay_app(scenes.OPEN)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.started is not None)
+        for command in ("/diff", "/compact", "/clear"):
+            app.composer.input.insert(command)
+            await pilot.press("enter")
+        await until(pilot, lambda: len(app.bridge.sent) == 3)
+        assert [op.type for op in app.bridge.sent] == ["show_diff", "compact", "clear_history"]
+        app.bridge.emit(p.DiffReport(diff=scenes.DIFF, files=["calc.py"]))
+        app.bridge.emit(p.Compacted(summary="s", tokens_before=9000, tokens_after=1200))
+        app.bridge.emit(p.UndoDone(turns=1, files=["calc.py"]))
+        await pilot.pause(0.2)
+        text = notes(app)
+        assert "Changes this session (calc.py)" in text
+        assert "9,000 → 1,200" in text and "Reverted the last 1 turn(s): calc.py" in text
+
+
+async def test_ctrl_c_twice_quits(monkeypatch: object) -> None:
+    app = replay_app(scenes.OPEN)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+c")
+        await pilot.pause(0.05)
+        assert app.is_running
+        Clock.frozen = 1001.0
+        await pilot.press("ctrl+c")
+        await pilot.pause(0.3)
+    assert app.return_value == 0
+
+
+async def test_unknown_command_says_so() -> None:
+    app = replay_app(scenes.OPEN)
+    async with app.run_test(size=SIZE) as pilot:
+        app.composer.input.insert("/frobnicate now")
+        await pilot.press("escape", "enter")
+        await pilot.pause(0.1)
+        assert "unknown command /frobnicate" in notes(app)
+        assert not app.bridge.sent
+
+
+def test_widgets_never_reach_the_model_docker_or_network() -> None:
+    ui = Path(__file__).resolve().parents[2] / "clover_code" / "ui"
+    banned = ("httpx", "docker", "clover_code.engine", "clover_code.tools.sandbox", "torch")
+    for path in ui.rglob("*.py"):
+        if path.name == "run.py":
+            continue  # the one place that builds the session
+        for node in ast.walk(ast.parse(path.read_text())):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            for name in names:
+                assert not name.startswith(banned), f"{path.name} imports {name}"
