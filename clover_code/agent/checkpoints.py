@@ -127,7 +127,7 @@ class CheckpointStore:
             names = ", ".join(conflicts[:8]) + (" and more" if len(conflicts) > 8 else "")
             raise CheckpointError(
                 f"undo refused: you changed {names} after the agent did; "
-                "undo with force to overwrite your changes too."
+                "add --force (/undo --force, /rewind N --force) to overwrite your changes too."
             )
         target = chosen[0].before
         want = self.shadow.entries(target, FILES, agent)

@@ -77,21 +77,39 @@ class SlashCommands:
         self.app.transcript.add_note(f"Shell commands run in: {kind}.{hint}")
 
     def _cmd_undo(self, arg: str) -> None:
+        self._revert(1, arg)
+
+    def _cmd_rewind(self, arg: str) -> None:
+        words = arg.split()
+        count = words[0] if words else ""
+        if not count.isdigit() or int(count) < 1:
+            self.app.transcript.add_note(
+                "Say how many turns to go back, e.g. /rewind 2 (add --force to override "
+                "files you changed since).",
+                "warning",
+            )
+            return
+        self._revert(int(count), " ".join(words[1:]))
+
+    def _revert(self, turns: int, arg: str) -> None:
+        force = "--force" in arg.split()
         if self.app.turn_running:
             self.app.transcript.add_note(
                 "Interrupt the running turn (Esc) before undoing.", "warning"
             )
             return
-        files = self.app.turn_files[-1] if self.app.turn_files else []
+        recent = self.app.turn_files[-turns:] if self.app.turn_files else []
+        files = sorted({path for turn in recent for path in turn})
         details = [f"  {path}" for path in files] or ["  (no file edits recorded in this view)"]
+        what = "the last turn" if turns == 1 else f"the last {turns} turns"
 
         def answered(yes: bool | None) -> None:
             if yes:
-                self.app.send(p.Undo(turns=1))
+                self.app.send(p.Undo(turns=turns, force=force))
                 self.app.transcript.add_note("Undo requested…")
 
         self.app.push_screen(
-            ConfirmScreen("Revert the last turn's changes to these files?", details), answered
+            ConfirmScreen(f"Revert the changes {what} made to these files?", details), answered
         )
 
     def _cmd_diff(self, arg: str) -> None:
