@@ -7,7 +7,9 @@ than a small one.
 
 from __future__ import annotations
 
-from rich.text import Text
+from rich.style import Style
+from rich.syntax import Syntax
+from rich.text import Span, Text
 from textual.widgets import Static
 
 from clover_code.ui.css import sibling_css
@@ -20,19 +22,75 @@ _STYLES = {
     "-": "red",
     "@": "cyan",
 }
+_BACKGROUNDS = {"+": "on #12301a", "-": "on #3a1414"}
+_THEME = "monokai"
 
 
 def render_diff(diff: str, max_lines: int) -> Text:
-    """The diff as styled text: additions green, removals red, hunk headers cyan."""
+    """The diff as styled text: code highlighted for its file's language, additions on
+    green, removals on red, hunk headers cyan."""
     lines, left_out = cut_lines(clean(diff), max_lines, LINE_LIMIT)
     out = Text(no_wrap=False)
-    for line in lines:
-        style = "bold" if line.startswith(("+++", "---")) else _STYLES.get(line[:1], "")
-        out.append(line + "\n", style=style)
+    code = _highlight_code(lines)
+    for index, line in enumerate(lines):
+        if line.startswith(("+++", "---")):
+            out.append(line + "\n", style="bold")
+        elif index in code:
+            mark = line[:1]
+            body = code[index].copy()
+            if mark in _BACKGROUNDS:
+                body.stylize(_BACKGROUNDS[mark])
+            out.append(mark or " ", style=_STYLES.get(mark, "dim"))
+            out.append_text(body)
+            out.append("\n")
+        else:
+            out.append(line + "\n", style=_STYLES.get(line[:1], ""))
     if left_out:
         out.append(f"… {left_out:,} more diff lines not shown\n", style="dim italic")
     out.rstrip()
     return out
+
+
+def _foreground(style: str | Style) -> Style:
+    parsed = Style.parse(style) if isinstance(style, str) else style
+    return Style(color=parsed.color, bold=parsed.bold, italic=parsed.italic)
+
+
+def _highlight_code(lines: list[str]) -> dict[int, Text]:
+    """Highlighted code of the context/added/removed lines, by line index; each file's
+    lines are highlighted together with the lexer its name suggests."""
+    result: dict[int, Text] = {}
+    path = ""
+    section: list[int] = []
+
+    def flush() -> None:
+        if not section:
+            return
+        lexer = Syntax.guess_lexer(path or "x.txt")
+        source = "\n".join(lines[i][1:] for i in section)
+        highlighted = Syntax(source, lexer, theme=_THEME).highlight(source)
+        highlighted.remove_suffix("\n")
+        # Keep the theme's colours but not its background: the card's shows through,
+        # and added/removed lines get their own.
+        highlighted.style = ""
+        highlighted.spans = [
+            Span(span.start, span.end, _foreground(span.style)) for span in highlighted.spans
+        ]
+        for index, text in zip(section, highlighted.split("\n"), strict=False):
+            result[index] = text
+        section.clear()
+
+    for index, line in enumerate(lines):
+        if line.startswith("+++ "):
+            flush()
+            name = line[4:].strip()
+            path = name[2:] if name.startswith(("a/", "b/")) else name
+        elif line.startswith(("+", "-", " ")) and not line.startswith("--- "):
+            section.append(index)
+        else:
+            flush()
+    flush()
+    return result
 
 
 class DiffView(Static):
