@@ -13,10 +13,14 @@ ask, so its approver refuses and says which flag would allow the call.
 
 from __future__ import annotations
 
+import asyncio
+import secrets
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from clover_code import protocol as p
 from clover_code.config import ApprovalMode
 from clover_code.tools.base import ToolKind
 
@@ -95,3 +99,44 @@ class RefuseApprover:
                 f"the user can rerun with --approval {flag} to allow it."
             ),
         )
+
+
+class QueueApprover:
+    """Asks through the event stream and waits for an ``ApprovalDecision`` op."""
+
+    def __init__(self, emit: Callable[[p.Event], None]) -> None:
+        self._emit = emit
+        self._pending: dict[str, asyncio.Future[p.ApprovalDecision]] = {}
+
+    async def request(self, request: ApprovalRequest) -> Decision:
+        request_id = secrets.token_hex(4)
+        future: asyncio.Future[p.ApprovalDecision] = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = future
+        self._emit(
+            p.ApprovalRequested(
+                request_id=request_id,
+                call_id=request.call_id,
+                name=request.name,
+                kind=request.kind,
+                summary=request.summary,
+                arguments=request.arguments,
+                prefix=request.prefix,
+            )
+        )
+        try:
+            answer = await future
+        finally:
+            self._pending.pop(request_id, None)
+        return Decision(
+            allowed=answer.decision != "deny",
+            remember_prefix=request.prefix if answer.decision == "allow_prefix" else None,
+            feedback=answer.feedback,
+        )
+
+    def resolve(self, decision: p.ApprovalDecision) -> bool:
+        """Hand a decision to the waiting request; False if none waits under that id."""
+        future = self._pending.get(decision.request_id)
+        if future is None or future.done():
+            return False
+        future.set_result(decision)
+        return True

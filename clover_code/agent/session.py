@@ -9,13 +9,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import secrets
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clover_code import protocol as p
-from clover_code.agent.approval import ApprovalRequest, Approver, Decision
+from clover_code.agent.approval import Approver, QueueApprover
 from clover_code.agent.checkpoints import CheckpointError, CheckpointStore
 from clover_code.agent.instructions import system_prompt
 from clover_code.agent.loop import Agent
@@ -80,47 +79,6 @@ async def _repo_map(root: Path, budget: int) -> tuple[RepoMap | None, str, list[
             ],
         )
     return repo_map, text, []
-
-
-class QueueApprover:
-    """Asks through the event stream and waits for an ``ApprovalDecision`` op."""
-
-    def __init__(self, emit: Callable[[p.Event], None]) -> None:
-        self._emit = emit
-        self._pending: dict[str, asyncio.Future[p.ApprovalDecision]] = {}
-
-    async def request(self, request: ApprovalRequest) -> Decision:
-        request_id = secrets.token_hex(4)
-        future: asyncio.Future[p.ApprovalDecision] = asyncio.get_running_loop().create_future()
-        self._pending[request_id] = future
-        self._emit(
-            p.ApprovalRequested(
-                request_id=request_id,
-                call_id=request.call_id,
-                name=request.name,
-                kind=request.kind,
-                summary=request.summary,
-                arguments=request.arguments,
-                prefix=request.prefix,
-            )
-        )
-        try:
-            answer = await future
-        finally:
-            self._pending.pop(request_id, None)
-        return Decision(
-            allowed=answer.decision != "deny",
-            remember_prefix=request.prefix if answer.decision == "allow_prefix" else None,
-            feedback=answer.feedback,
-        )
-
-    def resolve(self, decision: p.ApprovalDecision) -> bool:
-        """Hand a decision to the waiting request; False if none waits under that id."""
-        future = self._pending.get(decision.request_id)
-        if future is None or future.done():
-            return False
-        future.set_result(decision)
-        return True
 
 
 class Session:

@@ -73,8 +73,11 @@ async def test_edit_in_a_real_terminal(repo: Path, tmp_path: Path) -> None:
         await screen_until(session, lambda s: "Session " in s)
         tmux("send-keys", "-t", session, "-l", "fix add")
         tmux("send-keys", "-t", session, "Enter")
-        screen = await screen_until(session, lambda s: "Fixed: add now adds." in s)
-        assert "edit_file" in screen and "+    return a + b" in screen
+        # The answer can paint before the card's highlighted diff does: wait for both.
+        screen = await screen_until(
+            session, lambda s: "Fixed: add now adds." in s and "+    return a + b" in s
+        )
+        assert "edit_file" in screen
         assert "test-model" in screen  # status bar: the model the server lists
         tmux("send-keys", "-t", session, "-l", "/quit")
         tmux("send-keys", "-t", session, "Enter")

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
+
+from clover_code.errors import ToolError
 
 
 @dataclass(slots=True)
@@ -43,3 +48,40 @@ class Sandbox(Protocol):
     async def close(self) -> None:
         """Stop whatever the sandbox started."""
         ...
+
+
+class SerialSandbox(ABC):
+    """What every sandbox shares: one command at a time, and a working directory
+    that persists between commands (and falls back to the root if it vanishes).
+
+    Subclasses set ``root``, ``cwd`` and ``_lock`` and implement ``_exec``."""
+
+    root: Path
+    cwd: Path
+    _lock: asyncio.Lock
+
+    async def exec(
+        self,
+        command: str,
+        *,
+        timeout: float,
+        on_output: Callable[[str], None] | None = None,
+    ) -> ExecResult:
+        """Run ``command`` with ``bash -c`` in the current directory; one at a time."""
+        if "\0" in command:
+            raise ToolError("the command contains a NUL character; remove it and try again.")
+        async with self._lock:
+            return await self._exec(command, timeout, on_output)
+
+    def _cwd_notes(self) -> list[str]:
+        """Notes for the output when the working directory is gone (it resets to the root)."""
+        if self.cwd.is_dir():
+            return []
+        gone, self.cwd = self.cwd, self.root
+        return [f"[the directory {gone} is gone; commands now start in {self.root}]"]
+
+    @abstractmethod
+    async def _exec(
+        self, command: str, timeout: float, on_output: Callable[[str], None] | None
+    ) -> ExecResult:
+        """Run one command; the lock is held."""

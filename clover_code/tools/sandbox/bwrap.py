@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from clover_code.errors import ToolError
-from clover_code.tools.sandbox.base import ExecResult
+from clover_code.tools.sandbox.base import ExecResult, SerialSandbox
 from clover_code.tools.sandbox.host import OutputSink
 from clover_code.tools.sandbox.policy import (
     DEFAULT_PASSTHROUGH,
@@ -76,7 +76,7 @@ def bwrap_problem(bwrap: str = "bwrap", user: tuple[int, int] | None = None) -> 
     return None
 
 
-class BwrapSandbox:
+class BwrapSandbox(SerialSandbox):
     """Runs each command in a fresh bubblewrap sandbox over the host's filesystem."""
 
     kind = "bwrap"
@@ -144,26 +144,10 @@ class BwrapSandbox:
             f"trap 'pwd -P >| {shlex.quote(str(cwd_file))} 2>/dev/null' EXIT\n{command}"
         )
 
-    async def exec(
-        self,
-        command: str,
-        *,
-        timeout: float,
-        on_output: Callable[[str], None] | None = None,
-    ) -> ExecResult:
-        """Run ``command`` in the current directory; one command at a time."""
-        async with self._lock:
-            return await self._exec(command, timeout, on_output)
-
     async def _exec(
         self, command: str, timeout: float, on_output: Callable[[str], None] | None
     ) -> ExecResult:
-        if "\0" in command:
-            raise ToolError("the command contains a NUL character; remove it and try again.")
-        notes: list[str] = []
-        if not self.cwd.is_dir():
-            notes.append(f"[the directory {self.cwd} is gone; commands now start in {self.root}]")
-            self.cwd = self.root
+        notes = self._cwd_notes()
         fd, name = tempfile.mkstemp(prefix="clover-cwd-")
         os.close(fd)
         cwd_file = Path(name)

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from clover_code.errors import ToolError
-from clover_code.tools.sandbox.base import ExecResult
+from clover_code.tools.sandbox.base import ExecResult, SerialSandbox
 from clover_code.tools.sandbox.docker_link import RunnerGone, RunnerLink, open_attach_stream
 from clover_code.tools.sandbox.docker_setup import (
     DOCKER_DOWN,
@@ -78,7 +78,7 @@ for _ in range(50):
 """
 
 
-class DockerSandbox:
+class DockerSandbox(SerialSandbox):
     """Runs commands in a Docker container that lives as long as this object."""
 
     kind = "docker"
@@ -205,22 +205,9 @@ class DockerSandbox:
 
     # -- commands ----------------------------------------------------------
 
-    async def exec(
-        self,
-        command: str,
-        *,
-        timeout: float,
-        on_output: Callable[[str], None] | None = None,
-    ) -> ExecResult:
-        """Run ``command`` with ``bash -c`` in the current directory; one at a time."""
-        async with self._lock:
-            return await self._exec(command, timeout, on_output)
-
     async def _exec(
         self, command: str, timeout: float, on_output: Callable[[str], None] | None
     ) -> ExecResult:
-        if "\0" in command:
-            raise ToolError("the command contains a NUL character; remove it and try again.")
         link = await self._ensure()
         notes: list[str] = []
         if self._restarted:
@@ -229,9 +216,7 @@ class DockerSandbox:
                 "[the sandbox container had stopped and was started again: "
                 "background processes and files outside the workspace are gone]"
             )
-        if not self.cwd.is_dir():
-            notes.append(f"[the directory {self.cwd} is gone; commands now start in {self.root}]")
-            self.cwd = self.root
+        notes.extend(self._cwd_notes())
         loop = asyncio.get_running_loop()
         live = None
         if on_output is not None:

@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from clover_code.errors import ToolError
-from clover_code.tools.sandbox.base import ExecResult
+from clover_code.tools.sandbox.base import ExecResult, SerialSandbox
 from clover_code.tools.sandbox.output import HeadTailBuffer
 
 __all__ = ["HostSandbox"]
@@ -124,7 +124,7 @@ class OutputSink:
             self._on_output = None
 
 
-class HostSandbox:
+class HostSandbox(SerialSandbox):
     """Runs commands on the host with ``bash -c``, starting in the workspace root.
 
     ``output_limit`` bounds the characters kept per command (head + tail);
@@ -158,24 +158,10 @@ class HostSandbox:
     def _inside(self, path: Path) -> bool:
         return path == self.root or path.is_relative_to(self.root)
 
-    async def exec(
-        self,
-        command: str,
-        *,
-        timeout: float,
-        on_output: Callable[[str], None] | None = None,
-    ) -> ExecResult:
-        """Run ``command`` in the current directory; one command at a time."""
-        async with self._lock:
-            return await self._exec(command, timeout, on_output)
-
     async def _exec(
         self, command: str, timeout: float, on_output: Callable[[str], None] | None
     ) -> ExecResult:
-        notes: list[str] = []
-        if not self.cwd.is_dir():
-            notes.append(f"[the directory {self.cwd} is gone; commands now start in {self.root}]")
-            self.cwd = self.root
+        notes = self._cwd_notes()
         fd, cwd_file = tempfile.mkstemp(prefix="clover-cwd-")
         os.close(fd)
         script = f"trap 'pwd -P > {shlex.quote(cwd_file)} 2>/dev/null' EXIT; {command}"
