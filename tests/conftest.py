@@ -5,6 +5,9 @@ from pathlib import Path
 
 import pytest
 
+# The sandbox fixtures (docker_engine, sandbox_image, bwrap_works, space, sandbox).
+pytest_plugins = ["tests.integration.sandbox_fixtures"]
+
 
 @pytest.fixture(autouse=True)
 def isolated_user_dirs(

@@ -48,6 +48,8 @@ class LanguageInfo:
     function: str = "language"
     inherits: tuple[str, ...] = ()
     """Modules whose ``queries/tags.scm`` is used before this language's own."""
+    queries: str = ""
+    """Whose ``queries/<name>-tags.scm`` of ours to use (default: this language's)."""
 
 
 def _info(name: str, title: str, **kwargs: Any) -> LanguageInfo:
@@ -71,6 +73,7 @@ _LANGUAGES = {
             module="tree_sitter_typescript",
             function="language_tsx",
             inherits=("tree_sitter_javascript",),
+            queries="typescript",
         ),
         _info("go", "Go"),
         _info("rust", "Rust"),
@@ -171,7 +174,7 @@ def load_grammar(name: str) -> Grammar:
             f"no tree-sitter grammar is installed for {info.title}; `pip install {wheel}` adds one"
         )
     parts = [_wheel_tags(m) for m in (*info.inherits, info.module)]
-    parts.append(_own_tags(name))
+    parts.append(_own_tags(info.queries or name))
     source = "\n".join(part for part in parts if part)
     if not source.strip():
         raise GrammarUnavailable(f"the {wheel} grammar ships no tag query and clover-code has none")

@@ -1,7 +1,7 @@
 """Fixtures for the sandbox tests: a real Docker engine and image, real bubblewrap.
 
-Import the fixtures you use into a test module (``from
-tests.integration.sandbox_fixtures import sandbox, ...``). When Docker, the
+The root ``tests/conftest.py`` loads this module as a plugin, so every test
+can ask for these fixtures by name. When Docker, the
 sandbox image or bubblewrap is missing the tests that need it skip, except
 under ``CI`` where they fail: CI must run them for real (``scripts/test``
 installs Docker, starts it and builds the image offline first).

@@ -28,22 +28,9 @@ import pytest
 from clover_code.errors import ToolError
 from clover_code.gitsafe import run_git
 from clover_code.tools.sandbox.base import Sandbox
-from tests.integration.sandbox_fixtures import (
-    KINDS,
-    Space,
-    assert_alive,
-    bwrap_works,
-    docker_engine,
-    open_sandbox,
-    sandbox,
-    sandbox_image,
-    space,
-)
+from tests.integration.sandbox_fixtures import KINDS, Space, assert_alive, open_sandbox
 
 pytestmark = pytest.mark.integration
-
-# Fixtures used by name only.
-__all__ = ["bwrap_works", "docker_engine", "sandbox", "sandbox_image", "space"]
 
 
 # -- the filesystem ----------------------------------------------------------------

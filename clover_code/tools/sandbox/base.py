@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -79,6 +80,29 @@ class SerialSandbox(ABC):
             return []
         gone, self.cwd = self.cwd, self.root
         return [f"[the directory {gone} is gone; commands now start in {self.root}]"]
+
+    def _adopt_cwd(self, reported: str) -> list[str]:
+        """Adopt the directory a command ended in (``pwd -P`` output), if it is inside
+        the workspace; otherwise reset to the root and say so."""
+        if not reported:
+            return []  # the shell was replaced (exec) or killed before it could report
+        new = Path(os.path.realpath(reported))
+        if (new == self.root or new.is_relative_to(self.root)) and new.is_dir():
+            self.cwd = new
+            return []
+        self.cwd = self.root
+        return [
+            f"[the command ended in {reported}, outside the workspace; "
+            f"the next command starts in {self.root}]"
+        ]
+
+    def _adopt_cwd_file(self, cwd_file: str | Path) -> list[str]:
+        """``_adopt_cwd`` with the directory read from the file the command's trap wrote."""
+        try:
+            reported = Path(cwd_file).read_text(encoding="utf-8", errors="replace").strip()
+        except OSError:
+            return []
+        return self._adopt_cwd(reported)
 
     @abstractmethod
     async def _exec(

@@ -158,7 +158,7 @@ class BwrapSandbox(SerialSandbox):
         try:
             argv = self._argv(self._script(command, cwd_file), cwd_file)
             code, timed_out = await self._run(argv, sink, timeout)
-            notes.extend(self._update_cwd(cwd_file))
+            notes.extend(self._adopt_cwd_file(cwd_file))
         finally:
             cwd_file.unlink(missing_ok=True)
         sink.feed(b"", final=True)
@@ -219,24 +219,6 @@ class BwrapSandbox(SerialSandbox):
             transport.close()
         code = proc.returncode if proc.returncode is not None else -signal.SIGKILL
         return (code if code >= 0 else 128 - code), timed_out
-
-    def _update_cwd(self, cwd_file: Path) -> list[str]:
-        """Adopt the directory the command ended in, if it is inside the workspace."""
-        try:
-            reported = cwd_file.read_text(encoding="utf-8", errors="replace").strip()
-        except OSError:
-            return []
-        if not reported:
-            return []
-        new = Path(os.path.realpath(reported))
-        if (new == self.root or new.is_relative_to(self.root)) and new.is_dir():
-            self.cwd = new
-            return []
-        self.cwd = self.root
-        return [
-            f"[the command ended in {reported}, outside the workspace; "
-            f"the next command starts in {self.root}]"
-        ]
 
     async def close(self) -> None:
         """Nothing to stop: no process outlives a command."""

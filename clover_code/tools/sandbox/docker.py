@@ -262,7 +262,7 @@ class DockerSandbox(SerialSandbox):
             timed_out = bool(info.get("timed_out"))
             killed = timed_out or bool(info.get("killed"))
             exit_code = None if killed else int(info["code"])
-            notes.extend(self._update_cwd(str(info.get("cwd") or "")))
+            notes.extend(self._adopt_cwd(str(info.get("cwd") or "")))
             if info.get("held"):
                 notes.append(
                     f"[stopped {info['held']} background process(es) that kept the output open; "
@@ -300,17 +300,3 @@ class DockerSandbox(SerialSandbox):
             threading.Thread(
                 target=remove_container, args=(client, container_id), daemon=True
             ).start()
-
-    def _update_cwd(self, reported: str) -> list[str]:
-        """Adopt the directory the command ended in, if it is inside the workspace."""
-        if not reported:
-            return []
-        new = Path(os.path.realpath(reported))
-        if (new == self.root or new.is_relative_to(self.root)) and new.is_dir():
-            self.cwd = new
-            return []
-        self.cwd = self.root
-        return [
-            f"[the command ended in {reported}, outside the workspace; "
-            f"the next command starts in {self.root}]"
-        ]

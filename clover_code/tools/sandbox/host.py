@@ -155,9 +155,6 @@ class HostSandbox(SerialSandbox):
         self._groups: set[int] = set()
         """Process groups started here that may still have members."""
 
-    def _inside(self, path: Path) -> bool:
-        return path == self.root or path.is_relative_to(self.root)
-
     async def _exec(
         self, command: str, timeout: float, on_output: Callable[[str], None] | None
     ) -> ExecResult:
@@ -185,7 +182,7 @@ class HostSandbox(SerialSandbox):
                     "[a background process still holds the output open; "
                     "what it prints from now on is not shown]"
                 )
-            notes.extend(self._update_cwd(cwd_file))
+            notes.extend(self._adopt_cwd_file(cwd_file))
         finally:
             if read_fd >= 0:
                 with contextlib.suppress(OSError):
@@ -287,24 +284,6 @@ class HostSandbox(SerialSandbox):
             if not _group_alive(pgid):
                 return
         _signal_group(pgid, signal.SIGKILL)
-
-    def _update_cwd(self, cwd_file: str) -> list[str]:
-        """Adopt the directory the command ended in, if it is inside the workspace."""
-        try:
-            reported = Path(cwd_file).read_text(encoding="utf-8", errors="replace").strip()
-        except OSError:
-            return []
-        if not reported:
-            return []  # the shell was replaced (exec) or killed before the trap ran
-        new = Path(os.path.realpath(reported))
-        if self._inside(new) and new.is_dir():
-            self.cwd = new
-            return []
-        self.cwd = self.root
-        return [
-            f"[the command ended in {reported}, outside the workspace; "
-            f"the next command starts in {self.root}]"
-        ]
 
     async def close(self) -> None:
         """Stop every process group started here that is still running."""
