@@ -41,6 +41,8 @@ class ChatRequest:
     max_tokens: int | None = None
     temperature: float | None = None
     enable_thinking: bool = True
+    stop: tuple[str, ...] = ()
+    """Stop strings: the response ends before the first of them (not included)."""
 
 
 @runtime_checkable

@@ -60,14 +60,17 @@ class BlockGrouper:
         self._pending_tokens = 0
         self._single_chunks = 0
 
-    def add(self, text: str, tokens: int, *, exact: bool) -> list[BlockCommitted]:
+    def add(
+        self, text: str, tokens: int, *, exact: bool, whole: bool = False
+    ) -> list[BlockCommitted]:
         """Add one chunk; return the blocks it completes (often none).
 
         ``exact`` says ``tokens`` came from the server's usage counts rather
         than from ``estimate_tokens``; only estimates need the token-stream
-        heuristic.
+        heuristic. ``whole`` says the server marked the chunk as one committed
+        block (its denoising drafts came before it), however short.
         """
-        if tokens >= 2 and (exact or self._single_chunks < _TOKEN_STREAM_AFTER):
+        if whole or (tokens >= 2 and (exact or self._single_chunks < _TOKEN_STREAM_AFTER)):
             committed = self.flush()
             committed.append(self._commit(text, tokens))
             return committed

@@ -28,6 +28,7 @@ from typing import Any, Literal
 from clover_code.engine.base import ToolSpec
 from clover_code.engine.blocks import BlockGrouper, estimate_tokens
 from clover_code.engine.events import (
+    BlockCommitted,
     BlockDraft,
     ContentDelta,
     EngineEvent,
@@ -104,6 +105,7 @@ class ChunkDecoder:
         self._calls_done = False
         self.server_finish: str | None = None
         """The ``finish_reason`` the server sent, once it has."""
+        self._draft_steps = 0  # drafts seen since the last committed block
         self.saw_tool_call = False
 
     # -- the hot path ---------------------------------------------------------
@@ -119,6 +121,7 @@ class ChunkDecoder:
             draft = chunk.get("clover_draft")
             if draft:
                 events.append(_draft_event(draft))
+                self._draft_steps += 1
             if "error" in chunk:
                 raise ServerStreamError(_stream_error_message(chunk["error"]))
             return events
@@ -146,7 +149,10 @@ class ChunkDecoder:
                     self._unassigned_tokens = 0
                 else:
                     tokens, exact = estimate_tokens(raw), False
-                events.extend(self.grouper.add(raw, tokens, exact=exact))
+                whole = self._draft_steps > 0
+                committed = self.grouper.add(raw, tokens, exact=exact, whole=whole)
+                if committed:
+                    self._commit(committed, events)
         finish = choice.get("finish_reason")
         if finish:
             self.server_finish = finish
@@ -165,6 +171,16 @@ class ChunkDecoder:
             "usage": completion.get("usage"),
         }
         return self.feed(chunk)
+
+    def _commit(self, committed: list[BlockCommitted], events: list[EngineEvent]) -> None:
+        """Add ``committed`` blocks; the drafts seen since the last one are its steps."""
+        if committed and self._draft_steps:
+            # A server that sends drafts sends every denoising step of a block
+            # before the chunk that commits it (steps of a block that carried
+            # no text fall to the next one, as its tokens do).
+            committed[-1].steps = self._draft_steps
+            self._draft_steps = 0
+        events.extend(committed)
 
     def _note_usage(self, usage: dict[str, Any]) -> None:
         self._usage = usage
@@ -291,7 +307,7 @@ class ChunkDecoder:
         """Events that close a response that ended normally (no ``Finished``)."""
         events: list[EngineEvent] = []
         self._end_output(events, interrupted=False)
-        events.extend(self.grouper.flush())
+        self._commit(self.grouper.flush(), events)
         usage = self._usage
         if usage is not None:
             prompt = usage.get("prompt_tokens")
@@ -304,7 +320,7 @@ class ChunkDecoder:
         """Events that close a response whose stream broke: keep what arrived."""
         events: list[EngineEvent] = []
         self._end_output(events, interrupted=True)
-        events.extend(self.grouper.flush())
+        self._commit(self.grouper.flush(), events)
         return events
 
     def finish_reason(self) -> FinishReason:

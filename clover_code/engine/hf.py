@@ -118,9 +118,8 @@ class HFBackend:
                 raise EngineUnavailable("the model was unloaded; restart clover-code")
             prompt = render_prompt(self.tokenizer, request)
             options = self._decode_options(request)
-            assembler = OutputAssembler(
-                self.tokenizer, request, len(prompt), self.options.stop_strings
-            )
+            stops = (*self.options.stop_strings, *request.stop)
+            assembler = OutputAssembler(self.tokenizer, request, len(prompt), stops)
             reason: Any = "stop"
 
             def stop_now() -> bool:

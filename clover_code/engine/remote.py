@@ -231,6 +231,8 @@ class OpenAIBackend:
             body["max_tokens"] = request.max_tokens
         if request.temperature is not None:
             body["temperature"] = request.temperature
+        if request.stop:
+            body["stop"] = list(request.stop)
         if self.drafts:
             body["clover"] = {"drafts": True}
         return body

@@ -161,23 +161,38 @@ class SGLangBackend:
                     f"the prompt is {len(prompt):,} tokens but the model's context window is "
                     f"{self.options.context_window:,}; compact or clear the conversation"
                 )
-            assembler = OutputAssembler(self.tokenizer, request, len(prompt))
+            # Stop strings are cut here as well as by SGLang: the same rule on
+            # every engine, whatever the server does inside a block.
+            assembler = OutputAssembler(self.tokenizer, request, len(prompt), request.stop)
             diff = OutputDiff()
             stops = stop_token_ids(self.tokenizer, None)
             reason: FinishReason = "stop"
-            params = {"max_new_tokens": request.max_tokens or self.options.max_tokens}
+            params: dict[str, Any] = {
+                "max_new_tokens": request.max_tokens or self.options.max_tokens
+            }
+            if request.stop:
+                params["stop"] = list(request.stop)
             chunks = self.engine.async_generate(
                 input_ids=prompt, sampling_params=params, stream=True
             )
             if inspect.isawaitable(chunks):  # ``async def`` returning the generator
                 chunks = await chunks
-            async for chunk in chunks:
-                fresh = [i for i in diff.new_ids(chunk) if i not in stops]
-                if fresh:
-                    output_begun = True
-                    for event in assembler.block(fresh, None):
-                        yield event
-                reason = _finish_reason(chunk) or reason
+            try:
+                async for chunk in chunks:
+                    fresh = [i for i in diff.new_ids(chunk) if i not in stops]
+                    if fresh:
+                        output_begun = True
+                        for event in assembler.block(fresh, None):
+                            yield event
+                    reason = _finish_reason(chunk) or reason
+                    if assembler.stopped:
+                        reason = "stop"
+                        break
+            finally:
+                # Closing the generator aborts the request inside SGLang.
+                close = getattr(chunks, "aclose", None)
+                if close is not None:
+                    await close()
             for event in assembler.finish(reason):
                 yield event
         except EngineError as exc:

@@ -97,7 +97,23 @@ def _chat_request(body: dict[str, Any]) -> ChatRequest:
         max_tokens=int(max_tokens) if max_tokens else None,
         temperature=body.get("temperature"),
         enable_thinking=bool(kwargs.get("enable_thinking", True)),
+        stop=_stop_strings(body.get("stop")),
     )
+
+
+def _stop_strings(value: Any) -> tuple[str, ...]:
+    """The request's ``stop``: a string or a list of up to 4 strings (as OpenAI's API)."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [value]
+    if (
+        not isinstance(value, list)
+        or len(value) > 4
+        or not all(isinstance(s, str) and s for s in value)
+    ):
+        raise ValueError("stop must be a non-empty string or a list of up to 4 non-empty strings")
+    return tuple(value)
 
 
 class _Block:

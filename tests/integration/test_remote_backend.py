@@ -122,6 +122,7 @@ async def test_request_body_carries_the_options(scripted_server: ScriptedServer)
         max_tokens=123,
         temperature=0.25,
         enable_thinking=False,
+        stop=("END",),
     )
     await collect(make_backend(scripted_server, api_key="sk-test"), request)
 
@@ -132,6 +133,7 @@ async def test_request_body_carries_the_options(scripted_server: ScriptedServer)
     assert body["stream_options"]["include_usage"] is True
     assert body["max_tokens"] == 123
     assert body["temperature"] == 0.25
+    assert body["stop"] == ["END"]
     assert body["chat_template_kwargs"] == {"enable_thinking": False}
     assert body["tools"] == [READ_FILE.openai()]
     assert body["messages"] == request.messages

@@ -161,3 +161,46 @@ async def test_a_client_can_ask_for_drafts_per_request(served: str) -> None:
     ):
         text = (await response.aread()).decode()
     assert '"clover_draft"' in text and text.rstrip().endswith("data: [DONE]")
+
+
+@pytest.mark.parametrize("served", [True], indirect=True)
+async def test_drafts_give_each_remote_block_its_denoising_steps(served: str) -> None:
+    remote = OpenAIBackend(served, block_size=8, max_retries=0)
+    try:
+        request = ChatRequest([{"role": "user", "content": "list src"}], [LS])
+        events: list[Any] = [e async for e in remote.stream(request)]
+    finally:
+        await remote.aclose()
+    drafts = [e for e in events if isinstance(e, BlockDraft)]
+    blocks = [e for e in events if isinstance(e, BlockCommitted)]
+    assert all(b.steps for b in blocks), blocks
+    # The last block here holds only the tool call's closing tags: no text
+    # reaches the client for it, so its one step has no block to land on.
+    assert sum(b.steps or 0 for b in blocks) == len(drafts) - 1
+
+
+async def test_request_stop_strings_end_the_answer_through_serve(served: str) -> None:
+    remote = OpenAIBackend(served, block_size=8, max_retries=0)
+    try:
+        request = ChatRequest([{"role": "user", "content": "list src"}], [LS], stop=("now.",))
+        events: list[Any] = [e async for e in remote.stream(request)]
+    finally:
+        await remote.aclose()
+    content = "".join(e.text for e in events if isinstance(e, ContentDelta))
+    assert content.strip() == "Listing"
+    assert not [e for e in events if isinstance(e, ToolCallEnd)]
+    assert events[-1] == Finished("stop")
+
+
+async def test_stop_as_one_string_and_bad_stop_values(served: str) -> None:
+    base = {"messages": [{"role": "user", "content": "list src"}], "tools": [LS.openai()]}
+    async with httpx.AsyncClient(timeout=120) as client:
+        url = f"{served}/chat/completions"
+        reply = (await client.post(url, json={**base, "stop": "look"})).json()
+        assert reply["choices"][0]["message"]["reasoning_content"].strip() == "let me"
+        assert reply["choices"][0]["finish_reason"] == "stop"
+        for bad in (7, ["a", 3], ["a", "b", "c", "d", "e"], ""):
+            response = await client.post(url, json={**base, "stop": bad})
+            assert response.status_code == 400
+            message = response.json()["error"]["message"]
+            assert message.startswith("invalid request: stop must be"), message

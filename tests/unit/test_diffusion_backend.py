@@ -15,6 +15,7 @@ from clover_code.engine.base import ChatRequest, ToolSpec
 from clover_code.engine.events import (
     BlockCommitted,
     BlockDraft,
+    ContentDelta,
     Failed,
     Finished,
     ToolCallEnd,
@@ -190,3 +191,35 @@ async def test_remote_code_diffusion_generate_with_a_step_hook_is_used(checkpoin
     drafts = [e for e in events if isinstance(e, BlockDraft)]
     assert drafts and any(any(d.masked) for d in drafts)
     assert events[-1] == Finished("stop")
+
+
+def _assembled(checkpoint: Path, pieces: list[str], stops: tuple[str, ...]) -> tuple[str, bool]:
+    """Feed ``pieces`` as committed blocks; return the text let out and whether it stopped."""
+    from clover_code.engine.diffusion.chat import OutputAssembler
+
+    tok = HFBackend(str(checkpoint), HFOptions(block_size=8)).tokenizer
+    request = ChatRequest([{"role": "user", "content": "hi"}], enable_thinking=False)
+    assembler = OutputAssembler(tok, request, 0, stops)
+    events: list[Any] = []
+    for piece in pieces:
+        events += assembler.block(tok(piece, add_special_tokens=False)["input_ids"], 1)
+        if assembler.stopped:
+            break
+    events += assembler.finish("stop")
+    return "".join(e.text for e in events if isinstance(e, ContentDelta)), assembler.stopped
+
+
+def test_a_stop_string_split_across_blocks_never_leaks_its_start(checkpoint: Path) -> None:
+    assert _assembled(checkpoint, ["hello ST", "OP and more"], ("STOP",)) == ("hello", True)
+    assert _assembled(checkpoint, ["a S", "T", "OP"], ("STOP",)) == ("a", True)
+
+
+def test_text_held_back_for_a_stop_string_comes_out_when_it_is_not_one(
+    checkpoint: Path,
+) -> None:
+    assert _assembled(checkpoint, ["the ST", "ARS shine"], ("STOP",)) == (
+        "the STARS shine",
+        False,
+    )
+    # Held back at the very end of the response: released by finish.
+    assert _assembled(checkpoint, ["ends with ST"], ("STOP",)) == ("ends with ST", False)

@@ -12,7 +12,14 @@ import pytest
 import yaml
 
 from clover_code.engine.base import ChatRequest, ToolSpec
-from clover_code.engine.events import BlockCommitted, Failed, Finished, ToolCallEnd, Usage
+from clover_code.engine.events import (
+    BlockCommitted,
+    ContentDelta,
+    Failed,
+    Finished,
+    ToolCallEnd,
+    Usage,
+)
 from clover_code.engine.sglang_backend import (
     OutputDiff,
     SGLangBackend,
@@ -34,16 +41,22 @@ class FakeEngine:
         self.config_text = Path(kwargs["dllm_algorithm_config"]).read_text()
         self.calls: list[dict[str, Any]] = []
         self.shut = False
+        self.sent = 0
+        self.closed = False
         FakeEngine.instances.append(self)
 
     async def async_generate(self, **kwargs: Any) -> AsyncIterator[dict[str, Any]]:
         self.calls.append(kwargs)
 
         async def chunks() -> AsyncIterator[dict[str, Any]]:
-            for i, ids in enumerate(self.script):
-                last = i == len(self.script) - 1
-                finish = {"type": "stop"} if last else None
-                yield {"output_ids": ids, "meta_info": {"finish_reason": finish}}
+            try:
+                for i, ids in enumerate(self.script):
+                    last = i == len(self.script) - 1
+                    finish = {"type": "stop"} if last else None
+                    self.sent += 1
+                    yield {"output_ids": ids, "meta_info": {"finish_reason": finish}}
+            finally:
+                self.closed = True
 
         return chunks()
 
@@ -121,6 +134,24 @@ async def test_stream_blocks_parse_and_shutdown(
     ] == tok.convert_tokens_to_ids("<|im_start|>")
     await backend.aclose()
     assert engine.shut
+
+
+async def test_stop_strings_go_to_sglang_and_end_the_stream_here_too(
+    fake_sglang: type[FakeEngine], checkpoint: Path
+) -> None:
+    backend = SGLangBackend(str(checkpoint), cuda_available=lambda: True)
+    tok = backend.tokenizer
+    ids = tok("hmm</think>\n\nhello STOP and more", add_special_tokens=False)["input_ids"]
+    cut = ids.index(tok("hello", add_special_tokens=False)["input_ids"][-1]) + 2
+    fake_sglang.script = [ids[:cut], ids, ids + ids]
+    request = ChatRequest([{"role": "user", "content": "x"}], stop=("STOP",))
+    events = [e async for e in backend.stream(request)]
+    content = "".join(e.text for e in events if isinstance(e, ContentDelta))
+    assert content == "hello" and events[-1] == Finished("stop")
+    engine = fake_sglang.instances[0]
+    assert engine.calls[0]["sampling_params"]["stop"] == ["STOP"]
+    assert engine.sent == 2 and engine.closed  # the request was given up at once
+    await backend.aclose()
 
 
 def test_without_sglang_one_clear_sentence(monkeypatch: pytest.MonkeyPatch) -> None:

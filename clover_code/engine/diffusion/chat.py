@@ -4,7 +4,8 @@
 template (tools rendered by the template, ``enable_thinking`` passed to it).
 ``OutputAssembler`` turns committed token ids into engine events: it decodes
 incrementally (a multi-byte character split across blocks is held back until
-whole), cuts at stop strings, parses reasoning and tool calls with
+whole), cuts at stop strings (text that may begin one is held back until the
+next block tells), parses reasoning and tool calls with
 ``Qwen3StreamParser`` and reports ``BlockCommitted`` after each block's
 parsed deltas, as the remote backend does.
 """
@@ -90,7 +91,8 @@ class OutputAssembler:
         self.stop_strings = [s for s in stop_strings if s]
         self.ids: list[int] = []
         self._read = 0  # ids[:_read] are fully emitted as text
-        self._text_tail = ""  # emitted text kept to find stop strings across blocks
+        self._held = ""  # text not yet emitted because it may begin a stop string
+        self._longest = max((len(s) for s in self.stop_strings), default=0)
         self.blocks = 0
         self.stopped = False
         """A stop string was found; the response is over."""
@@ -109,7 +111,7 @@ class OutputAssembler:
         """Events that end a response: held-back text, parser tail, usage, ``Finished``."""
         events: list[EngineEvent] = []
         if not self.stopped:
-            text = self._cut_at_stop(self._new_text(final=True))
+            text = self._cut_at_stop(self._new_text(final=True), final=True)
             if text:
                 events.extend(self.parser.feed(text))
         events.extend(self.parser.finish())
@@ -128,16 +130,21 @@ class OutputAssembler:
         self._read = len(self.ids)
         return str(full[len(before) :]) if full.startswith(before) else str(full)
 
-    def _cut_at_stop(self, text: str) -> str:
-        if not self.stop_strings or self.stopped or not text:
-            return "" if self.stopped else text
-        window = self._text_tail + text
-        hits = [window.find(s) for s in self.stop_strings]
-        found = [h for h in hits if h >= 0]
+    def _cut_at_stop(self, text: str, *, final: bool = False) -> str:
+        """``text`` up to the first stop string; a tail that could begin one is held back."""
+        if self.stopped:
+            return ""
+        if not self.stop_strings:
+            return text
+        text, self._held = self._held + text, ""
+        found = [hit for hit in (text.find(s) for s in self.stop_strings) if hit >= 0]
         if found:
             self.stopped = True
-            cut = min(found) - len(self._text_tail)
-            return text[: max(0, cut)]
-        longest = max(len(s) for s in self.stop_strings)
-        self._text_tail = window[-longest:]
+            return text[: min(found)]
+        if not final:
+            for size in range(min(len(text), self._longest - 1), 0, -1):
+                tail = text[-size:]
+                if any(s.startswith(tail) for s in self.stop_strings):
+                    self._held, text = tail, text[:-size]
+                    break
         return text
