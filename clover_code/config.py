@@ -149,8 +149,17 @@ class Settings(BaseSettings):
     device: str = "auto"
     """Torch device for the hf engine (cuda, cuda:1, cpu); auto picks cuda when present."""
 
-    repetition_penalty: float = Field(1.05, ge=1.0)
-    """Local engines: penalty on tokens already generated in the response (1.0 turns it off)."""
+    repetition_penalty: float | None = Field(None, ge=1.0)
+    """Local engines: penalty on tokens already in the response (1.0 off; unset: the
+    checkpoint's generation_config.json value, else 1.05)."""
+
+    presence_penalty: float | None = Field(None, ge=0.0)
+    """Local engines: subtracted from the logit of tokens already in the response (0 off;
+    unset: the checkpoint's generation_config.json value, else 0)."""
+
+    frequency_penalty: float | None = Field(None, ge=0.0)
+    """Local engines: subtracted per earlier occurrence in the response (0 off; unset: the
+    checkpoint's generation_config.json value, else 0)."""
 
     end_bias_after: int = Field(16_384, ge=0)
     """Local engines: response length after which the end-of-response bias grows."""

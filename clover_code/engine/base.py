@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from clover_code.engine.events import EngineEvent
+
+CONTROL_KEYS = ("repetition_penalty", "presence_penalty", "frequency_penalty")
+"""Decoding controls a request (or a checkpoint's generation_config.json) may set."""
+
+
+def control_value(key: str, value: object) -> float | None:
+    """``value`` as a float when it is a valid setting of control ``key``, else None."""
+    low = 1.0 if key == "repetition_penalty" else 0.0
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) and value >= low else None
+
 
 Message = dict[str, Any]
 """One chat message in OpenAI form: role, content, tool_calls, tool_call_id, reasoning_content."""
@@ -43,6 +56,9 @@ class ChatRequest:
     enable_thinking: bool = True
     stop: tuple[str, ...] = ()
     """Stop strings: the response ends before the first of them (not included)."""
+    controls: dict[str, float] = field(default_factory=dict)
+    """Decoding controls for this request only (local engines): ``repetition_penalty``,
+    ``presence_penalty``, ``frequency_penalty``."""
 
 
 @runtime_checkable

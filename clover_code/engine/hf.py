@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 from collections.abc import AsyncGenerator, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,9 @@ class HFOptions:
     max_tokens: int = 8192
     context_window: int = 131_072
     controls: Any = None
-    """A ``diffusion.Controls``; None means the defaults."""
+    """A ``diffusion.Controls`` used as is; None: ours, then the checkpoint's, then
+    ``control_overrides`` (see ``Controls.for_checkpoint``)."""
+    control_overrides: dict[str, float | int] = field(default_factory=dict)
     confidences: bool = False
     drafts: bool = True
     trust_remote_code: bool = True
@@ -70,6 +72,7 @@ class HFBackend:
                 "diffusion checkpoint such as Clover"
             )
         self.mask_id = mask_id
+        self.controls = self.options.controls or _controls(self.path, self.options)
         self._lock = asyncio.Lock()
         self._pieces: dict[int, str] = {}
         self.last_stats: Any = None
@@ -153,7 +156,7 @@ class HFBackend:
         return produce
 
     def _decode_options(self, request: ChatRequest) -> Any:
-        from clover_code.engine.diffusion import Controls, DecodeOptions
+        from clover_code.engine.diffusion import DecodeOptions
         from clover_code.engine.diffusion.chat import stop_token_ids, token_id
 
         opts = self.options
@@ -165,7 +168,7 @@ class HFBackend:
             context_window=opts.context_window,
             stop_ids=stop_token_ids(self.tokenizer, self._model.config),
             end_id=token_id(self.tokenizer, "<|im_end|>"),
-            controls=opts.controls or Controls(),
+            controls=replace(self.controls, **request.controls),
             think_end_id=token_id(self.tokenizer, "</think>"),
             starts_in_reasoning=request.enable_thinking,
             confidences=opts.confidences,
@@ -211,6 +214,12 @@ def _load(path: Path, options: HFOptions) -> tuple[Any, Any]:
         raise _load_error(path, exc) from None
     model.eval()
     return model, tokenizer
+
+
+def _controls(path: Path, options: HFOptions) -> Any:
+    from clover_code.engine.diffusion.controls import Controls
+
+    return Controls.for_checkpoint(path, options.control_overrides)
 
 
 def _load_error(path: Path, exc: Exception) -> EngineError:

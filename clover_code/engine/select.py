@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+from dataclasses import fields
 from typing import TYPE_CHECKING
 
 from clover_code.config import Settings
@@ -80,10 +81,12 @@ def build_backend(settings: Settings) -> Backend:
 
 
 def hf_options(settings: Settings) -> HFOptions:
-    """The hf engine's options from the settings (the decoding controls included)."""
+    """The hf engine's options from the settings (explicit decoding controls included)."""
     from clover_code.engine.diffusion.controls import Controls
     from clover_code.engine.hf import HFOptions
 
+    names = [f.name for f in fields(Controls) if hasattr(settings, f.name)]
+    explicit = {n: getattr(settings, n) for n in names if getattr(settings, n) is not None}
     return HFOptions(
         block_size=settings.block_size,
         threshold=settings.threshold,
@@ -91,13 +94,7 @@ def hf_options(settings: Settings) -> HFOptions:
         device=settings.device,
         max_tokens=settings.max_tokens or 8192,
         context_window=settings.context_window,
-        controls=Controls(
-            repetition_penalty=settings.repetition_penalty,
-            end_bias_after=settings.end_bias_after,
-            end_bias_per_1k=settings.end_bias_per_1k,
-            think_bias_after=settings.think_bias_after,
-            think_bias_per_1k=settings.think_bias_per_1k,
-        ),
+        control_overrides=explicit,
     )
 
 

@@ -30,7 +30,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from clover_code.engine.base import Backend, ChatRequest, ToolSpec
+from clover_code.engine.base import (
+    CONTROL_KEYS,
+    Backend,
+    ChatRequest,
+    ToolSpec,
+    control_value,
+)
 from clover_code.engine.events import (
     BlockCommitted,
     BlockDraft,
@@ -98,7 +104,22 @@ def _chat_request(body: dict[str, Any]) -> ChatRequest:
         temperature=body.get("temperature"),
         enable_thinking=bool(kwargs.get("enable_thinking", True)),
         stop=_stop_strings(body.get("stop")),
+        controls=_controls(body),
     )
+
+
+def _controls(body: dict[str, Any]) -> dict[str, float]:
+    """The request's penalties (OpenAI's presence/frequency, and repetition_penalty)."""
+    controls: dict[str, float] = {}
+    for key in CONTROL_KEYS:
+        if body.get(key) is None:
+            continue
+        value = control_value(key, body[key])
+        if value is None:
+            low = "1" if key == "repetition_penalty" else "0"
+            raise ValueError(f"{key} must be a number of at least {low}")
+        controls[key] = value
+    return controls
 
 
 def _stop_strings(value: Any) -> tuple[str, ...]:

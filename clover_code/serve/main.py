@@ -38,6 +38,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--dtype", choices=["auto", "bfloat16", "float16", "float32"])
     parser.add_argument("--device")
     parser.add_argument("--max-tokens", type=int)
+    for name in ("repetition", "presence", "frequency"):
+        parser.add_argument(
+            f"--{name}-penalty",
+            type=float,
+            help="default for every request (unset: the checkpoint's generation_config.json)",
+        )
     parser.add_argument("--tp-size", type=int)
     parser.add_argument("--mem-fraction-static", type=float)
     parser.add_argument("--quantization")

@@ -204,3 +204,17 @@ async def test_stop_as_one_string_and_bad_stop_values(served: str) -> None:
             assert response.status_code == 400
             message = response.json()["error"]["message"]
             assert message.startswith("invalid request: stop must be"), message
+
+
+async def test_request_penalties_are_checked(served: str) -> None:
+    base = {"messages": [{"role": "user", "content": "x"}]}
+    async with httpx.AsyncClient(timeout=120) as client:
+        url = f"{served}/chat/completions"
+        ok = await client.post(url, json={**base, "presence_penalty": 0.5, "max_tokens": 8})
+        assert ok.status_code == 200
+        for key, bad, floor in (("presence_penalty", -1, "0"), ("repetition_penalty", 0.5, "1")):
+            response = await client.post(url, json={**base, key: bad})
+            assert response.status_code == 400
+            assert response.json()["error"]["message"] == (
+                f"invalid request: {key} must be a number of at least {floor}"
+            )

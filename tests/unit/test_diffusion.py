@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -188,13 +190,54 @@ def test_repetition_penalty_lowers_seen_tokens() -> None:
     logits = torch.tensor([[4.0, -4.0, 4.0]])
     out = controls.apply(
         logits,
-        penalty=controls.penalty(torch.tensor([True, True, False])),
+        penalty=controls.penalty(torch.tensor([1.0, 3.0, 0.0])),
         generated=0,
         thinking=0,
         stop_id=None,
         think_end_id=2,
     )
     assert out.tolist() == [[2.0, -8.0, 4.0]]
+
+
+def test_presence_and_frequency_penalties_count_the_response() -> None:
+    controls = Controls(
+        repetition_penalty=1.0,
+        presence_penalty=0.5,
+        frequency_penalty=0.25,
+        end_bias_per_1k=0,
+        think_bias_per_1k=0,
+    )
+    out = controls.apply(
+        torch.tensor([[4.0, -4.0, 4.0]]),
+        penalty=controls.penalty(torch.tensor([1.0, 3.0, 0.0])),
+        generated=4,
+        thinking=None,
+        stop_id=None,
+        think_end_id=None,
+    )
+    assert out.tolist() == [[4.0 - 0.5 - 0.25, -4.0 - 0.5 - 0.75, 4.0]]
+    assert Controls(repetition_penalty=1.0).penalty(torch.ones(3)) is None
+
+
+def test_checkpoint_generation_config_sets_the_defaults_and_the_user_wins(
+    tmp_path: Path,
+) -> None:
+    assert Controls.for_checkpoint(tmp_path, {}) == Controls()  # no generation_config.json
+    card = {
+        "repetition_penalty": 1.2,
+        "presence_penalty": 0.3,
+        "frequency_penalty": "high",  # not a number: ignored
+        "eos_token_id": 2,
+    }
+    (tmp_path / "generation_config.json").write_text(json.dumps(card))
+    controls = Controls.for_checkpoint(tmp_path, {"presence_penalty": 0.0})
+    assert controls.repetition_penalty == 1.2
+    assert controls.presence_penalty == 0.0
+    assert controls.frequency_penalty == Controls().frequency_penalty
+    (tmp_path / "generation_config.json").write_text('{"repetition_penalty": 0.5}')
+    assert Controls.for_checkpoint(tmp_path, {}).repetition_penalty == 1.05  # below 1: ignored
+    (tmp_path / "generation_config.json").write_text("{not json")
+    assert Controls.for_checkpoint(tmp_path, {}) == Controls()
 
 
 def test_prompt_over_the_context_window_is_one_clear_error(model: Any) -> None:

@@ -223,3 +223,27 @@ def test_text_held_back_for_a_stop_string_comes_out_when_it_is_not_one(
     )
     # Held back at the very end of the response: released by finish.
     assert _assembled(checkpoint, ["ends with ST"], ("STOP",)) == ("ends with ST", False)
+
+
+def test_decoding_controls_from_checkpoint_settings_and_request(
+    checkpoint: Path, tmp_path: Path
+) -> None:
+    import shutil
+
+    from clover_code.config import Settings
+    from clover_code.engine.select import hf_options
+
+    local = tmp_path / "ckpt"
+    shutil.copytree(checkpoint, local)
+    card = json.loads((local / "generation_config.json").read_text())
+    card["repetition_penalty"] = 1.3
+    (local / "generation_config.json").write_text(json.dumps(card))
+    plain = HFBackend(str(local), hf_options(Settings(block_size=8)))
+    assert plain.controls.repetition_penalty == 1.3  # the checkpoint's own default
+    settings = Settings(block_size=8, repetition_penalty=1.1, frequency_penalty=0.2)
+    backend = HFBackend(str(local), hf_options(settings))
+    assert (backend.controls.repetition_penalty, backend.controls.frequency_penalty) == (1.1, 0.2)
+    request = ChatRequest([{"role": "user", "content": "x"}], controls={"presence_penalty": 0.7})
+    decode = backend._decode_options(request)
+    assert decode.controls.presence_penalty == 0.7
+    assert decode.controls.repetition_penalty == 1.1  # the rest stays

@@ -1,27 +1,50 @@
-"""The model card's decoding controls: repetition penalty and gradual end biases.
+"""The model card's decoding controls: response-only penalties and gradual end biases.
 
 Applied to a block's logits before each denoising step:
 
-* repetition penalty (the usual CTRL/transformers form): the logit of every
-  token generated in earlier blocks of this response is divided by
-  ``penalty`` when positive and multiplied by it when negative (block level:
-  the positions of one block are decided together, in parallel);
+* repetition penalty (the CTRL/transformers form): the logit of every token
+  generated in earlier blocks of this response is divided by ``penalty``
+  when positive and multiplied by it when negative;
+* presence and frequency penalties (the OpenAI form): ``presence`` is
+  subtracted from the logit of every token already in the response, and
+  ``frequency`` times the number of times it appeared;
 * an end-of-response bias on the stop token that grows linearly once the
   response is longer than ``end_bias_after`` tokens, so very long answers
   are nudged to close instead of running to the token limit;
 * an end-of-thinking bias on ``</think>`` that grows the same way once the
   thinking phase is longer than ``think_bias_after`` tokens.
 
-A zero slope or a penalty of 1.0 turns a control off.
+The penalties count the response only, never the prompt, and work at block
+level: the positions of one block are decided together, in parallel, so a
+block sees the tokens of the blocks before it. A zero slope or penalty (1.0
+for the repetition penalty) turns a control off.
+
+Defaults: a checkpoint's ``generation_config.json`` may carry
+``repetition_penalty``, ``presence_penalty`` and ``frequency_penalty``; its
+values take the place of ours (``for_checkpoint``), and values the user set
+explicitly take the place of both.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any, NamedTuple
 
 import torch
 
-__all__ = ["Controls"]
+from clover_code.engine.base import CONTROL_KEYS, control_value
+
+__all__ = ["Controls", "Penalty"]
+
+
+class Penalty(NamedTuple):
+    """Per-token adjustments for one block: factors for positive/negative logits, a shift."""
+
+    positive: torch.Tensor | None
+    negative: torch.Tensor | None
+    shift: torch.Tensor | None
 
 
 @dataclass(slots=True, frozen=True)
@@ -29,6 +52,8 @@ class Controls:
     """Settings of the decoding controls (defaults on, as on the model card)."""
 
     repetition_penalty: float = 1.05
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
     end_bias_after: int = 16_384
     """Response length (tokens) after which the end-of-response bias starts to grow."""
     end_bias_per_1k: float = 1.0
@@ -38,23 +63,50 @@ class Controls:
     think_bias_per_1k: float = 1.0
     """Logit added to ``</think>`` per 1,000 thinking tokens past ``think_bias_after``."""
 
-    def penalty(self, seen: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
-        """Per-token factors for positive and negative logits, from a [V] mask of seen tokens.
+    @classmethod
+    def for_checkpoint(cls, path: Path, explicit: dict[str, float | int]) -> Controls:
+        """Our defaults, then the checkpoint's ``generation_config.json``, then ``explicit``."""
+        names = {f.name for f in fields(cls)}
+        unknown = set(explicit) - names
+        if unknown:
+            raise ValueError(f"unknown decoding control(s): {', '.join(sorted(unknown))}")
+        values: dict[str, Any] = {}
+        try:
+            card = json.loads((path / "generation_config.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            card = {}
+        if isinstance(card, dict):
+            for key in CONTROL_KEYS:
+                value = control_value(key, card.get(key))
+                if value is not None:
+                    values[key] = value
+        values.update(explicit)
+        return replace(cls(), **values)
 
-        Computed once per block; ``apply`` then costs three tensor ops a step.
+    def penalty(self, counts: torch.Tensor) -> Penalty | None:
+        """The block's adjustments from a [V] float tensor of response token counts.
+
+        Computed once per block; ``apply`` then costs a few tensor ops a step.
         """
-        if self.repetition_penalty == 1.0:
+        factors = self.repetition_penalty != 1.0
+        shifts = self.presence_penalty != 0.0 or self.frequency_penalty != 0.0
+        if not (factors or shifts):
             return None
-        one = torch.ones((), dtype=torch.float32, device=seen.device)
-        positive = torch.where(seen, one / self.repetition_penalty, one)
-        negative = torch.where(seen, one * self.repetition_penalty, one)
-        return positive, negative
+        seen = counts > 0
+        positive = negative = shift = None
+        if factors:
+            one = torch.ones((), dtype=torch.float32, device=counts.device)
+            positive = torch.where(seen, one / self.repetition_penalty, one)
+            negative = torch.where(seen, one * self.repetition_penalty, one)
+        if shifts:
+            shift = -(self.presence_penalty * seen.float() + self.frequency_penalty * counts)
+        return Penalty(positive, negative, shift)
 
     def apply(
         self,
         logits: torch.Tensor,
         *,
-        penalty: tuple[torch.Tensor, torch.Tensor] | None,
+        penalty: Penalty | None,
         generated: int,
         thinking: int | None,
         stop_id: int | None,
@@ -62,7 +114,10 @@ class Controls:
     ) -> torch.Tensor:
         """Return float ``logits`` [n, V] adjusted (``penalty`` from ``penalty()``)."""
         if penalty is not None:
-            logits = logits * torch.where(logits > 0, penalty[0], penalty[1])
+            if penalty.positive is not None and penalty.negative is not None:
+                logits = logits * torch.where(logits > 0, penalty.positive, penalty.negative)
+            if penalty.shift is not None:
+                logits = logits + penalty.shift
         end = _ramp(generated, self.end_bias_after, self.end_bias_per_1k)
         if end and stop_id is not None:
             logits[:, stop_id] += end

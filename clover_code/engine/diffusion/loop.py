@@ -122,12 +122,12 @@ class BlockDiffusion:
             self.stats.prefill_forwards += 1
         head = prompt[aligned:]
         generated: list[int] = []
-        # Tokens already in the response, as a vocabulary mask (repetition penalty).
-        seen = torch.zeros(self.forward.vocab_size, dtype=torch.bool, device=self._device)
+        # How often each token appears in the response so far (the penalties).
+        counts = torch.zeros(self.forward.vocab_size, dtype=torch.float32, device=self._device)
         thinking = 0 if opts.starts_in_reasoning else None
         index = 0
         while len(generated) < budget:
-            block = self._block(cache, head, index, len(generated), seen, thinking, cancelled)
+            block = self._block(cache, head, index, len(generated), counts, thinking, cancelled)
             result: Block | None = None
             for item in block:
                 if isinstance(item, Block):
@@ -144,7 +144,8 @@ class BlockDiffusion:
                 result.finish = "length"
             generated.extend(result.ids)
             if result.ids:
-                seen[self._tensor(result.ids)] = True
+                new = self._tensor(result.ids)
+                counts.index_add_(0, new, torch.ones(len(result.ids), device=self._device))
             self.stats.tokens += len(result.ids)
             if thinking is not None:
                 if opts.think_end_id is not None and opts.think_end_id in result.ids:
@@ -169,7 +170,7 @@ class BlockDiffusion:
         head: list[int],
         index: int,
         generated: int,
-        seen: torch.Tensor,
+        counts: torch.Tensor,
         thinking: int | None,
         cancelled: Callable[[], bool],
     ) -> Iterator[Step | Block]:
@@ -182,7 +183,7 @@ class BlockDiffusion:
             else self._checkpoint.retake(cache)
         )
         mask_id = opts.mask_id
-        penalty = opts.controls.penalty(seen) if generated else None
+        penalty = opts.controls.penalty(counts) if generated else None
         gen = ids.tolist()[fixed:]
         step = 0
         # The small per-step bookkeeping runs on a Python list of the block
