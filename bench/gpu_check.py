@@ -112,7 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     model = build_model(config, args.device, dtype)
     params = sum(p.numel() for p in model.parameters())
-    print(f"built {params / 1e9:.2f}B parameters in {time.perf_counter() - start:.0f} s")
+    size = f"{params / 1e9:.2f}B" if params >= 1e9 else f"{params / 1e6:.1f}M"
+    print(f"built {size} parameters in {time.perf_counter() - start:.0f} s")
     forward = HFForward(model)
     mask = int(config.mask_token_id)
     prompt = torch.randint(0, config.vocab_size - 2, (1, args.prefix))
