@@ -195,6 +195,12 @@ def _load(path: Path, options: HFOptions) -> tuple[Any, Any]:
             f"the hf engine needs torch and transformers ({exc.name} is missing); "
             "install them with: pip install 'clover-code[local]'"
         ) from None
+    # The terminal belongs to the app: no progress bars or library warnings on
+    # stderr (the kernel fallback notes are in the README).
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
     device = options.device
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"

@@ -1,0 +1,53 @@
+"""The app on the local block-diffusion engine (tiny stand-in): drafts live, GPU trouble survived."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from clover_code.config import Settings
+from clover_code.engine.hf import HFBackend, HFOptions
+from clover_code.ui.widgets.notice_line import NoticeLine
+from tests.tiny_model import build_tiny_checkpoint, script_text
+from tests.ui.fakes_ui import scripted_app
+from tests.ui.test_flows import answers, type_and_send, until
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tiny_checkpoint(tmp_path_factory.mktemp("tiny") / "ckpt")
+
+
+async def test_out_of_memory_is_one_sentence_and_the_next_prompt_decodes(
+    checkpoint: Path, repo: Path, settings: Settings
+) -> None:
+    backend = HFBackend(str(checkpoint), HFOptions(block_size=8))
+    script_text(backend, "ok</think>\n\nAll good: the engine answered.")
+    scripted = backend._model.forward
+    failures = [torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB")]
+
+    @functools.wraps(scripted)
+    def forward(*args: Any, **kwargs: Any) -> Any:
+        if failures:
+            raise failures.pop()
+        return scripted(*args, **kwargs)
+
+    backend._model.forward = forward
+    app = scripted_app(backend, repo, settings)  # type: ignore[arg-type]
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot, lambda: app.started is not None)
+        await type_and_send(pilot, "hello")
+        await until(pilot, lambda: not app.turn_running, timeout=60)
+        notes = [str(n.text) for n in app.query(NoticeLine)]
+        oom = [n for n in notes if "ran out of memory" in n]
+        assert len(oom) == 1 and "Traceback" not in oom[0], notes
+        await type_and_send(pilot, "again")
+        await until(pilot, lambda: "engine answered" in answers(app), timeout=60)
+        await until(pilot, lambda: not app.turn_running, timeout=60)
+        assert app.transcript.denoise.drafts_seen > 0  # the denoising was shown live
+        assert app.is_running
+    await backend.aclose()
