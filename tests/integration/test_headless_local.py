@@ -71,4 +71,3 @@ async def test_a_path_that_is_not_a_checkpoint_is_one_sentence(
     assert code == 3 and out == ""
     assert err.strip().startswith("clover-code: ") and len(err.strip().splitlines()) == 1
     assert "is not a Hugging Face checkpoint" in err
-

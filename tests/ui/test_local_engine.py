@@ -1,4 +1,4 @@
-"""The app on the local block-diffusion engine (tiny stand-in): drafts live, GPU trouble survived."""
+"""The app on the local block-diffusion engine (tiny stand-in): drafts live, OOM survived."""
 
 from __future__ import annotations
 
