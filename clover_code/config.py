@@ -203,6 +203,9 @@ class Settings(BaseSettings):
     show_denoising: bool = True
     """Draw the block being denoised live in the app (needs a backend that sends drafts)."""
 
+    draft_confidences: bool = True
+    """hf engine: send each filled token's confidence with the drafts (tints the live view)."""
+
     sandbox: SandboxKind = "auto"
     """Where shell commands run: auto, docker, bwrap, or none (the host, only when chosen)."""
 

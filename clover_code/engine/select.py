@@ -95,6 +95,7 @@ def hf_options(settings: Settings) -> HFOptions:
         max_tokens=settings.max_tokens or 8192,
         context_window=settings.context_window,
         control_overrides=explicit,
+        confidences=settings.draft_confidences,
     )
 
 

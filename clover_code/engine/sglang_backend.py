@@ -54,6 +54,9 @@ def engine_kwargs(model_path: str, options: SGLangOptions, config_path: Path) ->
         "tp_size": options.tp_size,
         "context_length": options.context_window,
         "log_level": "error",
+        # Whole output so far in every chunk (SGLang's default, stated so that
+        # OutputDiff never has to guess).
+        "incremental_streaming_output": False,
     }
     if options.mem_fraction_static is not None:
         kwargs["mem_fraction_static"] = options.mem_fraction_static
@@ -70,9 +73,11 @@ class OutputDiff:
 
     def new_ids(self, chunk: dict[str, Any]) -> list[int]:
         """The ids this chunk adds (empty for a chunk that adds none)."""
+        # A copy: SGLang hands over its live list by reference.
         output = list(chunk.get("output_ids") or [])
         seen = len(self.ids)
-        # Cumulative as SGLang streams them; anything else is taken as incremental.
+        # Cumulative, as the engine is started; a chunk that does not extend
+        # what came before is taken as incremental (an engine started elsewhere).
         cumulative = len(output) >= seen and output[:seen] == self.ids
         fresh = output[seen:] if cumulative else output
         self.ids.extend(fresh)

@@ -240,6 +240,8 @@ def test_decoding_controls_from_checkpoint_settings_and_request(
     (local / "generation_config.json").write_text(json.dumps(card))
     plain = HFBackend(str(local), hf_options(Settings(block_size=8)))
     assert plain.controls.repetition_penalty == 1.3  # the checkpoint's own default
+    assert plain.options.confidences  # drafts carry confidences unless turned off
+    assert not hf_options(Settings(draft_confidences=False)).confidences
     settings = Settings(block_size=8, repetition_penalty=1.1, frequency_penalty=0.2)
     backend = HFBackend(str(local), hf_options(settings))
     assert (backend.controls.repetition_penalty, backend.controls.frequency_penalty) == (1.1, 0.2)

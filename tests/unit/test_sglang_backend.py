@@ -93,6 +93,7 @@ def test_engine_arguments(fake_sglang: type[FakeEngine], checkpoint: Path) -> No
     assert engine.kwargs["tp_size"] == 2
     assert engine.kwargs["mem_fraction_static"] == 0.8
     assert engine.kwargs["quantization"] == "fp8"
+    assert engine.kwargs["incremental_streaming_output"] is False
     assert yaml.safe_load(engine.config_text) == {"threshold": 0.95, "block_size": 32}
 
 
