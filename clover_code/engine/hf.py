@@ -199,8 +199,9 @@ def _load(path: Path, options: HFOptions) -> tuple[Any, Any]:
     # stderr (the kernel fallback notes are in the README).
     from transformers.utils import logging as hf_logging
 
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
+    quiet: Any = hf_logging
+    quiet.set_verbosity_error()
+    quiet.disable_progress_bar()
     device = options.device
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
