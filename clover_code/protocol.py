@@ -215,6 +215,8 @@ class UsageReport(_Message):
     context_window: int
     tokens_per_second: float | None = None
     blocks_per_second: float | None = None
+    tokens_per_forward: float | None = None
+    """Tokens per denoising forward pass, for a backend that reports steps per block."""
 
 
 class TodoItem(_Message):

@@ -207,7 +207,7 @@ class Agent:
             enable_thinking=self.settings.thinking,
         )
         failure: CloverError | None = None
-        tokens = blocks = 0
+        tokens = blocks = steps = step_tokens = 0
         first_block: float | None = None
         prompt_tokens = completion_tokens = 0
         estimated_prompt = self.counter.prompt(self.system_prompt, self.messages, self._specs)
@@ -219,6 +219,9 @@ class Agent:
                     first_block = first_block or time.monotonic()
                     tokens += event.token_count
                     blocks += 1
+                    if event.steps:
+                        steps += event.steps
+                        step_tokens += event.token_count
                     self.emit(
                         p.BlockCommitted(
                             block=self._block,
@@ -265,6 +268,7 @@ class Agent:
                 context_window=self.settings.context_window,
                 tokens_per_second=tokens / elapsed if elapsed > 0 else None,
                 blocks_per_second=blocks / elapsed if elapsed > 0 else None,
+                tokens_per_forward=step_tokens / steps if steps else None,
             )
         )
         self.counter.reported(prompt_tokens, len(request.messages) - 1)

@@ -50,6 +50,8 @@ class TurnStats:
         """Tokens/s, blocks/s and tokens per forward pass, as well as known."""
         per_forward = self._step_tokens / self._steps if self._steps else None
         report = self._reported
+        if report is not None and report.tokens_per_forward is not None:
+            per_forward = report.tokens_per_forward
         if report is not None and report.tokens_per_second is not None:
             return Speed(report.tokens_per_second, report.blocks_per_second, per_forward)
         if self._first is None or self._blocks < 2:

@@ -69,6 +69,28 @@ async def test_text_answer_streams_blocks_and_is_recorded(
     assert isinstance(events[-1], p.SessionEnded) and backend.closed
 
 
+async def test_usage_reports_tokens_per_denoising_forward(
+    make_settings: Callable[..., Settings], repo: Path
+) -> None:
+    blocks = [
+        ev.ContentDelta("Half a block, "),
+        ev.BlockCommitted(0, "Half a block, ", 32, steps=4),
+        ev.ContentDelta("then more."),
+        ev.BlockCommitted(1, "then more.", 16, steps=4),
+        ev.Usage(100, 48),
+        ev.Finished("stop"),
+    ]
+    events: list[p.Event] = []
+    backend = ScriptedBackend([blocks, text_response("No steps here.")])
+    session = await open_session(make_settings(), backend, repo, events)
+    await session.run_turn("hello")
+    await session.run_turn("again")
+    await session.close()
+    first, second = of_type(events, p.UsageReport)
+    assert first.tokens_per_forward == 6.0  # 48 tokens over 8 denoising steps
+    assert second.tokens_per_forward is None  # an autoregressive-shaped stream
+
+
 async def test_read_edit_and_answer(make_settings: Callable[..., Settings], repo: Path) -> None:
     events: list[p.Event] = []
     backend = ScriptedBackend(
