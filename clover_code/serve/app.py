@@ -95,6 +95,15 @@ def _chat_request(body: dict[str, Any]) -> ChatRequest:
                 function["name"], function.get("description", ""), function.get("parameters") or {}
             )
         )
+    choice = body.get("tool_choice", "auto")
+    if choice == "none":
+        tools = []  # the model is not shown any tools
+    elif choice not in ("auto", None):
+        raise ValueError(
+            "tool_choice must be 'auto' or 'none' (block diffusion cannot force a call)"
+        )
+    if body.get("n", 1) != 1:
+        raise ValueError("n must be 1 (one completion per request)")
     kwargs = body.get("chat_template_kwargs") or {}
     max_tokens = body.get("max_completion_tokens") or body.get("max_tokens")
     return ChatRequest(

@@ -218,3 +218,19 @@ async def test_request_penalties_are_checked(served: str) -> None:
             assert response.json()["error"]["message"] == (
                 f"invalid request: {key} must be a number of at least {floor}"
             )
+
+
+async def test_tool_choice_none_hides_the_tools_and_forcing_is_refused(served: str) -> None:
+    from clover_code.serve.app import _chat_request
+
+    base = {"messages": [{"role": "user", "content": "list src"}], "tools": [LS.openai()]}
+    assert _chat_request(base).tools == [LS]
+    assert _chat_request({**base, "tool_choice": "none"}).tools == []
+    async with httpx.AsyncClient(timeout=120) as client:
+        url = f"{served}/chat/completions"
+        assert (await client.post(url, json={**base, "tool_choice": "none"})).status_code == 200
+        forced = {"type": "function", "function": {"name": "ls"}}
+        for extra in ({"tool_choice": "required"}, {"tool_choice": forced}, {"n": 2}):
+            response = await client.post(url, json={**base, **extra})
+            assert response.status_code == 400
+            assert response.json()["error"]["message"].startswith("invalid request: ")
