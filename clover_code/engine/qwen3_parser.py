@@ -28,20 +28,16 @@ tail no longer than the longest tag, never the whole response again.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final
 
 from clover_code.engine.base import ToolSpec
 from clover_code.engine.events import (
     ContentDelta,
     EngineEvent,
     ReasoningDelta,
-    ToolCallArgs,
-    ToolCallEnd,
-    ToolCallStart,
 )
+from clover_code.engine.qwen3_calls import Call, CallBuilder
 from clover_code.engine.qwen3_tags import (
     _AFTER_FUNCTION,
     _AFTER_FUNCTION_TAGS,
@@ -74,29 +70,13 @@ from clover_code.engine.qwen3_tags import (
     _THINK_OPEN,
     _first_tag,
     _name_end,
-    _new_call_id,
     _parse_json_call,
     _release_end,
     _TextRun,
     _valid_name,
 )
-from clover_code.engine.schema_values import ParamTypes, convert_value, tool_param_types
 
 __all__ = ["Qwen3StreamParser"]
-
-
-@dataclass(slots=True)
-class _Call:
-    """A tool call being read."""
-
-    index: int
-    id: str
-    name: str
-    types: dict[str, ParamTypes] | None  # None: no schema known, every value is a string
-    error: str | None = None
-    arguments: dict[str, Any] = field(default_factory=dict)
-    param: str = ""
-    value: list[str] = field(default_factory=list)
 
 
 class Qwen3StreamParser:
@@ -115,8 +95,7 @@ class Qwen3StreamParser:
     """
 
     def __init__(self, tools: Sequence[ToolSpec] = (), *, starts_in_reasoning: bool = True) -> None:
-        self._schemas = {tool.name: tool_param_types(tool.parameters) for tool in tools}
-        self._tool_names = ", ".join(tool.name for tool in tools)
+        self._calls = CallBuilder(tools)
         self._starts_in_reasoning = starts_in_reasoning
         self._mode = _START
         self._buf = ""  # unconsumed text: at most a held-back tail between feeds
@@ -125,15 +104,12 @@ class Qwen3StreamParser:
         self._content = _TextRun()
         self._raw = ""  # tag text already consumed that may turn out to be plain content
         self._json_parts: list[str] = []
-        self._call: _Call | None = None
-        self._next_index = 0
-        self._saw_tool_call = False
         self._closed = False
 
     @property
     def saw_tool_call(self) -> bool:
         """Whether a tool call (with a function name) has started in this response."""
-        return self._saw_tool_call
+        return self._calls.seen
 
     def feed(self, text: str) -> list[EngineEvent]:
         """Take the next piece of output; return the events it settles."""
@@ -170,7 +146,7 @@ class Qwen3StreamParser:
 
     def _close(self) -> None:
         self._drain(final=True)
-        call = self._call
+        call = self._calls.current
         if call is not None:
             if self._mode == _PARAM_VALUE:
                 reason = (
@@ -182,7 +158,7 @@ class Qwen3StreamParser:
                     f"tool call '{call.name}' was cut off: the output ended before "
                     "</function>; send the whole call again"
                 )
-            self._end_call(reason)
+            self._out += self._calls.end(reason)
         self._buf = ""
         self._closed = True
 
@@ -218,45 +194,12 @@ class Qwen3StreamParser:
         self._raw = ""
         self._mode = _CONTENT
 
-    def _start_call(self, name: str) -> _Call:
-        error = None
-        if self._schemas and name not in self._schemas:
-            error = f"unknown tool '{name}'; available: {self._tool_names}"
-        call = _Call(self._next_index, _new_call_id(), name, self._schemas.get(name), error)
-        self._next_index += 1
-        self._saw_tool_call = True
+    def _start_call(self, name: str) -> Call:
+        call, events = self._calls.start(name)
         # Whitespace held before the call separated it from the text; drop it.
         self._content.restart()
-        self._out.append(ToolCallStart(call.index, call.id, call.name))
+        self._out += events
         return call
-
-    def _add_argument(self, call: _Call, name: str, value: Any) -> None:
-        first = not call.arguments
-        call.arguments[name] = value
-        key = json.dumps(name, ensure_ascii=False)
-        text = json.dumps(value, ensure_ascii=False)
-        self._out.append(ToolCallArgs(call.index, f"{'{' if first else ', '}{key}: {text}"))
-
-    def _finish_parameter(self, call: _Call, raw: str) -> None:
-        name = call.param
-        types = call.types.get(name) if call.types is not None else None
-        try:
-            value = convert_value(raw, types)
-        except ValueError as exc:
-            value = convert_value(raw, None)
-            if call.error is None:
-                call.error = f"parameter '{name}' of tool '{call.name}': {exc}"
-        self._add_argument(call, name, value)
-
-    def _end_call(self, error: str | None = None) -> None:
-        call = self._call
-        if call is None:
-            return
-        self._call = None
-        self._out.append(ToolCallArgs(call.index, "}" if call.arguments else "{}"))
-        self._out.append(
-            ToolCallEnd(call.index, call.id, call.name, call.arguments, call.error or error)
-        )
 
     # -- mode handlers: return True after a mode change --------------------------
 
@@ -337,9 +280,8 @@ class Qwen3StreamParser:
             return True
         name, arguments = parsed
         self._raw = ""
-        call = self._start_call(name)
-        self._out.append(ToolCallArgs(call.index, json.dumps(arguments, ensure_ascii=False)))
-        self._out.append(ToolCallEnd(call.index, call.id, call.name, arguments, call.error))
+        self._content.restart()
+        self._out += self._calls.whole(name, arguments)
         self._mode = _CONTENT
         return True
 
@@ -359,7 +301,7 @@ class Qwen3StreamParser:
             self._not_a_call()
             return True
         self._raw = ""
-        self._call = self._start_call(name)
+        self._calls.current = self._start_call(name)
         self._mode = _IN_FUNCTION
         return True
 
@@ -374,12 +316,12 @@ class Qwen3StreamParser:
         if tag == _PARAM_OPEN:
             self._mode = _PARAM_NAME
         else:
-            self._end_call()
+            self._out += self._calls.end()
             self._mode = _AFTER_FUNCTION if tag == _FUNC_CLOSE else _CONTENT
         return True
 
     def _parameter_name(self, final: bool) -> bool:
-        call = self._call
+        call = self._calls.current
         assert call is not None
         buf = self._buf
         end = _name_end(buf)
@@ -399,7 +341,7 @@ class Qwen3StreamParser:
         return True
 
     def _parameter_value(self, final: bool) -> bool:
-        call = self._call
+        call = self._calls.current
         assert call is not None
         buf = self._buf
         search_from = 0
@@ -425,7 +367,7 @@ class Qwen3StreamParser:
         call.value.append(buf[:at])
         raw = "".join(call.value)
         call.value = []
-        self._finish_parameter(call, raw)
+        self._out += self._calls.parameter(call, raw)
         self._buf = after
         self._mode = _IN_FUNCTION
         return True
