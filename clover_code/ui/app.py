@@ -127,6 +127,11 @@ class CloverApp(App[int]):
         root, _ = find_root(self.cwd)
         index = FileIndex.build(root)
         self.call_from_thread(setattr, self.composer, "files", index)
+        # The first diff would otherwise pay the highlighter's imports (lexer
+        # tables, the theme) on the event loop, a visible pause mid-turn.
+        from clover_code.ui.widgets.diff_view import render_diff
+
+        render_diff("--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n", 8)
 
     @work(thread=True, group="git", exclusive=True)
     def refresh_git(self) -> None:
