@@ -44,7 +44,8 @@ from clover_code.acp.sessions import list_sessions
 from clover_code.agent.session import find_root
 from clover_code.agent.transcript import load
 from clover_code.config import McpServerConfig, Settings, load_settings
-from clover_code.engine.select import build_backend
+from clover_code.engine.select import build_backend, is_local, open_backend
+from clover_code.engine.shared import SharedBackend
 from clover_code.errors import CloverError
 
 __all__ = ["CloverAgent"]
@@ -73,6 +74,8 @@ class CloverAgent:
         self._client: Client | None = None
         self._capabilities = ClientCapabilities()
         self._sessions: dict[str, LiveSession] = {}
+        # A local checkpoint is loaded once and lent to every session using it.
+        self._local: dict[tuple[str, str], SharedBackend] = {}
 
     def on_connect(self, conn: Client) -> None:
         """The SDK hands over the connection to the editor."""
@@ -192,6 +195,10 @@ class CloverAgent:
                 asyncio.gather(*(s.close() for s in sessions), return_exceptions=True),
                 _CLOSE_TIMEOUT,
             )
+        local = list(self._local.values())
+        self._local.clear()
+        for shared in local:
+            await shared.close()
 
     # ------------------------------------------------------------ helpers
 
@@ -215,7 +222,12 @@ class CloverAgent:
         if self._client is None:
             raise _error(_INTERNAL, "the connection to the editor is not ready yet.")
         try:
-            backend = build_backend(settings)
+            if is_local(settings):
+                key = (str(settings.engine), str(settings.model_path))
+                shared = self._local.setdefault(key, SharedBackend())
+                backend = await shared.lend(lambda: open_backend(settings))
+            else:
+                backend = build_backend(settings)
         except CloverError as exc:
             raise _error(_INTERNAL, str(exc)) from None
         try:

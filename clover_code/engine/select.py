@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
+from collections.abc import Callable
 from dataclasses import fields
 from typing import TYPE_CHECKING
 
@@ -25,16 +27,27 @@ NO_ENGINE_HELP = (
 )
 
 
+def _resolved_engine(settings: Settings) -> str | None:
+    """The engine ``auto`` stands for here (None: none can be chosen)."""
+    if settings.engine != "auto":
+        return settings.engine
+    if settings.base_url:
+        return "remote"
+    if settings.model_path and _sglang_usable():
+        return "sglang"
+    return None
+
+
+def is_local(settings: Settings) -> bool:
+    """Whether the settings choose a local engine (a checkpoint loaded in this process)."""
+    return _resolved_engine(settings) in ("hf", "sglang")
+
+
 def build_backend(settings: Settings) -> Backend:
     """The backend for ``settings.engine``, or ``EngineUnavailable`` saying what to do."""
-    engine = settings.engine
-    if engine == "auto":
-        if settings.base_url:
-            engine = "remote"
-        elif settings.model_path and _sglang_usable():
-            engine = "sglang"
-        else:
-            raise EngineUnavailable(NO_ENGINE_HELP)
+    engine = _resolved_engine(settings)
+    if engine is None:
+        raise EngineUnavailable(NO_ENGINE_HELP)
     if engine == "remote":
         if not settings.base_url:
             raise EngineUnavailable(
@@ -99,9 +112,29 @@ def hf_options(settings: Settings) -> HFOptions:
     )
 
 
-async def open_backend(settings: Settings) -> Backend:
-    """Build the backend and check it can serve the model; released again on failure."""
-    backend = build_backend(settings)
+async def open_backend(settings: Settings, notice: Callable[[str], None] | None = None) -> Backend:
+    """Build the backend and check it can serve the model; released again on failure.
+
+    A local checkpoint takes minutes to load: ``notice`` hears so first, and the
+    hf engine loads in a worker thread so the caller's event loop (the app, an
+    ACP connection) keeps running. SGLang's engine starts on this thread (it
+    installs signal handlers, which only the main thread may do), after a
+    moment for the notice to be drawn.
+    """
+    engine = _resolved_engine(settings)
+    if engine in ("hf", "sglang") and settings.model_path:
+        if notice is not None:
+            notice(
+                f"Loading {settings.model_path} with the {engine} engine; a large "
+                "checkpoint takes a few minutes."
+            )
+        if engine == "hf":
+            backend = await asyncio.to_thread(build_backend, settings)
+        else:
+            await asyncio.sleep(0.2)
+            backend = build_backend(settings)
+    else:
+        backend = build_backend(settings)
     try:
         await backend.check()
     except BaseException:

@@ -6,20 +6,36 @@ imported when the session opens, after the first paint.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from clover_code.config import Settings
+from clover_code.engine.base import Backend
+from clover_code.engine.shared import SharedBackend
 from clover_code.ui.bridge import Emit, SessionFactory, SessionLike
 
 
-def session_factory(settings: Settings, cwd: Path) -> SessionFactory:
-    """An ``open(emit, resume)`` coroutine function that builds the engine and the session."""
+def session_factory(
+    settings: Settings, cwd: Path, shared: SharedBackend | None = None
+) -> SessionFactory:
+    """An ``open(emit, resume)`` coroutine function that builds the engine and the session.
+
+    With ``shared``, a local engine is loaded once and lent to every session
+    the app opens (``/resume`` does not load the checkpoint again).
+    """
 
     async def open_session(emit: Emit, resume: Path | None) -> SessionLike:
+        from clover_code import protocol as p
         from clover_code.agent.session import Session
-        from clover_code.engine.select import open_backend
+        from clover_code.engine.select import is_local, open_backend
 
-        backend = await open_backend(settings)
+        async def opener() -> Backend:
+            return await open_backend(settings, lambda text: emit(p.Notice(text=text)))
+
+        if shared is not None and is_local(settings):
+            backend = await shared.lend(opener)
+        else:
+            backend = await opener()
         return await Session.open(
             settings,
             backend,
@@ -36,14 +52,19 @@ def run_app(settings: Settings, cwd: Path, *, resume: Path | None) -> int:
     """Run the app in this terminal until the user quits; returns the exit code."""
     from clover_code.ui.app import CloverApp
 
+    shared = SharedBackend()
     app = CloverApp(
-        session_factory(settings, cwd),
+        session_factory(settings, cwd, shared),
         cwd=cwd,
         sessions_dir=settings.resolved_sessions_dir(),
         resume=resume,
         show_denoising=bool(getattr(settings, "show_denoising", True)),
     )
-    code = app.run()
+    try:
+        code = app.run()
+    finally:
+        if shared.loaded:
+            asyncio.run(shared.close())
     return int(code) if code is not None else 0
 
 

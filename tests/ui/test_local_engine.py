@@ -51,3 +51,27 @@ async def test_out_of_memory_is_one_sentence_and_the_next_prompt_decodes(
         assert app.transcript.denoise.drafts_seen > 0  # the denoising was shown live
         assert app.is_running
     await backend.aclose()
+
+
+async def test_resume_in_the_app_reuses_the_loaded_checkpoint(
+    checkpoint: Path, repo: Path, tmp_path: Path
+) -> None:
+    from clover_code import protocol as p
+    from clover_code.engine.shared import SharedBackend
+    from clover_code.ui.run import session_factory
+    from tests.ui.fakes_ui import ui_settings
+
+    settings = ui_settings(tmp_path, engine="hf", model_path=str(checkpoint), block_size=8)
+    shared = SharedBackend()
+    factory = session_factory(settings, repo, shared)
+    events: list[p.Event] = []
+    first = await factory(events.append, None)
+    await first.close()  # /resume closes the running session first
+    second = await factory(events.append, None)
+    loading = [e for e in events if isinstance(e, p.Notice) and e.text.startswith("Loading")]
+    assert len(loading) == 1  # the checkpoint was loaded once, for the first session
+    inner = second.backend.inner  # type: ignore[attr-defined]
+    assert isinstance(inner, HFBackend) and inner._model is not None
+    await second.close()
+    await shared.close()
+    assert inner._model is None

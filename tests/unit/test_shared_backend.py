@@ -1,0 +1,100 @@
+"""A local engine is loaded once per process, off the event loop, and lent to every session."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clover_code.config import Settings
+from clover_code.engine.hf import HFBackend
+from clover_code.engine.select import is_local, open_backend
+from clover_code.engine.shared import SharedBackend
+from tests.fakes import ScriptedBackend
+from tests.tiny_model import build_tiny_checkpoint
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tiny_checkpoint(tmp_path_factory.mktemp("tiny") / "ckpt")
+
+
+async def test_one_backend_lent_to_many_sessions_and_closed_once() -> None:
+    opened: list[ScriptedBackend] = []
+
+    async def opener() -> Any:
+        opened.append(ScriptedBackend([]))
+        return opened[-1]
+
+    shared = SharedBackend()
+    first, second = await asyncio.gather(shared.lend(opener), shared.lend(opener))
+    assert len(opened) == 1 and shared.loaded
+    assert first.model == opened[0].model and first.block_size == opened[0].block_size
+    assert first.inner is second.inner  # type: ignore[attr-defined]
+    await first.aclose()  # a session ends: the model stays loaded
+    assert not opened[0].closed
+    await shared.close()
+    assert opened[0].closed and not shared.loaded
+    await shared.lend(opener)  # after close, the next session loads it again
+    assert len(opened) == 2
+    await shared.close()
+
+
+async def test_the_hf_engine_loads_off_the_event_loop_after_a_notice(checkpoint: Path) -> None:
+    settings = Settings(engine="hf", model_path=str(checkpoint), block_size=8)
+    assert is_local(settings) and not is_local(Settings(base_url="http://x/v1"))
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.005)
+            ticks += 1
+
+    notices: list[str] = []
+    task = asyncio.create_task(ticker())
+    await asyncio.sleep(0.02)
+    before = ticks
+    backend = await open_backend(settings, notices.append)
+    during = ticks - before
+    task.cancel()
+    assert isinstance(backend, HFBackend)
+    assert notices and notices[0].startswith(f"Loading {checkpoint} with the hf engine")
+    # Loading takes a good part of a second; the loop ran all the while.
+    assert during >= 5, during
+    await backend.aclose()
+
+
+class _QuietEditor:
+    """Stands in for the editor's side of the connection: accepts every call."""
+
+    def __getattr__(self, name: str) -> Any:
+        async def call(*args: Any, **kwargs: Any) -> None:
+            return None
+
+        return call
+
+
+async def test_acp_sessions_share_one_loaded_checkpoint(checkpoint: Path, tmp_path: Path) -> None:
+    from clover_code.acp.agent import CloverAgent
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    cli = {
+        "engine": "hf",
+        "model_path": str(checkpoint),
+        "block_size": 8,
+        "sandbox": "none",
+        "sessions_dir": str(tmp_path / "sessions"),
+    }
+    agent = CloverAgent(cli)
+    agent.on_connect(_QuietEditor())  # type: ignore[arg-type]
+    first = await agent.new_session(cwd=str(repo))
+    second = await agent.new_session(cwd=str(repo))
+    backends = [agent._sessions[s.session_id].session.backend for s in (first, second)]
+    inner = [getattr(b, "inner", None) for b in backends]
+    assert isinstance(inner[0], HFBackend) and inner[0] is inner[1]  # loaded once
+    await agent.close()
+    assert inner[0]._model is None  # released when the agent shut down
