@@ -234,3 +234,33 @@ async def test_tool_choice_none_hides_the_tools_and_forcing_is_refused(served: s
             response = await client.post(url, json={**base, **extra})
             assert response.status_code == 400
             assert response.json()["error"]["message"].startswith("invalid request: ")
+
+
+async def test_a_client_that_goes_away_stops_the_generation(checkpoint: Path) -> None:
+    # The random stand-in never gets confident: one token per step, so 4,000
+    # tokens would take minutes. The client leaves after the first chunk.
+    backend = HFBackend(str(checkpoint), HFOptions(block_size=8, context_window=8192))
+    async for url in _serving(backend, drafts=False):
+        body = {
+            "messages": [{"role": "user", "content": "x"}],
+            "stream": True,
+            "max_tokens": 4000,
+        }
+        async with (
+            httpx.AsyncClient(timeout=120) as client,
+            client.stream("POST", f"{url}/chat/completions", json=body) as response,
+        ):
+            async for line in response.aiter_lines():
+                if line.startswith("data:"):
+                    break
+        async with asyncio.timeout(60):
+            while backend._lock.locked():
+                await asyncio.sleep(0.05)
+        assert backend.last_stats is None or backend.last_stats.tokens < 4000
+        # The engine is free for the next client at once.
+        async with httpx.AsyncClient(timeout=120) as client:
+            reply = await client.post(
+                f"{url}/chat/completions", json={**body, "stream": False, "max_tokens": 8}
+            )
+        assert reply.status_code == 200
+        assert reply.json()["usage"]["completion_tokens"] == 8
