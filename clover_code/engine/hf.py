@@ -110,7 +110,11 @@ class HFBackend:
             emit: Callable[[list[EngineEvent]], None], cancelled: Callable[[], bool]
         ) -> None:
             from clover_code.engine.diffusion import Block, BlockDiffusion, Step
-            from clover_code.engine.diffusion.chat import OutputAssembler, render_prompt
+            from clover_code.engine.diffusion.chat import (
+                OutputAssembler,
+                draft_texts,
+                render_prompt,
+            )
             from clover_code.engine.diffusion.forward import HFForward
             from clover_code.engine.diffusion.remote_generate import (
                 HookedGenerate,
@@ -135,10 +139,7 @@ class HFBackend:
                     if item.finish == "length":
                         reason = "length"
                 elif self.options.drafts:
-                    tokens = [
-                        "" if m else self._piece(i)
-                        for i, m in zip(item.ids, item.masked, strict=True)
-                    ]
+                    tokens = draft_texts(item.ids, item.masked, self._piece, self.tokenizer.decode)
                     emit([BlockDraft(item.block, item.step, tokens, item.masked, item.confidences)])
 
             if has_step_hook(self._model):

@@ -249,3 +249,22 @@ def test_decoding_controls_from_checkpoint_settings_and_request(
     decode = backend._decode_options(request)
     assert decode.controls.presence_penalty == 0.7
     assert decode.controls.repetition_penalty == 1.1  # the rest stays
+
+
+def test_a_character_split_across_byte_tokens_shows_whole_in_drafts(checkpoint: Path) -> None:
+    from clover_code.engine.diffusion.chat import draft_texts
+
+    tok = HFBackend(str(checkpoint), HFOptions(block_size=8)).tokenizer
+    ids = tok("中文 ok", add_special_tokens=False)["input_ids"]  # 3 byte tokens per character
+    assert [tok.decode([i]) for i in ids[:3]] == ["\ufffd"] * 3
+
+    def piece(i: int) -> str:
+        return str(tok.decode([i]))
+
+    filled = [False] * len(ids)
+    texts = draft_texts(ids, filled, piece, tok.decode)
+    assert texts[:7] == ["中", "", "", "文", "", "", " "] and "".join(texts) == "中文 ok"
+    # Half of 文 still masked: its filled bytes show nothing yet, never a replacement mark.
+    partly = [False, False, False, False, True, False, False, False, False]
+    texts = draft_texts(ids, partly, piece, tok.decode)
+    assert texts[:4] == ["中", "", "", ""] and "\ufffd" not in "".join(texts)

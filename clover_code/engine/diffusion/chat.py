@@ -12,7 +12,7 @@ parsed deltas, as the remote backend does.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from clover_code.engine.base import ChatRequest
@@ -26,12 +26,14 @@ from clover_code.engine.events import (
 from clover_code.engine.qwen3_parser import Qwen3StreamParser
 from clover_code.errors import EngineError
 
-__all__ = ["OutputAssembler", "render_prompt", "stop_token_ids", "token_id"]
+__all__ = ["OutputAssembler", "draft_texts", "render_prompt", "stop_token_ids", "token_id"]
 
 _STOP_TOKENS = ("<|im_end|>", "<|endoftext|>")
 # Tokens re-decoded with each new piece so that merges across a block boundary
 # (byte-level BPE, SentencePiece spaces) come out right.
 _CONTEXT_TOKENS = 6
+# The most tokens one character can be split into (UTF-8: four bytes).
+_MAX_CHAR_TOKENS = 4
 
 
 def render_prompt(tokenizer: Any, request: ChatRequest) -> list[int]:
@@ -73,6 +75,35 @@ def stop_token_ids(tokenizer: Any, config: Any) -> frozenset[int]:
     if tokenizer.eos_token_id is not None:
         ids.add(int(tokenizer.eos_token_id))
     return frozenset(ids)
+
+
+def draft_texts(
+    ids: Sequence[int],
+    masked: Sequence[bool],
+    piece: Callable[[int], str],
+    decode: Callable[[Sequence[int]], str],
+) -> list[str]:
+    """The text of each position of a draft ("" where masked), for the live view.
+
+    Tokens are decoded one by one (``piece``, cached by the caller), except a
+    character split across several byte tokens: its filled run is decoded
+    together and shown at its first position. Half a character whose other
+    bytes are still masked shows as "" rather than a replacement mark.
+    """
+    out = ["" if m else piece(i) for i, m in zip(ids, masked, strict=True)]
+    for k, text in enumerate(out):
+        if "\ufffd" not in text:
+            continue
+        out[k] = ""
+        end = k + 1
+        while end < len(ids) and end - k < _MAX_CHAR_TOKENS and not masked[end]:
+            end += 1
+            joined = decode(ids[k:end])
+            if "\ufffd" not in joined:
+                out[k] = joined
+                out[k + 1 : end] = [""] * (end - k - 1)
+                break
+    return out
 
 
 class OutputAssembler:
