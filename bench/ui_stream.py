@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import bisect
+import importlib
 import random
 import statistics
 import sys
@@ -43,6 +44,9 @@ from typing import Any
 _ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(_ROOT))
 
+# First, as in clover-code itself: it sets the screen's refresh rate before
+# Textual loads (both apps below then repaint at up to 120 Hz).
+importlib.import_module("clover_code.ui")
 from textual.app import App, ComposeResult  # noqa: E402
 from textual.containers import VerticalScroll  # noqa: E402
 from textual.message import Message  # noqa: E402
