@@ -65,7 +65,9 @@ def build_app(backend: Backend, *, drafts: bool = False) -> Starlette:
         try:
             body = await request.json()
             chat_request = _chat_request(body)
-        except (ValueError, TypeError, KeyError) as exc:
+        except KeyError as exc:
+            return _error(400, f"invalid request: the field {exc} is missing")
+        except (ValueError, TypeError) as exc:
             return _error(400, f"invalid request: {exc}")
         completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
         if not body.get("stream"):

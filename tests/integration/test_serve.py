@@ -264,3 +264,24 @@ async def test_a_client_that_goes_away_stops_the_generation(checkpoint: Path) ->
             )
         assert reply.status_code == 200
         assert reply.json()["usage"]["completion_tokens"] == 8
+
+
+async def test_malformed_requests_are_one_sentence_each(served: str) -> None:
+    url = f"{served}/chat/completions"
+    cases = [
+        (b"{not json", "invalid request: "),
+        (b'{"model": "x"}', "invalid request: the field 'messages' is missing"),
+        (b'{"messages": []}', "invalid request: messages must be a non-empty list"),
+        (
+            b'{"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function"}]}',
+            "invalid request: the field 'function' is missing",
+        ),
+    ]
+    async with httpx.AsyncClient(timeout=60) as client:
+        for body, expected in cases:
+            response = await client.post(
+                url, content=body, headers={"content-type": "application/json"}
+            )
+            assert response.status_code == 400
+            message = response.json()["error"]["message"]
+            assert message.startswith(expected) and "\n" not in message, message
