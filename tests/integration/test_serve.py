@@ -62,6 +62,19 @@ async def _serving(backend: HFBackend, drafts: bool) -> AsyncIterator[str]:
         await task
 
 
+def _list_src(**options: Any) -> ChatRequest:
+    return ChatRequest([{"role": "user", "content": "list src"}], [LS], **options)
+
+
+async def _remote_events(url: str, request: ChatRequest) -> list[Any]:
+    """Everything clover-code's remote backend makes of one response from ``url``."""
+    remote = OpenAIBackend(url, block_size=8, max_retries=0)
+    try:
+        return [e async for e in remote.stream(request)]
+    finally:
+        await remote.aclose()
+
+
 @pytest.fixture
 async def served(checkpoint: Path, request: pytest.FixtureRequest) -> AsyncIterator[str]:
     backend = HFBackend(str(checkpoint), HFOptions(block_size=8, context_window=2048))
@@ -74,8 +87,7 @@ async def served(checkpoint: Path, request: pytest.FixtureRequest) -> AsyncItera
 async def test_remote_backend_streams_blocks_drafts_and_tool_call(served: str) -> None:
     remote = OpenAIBackend(served, block_size=8, max_retries=0)
     try:
-        request = ChatRequest([{"role": "user", "content": "list src"}], [LS])
-        events: list[Any] = [e async for e in remote.stream(request)]
+        events: list[Any] = [e async for e in remote.stream(_list_src())]
     finally:
         await remote.aclose()
     assert not [e for e in events if isinstance(e, Failed)], events
@@ -110,22 +122,13 @@ async def test_non_streaming_completion_and_models(served: str) -> None:
 
 
 async def test_no_drafts_unless_asked(served: str) -> None:
-    remote = OpenAIBackend(served, block_size=8, max_retries=0)
-    try:
-        events = [e async for e in remote.stream(ChatRequest([{"role": "user", "content": "x"}]))]
-    finally:
-        await remote.aclose()
+    events = await _remote_events(served, ChatRequest([{"role": "user", "content": "x"}]))
     assert not [e for e in events if isinstance(e, BlockDraft)]
     assert [e for e in events if isinstance(e, BlockCommitted)]
 
 
 async def test_prompt_over_the_context_limit_is_one_clear_error(served: str) -> None:
-    remote = OpenAIBackend(served, block_size=8, max_retries=0)
-    try:
-        request = ChatRequest([{"role": "user", "content": "y" * 5000}])
-        events = [e async for e in remote.stream(request)]
-    finally:
-        await remote.aclose()
+    events = await _remote_events(served, ChatRequest([{"role": "user", "content": "y" * 5000}]))
     failed = next(e for e in events if isinstance(e, Failed))
     assert isinstance(failed.error, ContextOverflow)
     assert "context window" in str(failed.error)
@@ -165,12 +168,7 @@ async def test_a_client_can_ask_for_drafts_per_request(served: str) -> None:
 
 @pytest.mark.parametrize("served", [True], indirect=True)
 async def test_drafts_give_each_remote_block_its_denoising_steps(served: str) -> None:
-    remote = OpenAIBackend(served, block_size=8, max_retries=0)
-    try:
-        request = ChatRequest([{"role": "user", "content": "list src"}], [LS])
-        events: list[Any] = [e async for e in remote.stream(request)]
-    finally:
-        await remote.aclose()
+    events = await _remote_events(served, _list_src())
     drafts = [e for e in events if isinstance(e, BlockDraft)]
     blocks = [e for e in events if isinstance(e, BlockCommitted)]
     assert all(b.steps for b in blocks), blocks
@@ -180,12 +178,7 @@ async def test_drafts_give_each_remote_block_its_denoising_steps(served: str) ->
 
 
 async def test_request_stop_strings_end_the_answer_through_serve(served: str) -> None:
-    remote = OpenAIBackend(served, block_size=8, max_retries=0)
-    try:
-        request = ChatRequest([{"role": "user", "content": "list src"}], [LS], stop=("now.",))
-        events: list[Any] = [e async for e in remote.stream(request)]
-    finally:
-        await remote.aclose()
+    events = await _remote_events(served, _list_src(stop=("now.",)))
     content = "".join(e.text for e in events if isinstance(e, ContentDelta))
     assert content.strip() == "Listing"
     assert not [e for e in events if isinstance(e, ToolCallEnd)]
