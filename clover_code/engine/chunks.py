@@ -308,6 +308,11 @@ class ChunkDecoder:
         events: list[EngineEvent] = []
         self._end_output(events, interrupted=False)
         self._commit(self.grouper.flush(), events)
+        if self._draft_steps and self._unassigned_tokens > 0:
+            # The last block's text was all markup the server parsed away (a
+            # tool call's closing tags): it still counts, with its steps.
+            tokens, self._unassigned_tokens = self._unassigned_tokens, 0
+            self._commit(self.grouper.add("", tokens, exact=True, whole=True), events)
         usage = self._usage
         if usage is not None:
             prompt = usage.get("prompt_tokens")
