@@ -129,7 +129,9 @@ async def open_backend(settings: Settings, notice: Callable[[str], None] | None 
                 "checkpoint takes a few minutes."
             )
         if engine == "hf":
-            backend = await asyncio.to_thread(build_backend, settings)
+            from clover_code.engine.local_worker import in_daemon_thread
+
+            backend = await in_daemon_thread(lambda: build_backend(settings))
         else:
             await asyncio.sleep(0.2)
             backend = build_backend(settings)

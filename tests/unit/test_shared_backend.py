@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -98,3 +100,29 @@ async def test_acp_sessions_share_one_loaded_checkpoint(checkpoint: Path, tmp_pa
     assert isinstance(inner[0], HFBackend) and inner[0] is inner[1]  # loaded once
     await agent.close()
     assert inner[0]._model is None  # released when the agent shut down
+
+
+def test_quitting_during_a_load_does_not_wait_for_it() -> None:
+    # asyncio.to_thread would keep the process alive until the 60 s "load" ended.
+    script = (
+        "import asyncio, time\n"
+        "from clover_code.engine.local_worker import in_daemon_thread\n"
+        "async def main():\n"
+        "    task = asyncio.create_task(in_daemon_thread(lambda: time.sleep(60)))\n"
+        "    await asyncio.sleep(0.2)\n"
+        "    task.cancel()\n"
+        "asyncio.run(main())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], timeout=30, capture_output=True)
+    assert done.returncode == 0, done.stderr
+
+
+async def test_a_failed_load_raises_where_it_was_awaited() -> None:
+    from clover_code.engine.local_worker import in_daemon_thread
+
+    def broken() -> None:
+        raise ValueError("no weights")
+
+    with pytest.raises(ValueError, match="no weights"):
+        await in_daemon_thread(broken)
+    assert await in_daemon_thread(lambda: 41 + 1) == 42
