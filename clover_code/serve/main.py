@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from pathlib import Path
 from typing import Any
 
 from clover_code.config import load_settings
@@ -64,6 +65,12 @@ def main(argv: list[str]) -> int:
             raise UsageError("clover-code serve needs --model-path DIR (a local checkpoint).")
         from clover_code.engine.select import build_backend
 
+        if (Path(settings.model_path).expanduser() / "config.json").is_file():
+            print(
+                f"clover-code serve: loading {settings.model_path} with the {settings.engine} "
+                "engine (a large checkpoint takes a few minutes)",
+                file=sys.stderr,
+            )
         backend = build_backend(settings)
     except CloverError as exc:
         print(f"clover-code serve: {exc}", file=sys.stderr)

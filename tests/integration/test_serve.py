@@ -279,3 +279,47 @@ async def test_malformed_requests_are_one_sentence_each(served: str) -> None:
             assert response.status_code == 400
             message = response.json()["error"]["message"]
             assert message.startswith(expected) and "\n" not in message, message
+
+
+async def test_the_serve_command_loads_answers_and_stops_on_ctrl_c(
+    checkpoint: Path, tmp_path: Path
+) -> None:
+    import os
+    import signal
+    import sys
+
+    port = _port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CLOVER_")}
+    env["XDG_CONFIG_HOME"] = str(tmp_path)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "clover_code",
+        "serve",
+        "--model-path",
+        str(checkpoint),
+        "--port",
+        str(port),
+        "--block-size",
+        "8",
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+    )
+    assert proc.stderr is not None
+    lines: list[str] = []
+    try:
+        async with asyncio.timeout(120):
+            while not lines or " on http://" not in lines[-1]:
+                lines.append((await proc.stderr.readline()).decode())
+                assert lines[-1], "".join(lines)
+        assert lines[0].startswith(f"clover-code serve: loading {checkpoint} with the hf engine")
+        url = f"http://127.0.0.1:{port}/v1"
+        async with httpx.AsyncClient(timeout=60) as client:
+            assert (await client.get(f"{url}/models")).json()["data"][0]["id"] == "ckpt"
+            body = {"messages": [{"role": "user", "content": "x"}], "max_tokens": 8}
+            reply = await client.post(f"{url}/chat/completions", json=body)
+            assert reply.json()["usage"]["completion_tokens"] == 8
+    finally:
+        proc.send_signal(signal.SIGINT)
+        code = await asyncio.wait_for(proc.wait(), 60)
+    assert code in (0, 130), (code, "".join(lines))
