@@ -32,6 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from clover_code.agent.git_objects import blob_sha, file_content, index_line, pack_entry_header
 from clover_code.errors import CloverError
 from clover_code.gitsafe import git_argv, git_env, run_git
 
@@ -121,7 +122,7 @@ class ShadowStore:
         if with_git:
             items += [(DOTGIT + rel, path, None) for rel, path in self._list_dotgit()]
         entries = self._hash(items)
-        lines = [_index_line(name, entries[name]) for name in sorted(entries)]
+        lines = [index_line(name, *entries[name]) for name in sorted(entries)]
         self._index.unlink(missing_ok=True)
         try:
             self.git("update-index", "-z", "--index-info", input=b"".join(lines), index=True)
@@ -208,7 +209,7 @@ class ShadowStore:
                 entries[name] = (mode, cached[1])
                 continue
             with contextlib.suppress(OSError):
-                entries[name] = (mode, _blob_sha(_content(path, mode)))
+                entries[name] = (mode, blob_sha(file_content(path, mode)))
                 fresh.append((name, path, sig))
         missing = self._missing({entries[name][1] for name, _, _ in fresh})
         to_write = [(n, p) for n, p, _ in fresh if entries[n][1] in missing]
@@ -241,7 +242,7 @@ class ShadowStore:
             changed: dict[str, str] = {}
             for name, path in items:
                 try:
-                    sha = self._put_loose(_content(path, entries[name][0]))
+                    sha = self._put_loose(file_content(path, entries[name][0]))
                 except OSError:
                     del entries[name]
                     continue
@@ -286,14 +287,14 @@ class ShadowStore:
             send(b"PACK" + struct.pack(">II", 2, len(items)))
             for name, path in items:
                 try:
-                    data = _content(path, entries[name][0])
+                    data = file_content(path, entries[name][0])
                 except OSError:
                     data = b""  # the count is promised: store an empty blob instead
                     del entries[name]
-                sha = _blob_sha(data)
+                sha = blob_sha(data)
                 if name in entries and sha != entries[name][1]:
                     changed[name] = sha
-                send(_pack_header(len(data)) + zlib.compress(data, 1))
+                send(pack_entry_header(len(data)) + zlib.compress(data, 1))
             stdin.write(digest.digest())
             _, err = proc.communicate()
         except BrokenPipeError:
@@ -376,30 +377,3 @@ class ShadowStore:
             err = proc.stderr.decode("utf-8", "replace")
             raise CheckpointError(f"checkpoint store: git {args[0]} failed: {last_line(err)}.")
         return proc.stdout
-
-
-def _content(path: str, mode: str) -> bytes:
-    """What git stores for a file: its bytes, or a link's target."""
-    if mode == "120000":
-        return os.fsencode(os.readlink(path))
-    with open(path, "rb") as fh:
-        return fh.read()
-
-
-def _blob_sha(data: bytes) -> str:
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
-
-
-def _pack_header(size: int) -> bytes:
-    """A pack entry header for a blob (type 3) of ``size`` bytes."""
-    out = bytearray([(3 << 4) | (size & 0x0F)])
-    size >>= 4
-    while size:
-        out[-1] |= 0x80
-        out.append(size & 0x7F)
-        size >>= 7
-    return bytes(out)
-
-
-def _index_line(path: str, entry: Entry) -> bytes:
-    return f"{entry[0]} {entry[1]}\t".encode() + os.fsencode(path) + b"\0"
