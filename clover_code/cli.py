@@ -21,6 +21,19 @@ EXIT_CODES_HELP = """exit codes:
 """
 
 
+ENGINE_SETTINGS = (
+    "engine",
+    "base_url",
+    "model",
+    "api_key",
+    "model_path",
+    "block_size",
+    "thinking",
+    "sandbox",
+)
+"""The settings ``add_engine_arguments`` gives flags for (same names)."""
+
+
 def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
     """The engine and sandbox flags every front end shares (settings of the same names)."""
     engine = parser.add_argument_group("engine")
@@ -117,21 +130,7 @@ def _read_task(args: argparse.Namespace) -> str | None:
 
 
 def _cli_settings(args: argparse.Namespace) -> dict[str, Any]:
-    keys = (
-        "engine",
-        "base_url",
-        "model",
-        "api_key",
-        "model_path",
-        "block_size",
-        "thinking",
-        "sandbox",
-        "sandbox_network",
-        "approval",
-        "max_turns",
-        "timeout",
-        "auto_commit",
-    )
+    keys = (*ENGINE_SETTINGS, "sandbox_network", "approval", "max_turns", "timeout", "auto_commit")
     return {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
 
 

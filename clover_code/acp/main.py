@@ -28,19 +28,8 @@ from clover_code.errors import CloverError, ExitCode
 
 __all__ = ["build_parser", "main", "serve"]
 
-_SETTING_FLAGS = (
-    "engine",
-    "base_url",
-    "model",
-    "api_key",
-    "model_path",
-    "block_size",
-    "thinking",
-    "sandbox",
-    "approval",
-    "max_turns",
-    "timeout",
-)
+_OWN_SETTINGS = ("approval", "max_turns", "timeout")
+"""Settings this command has flags for besides the shared engine ones."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -70,7 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     """Parse ``argv``, check the settings, and serve; returns the exit code."""
     args = build_parser().parse_args(argv)
-    cli: dict[str, Any] = {k: getattr(args, k) for k in _SETTING_FLAGS}
+    from clover_code.cli import ENGINE_SETTINGS
+
+    cli: dict[str, Any] = {k: getattr(args, k) for k in (*ENGINE_SETTINGS, *_OWN_SETTINGS)}
     cli = {k: v for k, v in cli.items() if v is not None}
     logging.basicConfig(
         level=logging.WARNING, stream=sys.stderr, format="clover-code acp: %(message)s"

@@ -169,24 +169,23 @@ class Qwen3StreamParser:
     # -- emitting --------------------------------------------------------------
 
     def _emit_reasoning(self, text: str) -> None:
-        text = self._reasoning.push(text) if text else ""
-        if not text:
-            return
-        last = self._out[-1] if self._out else None
-        if isinstance(last, ReasoningDelta):
-            last.text += text
-        else:
-            self._out.append(ReasoningDelta(text))
+        self._emit(self._reasoning, ReasoningDelta, text)
 
     def _emit_content(self, text: str) -> None:
-        text = self._content.push(text) if text else ""
+        self._emit(self._content, ContentDelta, text)
+
+    def _emit(
+        self, run: _TextRun, kind: type[ReasoningDelta] | type[ContentDelta], text: str
+    ) -> None:
+        """Text through its run (whitespace trimming); merged into a delta of the same kind."""
+        text = run.push(text) if text else ""
         if not text:
             return
         last = self._out[-1] if self._out else None
-        if isinstance(last, ContentDelta):
+        if type(last) is kind:
             last.text += text
         else:
-            self._out.append(ContentDelta(text))
+            self._out.append(kind(text))
 
     def _not_a_call(self) -> None:
         """The ``<tool_call>`` seen so far was literal text: hand it on as content."""
