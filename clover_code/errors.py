@@ -14,6 +14,7 @@ end should use. Front ends catch ``CloverError`` at their boundary and print
     │   ├── ModelNotFound     server does not serve that model       (exit 3)
     │   ├── ContextOverflow   prompt + response exceed the window    (exit 1)
     │   └── StreamInterrupted output began, then the stream broke    (exit 1)
+    ├── SandboxUnavailable    --sandbox docker/bwrap cannot run      (exit 3)
     ├── ToolError             a tool call failed (goes back to the model)
     │   └── WorkspaceError    a path outside the workspace or in .git
     └── LimitReached          max turns or wall time                 (exit 4)
@@ -31,6 +32,8 @@ class ExitCode(IntEnum):
     AGENT_ERROR = 1
     USAGE = 2
     ENGINE_UNAVAILABLE = 3
+    SANDBOX_UNAVAILABLE = 3
+    """The same code: what the task needs (engine, or the sandbox asked for) is missing."""
     LIMIT_REACHED = 4
     INTERRUPTED = 130
 
@@ -88,6 +91,12 @@ class ContextOverflow(EngineError):
 
 class StreamInterrupted(EngineError):
     """The stream broke after output had begun; what arrived is kept."""
+
+
+class SandboxUnavailable(CloverError):
+    """The sandbox asked for explicitly (``--sandbox docker`` or ``bwrap``) cannot run."""
+
+    exit_code = ExitCode.SANDBOX_UNAVAILABLE
 
 
 class ToolError(CloverError):

@@ -12,10 +12,11 @@ from typing import Literal, TextIO
 from clover_code import protocol as p
 from clover_code.agent.approval import RefuseApprover
 from clover_code.agent.checkpoints import CheckpointError
-from clover_code.agent.session import Session
+from clover_code.agent.session import Session, find_root
 from clover_code.config import Settings
 from clover_code.engine.select import open_backend
-from clover_code.errors import CloverError, ExitCode
+from clover_code.errors import CloverError, ExitCode, SandboxUnavailable
+from clover_code.tools.sandbox.select import SandboxChoice, choose_from_settings
 
 OutputFormat = Literal["text", "json", "stream-json"]
 
@@ -135,7 +136,9 @@ async def run_task(
             collector(event)
         render(event)
 
+    choice: SandboxChoice | None = None
     try:
+        choice = await _explicit_sandbox(settings, cwd, emit)
         backend = await open_backend(settings)
         session = await Session.open(
             settings,
@@ -145,8 +148,11 @@ async def run_task(
             approver=RefuseApprover(),
             approval_mode=settings.approval or "auto-edit",
             resume=resume,
+            sandbox=choice,
         )
     except CloverError as exc:
+        if choice is not None and choice.sandbox is not None:
+            await choice.sandbox.close()
         return report_error(exc, output_format, out, err)
     try:
         finished = await session.run_turn(task)
@@ -178,6 +184,28 @@ async def run_task(
         out.write(json.dumps(result, ensure_ascii=False) + "\n")
     out.flush()
     return int(code)
+
+
+async def _explicit_sandbox(
+    settings: Settings, cwd: Path, emit: Callable[[p.Event], None]
+) -> SandboxChoice | None:
+    """Open the sandbox ``--sandbox docker|bwrap`` asks for, before the engine loads.
+
+    Raises ``SandboxUnavailable`` (exit 3) when it cannot run: a task that asked
+    for one must not go on without it. ``auto`` is left to the session.
+    """
+    if settings.sandbox not in ("docker", "bwrap"):
+        return None
+    loop = asyncio.get_running_loop()
+
+    def progress(line: str) -> None:
+        loop.call_soon_threadsafe(emit, p.Notice(text=f"sandbox: {line}"))
+
+    root, _ = find_root(cwd)
+    choice = await asyncio.to_thread(choose_from_settings, settings, root, progress)
+    if choice.unavailable is not None:
+        raise SandboxUnavailable(choice.unavailable)
+    return choice
 
 
 async def _auto_commit(session: Session, task: str, emit: Callable[[p.Event], None]) -> None:

@@ -13,6 +13,15 @@ Each command is its own ``bwrap`` process:
   before the command: processes (``ulimit -u``, counted inside the sandbox's
   user namespace) and data size per process (``ulimit -d``);
 - run as the host user, or as the workspace owner when clover-code is root.
+  A root-owned workspace with clover-code as root (container CI) is the one
+  case where commands write as host root: then bwrap itself runs as root and
+  puts the command in a new user namespace where it is uid/gid ``INNER_ID``
+  (``nobody``), mapped to root outside, with no capability in any namespace,
+  no way to make another user namespace (``--disable-userns``), /proc
+  read-only (so root's ownership of sysctl files writes nothing), and the
+  host's root-only secrets (shadow, sudoers, ssh host keys, container
+  engines' state) hidden besides the usual homes. Workspace files, owned by
+  root, are the command's own; what it makes lands on the host owned by root.
 
 A timeout or a cancellation kills bwrap's process group; bwrap's own init
 then dies and the kernel kills everything else in the pid namespace. For the
@@ -41,15 +50,54 @@ from clover_code.tools.sandbox.base import ExecResult, SerialSandbox
 from clover_code.tools.sandbox.host import OutputSink
 from clover_code.tools.sandbox.policy import (
     DEFAULT_PASSTHROUGH,
+    INNER_ID,
     SandboxLimits,
+    runs_as_root,
     sandbox_env,
     sandbox_user,
 )
 
-__all__ = ["BwrapSandbox", "bwrap_problem"]
+__all__ = ["BwrapSandbox", "bwrap_problem", "identity_args"]
 
 _HIDDEN = ("/home", "/root", "/run", "/var/run")
 """Host directories replaced by an empty read-only tmpfs (plus the user's home)."""
+
+_ROOT_SECRETS = (
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/sudoers",
+    "/etc/sudoers.d",
+    "/etc/ssh",
+    "/etc/docker",
+    "/etc/kubernetes",
+    "/var/lib/docker",
+    "/var/lib/containerd",
+    "/var/lib/kubelet",
+)
+"""Hidden too when commands act as host root, whose owner bits would let them read these."""
+
+
+def identity_args(user: tuple[int, int]) -> list[str]:
+    """The namespace and identity flags for commands that write as host ``user``.
+
+    A regular user gets every namespace bubblewrap makes for it (its user
+    namespace maps the user to itself). Host root gets an explicit user
+    namespace in which it is ``INNER_ID`` and cannot make another one.
+    """
+    args = ["--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    if runs_as_root(user) and os.getuid() == 0:
+        args += ["--unshare-user", "--disable-userns"]
+        args += ["--uid", str(INNER_ID), "--gid", str(INNER_ID)]
+    return args
+
+
+def _root_hidden() -> tuple[list[str], list[str]]:
+    """The root-only secrets present here: (directories, files)."""
+    dirs = [p for p in _ROOT_SECRETS if os.path.isdir(p) and not os.path.islink(p)]
+    files = [p for p in _ROOT_SECRETS if os.path.isfile(p) and not os.path.islink(p)]
+    return dirs, files
 
 
 def bwrap_problem(bwrap: str = "bwrap", user: tuple[int, int] | None = None) -> str | None:
@@ -60,9 +108,10 @@ def bwrap_problem(bwrap: str = "bwrap", user: tuple[int, int] | None = None) -> 
     path = shutil.which(bwrap)
     if path is None:
         return "bubblewrap (bwrap) is not installed"
-    probe = [path, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "true"]
+    probe = [path, *identity_args(user or (os.getuid(), os.getgid()))]
+    probe += ["--ro-bind", "/", "/", "--proc", "/proc", "true"]
     extra: dict[str, Any] = {}
-    if user is not None and os.getuid() == 0:
+    if user is not None and os.getuid() == 0 and not runs_as_root(user):
         extra = {"user": user[0], "group": user[1], "extra_groups": []}
     try:
         proc = subprocess.run(
@@ -72,6 +121,8 @@ def bwrap_problem(bwrap: str = "bwrap", user: tuple[int, int] | None = None) -> 
         return f"bubblewrap does not run ({exc})"
     if proc.returncode != 0:
         why = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "no message"
+        if "disable-userns" in why:
+            return "this bubblewrap is too old to run commands for root unprivileged (0.8 needed)"
         return f"bubblewrap cannot create its namespaces here ({why})"
     return None
 
@@ -112,8 +163,8 @@ class BwrapSandbox(SerialSandbox):
 
     def _argv(self, script: str, cwd_file: Path) -> list[str]:
         """The bwrap command line that runs ``script`` with ``bash -c``."""
-        args = [self._bwrap, "--unshare-all", "--die-with-parent", "--new-session"]
-        args += ["--cap-drop", "ALL", "--hostname", "sandbox"]
+        as_root = runs_as_root(self._user) and os.getuid() == 0
+        args = [self._bwrap, *identity_args(self._user), "--hostname", "sandbox"]
         if self.network:
             args.append("--share-net")
         args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
@@ -121,8 +172,14 @@ class BwrapSandbox(SerialSandbox):
         home = os.path.realpath(os.path.expanduser("~"))
         if home != "/" and os.path.isdir(home) and not any(_under(home, h) for h in hidden):
             hidden.append(home)
+        secret_files: list[str] = []
+        if as_root:
+            secret_dirs, secret_files = _root_hidden()
+            hidden += [d for d in secret_dirs if not any(_under(d, h) for h in hidden)]
         for path in hidden:
             args += ["--tmpfs", path]
+        for path in secret_files:
+            args += ["--ro-bind", "/dev/null", path]
         # HOME's mount point is made inside the /home tmpfs, before it turns read-only.
         args += ["--tmpfs", self.env["HOME"]]
         args += ["--bind", str(self.root), str(self.root)]
@@ -134,6 +191,8 @@ class BwrapSandbox(SerialSandbox):
         args += ["--bind", str(cwd_file), str(cwd_file)]
         for path in hidden:
             args += ["--remount-ro", path]
+        if as_root:
+            args += ["--remount-ro", "/proc"]
         args += ["--chdir", str(self.cwd), "--", "/bin/bash", "-c", script]
         return args
 
@@ -179,7 +238,7 @@ class BwrapSandbox(SerialSandbox):
         loop = asyncio.get_running_loop()
         read_fd, write_fd = os.pipe()
         extra: dict[str, Any] = {}
-        if os.getuid() == 0:
+        if os.getuid() == 0 and not runs_as_root(self._user):
             extra = {"user": self._user[0], "group": self._user[1], "extra_groups": []}
         try:
             proc = await asyncio.create_subprocess_exec(

@@ -4,8 +4,12 @@
 - ``sandbox_env``: the environment commands see. Nothing of the host's is
   passed except the names in an allowlist, and never a name that looks like a
   credential (key, token, secret, password...), whatever the allowlist says.
-- ``sandbox_user``: the uid:gid commands run as: the host user's, or, when
-  clover-code itself runs as root, the workspace owner's; never root.
+- ``sandbox_user``: the host uid:gid whose files commands write: the host
+  user's, or, when clover-code itself runs as root, the workspace owner's.
+  That is root only for a root-owned workspace (the usual container CI); then
+  ``runs_as_root`` is true and each sandbox keeps commands unprivileged its
+  own way (bubblewrap: an unprivileged uid in a user namespace; Docker: uid 0
+  with no capabilities), always with every capability dropped.
 """
 
 from __future__ import annotations
@@ -16,19 +20,25 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from clover_code.errors import ToolError
 
 __all__ = [
     "DEFAULT_PASSTHROUGH",
     "SANDBOX_HOME",
     "SandboxLimits",
+    "INNER_ID",
     "looks_secret",
+    "runs_as_root",
     "sandbox_env",
     "sandbox_user",
 ]
 
 SANDBOX_HOME = "/home/sandbox"
 """HOME inside the sandbox: an empty, private tmpfs."""
+
+INNER_ID = 65534
+"""The uid and gid (``nobody``) commands see for themselves under bubblewrap when
+clover-code runs as root on a root-owned workspace: the user namespace maps
+it to root outside, without any capability."""
 
 SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -91,16 +101,22 @@ def sandbox_env(
 
 
 def sandbox_user(root: Path) -> tuple[int, int]:
-    """The uid:gid sandboxed commands run as; raises ``ToolError`` when only root would do."""
+    """The host uid:gid whose files sandboxed commands write.
+
+    The host user's; when clover-code runs as root, the workspace owner's,
+    which is root itself for a root-owned workspace (see ``runs_as_root``).
+    """
     uid, gid = os.getuid(), os.getgid()
     if uid != 0:
         return uid, gid
     st = root.stat()
-    if st.st_uid == 0:
-        msg = (
-            f"the sandbox never runs commands as root, and the workspace {root} belongs to "
-            "root; run clover-code as a regular user or give the workspace to one "
-            f"(chown -R USER {root})."
-        )
-        raise ToolError(msg)
     return st.st_uid, st.st_gid
+
+
+def runs_as_root(user: tuple[int, int]) -> bool:
+    """Whether commands write as host root (a root-owned workspace, clover-code as root).
+
+    The sandboxes then never grant them a capability; bubblewrap also shows
+    them an unprivileged uid (``INNER_ID``) through a user namespace.
+    """
+    return user[0] == 0

@@ -1,11 +1,15 @@
 """Choose where shell commands run. Never a silent fall back to the host.
 
 - ``docker``: Docker, building the image on first use; if that cannot work,
-  the shell tool is off and the notice says why and what to do.
-- ``bwrap``: bubblewrap, or the shell tool is off with the reason.
+  the shell tool is off, the notice says why and what to do, and the choice
+  is marked ``unavailable`` (headless mode then stops with exit code 3).
+- ``bwrap``: bubblewrap, or the same as above.
 - ``auto``: Docker when a daemon answers and the image is (or can be) built;
   else bubblewrap when it works here; else no shell tool, and the notice says
-  how to enable one.
+  how to enable one. When commands would write as host root (clover-code as
+  root in a root-owned workspace, as in container CI) bubblewrap comes
+  first: it runs them as an unprivileged uid, where Docker can only run them
+  as uid 0 without capabilities. The notice says which was picked and why.
 - ``none``: the host, only because the user chose it, with a warning.
 """
 
@@ -15,12 +19,18 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from clover_code.config import SandboxKind
+from clover_code.config import SandboxKind, Settings
 from clover_code.errors import ToolError
 from clover_code.tools.sandbox.base import Sandbox
-from clover_code.tools.sandbox.policy import DEFAULT_PASSTHROUGH, SandboxLimits, sandbox_user
+from clover_code.tools.sandbox.policy import (
+    DEFAULT_PASSTHROUGH,
+    INNER_ID,
+    SandboxLimits,
+    runs_as_root,
+    sandbox_user,
+)
 
-__all__ = ["SandboxChoice", "choose_sandbox"]
+__all__ = ["SandboxChoice", "choose_from_settings", "choose_sandbox"]
 
 _ENABLE = (
     "Start Docker (clover-code builds its image on first use) or install bubblewrap "
@@ -36,6 +46,9 @@ class SandboxChoice:
     sandbox: Sandbox | None
     notice: str | None = None
     warning: bool = False
+    unavailable: str | None = None
+    """Why the sandbox kind asked for explicitly (docker, bwrap) cannot run here,
+    in one sentence; None otherwise."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,34 +89,77 @@ def choose_sandbox(
     opts = _Options(
         network, limits or SandboxLimits(), tuple(passthrough), output_limit, progress, image
     )
-    if kind == "docker":
-        sandbox, problem = _docker(root, opts)
+    as_root = _writes_as_root(root)
+    if kind in ("docker", "bwrap"):
+        sandbox, problem = (_docker if kind == "docker" else _bwrap)(root, opts)
         if sandbox is None:
-            return SandboxChoice(None, f"the shell tool is off: {problem}", warning=True)
-        return SandboxChoice(sandbox, _describe(sandbox.kind, network))
-    if kind == "bwrap":
-        sandbox, problem = _bwrap(root, opts)
-        if sandbox is None:
-            return SandboxChoice(None, f"the shell tool is off: {problem}", warning=True)
-        return SandboxChoice(sandbox, _describe(sandbox.kind, network))
-    docker_sandbox, docker_problem = _docker(root, opts)
-    if docker_sandbox is not None:
-        return SandboxChoice(docker_sandbox, _describe("docker", network))
-    bwrap_sandbox, bwrap_problem = _bwrap(root, opts)
-    if bwrap_sandbox is not None:
-        notice = f"{_describe('bwrap', network)} (Docker: {_unsentence(docker_problem)})"
-        return SandboxChoice(bwrap_sandbox, notice)
+            why = f"--sandbox {kind} cannot run here: {problem}"
+            notice = f"the shell tool is off: {why}"
+            return SandboxChoice(None, notice, warning=True, unavailable=why)
+        return SandboxChoice(sandbox, _describe(sandbox.kind, network, as_root))
+    order = ("bwrap", "docker") if as_root else ("docker", "bwrap")
+    problems: dict[str, str] = {}
+    for candidate in order:
+        sandbox, problem = (_docker if candidate == "docker" else _bwrap)(root, opts)
+        if sandbox is not None:
+            notice = _describe(candidate, network, as_root)
+            if problems:
+                ((other, why),) = problems.items()
+                notice += f" ({_NAMES[other]}: {_unsentence(why)})"
+            return SandboxChoice(sandbox, notice)
+        problems[candidate] = problem
     notice = (
-        f"the shell tool is off: no sandbox is available (Docker: {_unsentence(docker_problem)}; "
-        f"bubblewrap: {_unsentence(bwrap_problem)}). {_ENABLE}"
+        f"the shell tool is off: no sandbox is available (Docker: "
+        f"{_unsentence(problems['docker'])}; bubblewrap: {_unsentence(problems['bwrap'])}). "
+        f"{_ENABLE}"
     )
     return SandboxChoice(None, notice, warning=True)
 
 
-def _describe(kind: str, network: bool) -> str:
+def choose_from_settings(
+    settings: Settings, root: Path, progress: Callable[[str], None] | None = None
+) -> SandboxChoice:
+    """``choose_sandbox`` with the kind, network, limits and image ``settings`` name."""
+    return choose_sandbox(
+        settings.sandbox,
+        root,
+        network=settings.sandbox_network,
+        limits=SandboxLimits(
+            memory_mb=settings.sandbox_memory_mb,
+            pids=settings.sandbox_pids,
+            cpus=settings.sandbox_cpus,
+        ),
+        passthrough=settings.sandbox_env,
+        output_limit=settings.output_limit,
+        progress=progress,
+        image=settings.sandbox_image,
+    )
+
+
+_NAMES = {"docker": "Docker", "bwrap": "bubblewrap"}
+
+
+def _writes_as_root(root: Path) -> bool:
+    """Whether sandboxed commands would write as host root (see ``policy.runs_as_root``)."""
+    try:
+        return runs_as_root(sandbox_user(root))
+    except OSError:
+        return False
+
+
+def _describe(kind: str, network: bool, as_root: bool = False) -> str:
     where = {"docker": "a Docker container", "bwrap": "a bubblewrap sandbox"}[kind]
     net = "with network access" if network else "without network access"
-    return f"shell commands run in {where}, {net}"
+    if not as_root:
+        return f"shell commands run in {where}, {net}"
+    if kind == "bwrap":
+        who = (
+            f"as the unprivileged uid {INNER_ID} (root outside, for writing this root-owned "
+            "workspace) with no capabilities"
+        )
+    else:
+        who = "as uid 0 with no capabilities, no new privileges and a read-only root"
+    return f"shell commands run in {where} {who}, {net}"
 
 
 def _unsentence(text: str) -> str:
@@ -137,11 +193,7 @@ def _bwrap(root: Path, opts: _Options) -> tuple[Sandbox | None, str]:
     """A BwrapSandbox when bubblewrap works here; or None and why not."""
     from clover_code.tools.sandbox.bwrap import BwrapSandbox, bwrap_problem
 
-    try:
-        user = sandbox_user(root)
-    except ToolError as exc:
-        return None, str(exc)
-    problem = bwrap_problem(user=user)
+    problem = bwrap_problem(user=sandbox_user(root))
     if problem is not None:
         return None, f"{problem}; install bubblewrap or allow unprivileged user namespaces."
     try:
