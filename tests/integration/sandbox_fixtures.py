@@ -9,7 +9,8 @@ installs Docker, starts it and builds the image offline first).
 ``space`` is a fresh workspace plus an ``outside`` directory next to nothing
 the sandbox mounts (under /var/tmp, which bubblewrap shows read-only and
 Docker not at all). When the tests run as root both belong to an unprivileged
-uid, since the sandboxes never run commands as root.
+uid, the usual case of a workspace owned by a regular user; a root-owned
+workspace (container CI) is what ``test_sandbox_root.py`` covers.
 """
 
 from __future__ import annotations

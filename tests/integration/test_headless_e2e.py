@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -172,8 +173,12 @@ async def test_text_output_and_no_shell_without_sandbox(
         sglang(lambda s: s.tool_call("shell", {"command": "touch PWNED"})),
         sglang(lambda s: s.content("I could not run commands.")),
     )
-    # A Docker sandbox asked for where no daemon answers: the shell is off,
-    # never silently the host.
+    # --sandbox auto where no Docker daemon answers and no bwrap is on PATH:
+    # the shell is off, never silently the host. (An explicit --sandbox that
+    # cannot run is exit 3: test_sandbox_root.py.)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "git").symlink_to(shutil.which("git") or "/usr/bin/git")
     code, out, err = await run_clover(
         repo,
         "--task",
@@ -181,9 +186,9 @@ async def test_text_output_and_no_shell_without_sandbox(
         "--base-url",
         scripted_server.base_url,
         "--sandbox",
-        "docker",
+        "auto",
         home=tmp_path,
-        extra_env={"DOCKER_HOST": f"unix://{tmp_path}/no-docker.sock"},
+        extra_env={"DOCKER_HOST": f"unix://{tmp_path}/no-docker.sock", "PATH": str(bin_dir)},
     )
     assert code == 0
     assert out.strip() == "I could not run commands."

@@ -13,7 +13,12 @@ import pytest
 from clover_code.errors import ToolError
 from clover_code.sandbox_cli import main as sandbox_main
 from clover_code.tools.sandbox.image import DEFINITION_FILES, image_tag, sandbox_dir
-from clover_code.tools.sandbox.policy import looks_secret, sandbox_env, sandbox_user
+from clover_code.tools.sandbox.policy import (
+    looks_secret,
+    runs_as_root,
+    sandbox_env,
+    sandbox_user,
+)
 from clover_code.tools.sandbox.select import choose_sandbox
 
 NO_DOCKER = "unix:///nonexistent/clover-test-docker.sock"
@@ -64,14 +69,16 @@ def test_sandbox_env_is_an_allowlist_without_secrets() -> None:
     assert env["PATH"] != "/evil" and env["HOME"] == "/home/sandbox"
 
 
-def test_sandbox_user_is_never_root(tmp_path: Path) -> None:
-    uid, _ = sandbox_user(tmp_path if os.getuid() != 0 else _owned(tmp_path, 4242))
-    assert uid != 0
-    if os.getuid() == 0:
-        root_owned = tmp_path / "root-owned"
-        root_owned.mkdir()
-        with pytest.raises(ToolError, match="never runs commands as root"):
-            sandbox_user(root_owned)
+def test_sandbox_user_writes_as_the_workspace_owner(tmp_path: Path) -> None:
+    if os.getuid() != 0:
+        assert sandbox_user(tmp_path) == (os.getuid(), os.getgid())
+        assert not runs_as_root(sandbox_user(tmp_path))
+        return
+    assert sandbox_user(_owned(tmp_path, 4242)) == (4242, 4242)
+    root_owned = tmp_path / "root-owned"
+    root_owned.mkdir()
+    # Root on a root-owned workspace writes as root; the sandboxes drop every privilege.
+    assert sandbox_user(root_owned) == (0, 0) and runs_as_root(sandbox_user(root_owned))
 
 
 def _owned(path: Path, uid: int) -> Path:
@@ -86,6 +93,9 @@ def test_docker_chosen_but_not_answering_turns_the_shell_off(
     choice = choose_sandbox("docker", _workspace(tmp_path))
     assert choice.sandbox is None and choice.warning
     assert choice.notice is not None and "Docker is not answering" in choice.notice
+    # asked for explicitly: headless stops on this one sentence (exit 3)
+    assert choice.unavailable is not None
+    assert choice.unavailable.startswith("--sandbox docker cannot run here: Docker is not")
 
 
 def test_auto_without_docker_falls_back_to_bubblewrap_never_the_host(

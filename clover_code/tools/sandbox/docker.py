@@ -7,9 +7,14 @@ session starts. Inside it:
 - the workspace is bind-mounted read-write at the same path as on the host
   (``.git/hooks`` and ``.git/config`` read-only); nothing else of the host is;
 - commands run as the host user's uid:gid (the workspace owner's when
-  clover-code runs as root), never root, with every capability dropped,
+  clover-code runs as root), with every capability dropped,
   ``no-new-privileges``, a read-only root filesystem, tmpfs /tmp and HOME,
-  and pids, memory and CPU limits;
+  and pids, memory and CPU limits. That uid is 0 only when clover-code runs
+  as root on a root-owned workspace (container CI), because only root can
+  write there and Docker cannot map ids per container: then commands are uid
+  0 with an empty capability set (bounding set included, so nothing they run
+  gets one back), which the kernel treats as an unprivileged process except
+  that files owned by uid 0 are theirs;
 - no network unless asked for (``network=True``); no Docker socket, no SSH
   agent; the environment is ``policy.sandbox_env`` (no host variables but an
   allowlist, never one named like a credential).
@@ -103,7 +108,8 @@ class DockerSandbox(SerialSandbox):
             msg = "the sandbox cannot mount / as the workspace; open a project directory instead."
             raise ToolError(msg)
         self.user = sandbox_user(self.root)
-        """The uid and gid commands run as; never root."""
+        """The uid and gid commands run as; 0 only for root on a root-owned workspace,
+        and then without any capability."""
         self.image = image
         self.network = network
         self.limits = limits or SandboxLimits()

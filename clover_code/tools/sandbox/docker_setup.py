@@ -132,9 +132,8 @@ def support_files(user: tuple[int, int]) -> Path:
 
     uid, gid = user
     files = {
-        "passwd": "root:x:0:0:root:/root:/usr/sbin/nologin\n"
-        f"sandbox:x:{uid}:{gid}:sandbox:{SANDBOX_HOME}:/bin/bash\n",
-        "group": f"root:x:0:\nsandbox:x:{gid}:\n",
+        "passwd": _passwd(uid, gid),
+        "group": "root:x:0:\n" + (f"sandbox:x:{gid}:\n" if gid else ""),
         "runner.py": _RUNNER,
     }
     digest = hashlib.sha256(repr(sorted(files.items())).encode()).hexdigest()[:12]
@@ -152,6 +151,16 @@ def support_files(user: tuple[int, int]) -> Path:
     except OSError:  # another session made it first
         shutil.rmtree(scratch, ignore_errors=True)
     return folder
+
+
+def _passwd(uid: int, gid: int) -> str:
+    """The container's /etc/passwd: root, and the ``sandbox`` user when it is another uid."""
+    if uid == 0:  # root on a root-owned workspace: no second name for uid 0
+        return f"root:x:0:0:root:{SANDBOX_HOME}:/bin/bash\n"
+    return (
+        "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+        f"sandbox:x:{uid}:{gid}:sandbox:{SANDBOX_HOME}:/bin/bash\n"
+    )
 
 
 def container_spec(

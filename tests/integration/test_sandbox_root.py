@@ -1,0 +1,200 @@
+"""clover-code as root on a root-owned workspace (container CI): commands still unprivileged.
+
+Real headless runs (``python -m clover_code --task``) against the scripted
+model server, with real bubblewrap and Docker: the model's shell call must
+run, write into the workspace (the file lands on the host, owned by root) and
+nothing else, and run without any capability; under bubblewrap as the
+unprivileged uid 65534, under Docker as uid 0 with no capabilities. An
+explicit ``--sandbox`` that cannot run stops the task with exit code 3.
+
+The root-only tests skip when the suite does not run as root (they need a
+root-owned workspace and clover-code running as root).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from clover_code import protocol as p
+from clover_code.tools.sandbox.base import Sandbox
+from clover_code.tools.sandbox.policy import INNER_ID
+from tests.integration.sandbox_fixtures import KINDS, open_sandbox
+from tests.integration.sse_server import ScriptedServer
+from tests.integration.test_headless_e2e import run_clover, sglang
+
+pytestmark = pytest.mark.integration
+
+as_root = pytest.mark.skipif(
+    os.getuid() != 0, reason="needs clover-code running as root on a root-owned workspace"
+)
+
+NO_CAPS = "0000000000000000"
+
+
+@pytest.fixture
+def outside() -> Iterator[Path]:
+    """A root-owned directory no sandbox mounts writable (under /var/tmp)."""
+    path = Path(tempfile.mkdtemp(prefix="clover-root-outside-", dir="/var/tmp"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def root_repo(tmp_path: Path) -> Path:
+    """A git repository owned by root (the test runs as root), like a CI checkout."""
+    root = tmp_path / "checkout"
+    root.mkdir()
+    (root / "README").write_text("ci checkout\n")
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    assert root.stat().st_uid == 0
+    return root
+
+
+def _probe(outside: Path) -> str:
+    """The command the scripted model runs: who am I, make a file, try to escape."""
+    return (
+        "echo uid=$(id -u); grep -E '^(CapEff|CapBnd|NoNewPrivs)' /proc/self/status; "
+        "touch made.txt && echo made-ok; "
+        f"touch {outside}/escaped.txt 2>/dev/null && echo ESCAPED || echo outside-refused; "
+        "touch /etc/planted 2>/dev/null && echo ETC-WRITTEN || echo etc-refused"
+    )
+
+
+@as_root
+@pytest.mark.parametrize(
+    "kind", ["auto", "bwrap", pytest.param("docker", marks=pytest.mark.docker)]
+)
+async def test_headless_task_as_root_runs_commands_without_privilege(
+    kind: str,
+    scripted_server: ScriptedServer,
+    root_repo: Path,
+    outside: Path,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+) -> None:
+    if kind == "docker":
+        request.getfixturevalue("sandbox_image")
+    else:
+        request.getfixturevalue("bwrap_works")
+    scripted_server.enqueue(
+        sglang(lambda s: s.tool_call("shell", {"command": _probe(outside)})),
+        sglang(lambda s: s.content("Ran it.")),
+    )
+    code, out, err = await run_clover(
+        root_repo,
+        "--task",
+        "probe",
+        "--base-url",
+        scripted_server.base_url,
+        "--sandbox",
+        kind,
+        "--approval",
+        "full-auto",
+        "--output-format",
+        "stream-json",
+        home=tmp_path,
+    )
+    assert code == 0, err
+    events = [p.EVENT_ADAPTER.validate_json(line) for line in out.splitlines()]
+    shells = [e for e in events if isinstance(e, p.ToolCallFinished) and e.name == "shell"]
+    assert len(shells) == 1 and shells[0].status == "ok", shells
+    result = shells[0].result
+    used = "docker" if kind == "docker" else "bwrap"  # auto: bubblewrap works here, and wins
+    started = next(e for e in events if isinstance(e, p.SessionStarted))
+    assert started.sandbox == used
+    expected_uid = INNER_ID if used == "bwrap" else 0
+    assert f"uid={expected_uid}\n" in result
+    assert f"CapEff:\t{NO_CAPS}" in result and f"CapBnd:\t{NO_CAPS}" in result
+    assert "NoNewPrivs:\t1" in result
+    assert "made-ok" in result and "outside-refused" in result and "etc-refused" in result
+    made = root_repo / "made.txt"
+    assert made.is_file() and made.stat().st_uid == 0  # on the host, owned by the checkout's owner
+    assert not (outside / "escaped.txt").exists() and not Path("/etc/planted").exists()
+    notices = " ".join(e.text for e in events if isinstance(e, p.Notice))
+    if used == "bwrap":
+        assert f"unprivileged uid {INNER_ID}" in notices, notices
+    else:
+        assert "uid 0 with no capabilities" in notices, notices
+
+
+@pytest.mark.parametrize(
+    ("kind", "hide"),
+    [("bwrap", "path"), ("docker", "socket")],
+)
+async def test_explicit_sandbox_that_cannot_run_exits_3(
+    kind: str, hide: str, scripted_server: ScriptedServer, tmp_path: Path
+) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    env: dict[str, str] = {}
+    if hide == "path":
+        # A PATH with git but no bwrap: bubblewrap really is not there.
+        bin_dir = tmp_path / "bin"
+        bin_dir.mkdir()
+        git = shutil.which("git")
+        assert git is not None
+        (bin_dir / "git").symlink_to(git)
+        env["PATH"] = str(bin_dir)
+    else:
+        env["DOCKER_HOST"] = f"unix://{tmp_path}/no-docker.sock"
+    scripted_server.enqueue(sglang(lambda s: s.tool_call("shell", {"command": "touch PWNED"})))
+    for output_format in ("text", "json"):
+        code, out, err = await run_clover(
+            repo,
+            "--task",
+            "run it",
+            "--base-url",
+            scripted_server.base_url,
+            "--sandbox",
+            kind,
+            "--approval",
+            "full-auto",
+            "--output-format",
+            output_format,
+            home=tmp_path,
+            extra_env=env,
+        )
+        assert code == 3, (out, err)
+        assert err.startswith(f"clover-code: --sandbox {kind} cannot run here: ")
+        assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+        if output_format == "json":
+            assert json.loads(out)["exit_code"] == 3
+    assert scripted_server.chat_requests == []  # the task never started
+    assert not (repo / "PWNED").exists()
+
+
+@as_root
+@pytest.mark.parametrize("kind", KINDS)
+async def test_root_sandbox_cannot_gain_or_use_privilege(
+    kind: str, root_repo: Path, request: pytest.FixtureRequest
+) -> None:
+    box: Sandbox = open_sandbox(kind, root_repo, request)
+    try:
+        checks = {
+            "mount": "mount -t tmpfs none /tmp",
+            "userns": "unshare -U true",
+            "sysctl": "echo sandbox > /proc/sys/kernel/hostname",
+            "chown": "touch own.txt && chown 4242 own.txt",
+            "etc": "touch /etc/planted",
+        }
+        for name, command in checks.items():
+            result = await box.exec(f"{command} 2>&1", timeout=30)
+            assert result.exit_code not in (0, None), (name, result.output)
+            assert "not found" not in result.output, (name, result.output)
+        assert (root_repo / "own.txt").stat().st_uid == 0  # made, but not given away
+        if kind == "bwrap":
+            # root-only host secrets stay unreadable though their owner bits are root's
+            result = await box.exec("cat /etc/shadow 2>&1; ls -A /etc/ssh 2>&1", timeout=30)
+            assert "root:" not in result.output and "ssh_host" not in result.output
+    finally:
+        await box.close()
