@@ -20,12 +20,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-
 __all__ = [
     "DEFAULT_PASSTHROUGH",
+    "INNER_ID",
     "SANDBOX_HOME",
     "SandboxLimits",
-    "INNER_ID",
     "looks_secret",
     "runs_as_root",
     "sandbox_env",
