@@ -198,3 +198,28 @@ async def test_root_sandbox_cannot_gain_or_use_privilege(
             assert "root:" not in result.output and "ssh_host" not in result.output
     finally:
         await box.close()
+
+
+@as_root
+async def test_bubblewrap_as_root_leaves_no_setuid_file(
+    root_repo: Path, request: pytest.FixtureRequest
+) -> None:
+    box: Sandbox = open_sandbox("bwrap", root_repo, request)
+    try:
+        script = (
+            "cp /bin/true prog && chmod 755 prog && echo plain-chmod-ok; "
+            "chmod u+s prog; chmod 2755 prog; install -m 4755 /bin/true prog2; "
+            "python3 -c \"import os; os.open('prog3', os.O_CREAT | os.O_WRONLY, 0o4755)\"; "
+            "python3 -c \"import os; os.open('plain', os.O_CREAT | os.O_WRONLY, 0o644)\" "
+            "&& echo plain-create-ok; exit 0"
+        )
+        result = await box.exec(script, timeout=30)
+        assert "plain-chmod-ok" in result.output and "plain-create-ok" in result.output
+        assert result.output.count("Operation not permitted") == 4, result.output
+    finally:
+        await box.close()
+    made = [path for path in root_repo.iterdir() if path.name != ".git"]
+    assert {path.name for path in made} >= {"prog", "plain"}
+    for path in made:
+        assert path.stat().st_mode & 0o6000 == 0, path  # no setuid/setgid bit on the host
+        assert path.stat().st_uid == 0

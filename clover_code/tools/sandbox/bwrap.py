@@ -20,8 +20,10 @@ Each command is its own ``bwrap`` process:
   no way to make another user namespace (``--disable-userns``), /proc
   read-only (so root's ownership of sysctl files writes nothing), and the
   host's root-only secrets (shadow, sudoers, ssh host keys, container
-  engines' state) hidden besides the usual homes. Workspace files, owned by
-  root, are the command's own; what it makes lands on the host owned by root.
+  engines' state) hidden besides the usual homes, and a seccomp filter
+  (``seccomp.py``) that refuses setuid/setgid modes, so no setuid-root file
+  can be left in the workspace. Workspace files, owned by root, are the
+  command's own; what it makes lands on the host owned by root.
 
 A timeout or a cancellation kills bwrap's process group; bwrap's own init
 then dies and the kernel kills everything else in the pid namespace. For the
@@ -56,6 +58,7 @@ from clover_code.tools.sandbox.policy import (
     sandbox_env,
     sandbox_user,
 )
+from clover_code.tools.sandbox.seccomp import setuid_filter_fd
 
 __all__ = ["BwrapSandbox", "bwrap_problem", "identity_args"]
 
@@ -93,6 +96,17 @@ def identity_args(user: tuple[int, int]) -> list[str]:
     return args
 
 
+def _with_seccomp(argv: list[str], user: tuple[int, int]) -> tuple[list[str], tuple[int, ...]]:
+    """``argv`` with the setuid filter (``seccomp.py``) when commands write as host root,
+    and the file descriptors to pass to bwrap (close them once it started)."""
+    if not (runs_as_root(user) and os.getuid() == 0):
+        return argv, ()
+    fd = setuid_filter_fd()
+    if fd is None:
+        return argv, ()
+    return [argv[0], "--seccomp", str(fd), *argv[1:]], (fd,)
+
+
 def _root_hidden() -> tuple[list[str], list[str]]:
     """The root-only secrets present here: (directories, files)."""
     dirs = [p for p in _ROOT_SECRETS if os.path.isdir(p) and not os.path.islink(p)]
@@ -113,12 +127,16 @@ def bwrap_problem(bwrap: str = "bwrap", user: tuple[int, int] | None = None) -> 
     extra: dict[str, Any] = {}
     if user is not None and os.getuid() == 0 and not runs_as_root(user):
         extra = {"user": user[0], "group": user[1], "extra_groups": []}
+    probe, fds = _with_seccomp(probe, user or (os.getuid(), os.getgid()))
     try:
         proc = subprocess.run(
-            probe, capture_output=True, text=True, timeout=10, check=False, **extra
+            probe, capture_output=True, text=True, timeout=10, check=False, pass_fds=fds, **extra
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bubblewrap does not run ({exc})"
+    finally:
+        for fd in fds:
+            os.close(fd)
     if proc.returncode != 0:
         why = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "no message"
         if "disable-userns" in why:
@@ -240,6 +258,7 @@ class BwrapSandbox(SerialSandbox):
         extra: dict[str, Any] = {}
         if os.getuid() == 0 and not runs_as_root(self._user):
             extra = {"user": self._user[0], "group": self._user[1], "extra_groups": []}
+        argv, fds = _with_seccomp(argv, self._user)
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv,
@@ -248,6 +267,7 @@ class BwrapSandbox(SerialSandbox):
                 stderr=write_fd,
                 env=self.env,
                 start_new_session=True,
+                pass_fds=fds,
                 **extra,
             )
         except OSError as exc:
@@ -256,6 +276,8 @@ class BwrapSandbox(SerialSandbox):
             raise ToolError(msg) from None
         finally:
             os.close(write_fd)
+            for fd in fds:
+                os.close(fd)
         pipe = os.fdopen(read_fd, "rb", buffering=0)
         closed = asyncio.Event()
         transport, _ = await loop.connect_read_pipe(lambda: _Reader(sink.feed, closed), pipe)
