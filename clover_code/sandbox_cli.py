@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from clover_code.errors import CloverError, ExitCode
@@ -86,6 +87,7 @@ def _status() -> int:
     from clover_code.tools.sandbox.bwrap import bwrap_problem
     from clover_code.tools.sandbox.docker_setup import LABEL, docker_client
     from clover_code.tools.sandbox.image import image_tag
+    from clover_code.tools.sandbox.policy import runs_as_root, sandbox_user
 
     tag = image_tag()
     rows: list[tuple[str, str]] = []
@@ -102,9 +104,12 @@ def _status() -> int:
         rows.append(("containers", f"{len(running)} sandbox container(s) on this engine"))
     else:
         rows.append(("image", f"{tag} (cannot check without Docker)"))
-    problem = bwrap_problem()
+    as_root = runs_as_root(sandbox_user(Path.cwd()))
+    problem = bwrap_problem(user=sandbox_user(Path.cwd()))
     rows.append(("bubblewrap", "works" if problem is None else problem))
-    if client is not None:
+    if as_root and problem is None:
+        auto = "bwrap (root on a root-owned workspace: it runs commands as an unprivileged uid)"
+    elif client is not None:
         auto = "docker"
     elif problem is None:
         auto = "bwrap"
