@@ -70,22 +70,42 @@ def _probe(outside: Path) -> str:
     )
 
 
+def _path_without_bwrap(tmp_path: Path) -> str:
+    """A PATH with git but no bwrap: bubblewrap really is not there."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    git = shutil.which("git")
+    assert git is not None
+    (bin_dir / "git").symlink_to(git)
+    return str(bin_dir)
+
+
 @as_root
 @pytest.mark.parametrize(
-    "kind", ["auto", "bwrap", pytest.param("docker", marks=pytest.mark.docker)]
+    ("kind", "used"),
+    [
+        ("auto", "bwrap"),  # both work here: bubblewrap wins as root (an unprivileged uid)
+        ("bwrap", "bwrap"),
+        pytest.param("docker", "docker", marks=pytest.mark.docker),
+        pytest.param("auto-without-bwrap", "docker", marks=pytest.mark.docker),
+    ],
 )
 async def test_headless_task_as_root_runs_commands_without_privilege(
     kind: str,
+    used: str,
     scripted_server: ScriptedServer,
     root_repo: Path,
     outside: Path,
     tmp_path: Path,
     request: pytest.FixtureRequest,
 ) -> None:
-    if kind == "docker":
+    env: dict[str, str] = {}
+    if used == "docker":
         request.getfixturevalue("sandbox_image")
     else:
         request.getfixturevalue("bwrap_works")
+    if kind == "auto-without-bwrap":
+        kind, env["PATH"] = "auto", _path_without_bwrap(tmp_path)
     scripted_server.enqueue(
         sglang(lambda s: s.tool_call("shell", {"command": _probe(outside)})),
         sglang(lambda s: s.content("Ran it.")),
@@ -103,13 +123,13 @@ async def test_headless_task_as_root_runs_commands_without_privilege(
         "--output-format",
         "stream-json",
         home=tmp_path,
+        extra_env=env,
     )
     assert code == 0, err
     events = [p.EVENT_ADAPTER.validate_json(line) for line in out.splitlines()]
     shells = [e for e in events if isinstance(e, p.ToolCallFinished) and e.name == "shell"]
     assert len(shells) == 1 and shells[0].status == "ok", shells
     result = shells[0].result
-    used = "docker" if kind == "docker" else "bwrap"  # auto: bubblewrap works here, and wins
     started = next(e for e in events if isinstance(e, p.SessionStarted))
     assert started.sandbox == used
     expected_uid = INNER_ID if used == "bwrap" else 0
@@ -125,6 +145,8 @@ async def test_headless_task_as_root_runs_commands_without_privilege(
         assert f"unprivileged uid {INNER_ID}" in notices, notices
     else:
         assert "uid 0 with no capabilities" in notices, notices
+    if "PATH" in env:
+        assert "(bubblewrap: bubblewrap (bwrap) is not installed" in notices, notices
 
 
 @pytest.mark.parametrize(
@@ -138,13 +160,7 @@ async def test_explicit_sandbox_that_cannot_run_exits_3(
     repo.mkdir()
     env: dict[str, str] = {}
     if hide == "path":
-        # A PATH with git but no bwrap: bubblewrap really is not there.
-        bin_dir = tmp_path / "bin"
-        bin_dir.mkdir()
-        git = shutil.which("git")
-        assert git is not None
-        (bin_dir / "git").symlink_to(git)
-        env["PATH"] = str(bin_dir)
+        env["PATH"] = _path_without_bwrap(tmp_path)
     else:
         env["DOCKER_HOST"] = f"unix://{tmp_path}/no-docker.sock"
     scripted_server.enqueue(sglang(lambda s: s.tool_call("shell", {"command": "touch PWNED"})))
