@@ -5,6 +5,10 @@ Precedence, highest first: command-line flags > environment ``CLOVER_*`` >
 (``config.toml`` in the platform's user config dir, e.g.
 ``~/.config/clover-code/config.toml``). An unknown key or a bad value is one
 ``ConfigError`` naming the file (or variable, or flag) and the key.
+
+Settings in the project's files that loosen safety apply only once the user
+trusted that exact file content (see ``clover_code.trust``); the rest of the
+project file always applies.
 """
 
 from __future__ import annotations
@@ -14,14 +18,24 @@ import os
 import tomllib
 from collections.abc import Mapping
 from contextvars import ContextVar
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
 import platformdirs
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    TypeAdapter,
+    ValidationError,
+)
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from clover_code import trust
 from clover_code.errors import ConfigError
 
 APP_NAME = "clover-code"
@@ -41,6 +55,11 @@ def user_config_path() -> Path:
 def user_data_dir() -> Path:
     """Where sessions and other user data live on this platform."""
     return Path(platformdirs.user_data_dir(APP_NAME))
+
+
+def trust_store() -> trust.TrustStore:
+    """The user's project trust records (in the user data dir, outside every workspace)."""
+    return trust.TrustStore(user_data_dir() / "trusted-projects.json")
 
 
 class PermissionRules(BaseModel):
@@ -269,6 +288,17 @@ class Settings(BaseSettings):
     sessions_dir: Path | None = None
     """Where session transcripts are written; unset means the user data dir."""
 
+    trust_project_settings: bool = False
+    """Apply every project's safety-loosening settings without asking (user config or
+    CLOVER_TRUST_PROJECT_SETTINGS only; a project file cannot set it)."""
+
+    _project_trust: trust.TrustReport | None = PrivateAttr(default=None)
+
+    @property
+    def project_trust(self) -> trust.TrustReport | None:
+        """What was decided about the project's config files; None without a workspace."""
+        return self._project_trust
+
     @classmethod
     def settings_customise_sources(
         cls,
@@ -324,8 +354,14 @@ def load_settings(
     repo_root: Path | None = None,
     user_config: Path | None = None,
     env: Mapping[str, str] | None = None,
+    trust_project: bool = False,
+    store: trust.TrustStore | None = None,
 ) -> Settings:
-    """Build the settings from flags, environment, repo config and user config."""
+    """Build the settings from flags, environment, repo config and user config.
+
+    ``trust_project`` (``--trust-project``) records that the user trusts the
+    project files as they are now; ``store`` replaces the user's trust store.
+    """
     cli_values = {k: v for k, v in (cli or {}).items() if v is not None}
     environ = os.environ if env is None else env
     fields = Settings.model_fields
@@ -335,19 +371,117 @@ def load_settings(
         if k.startswith(ENV_PREFIX) and k[len(ENV_PREFIX) :].lower() in fields
     }
     layers: list[tuple[str, dict[str, Any]]] = [("environment", env_values)]
-    if repo_root is not None and (repo_root / REPO_CONFIG).is_file():
-        path = repo_root / REPO_CONFIG
-        layers.append((f"config file {path}", read_toml(path)))
     user_path = user_config if user_config is not None else user_config_path()
+    user_values = read_toml(user_path) if user_path.is_file() else {}
+    report: trust.TrustReport | None = None
+    if repo_root is not None:
+        project, report = _project_layer(
+            repo_root, env_values, user_values, trust_project, store or trust_store()
+        )
+        if project is not None:
+            layers.append(project)
     if user_path.is_file():
-        layers.append((f"config file {user_path}", read_toml(user_path)))
+        layers.append((f"config file {user_path}", user_values))
     token = _LAYERS.set(tuple(layers))
     try:
-        return Settings(**cli_values)
+        settings = Settings(**cli_values)
+        settings._project_trust = report
+        return settings
     except ValidationError as exc:
         raise ConfigError(_explain(exc, cli_values, layers)) from None
     finally:
         _LAYERS.reset(token)
+
+
+def _project_layer(
+    root: Path,
+    env_values: Mapping[str, Any],
+    user_values: Mapping[str, Any],
+    trust_project: bool,
+    store: trust.TrustStore,
+) -> tuple[tuple[str, dict[str, Any]] | None, trust.TrustReport]:
+    """The project config file as a layer, less what loosens safety unless trusted,
+    and the report on the project's files (``.clover/config.toml``, ``.mcp.json``)."""
+    switch = env_values.get(trust.TRUST_SWITCH, user_values.get(trust.TRUST_SWITCH, False))
+    try:
+        trust_all = TypeAdapter(bool).validate_python(switch)
+    except ValidationError:
+        where = (
+            f"environment variable {ENV_PREFIX}{trust.TRUST_SWITCH.upper()}"
+            if trust.TRUST_SWITCH in env_values
+            else "the user config"
+        )
+        raise ConfigError(f"{where}: bad value {switch!r} for '{trust.TRUST_SWITCH}'.") from None
+    judge = _Judge(root, store, trust_all, trust_project)
+    base = {**{name: f.default for name, f in Settings.model_fields.items()}, **user_values}
+    files: list[trust.ProjectFile] = []
+    layer: tuple[str, dict[str, Any]] | None = None
+    data: dict[str, Any] = {}
+    config_path = root / REPO_CONFIG
+    raw = _read_bytes(config_path)
+    if raw is not None:
+        # The bytes hashed are the bytes parsed: no window for the file to change between.
+        data = _parse_toml(raw, config_path)
+        judged = judge(trust.PROJECT_CONFIG, config_path, raw, trust.loosening(data, base))
+        files.append(judged)
+        if not judged.trusted:
+            data = trust.without_loosening(data, base)
+        data.pop(trust.TRUST_SWITCH, None)  # never from the project, trusted or not
+        layer = (f"config file {config_path}", data)
+    mcp_path = root / trust.MCP_FILE
+    mcp_raw = _read_bytes(mcp_path)
+    if mcp_raw is not None:
+        # mcp_project = "ignore" starts none of its servers; "trust" (from the user,
+        # or from a trusted project file) starts them all.
+        policy = env_values.get("mcp_project", data.get("mcp_project", base.get("mcp_project")))
+        found = trust.mcp_loosening(mcp_raw) if policy != "ignore" else []
+        files.append(judge(trust.MCP_FILE, mcp_path, mcp_raw, found, policy == "trust"))
+    return layer, trust.TrustReport(root, tuple(files))
+
+
+@dataclass(frozen=True, slots=True)
+class _Judge:
+    """Decides whether one project file's loosening settings apply."""
+
+    root: Path
+    store: trust.TrustStore
+    trust_all: bool
+    record: bool
+    """--trust-project: trust the files as they are now, and remember it."""
+
+    def __call__(
+        self, rel: str, path: Path, raw: bytes, found: list[str], trusted_by_user: bool = False
+    ) -> trust.ProjectFile:
+        content = trust.digest(raw)
+        # The switch is never taken from a project file, so a file that sets only
+        # the switch stays untrusted (and its notice says so).
+        only_switch = bool(found) and all(k.startswith(trust.TRUST_SWITCH) for k in found)
+        trusted = not found or self.trust_all or trusted_by_user
+        trusted = trusted or self.store.is_trusted(self.root, rel, content)
+        judged = trust.ProjectFile(rel, path, content, tuple(found), trusted and not only_switch)
+        if self.record and not judged.trusted and not only_switch:
+            self.store.trust(self.root, [judged])
+            judged = replace(judged, trusted=True)
+        return judged
+
+
+def _read_bytes(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
+    except OSError as exc:
+        raise ConfigError(f"config file {path} cannot be read ({exc.strerror}).") from None
+
+
+def _parse_toml(raw: bytes, path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"config file {path} is not UTF-8 text; fix or remove it.") from None
+    except tomllib.TOMLDecodeError as exc:
+        msg = f"config file {path} is not valid TOML ({exc}); fix or remove it."
+        raise ConfigError(msg) from None
 
 
 def _env_value(raw: str) -> Any:
