@@ -51,7 +51,7 @@ PROJECT_CONFIG = ".clover/config.toml"
 MCP_FILE = ".mcp.json"
 """The project's MCP server list, relative to the workspace root."""
 
-PROTECTED_PATHS: tuple[str, ...] = (".clover", MCP_FILE)
+PROTECTED_PATHS: tuple[str, ...] = (PurePosixPath(PROJECT_CONFIG).parent.as_posix(), MCP_FILE)
 """Project files and directories that configure clover-code itself (a directory
 covers everything under it). The agent's file tools never write them without
 the user's approval, in any mode; headless refuses. Add hook and command files
@@ -68,18 +68,22 @@ strictest of the defaults (headless uses auto-edit)."""
 _MCP_PROJECT_ORDER: tuple[str, ...] = ("ignore", "ask", "trust")
 
 
+# A value the settings model would refuse is left in place, so that the load
+# fails with the usual sentence naming the file and key; every value the model
+# accepts is judged.
+
+
 def looser_approval(mode: Any, than: Any) -> bool:
     """Whether approval ``mode`` lets more run without asking than ``than``
-    (None is the default). Anything unknown counts as looser."""
-    base = than if than is not None else DEFAULT_APPROVAL
-    if mode not in APPROVAL_ORDER or base not in APPROVAL_ORDER:
-        return True
-    return APPROVAL_ORDER.index(mode) > APPROVAL_ORDER.index(base)
+    (None is the default)."""
+    return _ranked(APPROVAL_ORDER)(mode, than if than is not None else DEFAULT_APPROVAL)
 
 
 def _ranked(order: tuple[str, ...]) -> Callable[[Any, Any], bool]:
     def looser(value: Any, base: Any) -> bool:
-        return value not in order or base not in order or order.index(value) > order.index(base)
+        if value not in order:
+            return False  # refused by the model
+        return base not in order or order.index(value) > order.index(base)
 
     return looser
 
@@ -94,9 +98,15 @@ def _switched_on(value: Any, base: Any) -> bool:
 
 
 def _more(value: Any, base: Any) -> bool:
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    # The model reads "8192" and true as numbers too.
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return False  # refused by the model
+    try:
+        return number > float(base)
+    except (TypeError, ValueError):
         return True
-    return not isinstance(base, int | float) or value > base
 
 
 def _changed(value: Any, base: Any) -> bool:
@@ -105,7 +115,7 @@ def _changed(value: Any, base: Any) -> bool:
 
 def _more_names(value: Any, base: Any) -> bool:
     if not isinstance(value, list):
-        return True
+        return False  # refused by the model
     return not set(value) <= set(base if isinstance(base, list) else [])
 
 
