@@ -90,7 +90,7 @@ def _ranked(order: tuple[str, ...]) -> Callable[[Any, Any], bool]:
 
 def _sandbox(value: Any, base: Any) -> bool:
     # none runs commands on the host; every other kind is a sandbox.
-    return value == "none" and base != "none"
+    return bool(value == "none" and base != "none")
 
 
 def _switched_on(value: Any, base: Any) -> bool:

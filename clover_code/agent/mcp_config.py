@@ -69,7 +69,9 @@ def declared_servers(settings: Settings, root: Path) -> tuple[list[DeclaredServe
         try:
             raw = path.read_bytes()
         except OSError as exc:
-            return servers, [f"{path} cannot be read ({exc.strerror}); its MCP servers were not started."]
+            return servers, [
+                f"{path} cannot be read ({exc.strerror}); its MCP servers were not started."
+            ]
         report = settings.project_trust
         content = digest(raw)
         trusted = settings.mcp_project == "trust" or settings.trust_project_settings

@@ -68,7 +68,9 @@ async def test_the_agent_cannot_raise_its_own_permissions(
 
     # Run 1: the agent tries to loosen its own settings.
     scripted_server.enqueue(
-        sglang(lambda s: s.tool_call("write_file", {"path": ".clover/config.toml", "content": LOOSE})),
+        sglang(
+            lambda s: s.tool_call("write_file", {"path": ".clover/config.toml", "content": LOOSE})
+        ),
         sglang(lambda s: s.content("I could not change the settings.")),
     )
     code, out, err = await run_clover(

@@ -85,9 +85,7 @@ async def test_not_now_keeps_the_safe_settings(loose_repo: Path, tmp_path: Path)
         await pilot.press("n")
         await until(pilot, lambda: app.started is not None)
         assert started(app).approval == "ask"
-        await until(
-            pilot, lambda: any("not trusted" in n.text for n in app.query(NoticeLine))
-        )
+        await until(pilot, lambda: any("not trusted" in n.text for n in app.query(NoticeLine)))
     assert not trust_store().path.exists()
 
 

@@ -109,7 +109,12 @@ async def test_an_approver_is_asked_and_its_yes_writes(
         ]
     )
     session = await Session.open(
-        make_settings(), backend, repo, emit=lambda e: None, approver=Yes(), approval_mode="full-auto"
+        make_settings(),
+        backend,
+        repo,
+        emit=lambda e: None,
+        approver=Yes(),
+        approval_mode="full-auto",
     )
     await session.run_turn("add an mcp file")
     await session.close()
