@@ -18,7 +18,6 @@ import os
 import tomllib
 from collections.abc import Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,7 +28,6 @@ from pydantic import (
     Field,
     PrivateAttr,
     SecretStr,
-    TypeAdapter,
     ValidationError,
 )
 from pydantic.fields import FieldInfo
@@ -37,9 +35,10 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from clover_code import trust
 from clover_code.errors import ConfigError
+from clover_code.project_files import ProjectJudge
 
 APP_NAME = "clover-code"
-REPO_CONFIG = Path(".clover") / "config.toml"
+REPO_CONFIG = Path(trust.PROJECT_CONFIG)
 ENV_PREFIX = "CLOVER_"
 
 EngineKind = Literal["auto", "remote", "sglang", "hf"]
@@ -375,11 +374,11 @@ def load_settings(
     user_values = read_toml(user_path) if user_path.is_file() else {}
     report: trust.TrustReport | None = None
     if repo_root is not None:
-        project, report = _project_layer(
-            repo_root, env_values, user_values, trust_project, store or trust_store()
-        )
+        judge = ProjectJudge(repo_root, store or trust_store(), record=trust_project)
+        defaults = {name: f.default for name, f in Settings.model_fields.items()}
+        project, report = judge.read(defaults, user_values, env_values, ENV_PREFIX)
         if project is not None:
-            layers.append(project)
+            layers.append((f"config file {repo_root / REPO_CONFIG}", project))
     if user_path.is_file():
         layers.append((f"config file {user_path}", user_values))
     token = _LAYERS.set(tuple(layers))
@@ -391,97 +390,6 @@ def load_settings(
         raise ConfigError(_explain(exc, cli_values, layers)) from None
     finally:
         _LAYERS.reset(token)
-
-
-def _project_layer(
-    root: Path,
-    env_values: Mapping[str, Any],
-    user_values: Mapping[str, Any],
-    trust_project: bool,
-    store: trust.TrustStore,
-) -> tuple[tuple[str, dict[str, Any]] | None, trust.TrustReport]:
-    """The project config file as a layer, less what loosens safety unless trusted,
-    and the report on the project's files (``.clover/config.toml``, ``.mcp.json``)."""
-    switch = env_values.get(trust.TRUST_SWITCH, user_values.get(trust.TRUST_SWITCH, False))
-    try:
-        trust_all = TypeAdapter(bool).validate_python(switch)
-    except ValidationError:
-        where = (
-            f"environment variable {ENV_PREFIX}{trust.TRUST_SWITCH.upper()}"
-            if trust.TRUST_SWITCH in env_values
-            else "the user config"
-        )
-        raise ConfigError(f"{where}: bad value {switch!r} for '{trust.TRUST_SWITCH}'.") from None
-    judge = _Judge(root, store, trust_all, trust_project)
-    base = {**{name: f.default for name, f in Settings.model_fields.items()}, **user_values}
-    files: list[trust.ProjectFile] = []
-    layer: tuple[str, dict[str, Any]] | None = None
-    data: dict[str, Any] = {}
-    config_path = root / REPO_CONFIG
-    raw = _read_bytes(config_path)
-    if raw is not None:
-        # The bytes hashed are the bytes parsed: no window for the file to change between.
-        data = _parse_toml(raw, config_path)
-        judged = judge(trust.PROJECT_CONFIG, config_path, raw, trust.loosening(data, base))
-        files.append(judged)
-        if not judged.trusted:
-            data = trust.without_loosening(data, base)
-        data.pop(trust.TRUST_SWITCH, None)  # never from the project, trusted or not
-        layer = (f"config file {config_path}", data)
-    mcp_path = root / trust.MCP_FILE
-    mcp_raw = _read_bytes(mcp_path)
-    if mcp_raw is not None:
-        # mcp_project = "ignore" starts none of its servers; "trust" (from the user,
-        # or from a trusted project file) starts them all.
-        policy = env_values.get("mcp_project", data.get("mcp_project", base.get("mcp_project")))
-        found = trust.mcp_loosening(mcp_raw) if policy != "ignore" else []
-        files.append(judge(trust.MCP_FILE, mcp_path, mcp_raw, found, policy == "trust"))
-    return layer, trust.TrustReport(root, tuple(files))
-
-
-@dataclass(frozen=True, slots=True)
-class _Judge:
-    """Decides whether one project file's loosening settings apply."""
-
-    root: Path
-    store: trust.TrustStore
-    trust_all: bool
-    record: bool
-    """--trust-project: trust the files as they are now, and remember it."""
-
-    def __call__(
-        self, rel: str, path: Path, raw: bytes, found: list[str], trusted_by_user: bool = False
-    ) -> trust.ProjectFile:
-        content = trust.digest(raw)
-        # The switch is never taken from a project file, so a file that sets only
-        # the switch stays untrusted (and its notice says so).
-        only_switch = bool(found) and all(k.startswith(trust.TRUST_SWITCH) for k in found)
-        trusted = not found or self.trust_all or trusted_by_user
-        trusted = trusted or self.store.is_trusted(self.root, rel, content)
-        judged = trust.ProjectFile(rel, path, content, tuple(found), trusted and not only_switch)
-        if self.record and not judged.trusted and not only_switch:
-            self.store.trust(self.root, [judged])
-            judged = replace(judged, trusted=True)
-        return judged
-
-
-def _read_bytes(path: Path) -> bytes | None:
-    try:
-        return path.read_bytes()
-    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-        return None
-    except OSError as exc:
-        raise ConfigError(f"config file {path} cannot be read ({exc.strerror}).") from None
-
-
-def _parse_toml(raw: bytes, path: Path) -> dict[str, Any]:
-    try:
-        return tomllib.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise ConfigError(f"config file {path} is not UTF-8 text; fix or remove it.") from None
-    except tomllib.TOMLDecodeError as exc:
-        msg = f"config file {path} is not valid TOML ({exc}); fix or remove it."
-        raise ConfigError(msg) from None
 
 
 def _env_value(raw: str) -> Any:

@@ -299,7 +299,7 @@ class PermissionPolicy:
         check (a changed file is untrusted again) covers that path.
         """
         for path in _paths_of(name, arguments):
-            if any(form is not None and is_protected(form) for form in self._inside_forms(path)):
+            if any(is_protected(form) for form in self._locate(path)[0]):
                 return Ruling(
                     "ask",
                     f"'{path}' is one of the project's own config files, which only the "
@@ -309,20 +309,6 @@ class PermissionPolicy:
         return None
 
     # ---------------------------------------------------------------- helpers
-
-    def _inside_forms(self, path: str) -> list[str | None]:
-        """``path`` relative to the root as given and as resolved (None: outside)."""
-        joined = os.path.join(self.root, os.path.expanduser(path))
-        try:
-            candidates = (os.path.normpath(joined), os.path.realpath(joined))
-        except ValueError:  # a NUL byte: no file has this name, the tool refuses it
-            return []
-        forms: list[str | None] = []
-        for candidate in candidates:
-            target = Path(candidate)
-            inside = target == self.root or target.is_relative_to(self.root)
-            forms.append(target.relative_to(self.root).as_posix() if inside else None)
-        return forms
 
     def _keys(self, table: Mapping[str, Any], group: str | None, name: str) -> list[str]:
         return [
