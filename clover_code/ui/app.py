@@ -108,7 +108,9 @@ class CloverApp(App[int]):
 
     def _trust_answered(self, trusted: bool | None) -> None:
         if trusted and self._trust is not None:
-            self._trust.accept()
+            problem = self._trust.accept()
+            if problem is not None:
+                self.notify(problem, severity="error", timeout=10)
         self.open_session(self._resume)
 
     # ------------------------------------------------------------ workers

@@ -7,7 +7,6 @@ imported when the session opens, after the first paint.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -81,14 +80,14 @@ def trust_question(
         return None, lambda: holder[0]
     root = report.root
 
-    def accept() -> None:
+    def accept() -> str | None:
         try:
             # The content shown is the content trusted: the digests read at start.
             trust_store().trust(root, untrusted)
             holder[0] = reload()
-        except CloverError as exc:  # the settings stay as they were; the notice says why
-            holder[0] = settings
-            logging.getLogger(__name__).warning("%s", exc)
+        except CloverError as exc:  # the settings stay as they were
+            return str(exc)
+        return None
 
     files = [(str(f.path), list(f.loosening)) for f in untrusted]
     return TrustQuestion(files, accept), lambda: holder[0]

@@ -23,8 +23,9 @@ class TrustQuestion:
 
     files: list[tuple[str, list[str]]]
     """Each untrusted file's path and the settings in it that loosen safety."""
-    accept: Callable[[], None]
-    """Records the trust (and reloads the settings); called when the user trusts."""
+    accept: Callable[[], str | None]
+    """Records the trust and reloads the settings when the user trusts; returns
+    why it could not (one sentence), else None."""
 
 
 class TrustScreen(ModalScreen[bool]):
