@@ -255,7 +255,8 @@ class Settings(BaseSettings):
     """Stdio MCP servers by name, e.g. [mcp_servers.docs] command = "uvx", args = ["docs-mcp"]."""
 
     mcp_project: Literal["ask", "trust", "ignore"] = "ask"
-    """Servers in the project's .mcp.json: ask before starting them, trust them, or ignore them."""
+    """Servers in the project's .mcp.json: ask (start them once you trust that file's
+    content), trust (start them without asking), or ignore them."""
 
     mcp_timeout: float = Field(120.0, gt=0)
     """Longest an MCP tool call may take, in seconds."""

@@ -258,3 +258,16 @@ def test_protected_paths(path: str, protected: bool) -> None:
 def test_every_file_the_loader_trusts_is_protected_from_the_file_tools() -> None:
     assert PROTECTED_PATHS == (".clover", ".mcp.json")
     assert is_protected(PROJECT_CONFIG) and is_protected(MCP_FILE)
+
+
+def test_acp_trusts_only_with_its_flag(project: Path) -> None:
+    from clover_code.acp.agent import CloverAgent
+    from clover_code.acp.main import build_parser
+
+    assert build_parser().parse_args(["--trust-project"]).trust_project is True
+    plain = CloverAgent({"sessions_dir": str(project.parent / "sessions")})
+    assert plain._settings(project).approval is None
+    trusting = CloverAgent({}, trust_project=True)
+    assert trusting._settings(project).approval == "full-auto"
+    # recorded: a later plain agent applies it too, while the content stays the same
+    assert plain._settings(project).approval == "full-auto"
