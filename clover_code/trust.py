@@ -30,6 +30,8 @@ from typing import Any
 from clover_code.errors import ConfigError
 
 __all__ = [
+    "APPROVAL_ORDER",
+    "LOOSENING_KEYS",
     "MCP_FILE",
     "NEUTRAL_KEYS",
     "PROJECT_CONFIG",

@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
 from clover_code.agent.mcp_config import declared_servers
-from clover_code.config import Settings, load_settings, trust_store
+from clover_code.config import ApprovalMode, Settings, load_settings, trust_store
 from clover_code.errors import ConfigError
 from clover_code.trust import (
+    APPROVAL_ORDER,
     LOOSENING_KEYS,
     MCP_FILE,
     NEUTRAL_KEYS,
@@ -205,6 +207,10 @@ def test_a_damaged_store_trusts_nothing(project: Path, store: TrustStore) -> Non
     assert load(project, store).approval is None
     assert load(project, store, trust_project=True).approval == "full-auto"
     assert load(project, store).approval == "full-auto"
+
+
+def test_the_approval_order_names_every_mode() -> None:
+    assert set(APPROVAL_ORDER) == set(get_args(ApprovalMode))
 
 
 def test_every_setting_is_classified() -> None:
