@@ -6,10 +6,13 @@ import argparse
 import asyncio
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clover_code import __version__
 from clover_code.errors import CloverError, ExitCode, UsageError
+
+if TYPE_CHECKING:
+    from clover_code.config import Settings
 
 EXIT_CODES_HELP = """exit codes:
   0    the task completed
@@ -107,6 +110,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="watch the repository and act on comments ending in AI! (do it) or AI? (answer)",
     )
     parser.add_argument("-C", "--cd", type=Path, metavar="DIR", help="work in DIR")
+    parser.add_argument(
+        "--trust-project",
+        action="store_true",
+        help="trust this repository's .clover/config.toml and .mcp.json as they are now "
+        "(remembered until they change), so settings in them that loosen safety apply",
+    )
     return parser
 
 
@@ -160,7 +169,9 @@ def run(argv: list[str]) -> int:
             raise UsageError(f"directory {cwd} does not exist.")
         task = _read_task(args)
         root, _ = find_root(cwd)
-        settings = load_settings(_cli_settings(args), repo_root=root)
+        settings = load_settings(
+            _cli_settings(args), repo_root=root, trust_project=args.trust_project
+        )
         resume = None
         if args.resume is not None or args.continue_:
             resume = find_session(settings.resolved_sessions_dir(), args.resume or None, root)
@@ -180,7 +191,10 @@ def run(argv: list[str]) -> int:
     if task is None:
         from clover_code.ui.run import run_app
 
-        return run_app(settings, cwd, resume=resume)
+        def reload() -> Settings:
+            return load_settings(_cli_settings(args), repo_root=root)
+
+        return run_app(settings, cwd, resume=resume, reload=reload)
     return asyncio.run(
         run_task(settings, task, cwd, output_format=args.output_format, resume=resume)
     )

@@ -5,6 +5,10 @@ Precedence, highest first: command-line flags > environment ``CLOVER_*`` >
 (``config.toml`` in the platform's user config dir, e.g.
 ``~/.config/clover-code/config.toml``). An unknown key or a bad value is one
 ``ConfigError`` naming the file (or variable, or flag) and the key.
+
+Settings in the project's files that loosen safety apply only once the user
+trusted that exact file content (see ``clover_code.trust``); the rest of the
+project file always applies.
 """
 
 from __future__ import annotations
@@ -18,14 +22,16 @@ from pathlib import Path
 from typing import Any, Literal
 
 import platformdirs
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from clover_code import trust
 from clover_code.errors import ConfigError
+from clover_code.project_files import ProjectJudge
 
 APP_NAME = "clover-code"
-REPO_CONFIG = Path(".clover") / "config.toml"
+REPO_CONFIG = Path(trust.PROJECT_CONFIG)
 ENV_PREFIX = "CLOVER_"
 
 EngineKind = Literal["auto", "remote", "sglang", "hf"]
@@ -41,6 +47,11 @@ def user_config_path() -> Path:
 def user_data_dir() -> Path:
     """Where sessions and other user data live on this platform."""
     return Path(platformdirs.user_data_dir(APP_NAME))
+
+
+def trust_store() -> trust.TrustStore:
+    """The user's project trust records (in the user data dir, outside every workspace)."""
+    return trust.TrustStore(user_data_dir() / "trusted-projects.json")
 
 
 class PermissionRules(BaseModel):
@@ -237,7 +248,8 @@ class Settings(BaseSettings):
     """Stdio MCP servers by name, e.g. [mcp_servers.docs] command = "uvx", args = ["docs-mcp"]."""
 
     mcp_project: Literal["ask", "trust", "ignore"] = "ask"
-    """Servers in the project's .mcp.json: ask before starting them, trust them, or ignore them."""
+    """Servers in the project's .mcp.json: ask (start them once you trust that file's
+    content), trust (start them without asking), or ignore them."""
 
     mcp_timeout: float = Field(120.0, gt=0)
     """Longest an MCP tool call may take, in seconds."""
@@ -268,6 +280,17 @@ class Settings(BaseSettings):
 
     sessions_dir: Path | None = None
     """Where session transcripts are written; unset means the user data dir."""
+
+    trust_project_settings: bool = False
+    """Apply every project's safety-loosening settings without asking (user config or
+    CLOVER_TRUST_PROJECT_SETTINGS only; a project file cannot set it)."""
+
+    _project_trust: trust.TrustReport | None = PrivateAttr(default=None)
+
+    @property
+    def project_trust(self) -> trust.TrustReport | None:
+        """What was decided about the project's config files; None without a workspace."""
+        return self._project_trust
 
     @classmethod
     def settings_customise_sources(
@@ -324,8 +347,14 @@ def load_settings(
     repo_root: Path | None = None,
     user_config: Path | None = None,
     env: Mapping[str, str] | None = None,
+    trust_project: bool = False,
+    store: trust.TrustStore | None = None,
 ) -> Settings:
-    """Build the settings from flags, environment, repo config and user config."""
+    """Build the settings from flags, environment, repo config and user config.
+
+    ``trust_project`` (``--trust-project``) records that the user trusts the
+    project files as they are now; ``store`` replaces the user's trust store.
+    """
     cli_values = {k: v for k, v in (cli or {}).items() if v is not None}
     environ = os.environ if env is None else env
     fields = Settings.model_fields
@@ -335,15 +364,22 @@ def load_settings(
         if k.startswith(ENV_PREFIX) and k[len(ENV_PREFIX) :].lower() in fields
     }
     layers: list[tuple[str, dict[str, Any]]] = [("environment", env_values)]
-    if repo_root is not None and (repo_root / REPO_CONFIG).is_file():
-        path = repo_root / REPO_CONFIG
-        layers.append((f"config file {path}", read_toml(path)))
     user_path = user_config if user_config is not None else user_config_path()
+    user_values = read_toml(user_path) if user_path.is_file() else {}
+    report: trust.TrustReport | None = None
+    if repo_root is not None:
+        judge = ProjectJudge(repo_root, store or trust_store(), record=trust_project)
+        defaults = {name: f.default for name, f in Settings.model_fields.items()}
+        project, report = judge.read(defaults, user_values, env_values, ENV_PREFIX)
+        if project is not None:
+            layers.append((f"config file {repo_root / REPO_CONFIG}", project))
     if user_path.is_file():
-        layers.append((f"config file {user_path}", read_toml(user_path)))
+        layers.append((f"config file {user_path}", user_values))
     token = _LAYERS.set(tuple(layers))
     try:
-        return Settings(**cli_values)
+        settings = Settings(**cli_values)
+        settings._project_trust = report
+        return settings
     except ValidationError as exc:
         raise ConfigError(_explain(exc, cli_values, layers)) from None
     finally:

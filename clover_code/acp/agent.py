@@ -68,8 +68,11 @@ def _error(code: int, message: str) -> RequestError:
 class CloverAgent:
     """Serves ACP sessions; ``cli`` holds the settings given on the command line."""
 
-    def __init__(self, cli: dict[str, Any], *, terminal: bool = False) -> None:
+    def __init__(
+        self, cli: dict[str, Any], *, terminal: bool = False, trust_project: bool = False
+    ) -> None:
         self._cli = cli
+        self._trust_project = trust_project
         self._want_terminal = terminal
         self._client: Client | None = None
         self._capabilities = ClientCapabilities()
@@ -214,7 +217,7 @@ class CloverAgent:
 
     def _settings(self, root: Path) -> Settings:
         try:
-            return load_settings(self._cli, repo_root=root)
+            return load_settings(self._cli, repo_root=root, trust_project=self._trust_project)
         except CloverError as exc:
             raise _error(_INTERNAL, str(exc)) from None
 

@@ -53,6 +53,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--max-turns", type=int, metavar="N", help="most model requests per turn")
     parser.add_argument("--timeout", type=float, metavar="SECONDS", help="limit per turn")
+    parser.add_argument(
+        "--trust-project",
+        action="store_true",
+        help="trust the .clover/config.toml and .mcp.json of the projects the editor opens, "
+        "as they are now, so settings in them that loosen safety apply",
+    )
     return parser
 
 
@@ -80,7 +86,8 @@ def main(argv: list[str]) -> int:
             "start it from an editor such as Zed (see the README).\n"
         )
     try:
-        return asyncio.run(serve(CloverAgent(cli, terminal=args.terminal)))
+        agent = CloverAgent(cli, terminal=args.terminal, trust_project=args.trust_project)
+        return asyncio.run(serve(agent))
     except KeyboardInterrupt:
         return int(ExitCode.INTERRUPTED)
 

@@ -77,6 +77,8 @@ class ApprovalRequest:
     summary: str
     arguments: dict[str, object]
     prefix: str | None
+    protected: bool = False
+    """It writes one of the project's own config files (headless never does)."""
 
 
 class Approver(Protocol):
@@ -91,6 +93,15 @@ class RefuseApprover:
     """Headless mode: nobody can be asked, so every request is refused."""
 
     async def request(self, request: ApprovalRequest) -> Decision:
+        if request.protected:
+            return Decision(
+                allowed=False,
+                feedback=(
+                    f"{request.name} would change the project's own clover-code config, "
+                    "which headless mode never does in any approval mode; the user can "
+                    "edit that file by hand."
+                ),
+            )
         flag = "full-auto" if request.kind == "execute" else "auto-edit"
         return Decision(
             allowed=False,

@@ -139,7 +139,15 @@ class ToolDispatcher:
             return f"refused: {ruling.reason}"
         prefix = self.policy.session_prefix(command) if shell else None
         answer = await self.approver.request(
-            ApprovalRequest(call.id, tool.name, tool.kind, summary, call.arguments, prefix)
+            ApprovalRequest(
+                call.id,
+                tool.name,
+                tool.kind,
+                summary,
+                call.arguments,
+                prefix,
+                protected=ruling.protected,
+            )
         )
         if answer.allowed:
             if answer.remember_prefix and shell:

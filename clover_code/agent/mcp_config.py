@@ -9,7 +9,11 @@
 over a project server of the same name. Problems never stop the session:
 each becomes one notice sentence and the server (or the whole file, when it
 is not valid JSON) is skipped. Project servers come from the repository, so
-they are marked ``project`` and started only as ``mcp_project`` says.
+they are marked ``project`` and started only when the user trusts them: the
+exact content of the ``.mcp.json`` was trusted (``clover_code.trust``), or
+the user's own config says ``mcp_project = "trust"``. The file is hashed as
+it is read here, so a file changed since the settings were loaded (by a
+sandboxed command, say) is untrusted again.
 """
 
 from __future__ import annotations
@@ -18,17 +22,18 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from clover_code.config import McpServerConfig, Settings
+from clover_code.trust import MCP_FILE, digest
 
 __all__ = ["PROJECT_FILE", "DeclaredServer", "declared_servers", "read_project_servers"]
 
-PROJECT_FILE = ".mcp.json"
+PROJECT_FILE = MCP_FILE
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _KNOWN = frozenset(McpServerConfig.model_fields)
@@ -44,6 +49,8 @@ class DeclaredServer:
     """Where it was declared: ``settings``, or the path of the ``.mcp.json``."""
     project: bool = False
     """Declared by the repository (``.mcp.json``), not by the user."""
+    trusted: bool = False
+    """A project server the user trusts (start it without asking)."""
 
 
 def declared_servers(settings: Settings, root: Path) -> tuple[list[DeclaredServer], list[str]]:
@@ -57,8 +64,27 @@ def declared_servers(settings: Settings, root: Path) -> tuple[list[DeclaredServe
         if config.enabled
     ]
     notices: list[str] = []
-    if settings.mcp_project != "ignore":
-        project, notices = read_project_servers(root / PROJECT_FILE)
+    path = root / PROJECT_FILE
+    if settings.mcp_project != "ignore" and path.is_file():
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            return servers, [
+                f"{path} cannot be read ({exc.strerror}); its MCP servers were not started."
+            ]
+        report = settings.project_trust
+        content = digest(raw)
+        trusted = settings.mcp_project == "trust" or settings.trust_project_settings
+        trusted = trusted or (report is not None and report.trusts(PROJECT_FILE, content))
+        project, notices = read_project_servers(path, raw=raw)
+        if project and not trusted:
+            if report is None or not report.mentions(PROJECT_FILE, content):
+                notices.append(
+                    f"{path} is not trusted (it is new or changed since the settings were "
+                    "read), so its MCP servers were not started; review it, then trust it "
+                    "when the app asks or run with --trust-project."
+                )
+            project = []
         for server in project:
             if server.name in settings.mcp_servers:
                 notices.append(
@@ -66,17 +92,18 @@ def declared_servers(settings: Settings, root: Path) -> tuple[list[DeclaredServe
                     "the settings' one is used."
                 )
             elif server.config.enabled:
-                servers.append(server)
+                servers.append(replace(server, trusted=True))
     return servers, notices
 
 
 def read_project_servers(
-    path: Path, environ: Mapping[str, str] | None = None
+    path: Path, environ: Mapping[str, str] | None = None, *, raw: bytes | None = None
 ) -> tuple[list[DeclaredServer], list[str]]:
-    """Parse one ``.mcp.json``; a missing file declares nothing."""
+    """Parse one ``.mcp.json`` (``raw``: its bytes, already read); a missing file
+    declares nothing."""
     env = os.environ if environ is None else environ
     try:
-        text = path.read_text(encoding="utf-8")
+        text = (raw if raw is not None else path.read_bytes()).decode("utf-8")
     except FileNotFoundError:
         return [], []
     except (OSError, UnicodeDecodeError) as exc:

@@ -9,6 +9,10 @@
 4. a call whose every part matches an allow rule runs without asking;
 5. otherwise the mode decides.
 
+Between 1 and 2, a file tool writing one of the project's own config files
+(``clover_code.trust.PROTECTED_PATHS``: ``.clover/``, ``.mcp.json``) is
+asked about in every mode, whatever the allow rules say; headless refuses it.
+
 Shell rules are command patterns matched word by word against each program
 a command line runs (``"pytest *"``: a standalone ``*`` stands for any number
 of words, ``*`` inside a word for any characters). A program started through
@@ -42,6 +46,7 @@ from clover_code.errors import ConfigError, ToolError
 from clover_code.tools.base import ToolKind
 from clover_code.tools.globmatch import compile_glob
 from clover_code.tools.patch_parse import parse_patch
+from clover_code.trust import is_protected
 
 __all__ = ["PermissionPolicy", "Ruling"]
 
@@ -61,6 +66,8 @@ class Ruling:
 
     verdict: Verdict
     reason: str
+    protected: bool = False
+    """The call writes a protected config file: only the user may approve it."""
 
 
 class _CommandPattern:
@@ -168,6 +175,10 @@ class PermissionPolicy:
             ruling = self.check_tool(name, kind, arguments)
         if ruling is not None and ruling.verdict == "deny":
             return ruling
+        if kind == "edit":
+            protected = self.protected_write(name, arguments)
+            if protected is not None:
+                return protected
         base = verdict(mode, kind)
         if base == "deny":
             return Ruling(
@@ -278,6 +289,23 @@ class PermissionPolicy:
                 return denied
         if all(self._path_allowed(path, group, name) for path in paths):
             return Ruling("allow", f"every path {name} touches matches an allow rule.")
+        return None
+
+    def protected_write(self, name: str, arguments: Mapping[str, Any]) -> Ruling | None:
+        """An "ask" ruling when a file tool would write a protected project config
+        file (settings, MCP servers): the agent must not grant itself permissions.
+
+        A sandboxed shell command can still write these files; the loader's trust
+        check (a changed file is untrusted again) covers that path.
+        """
+        for path in _paths_of(name, arguments):
+            if any(is_protected(form) for form in self._locate(path)[0]):
+                return Ruling(
+                    "ask",
+                    f"'{path}' is one of the project's own config files, which only the "
+                    "user may approve writing, in every approval mode.",
+                    protected=True,
+                )
         return None
 
     # ---------------------------------------------------------------- helpers

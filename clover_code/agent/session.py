@@ -174,6 +174,8 @@ class Session:
             )
         except CheckpointError as exc:
             startup_notices.append(f"{exc} Undo and diff are off for this session.")
+        trust_notice = settings.project_trust.notice() if settings.project_trust else None
+        startup_notices += [trust_notice] if trust_notice else []
         servers, mcp_notices = declared_servers(settings, root)
         startup_notices += mcp_notices
         mcp: McpManager | None = None

@@ -284,7 +284,7 @@ class McpManager:
         notices: list[str] = []
         chosen: list[DeclaredServer] = []
         for declared in self._declared:
-            if declared.project and not await self._allowed(declared):
+            if declared.project and not declared.trusted and not await self._allowed(declared):
                 notices.append(
                     f"MCP server '{declared.name}' of {declared.source} was not started; "
                     'set mcp_project = "trust" in your config to start project servers.'

@@ -29,6 +29,7 @@ from clover_code.ui.widgets.composer import Composer
 from clover_code.ui.widgets.prompt_input import PromptInput
 from clover_code.ui.widgets.status_bar import StatusBar
 from clover_code.ui.widgets.transcript import Transcript
+from clover_code.ui.widgets.trust import TrustQuestion, TrustScreen
 
 QUIT_WINDOW = 2.0
 """Seconds within which a second Ctrl+C quits."""
@@ -63,8 +64,10 @@ class CloverApp(App[int]):
         resume: Path | None = None,
         show_denoising: bool = True,
         git_status: bool = True,
+        trust: TrustQuestion | None = None,
     ) -> None:
         super().__init__()
+        self._trust = trust
         self.cwd = cwd
         self.sessions_dir = sessions_dir
         self.bridge = EventBridge(self.post_message, factory)
@@ -97,8 +100,18 @@ class CloverApp(App[int]):
         self.composer.input.focus()
         self.run_worker(self.bridge.pump(), name="bridge", group="bridge")
         # after the first paint: opening imports the engine and tools and starts the sandbox
-        self.call_after_refresh(self.open_session, self._resume)
+        if self._trust is not None:  # the session's settings depend on the answer
+            self.push_screen(TrustScreen(self._trust.files), self._trust_answered)
+        else:
+            self.call_after_refresh(self.open_session, self._resume)
         self.call_after_refresh(self._index_files)
+
+    def _trust_answered(self, trusted: bool | None) -> None:
+        if trusted and self._trust is not None:
+            problem = self._trust.accept()
+            if problem is not None:
+                self.notify(problem, severity="error", timeout=10)
+        self.open_session(self._resume)
 
     # ------------------------------------------------------------ workers
 

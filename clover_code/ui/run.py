@@ -7,24 +7,40 @@ imported when the session opens, after the first paint.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from clover_code.config import Settings
 from clover_code.engine.base import Backend
 from clover_code.engine.shared import SharedBackend
+from clover_code.errors import CloverError
 from clover_code.ui.bridge import Emit, SessionFactory, SessionLike
+
+if TYPE_CHECKING:
+    from clover_code.ui.widgets.trust import TrustQuestion
 
 
 def session_factory(
-    settings: Settings, cwd: Path, shared: SharedBackend | None = None
+    settings: Settings,
+    cwd: Path,
+    shared: SharedBackend | None = None,
+    *,
+    current: Callable[[], Settings] | None = None,
 ) -> SessionFactory:
     """An ``open(emit, resume)`` coroutine function that builds the engine and the session.
 
     With ``shared``, a local engine is loaded once and lent to every session
-    the app opens (``/resume`` does not load the checkpoint again).
+    the app opens (``/resume`` does not load the checkpoint again). With
+    ``current``, each session takes the settings it returns then (they change
+    when the user trusts the project's settings).
     """
 
     async def open_session(emit: Emit, resume: Path | None) -> SessionLike:
+        settings_now = current() if current is not None else settings
+        return await _open(settings_now, emit, resume)
+
+    async def _open(settings: Settings, emit: Emit, resume: Path | None) -> SessionLike:
         from clover_code import protocol as p
         from clover_code.agent.session import Session
         from clover_code.engine.select import is_local, open_backend
@@ -48,17 +64,57 @@ def session_factory(
     return open_session
 
 
-def run_app(settings: Settings, cwd: Path, *, resume: Path | None) -> int:
-    """Run the app in this terminal until the user quits; returns the exit code."""
+def trust_question(
+    settings: Settings, reload: Callable[[], Settings] | None
+) -> tuple[TrustQuestion | None, Callable[[], Settings]]:
+    """The question to ask when the project's files have untrusted loosening
+    settings, and where the session takes its settings from (they are read
+    again once the user trusts)."""
+    from clover_code.config import trust_store
+    from clover_code.ui.widgets.trust import TrustQuestion
+
+    holder = [settings]
+    report = settings.project_trust
+    untrusted = report.untrusted() if report is not None else []
+    if report is None or not untrusted or reload is None:
+        return None, lambda: holder[0]
+    root = report.root
+
+    def accept() -> str | None:
+        try:
+            # The content shown is the content trusted: the digests read at start.
+            trust_store().trust(root, untrusted)
+            holder[0] = reload()
+        except CloverError as exc:  # the settings stay as they were
+            return str(exc)
+        return None
+
+    files = [(str(f.path), list(f.loosening)) for f in untrusted]
+    return TrustQuestion(files, accept), lambda: holder[0]
+
+
+def run_app(
+    settings: Settings,
+    cwd: Path,
+    *,
+    resume: Path | None,
+    reload: Callable[[], Settings] | None = None,
+) -> int:
+    """Run the app in this terminal until the user quits; returns the exit code.
+
+    ``reload`` reads the settings again (after the user trusted the project's).
+    """
     from clover_code.ui.app import CloverApp
 
     shared = SharedBackend()
+    question, current = trust_question(settings, reload)
     app = CloverApp(
-        session_factory(settings, cwd, shared),
+        session_factory(settings, cwd, shared, current=current),
         cwd=cwd,
         sessions_dir=settings.resolved_sessions_dir(),
         resume=resume,
         show_denoising=bool(getattr(settings, "show_denoising", True)),
+        trust=question,
     )
     try:
         code = app.run()
@@ -68,4 +124,4 @@ def run_app(settings: Settings, cwd: Path, *, resume: Path | None) -> int:
     return int(code) if code is not None else 0
 
 
-__all__ = ["run_app", "session_factory"]
+__all__ = ["run_app", "session_factory", "trust_question"]

@@ -153,22 +153,46 @@ async def test_project_servers_wait_for_trust(
     tmp_path: Path, make_settings: Callable[..., Settings]
 ) -> None:
     _write_mcp_json(tmp_path, {"echo": {"command": sys.executable, "args": [str(SERVER)]}})
+
+    def settings(**kw: bool) -> Settings:
+        values = {"sessions_dir": tmp_path / "sessions", "sandbox": "none"}
+        none = tmp_path / "no-user-config.toml"
+        return load_settings(values, repo_root=tmp_path, user_config=none, env={}, **kw)
+
+    # untrusted content: not declared, and the settings' one notice names the file
+    untrusted = settings()
+    servers, notices = declared_servers(untrusted, tmp_path)
+    assert servers == [] and notices == []
+    notice = untrusted.project_trust.notice() if untrusted.project_trust else None
+    assert notice is not None and str(tmp_path / ".mcp.json") in notice
+    assert "mcpServers (echo)" in notice
+    # trusted (--trust-project): declared as a trusted project server, and it starts
+    servers, notices = declared_servers(settings(trust_project=True), tmp_path)
+    assert [(s.name, s.project, s.trusted) for s in servers] == [("echo", True, True)]
+    async with McpManager(servers, root=tmp_path, call_timeout=3.0) as manager:
+        assert tool_name("echo", "echo") in [t.name for t in manager.tools]
+    ignored, notices = declared_servers(make_settings(mcp_project="ignore"), tmp_path)
+    assert ignored == [] and notices == []
+
+
+async def test_an_untrusted_project_server_is_only_started_when_approved(
+    tmp_path: Path,
+) -> None:
     asked: list[str] = []
 
     async def refuse(server: DeclaredServer) -> bool:
         asked.append(server.name)
         return False
 
-    servers, _ = declared_servers(make_settings(), tmp_path)
-    assert [s.project for s in servers] == [True]
+    config = McpServerConfig(command=sys.executable, args=[str(SERVER)])
+    path = str(tmp_path / ".mcp.json")
+    servers = [DeclaredServer("echo", config, path, project=True)]
     async with McpManager(servers, root=tmp_path, approve=refuse) as manager:
         assert asked == ["echo"] and manager.tools == []
         assert manager.notices == [
-            f"MCP server 'echo' of {tmp_path / '.mcp.json'} was not started; "
+            f"MCP server 'echo' of {path} was not started; "
             'set mcp_project = "trust" in your config to start project servers.'
         ]
-    ignored, notices = declared_servers(make_settings(mcp_project="ignore"), tmp_path)
-    assert ignored == [] and notices == []
 
 
 @pytest.mark.parametrize(
@@ -225,7 +249,9 @@ def test_settings_server_wins_over_a_project_one(
     tmp_path: Path, make_settings: Callable[..., Settings]
 ) -> None:
     _write_mcp_json(tmp_path, {"docs": {"command": "evil"}})
-    settings = make_settings(mcp_servers={"docs": McpServerConfig(command="good")})
+    settings = make_settings(
+        mcp_project="trust", mcp_servers={"docs": McpServerConfig(command="good")}
+    )
 
     servers, notices = declared_servers(settings, tmp_path)
 

@@ -269,6 +269,11 @@ def test_rules_load_from_config_file(tmp_path: Path) -> None:
     from clover_code.config import load_settings
 
     settings = load_settings(repo_root=tmp_path, user_config=tmp_path / "none.toml", env={})
+    assert settings.permissions.allow == {}  # allow rules wait until the file is trusted
+    assert settings.permissions.deny == {"edit": [".env"]}
+    settings = load_settings(
+        repo_root=tmp_path, user_config=tmp_path / "none.toml", env={}, trust_project=True
+    )
     assert settings.permissions.allow == {"shell": ["pytest *"]}
     policy = PermissionPolicy(settings.permissions, tmp_path)
     assert policy.decide("ask", "shell", "execute", {"command": "pytest"}).verdict == "allow"

@@ -1,0 +1,119 @@
+"""Reading the project's config files under trust: what applies and what is ignored.
+
+``ProjectJudge.read`` reads ``.clover/config.toml`` and ``.mcp.json`` once,
+hashes the bytes it parses (so the content judged is the content used), and
+drops the settings that loosen safety (``clover_code.trust.loosening``) from
+a file whose exact content the user has not trusted.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from clover_code import trust
+from clover_code.errors import ConfigError
+
+__all__ = ["ProjectJudge"]
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectJudge:
+    """Decides which of a workspace's project settings apply."""
+
+    root: Path
+    store: trust.TrustStore
+    record: bool = False
+    """--trust-project: trust the files as they are now, and remember it."""
+
+    def read(
+        self,
+        defaults: Mapping[str, Any],
+        user_values: Mapping[str, Any],
+        env_values: Mapping[str, Any],
+        env_prefix: str,
+    ) -> tuple[dict[str, Any] | None, trust.TrustReport]:
+        """The project config file's settings that apply (None: no file) and the report.
+
+        "Looser" is judged against the settings without the project file: the
+        user config over ``defaults``. The environment and the user config may
+        hold the switch that trusts every project.
+        """
+        base = {**defaults, **user_values}
+        trust_all = _switch(env_values, user_values, env_prefix)
+        files: list[trust.ProjectFile] = []
+        data: dict[str, Any] | None = None
+        config_path = self.root / trust.PROJECT_CONFIG
+        raw = _read_bytes(config_path)
+        if raw is not None:
+            data = _parse_toml(raw, config_path)
+            found = trust.loosening(data, base)
+            judged = self._judge(trust.PROJECT_CONFIG, config_path, raw, found, trust_all)
+            files.append(judged)
+            if not judged.trusted:
+                data = trust.without_loosening(data, base)
+            data.pop(trust.TRUST_SWITCH, None)  # never from the project, trusted or not
+        mcp_path = self.root / trust.MCP_FILE
+        mcp_raw = _read_bytes(mcp_path)
+        if mcp_raw is not None:
+            # mcp_project = "ignore" starts none of its servers; "trust" (from the
+            # user, or from a trusted project file) starts them all.
+            project = data or {}
+            policy = env_values.get(
+                "mcp_project", project.get("mcp_project", base.get("mcp_project"))
+            )
+            found = trust.mcp_loosening(mcp_raw) if policy != "ignore" else []
+            trusted = trust_all or policy == "trust"
+            files.append(self._judge(trust.MCP_FILE, mcp_path, mcp_raw, found, trusted))
+        return data, trust.TrustReport(self.root, tuple(files))
+
+    def _judge(
+        self, rel: str, path: Path, raw: bytes, found: list[str], trusted_by_user: bool
+    ) -> trust.ProjectFile:
+        content = trust.digest(raw)
+        # The switch is never taken from a project file, so a file that sets only
+        # the switch stays untrusted (and its notice says so).
+        only_switch = bool(found) and all(k.startswith(trust.TRUST_SWITCH) for k in found)
+        trusted = not found or trusted_by_user
+        trusted = trusted or self.store.is_trusted(self.root, rel, content)
+        judged = trust.ProjectFile(rel, path, content, tuple(found), trusted and not only_switch)
+        if self.record and not judged.trusted and not only_switch:
+            self.store.trust(self.root, [judged])
+            judged = replace(judged, trusted=True)
+        return judged
+
+
+def _switch(env_values: Mapping[str, Any], user_values: Mapping[str, Any], prefix: str) -> bool:
+    """The user's trust_project_settings (environment over user config)."""
+    key = trust.TRUST_SWITCH
+    value = env_values.get(key, user_values.get(key, False))
+    try:
+        return TypeAdapter(bool).validate_python(value)
+    except ValidationError:
+        where = f"environment variable {prefix}{key.upper()}" if key in env_values else None
+        where = where or "the user config"
+        raise ConfigError(f"{where}: bad value {value!r} for '{key}'.") from None
+
+
+def _read_bytes(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
+    except OSError as exc:
+        raise ConfigError(f"config file {path} cannot be read ({exc.strerror}).") from None
+
+
+def _parse_toml(raw: bytes, path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"config file {path} is not UTF-8 text; fix or remove it.") from None
+    except tomllib.TOMLDecodeError as exc:
+        msg = f"config file {path} is not valid TOML ({exc}); fix or remove it."
+        raise ConfigError(msg) from None

@@ -1,0 +1,335 @@
+"""Project trust: which project-file settings may loosen safety, and who said so.
+
+A repository's ``.clover/config.toml`` and ``.mcp.json`` are written by
+whoever can write the repository, the agent included (its file tools ask
+first, but a sandboxed shell command can still write them). So a setting
+from those files that loosens safety (see ``loosening``) applies only once
+the user has trusted that exact file content: a record in a store kept in
+the user data dir, outside every workspace, keyed by the resolved workspace
+root, the file and the sha256 of its bytes. Any change to the file, by the
+agent or anyone, makes it untrusted again. Settings that tighten safety
+always apply.
+
+The user trusts a project by answering the app's question, with
+``--trust-project`` (headless, acp; records the trust), or with
+``trust_project_settings = true`` in the user config or
+``CLOVER_TRUST_PROJECT_SETTINGS=1`` (trusts every project without a record).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from clover_code.errors import ConfigError
+
+__all__ = [
+    "APPROVAL_ORDER",
+    "LOOSENING_KEYS",
+    "MCP_FILE",
+    "NEUTRAL_KEYS",
+    "PROJECT_CONFIG",
+    "PROTECTED_PATHS",
+    "TRUST_SWITCH",
+    "ProjectFile",
+    "TrustReport",
+    "TrustStore",
+    "digest",
+    "is_protected",
+    "loosening",
+    "looser_approval",
+    "mcp_loosening",
+    "without_loosening",
+]
+
+PROJECT_CONFIG = ".clover/config.toml"
+"""The project's settings file, relative to the workspace root."""
+MCP_FILE = ".mcp.json"
+"""The project's MCP server list, relative to the workspace root."""
+
+PROTECTED_PATHS: tuple[str, ...] = (PurePosixPath(PROJECT_CONFIG).parent.as_posix(), MCP_FILE)
+"""Project files and directories that configure clover-code itself (a directory
+covers everything under it). The agent's file tools never write them without
+the user's approval, in any mode; headless refuses. Add hook and command files
+here when the project gains them."""
+
+TRUST_SWITCH = "trust_project_settings"
+"""The setting that trusts every project; never read from a project file."""
+
+APPROVAL_ORDER: tuple[str, ...] = ("read-only", "ask", "auto-edit", "full-auto")
+"""Approval modes, strictest first."""
+DEFAULT_APPROVAL = "ask"
+"""The mode an unset ``approval`` is judged against: the app's default, the
+strictest of the defaults (headless uses auto-edit)."""
+_MCP_PROJECT_ORDER: tuple[str, ...] = ("ignore", "ask", "trust")
+
+
+# A value the settings model would refuse is left in place, so that the load
+# fails with the usual sentence naming the file and key; every value the model
+# accepts is judged.
+
+
+def looser_approval(mode: Any, than: Any) -> bool:
+    """Whether approval ``mode`` lets more run without asking than ``than``
+    (None is the default)."""
+    return _ranked(APPROVAL_ORDER)(mode, than if than is not None else DEFAULT_APPROVAL)
+
+
+def _ranked(order: tuple[str, ...]) -> Callable[[Any, Any], bool]:
+    def looser(value: Any, base: Any) -> bool:
+        if value not in order:
+            return False  # refused by the model
+        return base not in order or order.index(value) > order.index(base)
+
+    return looser
+
+
+def _sandbox(value: Any, base: Any) -> bool:
+    # none runs commands on the host; every other kind is a sandbox.
+    return bool(value == "none" and base != "none")
+
+
+def _switched_on(value: Any, base: Any) -> bool:
+    return value is not False and base is False
+
+
+def _more(value: Any, base: Any) -> bool:
+    # The model reads "8192" and true as numbers too.
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return False  # refused by the model
+    try:
+        return number > float(base)
+    except (TypeError, ValueError):
+        return True
+
+
+def _changed(value: Any, base: Any) -> bool:
+    return bool(value != base)
+
+
+def _more_names(value: Any, base: Any) -> bool:
+    if not isinstance(value, list):
+        return False  # refused by the model
+    return not set(value) <= set(base if isinstance(base, list) else [])
+
+
+def _any(value: Any, base: Any) -> bool:
+    return bool(value)
+
+
+# The one definition of "looser": for each setting that can weaken safety, a
+# test of the project's value against the value below it (user config, else
+# the default). Every other setting is in NEUTRAL_KEYS; a test makes sure each
+# setting is in one of the two, so a new one has to be classified. A setting
+# whose value is a program to run is always looser when set.
+_LOOSER: dict[str, Callable[[Any, Any], bool]] = {
+    "approval": looser_approval,
+    "sandbox": _sandbox,
+    "sandbox_network": _switched_on,
+    "sandbox_env": _more_names,  # host variables (secrets) handed to commands
+    "sandbox_image": _changed,  # what the sandbox runs
+    "sandbox_memory_mb": _more,
+    "sandbox_pids": _more,
+    "sandbox_cpus": _more,
+    "mcp_servers": _any,  # programs started on the host
+    "mcp_project": _ranked(_MCP_PROJECT_ORDER),
+    "model_path": _changed,  # checkpoints load with their own code (trust_remote_code)
+    "sessions_dir": _changed,  # where the harness writes on the host
+}
+
+NEUTRAL_KEYS = frozenset(
+    {
+        "engine", "base_url", "model", "api_key", "block_size", "remote_drafts",
+        "raw_parsing", "thinking", "max_tokens", "temperature", "context_window",
+        "threshold", "dtype", "device", "repetition_penalty", "presence_penalty",
+        "frequency_penalty", "end_bias_after", "end_bias_per_1k", "think_bias_after",
+        "think_bias_per_1k", "tp_size", "mem_fraction_static", "quantization",
+        "serve_host", "serve_port", "serve_drafts", "response_reserve",
+        "compact_threshold", "repo_map_tokens", "show_denoising", "draft_confidences",
+        "mcp_timeout", "auto_commit", "max_turns", "timeout", "shell_timeout",
+        "output_limit", "tool_retries", "max_retries", "request_timeout",
+    }
+)  # fmt: skip
+"""Settings that never weaken safety (``permissions`` is split: allow rules
+loosen, deny rules tighten)."""
+
+LOOSENING_KEYS = frozenset(_LOOSER) | {"permissions", TRUST_SWITCH}
+"""Settings ``loosening`` judges."""
+
+
+def loosening(project: Mapping[str, Any], base: Mapping[str, Any]) -> list[str]:
+    """The settings of a project file that loosen safety compared with ``base``
+    (what applies without the file), as ``key = value`` or ``key`` texts."""
+    found: list[str] = []
+    for key, value in project.items():
+        test = _LOOSER.get(key)
+        if test is not None and test(value, base.get(key)):
+            shown = json.dumps(value) if isinstance(value, str | bool | int | float) else ""
+            found.append(f"{key} = {shown}" if shown else key)
+        elif key == "permissions" and isinstance(value, Mapping) and value.get("allow"):
+            found.append("permissions.allow")
+        elif key == TRUST_SWITCH:
+            found.append(f"{TRUST_SWITCH} (only your user config can set it)")
+    return found
+
+
+def without_loosening(project: Mapping[str, Any], base: Mapping[str, Any]) -> dict[str, Any]:
+    """``project`` less what loosens safety; tightening settings stay."""
+    kept: dict[str, Any] = {}
+    for key, value in project.items():
+        test = _LOOSER.get(key)
+        if key == TRUST_SWITCH or (test is not None and test(value, base.get(key))):
+            continue
+        if key == "permissions" and isinstance(value, Mapping):
+            value = {k: v for k, v in value.items() if k != "allow"}
+        kept[key] = value
+    return kept
+
+
+def mcp_loosening(data: bytes) -> list[str]:
+    """What a ``.mcp.json`` would loosen: the servers it would start (none when
+    it cannot be read; then nothing starts either)."""
+    try:
+        table = json.loads(data.decode("utf-8")).get("mcpServers")
+    except (ValueError, AttributeError):
+        return []
+    if not isinstance(table, dict) or not table:
+        return []
+    return [f"mcpServers ({', '.join(str(name) for name in table)})"]
+
+
+def is_protected(relative: str) -> bool:
+    """Whether a workspace-relative path is (or is under) a protected config path.
+
+    Compared case-insensitively: on macOS and Windows ``.CLOVER`` is ``.clover``.
+    """
+    parts = PurePosixPath(relative.replace("\\", "/")).parts
+    if not parts:
+        return False
+    folded = tuple(p.casefold() for p in parts)
+    for protected in PROTECTED_PATHS:
+        want = tuple(p.casefold() for p in PurePosixPath(protected).parts)
+        if folded[: len(want)] == want:
+            return True
+    return False
+
+
+def digest(data: bytes) -> str:
+    """The sha256 of a file's bytes, as trust records keep it."""
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectFile:
+    """One project config file as the loader found it."""
+
+    rel: str
+    """Path relative to the workspace root, e.g. ``.clover/config.toml``."""
+    path: Path
+    digest: str
+    """sha256 of the bytes that were read (and parsed)."""
+    loosening: tuple[str, ...]
+    """What it would loosen, e.g. ``approval = "full-auto"``; empty if nothing."""
+    trusted: bool
+    """Whether its loosening settings apply."""
+
+
+@dataclass(frozen=True, slots=True)
+class TrustReport:
+    """What the loader decided about a workspace's project files."""
+
+    root: Path
+    files: tuple[ProjectFile, ...] = ()
+
+    def untrusted(self) -> list[ProjectFile]:
+        """Files whose loosening settings were ignored."""
+        return [f for f in self.files if f.loosening and not f.trusted]
+
+    def trusts(self, rel: str, content_digest: str) -> bool:
+        """Whether the file ``rel`` with exactly this content was trusted."""
+        return any(f.rel == rel and f.digest == content_digest and f.trusted for f in self.files)
+
+    def mentions(self, rel: str, content_digest: str) -> bool:
+        """Whether ``notice`` already speaks of this file with this content."""
+        return any(f.rel == rel and f.digest == content_digest for f in self.untrusted())
+
+    def notice(self) -> str | None:
+        """The one sentence about ignored settings, or None when nothing was ignored."""
+        ignored = self.untrusted()
+        if not ignored:
+            return None
+        parts = "; ".join(f"{f.path}: {', '.join(f.loosening)}" for f in ignored)
+        return (
+            f"Project settings that would loosen safety were ignored because this content "
+            f"is not trusted yet ({parts}). Review the file(s), then trust them: answer "
+            f"'Trust' when the app asks, or run once with --trust-project."
+        )
+
+
+class TrustStore:
+    """The user's trust records: a JSON file outside every workspace.
+
+    ``{"version": 1, "projects": {"<resolved root>": {"<rel path>": "<sha256>"}}}``;
+    trusting new content of a file replaces the old record.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def _inside(self, root: Path) -> bool:
+        store = Path(os.path.realpath(self.path))
+        return store.is_relative_to(os.path.realpath(root))
+
+    def _read(self) -> dict[str, dict[str, str]]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}  # missing or damaged: nothing is trusted
+        projects = data.get("projects") if isinstance(data, dict) else None
+        if not isinstance(projects, dict):
+            return {}
+        return {
+            str(k): {str(f): str(h) for f, h in v.items()}
+            for k, v in projects.items()
+            if isinstance(v, dict)
+        }
+
+    def is_trusted(self, root: Path, rel: str, content_digest: str) -> bool:
+        """Whether the user trusted file ``rel`` of workspace ``root`` with this content.
+
+        A store inside the workspace is never believed: the agent could write it.
+        """
+        if self._inside(root):
+            return False
+        return self._read().get(os.path.realpath(root), {}).get(rel) == content_digest
+
+    def trust(self, root: Path, files: Iterable[ProjectFile]) -> None:
+        """Record that the user trusts these files' contents in workspace ``root``."""
+        if self._inside(root):
+            raise ConfigError(
+                f"the trust store {self.path} lies inside the workspace {root}, where the "
+                "agent could write it; set XDG_DATA_HOME to a directory outside it."
+            )
+        projects = self._read()
+        entry = projects.setdefault(os.path.realpath(root), {})
+        for f in files:
+            entry[f.rel] = f.digest
+        text = json.dumps({"version": 1, "projects": projects}, indent=1, sort_keys=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".trust-")
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text + "\n")
+            os.replace(tmp, self.path)
+        except OSError as exc:
+            raise ConfigError(
+                f"the trust record {self.path} cannot be written ({exc.strerror})."
+            ) from None
