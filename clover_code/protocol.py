@@ -142,7 +142,8 @@ class BlockCommitted(_Message):
 
     type: Literal["block_committed"] = "block_committed"
     block: int
-    text: str
+    text: str = ""
+    """The block's raw text (headless stream-json leaves it out: the deltas carry the text)."""
     token_count: int
     steps: int | None = None
 
