@@ -109,19 +109,9 @@ class _WatchedBackend:
 
     def __init__(self, inner: Backend) -> None:
         self.inner = inner
+        # Wrapped after ``check()``, when the model is known and no longer changes.
+        self.name, self.model, self.block_size = inner.name, inner.model, inner.block_size
         self.failure: EngineError | None = None
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def model(self) -> str:
-        return self.inner.model
-
-    @property
-    def block_size(self) -> int:
-        return self.inner.block_size
 
     async def stream(self, request: ChatRequest) -> AsyncGenerator[EngineEvent, None]:
         """The inner backend's stream, unchanged."""
@@ -213,7 +203,7 @@ async def run_task(
         if render is not None:
             render(event)
 
-    # asyncio's clock is time.monotonic, so the deadline counts from the start.
+    # The default event loop's clock is time.monotonic: the deadline counts from the start.
     deadline = None if settings.timeout is None else started + settings.timeout
     backend: _WatchedBackend | None = None
     try:
@@ -231,6 +221,8 @@ async def run_task(
     except TimeoutError:
         if backend is not None:
             await backend.aclose()
+        if settings.timeout is None:
+            raise
         limit = LimitReached(
             f"the task hit its time limit of {settings.timeout:g} s before the session was "
             "ready (the model server or the sandbox did not answer in time); raise --timeout "
@@ -244,10 +236,8 @@ async def run_task(
         if backend is not None:
             await asyncio.shield(backend.aclose())
         return _finish_interrupted_early(output_format, out, err, started, record)
-    if deadline is not None:
-        # The time spent opening the session counts against the task's limit.
-        remaining = max(deadline - time.monotonic(), 0.001)
-        session.agent.settings = session.agent.settings.model_copy(update={"timeout": remaining})
+    # The time spent opening the session counts against the task's limit.
+    session.agent.deadline = deadline
     try:
         finished = await session.run_turn(task)
         if settings.auto_commit and finished.status == "completed":
