@@ -35,8 +35,8 @@ import httpx
 
 from clover_code.engine.base import ChatRequest
 from clover_code.engine.chunks import ChunkDecoder, RawParsing, ServerStreamError
-from clover_code.engine.max_tokens import OutputLimit
 from clover_code.engine.events import EngineEvent, Failed, Finished, FinishReason
+from clover_code.engine.max_tokens import OutputLimit
 from clover_code.engine.retry import (
     BackoffPolicy,
     StreamProblem,
@@ -276,9 +276,9 @@ class OpenAIBackend:
                 if status != 200:
                     content = await response.aread()
                     error = error_for_status(status, content, url=self.base_url, model=self.model)
-                    if request.max_tokens is None and "max_tokens" in body:
-                        if self.output_limit.refused(status, error_message(content)):
-                            raise _Retry(error, without_max_tokens=True)
+                    defaulted = request.max_tokens is None and "max_tokens" in body
+                    if defaulted and self.output_limit.refused(status, error_message(content)):
+                        raise _Retry(error, without_max_tokens=True)
                     if is_retryable_status(status):
                         raise _Retry(error, parse_retry_after(response.headers.get("retry-after")))
                     yield Failed(error)

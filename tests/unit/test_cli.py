@@ -108,9 +108,7 @@ def test_a_url_without_a_host_is_refused(
 def test_early_error_in_json_is_the_one_result_shape(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, _ = run_cli(
-        ["-C", str(tmp_path), "--task", "hi", "--output-format", "json"], capsys
-    )
+    code, out, _ = run_cli(["-C", str(tmp_path), "--task", "hi", "--output-format", "json"], capsys)
     result = TaskResult.model_validate_json(out)
     assert code == 3 and (result.status, result.exit_code) == ("error", 3)
     assert result.session_id is None and result.turns == 0 and result.version == __version__
