@@ -39,6 +39,7 @@ from clover_code.engine.events import EngineEvent, Failed, Finished, FinishReaso
 from clover_code.engine.max_tokens import OutputLimit
 from clover_code.engine.retry import (
     BackoffPolicy,
+    RetryAttempt,
     StreamProblem,
     error_for_status,
     error_for_transport,
@@ -66,26 +67,6 @@ def api_root(base_url: str) -> str:
     if not root.endswith("/v1"):
         root += "/v1"
     return root
-
-
-class _Retry(Exception):
-    """Internal: this attempt failed before any output and may be retried."""
-
-    def __init__(
-        self,
-        error: EngineError,
-        retry_after: float | None = None,
-        *,
-        unstreamed: bool = False,
-        without_max_tokens: bool = False,
-    ) -> None:
-        super().__init__(error.message)
-        self.error = error
-        self.retry_after = retry_after
-        self.unstreamed = unstreamed
-        """Ask again without streaming: the stream hid what went wrong."""
-        self.without_max_tokens = without_max_tokens
-        """Ask again at once without the default max_tokens the server rejected."""
 
 
 class OpenAIBackend:
@@ -210,7 +191,7 @@ class OpenAIBackend:
                     async for event in events:
                         yield event
                 return
-            except _Retry as retry:
+            except RetryAttempt as retry:
                 if retry.without_max_tokens:
                     body = {k: v for k, v in body.items() if k != "max_tokens"}
                     continue
@@ -259,7 +240,7 @@ class OpenAIBackend:
     async def _attempt(
         self, body: dict[str, Any], request: ChatRequest
     ) -> AsyncGenerator[EngineEvent, None]:
-        """One POST. Raises ``_Retry`` only while nothing has been yielded."""
+        """One POST. Raises ``RetryAttempt`` only while nothing has been yielded."""
         decoder = ChunkDecoder(
             block_size=self.block_size,
             raw_parsing=self.raw_parsing,
@@ -278,9 +259,11 @@ class OpenAIBackend:
                     error = error_for_status(status, content, url=self.base_url, model=self.model)
                     defaulted = request.max_tokens is None and "max_tokens" in body
                     if defaulted and self.output_limit.refused(status, error_message(content)):
-                        raise _Retry(error, without_max_tokens=True)
+                        raise RetryAttempt(error, without_max_tokens=True)
                     if is_retryable_status(status):
-                        raise _Retry(error, parse_retry_after(response.headers.get("retry-after")))
+                        raise RetryAttempt(
+                            error, parse_retry_after(response.headers.get("retry-after"))
+                        )
                     yield Failed(error)
                     yield Finished("error")
                     return
@@ -298,7 +281,7 @@ class OpenAIBackend:
                 pass
             elif not output_begun:
                 attempts = self.backoff.max_retries + 1
-                raise _Retry(
+                raise RetryAttempt(
                     error_for_transport(exc, url=self.base_url, attempts=attempts)
                 ) from exc
             else:
@@ -314,7 +297,7 @@ class OpenAIBackend:
         if not complete and decoder.server_finish is None:
             # The connection closed cleanly but the response never ended.
             if not output_begun:
-                raise _Retry(
+                raise RetryAttempt(
                     EngineUnavailable(
                         f"the server at {self.base_url} closed the stream before sending "
                         "anything; check the server's logs"
