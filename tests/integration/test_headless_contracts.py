@@ -20,7 +20,7 @@ import pytest
 
 from clover_code import protocol as p
 from clover_code.engine.max_tokens import MAX_TOKENS_CAP
-from clover_code.result import TaskResult, parse_stream_line
+from clover_code.result import STATUS_EXIT_CODES, TaskResult, parse_stream_line
 from tests.integration.sse_server import (
     MODELS_PATH,
     Hold,
@@ -68,6 +68,7 @@ def one_result(out: str) -> TaskResult:
     assert len(lines) == 1, out
     result = TaskResult.model_validate_json(lines[0])
     assert set(json.loads(lines[0])) == RESULT_KEYS
+    assert result.exit_code in STATUS_EXIT_CODES[result.status]
     return result
 
 
@@ -298,12 +299,7 @@ async def test_json_result_has_one_shape_for_every_ending(
     assert code == 4, err
     results["limit"] = one_result(out)
 
-    success, error, no_engine, limit = (
-        results["success"],
-        results["error"],
-        results["no engine"],
-        results["limit"],
-    )
+    success, error, no_engine, limit = results.values()
     assert (success.status, success.exit_code, success.error) == ("success", 0, None)
     assert success.result == "All done." and success.turns == 1
     assert success.session_id and success.transcript and success.version
