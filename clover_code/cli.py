@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,8 +18,9 @@ if TYPE_CHECKING:
 EXIT_CODES_HELP = """exit codes:
   0    the task completed
   1    the agent failed (engine error mid-task, repeated malformed tool calls)
-  2    usage or config error (bad flag, bad config file, missing task file)
-  3    no engine available (no server configured, unreachable, bad API key, unknown model)
+  2    usage or config error (bad flag, bad --base-url, bad config file, missing task file)
+  3    no engine available (no server configured, unreachable, API key refused at start
+       or mid-task, unknown model)
   4    a limit was reached (--max-turns, --timeout)
   130  interrupted (Ctrl+C); the transcript is saved and can be resumed
 """
@@ -77,6 +79,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     task.add_argument("--max-turns", type=int, metavar="N", help="most model requests per task")
     task.add_argument("--timeout", type=float, metavar="SECONDS", help="wall-clock limit")
+    task.add_argument(
+        "--max-tokens",
+        type=int,
+        metavar="N",
+        help="most tokens per model response (default: what the context leaves, at most 32768)",
+    )
     task.add_argument(
         "--approval",
         choices=("read-only", "ask", "auto-edit", "full-auto"),
@@ -139,7 +147,15 @@ def _read_task(args: argparse.Namespace) -> str | None:
 
 
 def _cli_settings(args: argparse.Namespace) -> dict[str, Any]:
-    keys = (*ENGINE_SETTINGS, "sandbox_network", "approval", "max_turns", "timeout", "auto_commit")
+    keys = (
+        *ENGINE_SETTINGS,
+        "sandbox_network",
+        "approval",
+        "max_turns",
+        "timeout",
+        "max_tokens",
+        "auto_commit",
+    )
     return {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
 
 
@@ -157,6 +173,7 @@ def run(argv: list[str]) -> int:
         from clover_code.sandbox_cli import main as sandbox_main
 
         return sandbox_main(argv[1:])
+    started = time.monotonic()
     args = build_parser().parse_args(argv)
     from clover_code.agent.session import find_root
     from clover_code.agent.transcript import find_session
@@ -187,7 +204,7 @@ def run(argv: list[str]) -> int:
                 'with --task "..." (see --help).'
             )
     except CloverError as exc:
-        return report_error(exc, args.output_format, sys.stdout, sys.stderr)
+        return report_error(exc, args.output_format, sys.stdout, sys.stderr, started=started)
     if task is None:
         from clover_code.ui.run import run_app
 
@@ -196,7 +213,9 @@ def run(argv: list[str]) -> int:
 
         return run_app(settings, cwd, resume=resume, reload=reload)
     return asyncio.run(
-        run_task(settings, task, cwd, output_format=args.output_format, resume=resume)
+        run_task(
+            settings, task, cwd, output_format=args.output_format, resume=resume, started=started
+        )
     )
 
 

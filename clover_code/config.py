@@ -20,9 +20,18 @@ from collections.abc import Mapping
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import platformdirs
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    ValidationError,
+    field_validator,
+)
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
@@ -143,7 +152,9 @@ class Settings(BaseSettings):
     """Let the model think before answering (Qwen3 enable_thinking)."""
 
     max_tokens: int | None = Field(None, ge=1)
-    """Cap on tokens per model response; unset lets the server decide."""
+    """Cap on tokens per model response. Unset: remote servers get what the context
+    window leaves after the prompt, at most 32768 (so one runaway answer cannot run
+    for minutes); local engines default to 8192."""
 
     temperature: float | None = Field(None, ge=0.0, le=2.0)
     """Sampling temperature for autoregressive servers (dLLM servers ignore it)."""
@@ -292,6 +303,11 @@ class Settings(BaseSettings):
         """What was decided about the project's config files; None without a workspace."""
         return self._project_trust
 
+    @field_validator("base_url")
+    @classmethod
+    def _base_url_is_http(cls, value: str | None) -> str | None:
+        return check_base_url(value)
+
     @classmethod
     def settings_customise_sources(
         cls,
@@ -307,6 +323,24 @@ class Settings(BaseSettings):
     def resolved_sessions_dir(self) -> Path:
         """The directory transcripts go to."""
         return self.sessions_dir or user_data_dir() / "sessions"
+
+
+def check_base_url(value: str | None) -> str | None:
+    """A server address must be an http:// or https:// URL with a host (blank means unset)."""
+    if value is None or not value.strip():
+        return value
+    url = value.strip()
+    example = "e.g. http://localhost:30000/v1"
+    if "://" not in url:
+        raise ValueError(f"the URL has no scheme; write it with http:// or https://, {example}")
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in ("http", "https"):
+        raise ValueError(
+            f"the scheme '{parts.scheme}' is not supported; use http:// or https://, {example}"
+        )
+    if not parts.hostname:
+        raise ValueError(f"the URL has no host, {example}")
+    return url
 
 
 class _DictSource(PydanticBaseSettingsSource):
@@ -414,5 +448,7 @@ def _explain(
             lines.append(f"{where}: unknown key '{key}' (known keys: {known}).")
         else:
             got = err.get("input")
-            lines.append(f"{where}: bad value {got!r} for '{key}': {err['msg']}.")
+            # A validator's own sentence, without pydantic's "Value error, " prefix.
+            cause = (err.get("ctx") or {}).get("error") if err["type"] == "value_error" else None
+            lines.append(f"{where}: bad value {got!r} for '{key}': {cause or err['msg']}.")
     return " ".join(lines)

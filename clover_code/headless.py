@@ -1,30 +1,51 @@
-"""Headless mode (``--task``): one task, rendered as text, JSON or a JSONL event stream."""
+"""Headless mode (``--task``): one task, rendered as text, JSON or a JSONL event stream.
+
+Contracts (documented in the README's headless section):
+
+- the exit code says how the run ended (0, 1, 2, 3, 4, 130);
+- ``json`` prints one ``TaskResult`` (``clover_code/result.py``), the same
+  shape for success, failure, a limit and an interruption;
+- ``stream-json`` prints each protocol event once, text only in the deltas,
+  and the same ``TaskResult`` as its last line;
+- ``--timeout`` bounds the whole run, connecting to the server included.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import AsyncGenerator, Callable
+from contextlib import aclosing
 from pathlib import Path
 from typing import Literal, TextIO
 
+from clover_code import __version__
 from clover_code import protocol as p
 from clover_code.agent.approval import RefuseApprover
 from clover_code.agent.checkpoints import CheckpointError
 from clover_code.agent.session import Session, find_root
 from clover_code.config import Settings
+from clover_code.engine.base import Backend, ChatRequest
+from clover_code.engine.events import EngineEvent, Failed
 from clover_code.engine.select import open_backend
-from clover_code.errors import CloverError, ExitCode, SandboxUnavailable
+from clover_code.errors import (
+    CloverError,
+    EngineError,
+    ExitCode,
+    LimitReached,
+    SandboxUnavailable,
+)
+from clover_code.headless_record import RunRecord
+from clover_code.result import STATUS_FOR_TURN, ResultStatus, TaskResult
 from clover_code.tools.sandbox.select import SandboxChoice, choose_from_settings
 
 OutputFormat = Literal["text", "json", "stream-json"]
 
-_STATUS_EXIT = {
-    "completed": ExitCode.OK,
-    "failed": ExitCode.AGENT_ERROR,
-    "max_turns": ExitCode.LIMIT_REACHED,
-    "timeout": ExitCode.LIMIT_REACHED,
+_STATUS_EXIT: dict[ResultStatus, ExitCode] = {
+    "success": ExitCode.OK,
+    "error": ExitCode.AGENT_ERROR,
+    "limit": ExitCode.LIMIT_REACHED,
     "interrupted": ExitCode.INTERRUPTED,
 }
 
@@ -64,50 +85,106 @@ class TextRenderer:
 
 
 class StreamJsonRenderer:
-    """Every protocol event as one JSON line on stdout."""
+    """Every protocol event as one JSON line on stdout, each piece of text once.
+
+    Answer and reasoning text travel only in ``content_delta`` and
+    ``reasoning_delta``: ``block_committed`` keeps its block number and token
+    counts but not its text, and ``turn_finished`` leaves out ``final_text``.
+    The closing ``result`` line repeats the final answer as a summary.
+    """
 
     def __init__(self, out: TextIO) -> None:
         self.out = out
 
     def __call__(self, event: p.Event) -> None:
-        self.out.write(event.model_dump_json() + "\n")
+        if isinstance(event, p.BlockCommitted):
+            line = event.model_dump_json(exclude={"text"})
+        elif isinstance(event, p.TurnFinished):
+            line = event.model_dump_json(exclude={"final_text"})
+        else:
+            line = event.model_dump_json()
+        self.out.write(line + "\n")
         self.out.flush()
 
 
-class JsonCollector:
-    """Collects what the single JSON result object needs."""
+class _WatchedBackend:
+    """The session's backend, remembering the last engine error a response ended with.
 
-    def __init__(self) -> None:
-        self.session_id = ""
-        self.transcript = ""
-        self.errors: list[str] = []
-        self.tool_calls = 0
-        self.prompt_tokens = 0
-        self.completion_tokens = 0
+    A turn that fails reports only a sentence; headless needs the error's kind
+    too, so that a key refused mid-task exits 3 like one refused at start.
+    """
 
-    def __call__(self, event: p.Event) -> None:
-        if isinstance(event, p.SessionStarted):
-            self.session_id, self.transcript = event.session_id, event.transcript
-        elif isinstance(event, p.ErrorEvent):
-            self.errors.append(event.message)
-        elif isinstance(event, p.ToolCallFinished):
-            self.tool_calls += 1
-        elif isinstance(event, p.UsageReport):
-            self.prompt_tokens = event.prompt_tokens
-            self.completion_tokens += event.completion_tokens
+    def __init__(self, inner: Backend) -> None:
+        self.inner = inner
+        # Wrapped after ``check()``, when the model is known and no longer changes.
+        self.name, self.model, self.block_size = inner.name, inner.model, inner.block_size
+        self.failure: EngineError | None = None
+
+    async def stream(self, request: ChatRequest) -> AsyncGenerator[EngineEvent, None]:
+        """The inner backend's stream, unchanged."""
+        async with aclosing(self.inner.stream(request)) as events:
+            async for event in events:
+                if isinstance(event, Failed):
+                    self.failure = event.error
+                yield event
+
+    async def check(self) -> None:
+        """The inner backend's check."""
+        await self.inner.check()
+
+    async def aclose(self) -> None:
+        """Close the inner backend."""
+        await self.inner.aclose()
 
 
-def report_error(error: CloverError, output_format: OutputFormat, out: TextIO, err: TextIO) -> int:
+def _renderer(
+    output_format: OutputFormat, out: TextIO, err: TextIO
+) -> Callable[[p.Event], None] | None:
+    if output_format == "stream-json":
+        return StreamJsonRenderer(out)
+    if output_format == "text":
+        return TextRenderer(out, err)
+    return None
+
+
+def report_error(
+    error: CloverError,
+    output_format: OutputFormat,
+    out: TextIO,
+    err: TextIO,
+    *,
+    started: float | None = None,
+    record: RunRecord | None = None,
+) -> int:
     """Tell the user about an error that stopped the run, in the chosen format."""
     err.write(f"clover-code: {error}\n")
+    err.flush()
     if output_format == "stream-json":
         out.write(p.ErrorEvent(message=str(error), fatal=True).model_dump_json() + "\n")
-    elif output_format == "json":
-        out.write(
-            json.dumps({"status": "error", "error": str(error), "exit_code": error.exit_code})
-        )
-        out.write("\n")
-    return int(error.exit_code)
+    code = int(error.exit_code)
+    status: ResultStatus = "limit" if code == ExitCode.LIMIT_REACHED else "error"
+    _write_result(
+        output_format,
+        out,
+        (record or RunRecord()).result(
+            status=status,
+            exit_code=code,
+            error=str(error),
+            version=__version__,
+            duration_s=_since(started),
+        ),
+    )
+    return code
+
+
+def _write_result(output_format: OutputFormat, out: TextIO, result: TaskResult) -> None:
+    if output_format != "text":
+        out.write(result.model_dump_json() + "\n")
+    out.flush()
+
+
+def _since(started: float | None) -> float:
+    return round(time.monotonic() - started, 3) if started is not None else 0.0
 
 
 async def run_task(
@@ -119,70 +196,97 @@ async def run_task(
     resume: Path | None = None,
     out: TextIO | None = None,
     err: TextIO | None = None,
+    started: float | None = None,
 ) -> int:
     """Run one task to its end and return the process exit code."""
     out = out or sys.stdout
     err = err or sys.stderr
-    collector = JsonCollector()
-    if output_format == "stream-json":
-        render: TextRenderer | StreamJsonRenderer | JsonCollector = StreamJsonRenderer(out)
-    elif output_format == "json":
-        render = collector
-    else:
-        render = TextRenderer(out, err)
+    started = time.monotonic() if started is None else started
+    record = RunRecord()
+    render = _renderer(output_format, out, err)
 
     def emit(event: p.Event) -> None:
-        if render is not collector:
-            collector(event)
-        render(event)
+        record(event)
+        if render is not None:
+            render(event)
 
+    # The default event loop's clock is time.monotonic: the deadline counts from the start.
+    deadline = None if settings.timeout is None else started + settings.timeout
+    backend: _WatchedBackend | None = None
     choice: SandboxChoice | None = None
-    try:
-        choice = await _explicit_sandbox(settings, cwd, emit)
-        backend = await open_backend(settings)
-        session = await Session.open(
-            settings,
-            backend,
-            cwd,
-            emit=emit,
-            approver=RefuseApprover(),
-            approval_mode=settings.approval or "auto-edit",
-            resume=resume,
-            sandbox=choice,
-        )
-    except CloverError as exc:
+
+    async def close_started() -> None:
+        if backend is not None:
+            await asyncio.shield(backend.aclose())
         if choice is not None and choice.sandbox is not None:
-            await choice.sandbox.close()
-        return report_error(exc, output_format, out, err)
+            await asyncio.shield(choice.sandbox.close())
+
+    try:
+        async with asyncio.timeout_at(deadline):
+            choice = await _explicit_sandbox(settings, cwd, emit)
+            backend = _WatchedBackend(await open_backend(settings))
+            session = await Session.open(
+                settings,
+                backend,
+                cwd,
+                emit=emit,
+                approver=RefuseApprover(),
+                approval_mode=settings.approval or "auto-edit",
+                resume=resume,
+                sandbox=choice,
+            )
+    except TimeoutError:
+        await close_started()
+        if settings.timeout is None:
+            raise
+        limit = LimitReached(
+            f"the task hit its time limit of {settings.timeout:g} s before the session was "
+            "ready (the model server or the sandbox did not answer in time); raise --timeout "
+            "or check the server."
+        )
+        return report_error(limit, output_format, out, err, started=started, record=record)
+    except CloverError as exc:
+        await close_started()
+        return report_error(exc, output_format, out, err, started=started, record=record)
+    except asyncio.CancelledError:
+        _withdraw_cancel()
+        await close_started()
+        return _finish_interrupted_early(output_format, out, err, started, record)
+    # The time spent opening the session counts against the task's limit.
+    session.agent.deadline = deadline
     try:
         finished = await session.run_turn(task)
         if settings.auto_commit and finished.status == "completed":
             await _auto_commit(session, task, emit)
     finally:
         await asyncio.shield(session.close())
-    code = _STATUS_EXIT[finished.status]
-    if finished.status == "interrupted":
-        err.write(
-            f"clover-code: interrupted; the transcript is saved. "
-            f"Resume with: clover-code --resume {session.id} --task ...\n"
+    status = STATUS_FOR_TURN[finished.status]
+    code = _STATUS_EXIT[status]
+    failure = backend.failure
+    if status == "error" and failure is not None and failure.exit_code != ExitCode.AGENT_ERROR:
+        # A refused key or a vanished model mid-task is "no engine", as at start.
+        code = failure.exit_code
+    error: str | None = None
+    if status == "interrupted":
+        error = (
+            f"interrupted; the transcript is saved. "
+            f"Resume with: clover-code --resume {session.id} --task ..."
         )
-    if output_format == "json":
-        result = {
-            "status": finished.status,
-            "exit_code": int(code),
-            "result": finished.final_text,
-            "session_id": collector.session_id,
-            "transcript": collector.transcript,
-            "model_requests": finished.model_requests,
-            "tool_calls": collector.tool_calls,
-            "usage": {
-                "prompt_tokens": collector.prompt_tokens,
-                "completion_tokens": collector.completion_tokens,
-            },
-            "errors": collector.errors,
-        }
-        out.write(json.dumps(result, ensure_ascii=False) + "\n")
-    out.flush()
+        err.write(f"clover-code: {error}\n")
+    elif status != "success":
+        error = record.last_error() or f"the task ended with status {finished.status}."
+    _write_result(
+        output_format,
+        out,
+        record.result(
+            status=status,
+            exit_code=int(code),
+            error=error,
+            version=__version__,
+            duration_s=_since(started),
+            final_text=finished.final_text if status == "success" else None,
+        ),
+    )
     return int(code)
 
 
@@ -206,6 +310,30 @@ async def _explicit_sandbox(
     if choice.unavailable is not None:
         raise SandboxUnavailable(choice.unavailable)
     return choice
+
+
+def _withdraw_cancel() -> None:
+    """The interruption is handled here, so the task's cancel request is withdrawn."""
+    task = asyncio.current_task()
+    if task is not None:
+        task.uncancel()
+
+
+def _finish_interrupted_early(
+    output_format: OutputFormat, out: TextIO, err: TextIO, started: float, record: RunRecord
+) -> int:
+    error = "interrupted before the session was ready; nothing was done."
+    err.write(f"clover-code: {error}\n")
+    code = int(ExitCode.INTERRUPTED)
+    result = record.result(
+        status="interrupted",
+        exit_code=code,
+        error=error,
+        version=__version__,
+        duration_s=_since(started),
+    )
+    _write_result(output_format, out, result)
+    return code
 
 
 async def _auto_commit(session: Session, task: str, emit: Callable[[p.Event], None]) -> None:

@@ -3,7 +3,9 @@
 A front end sends ``Op`` values (what the user asks for) and receives
 ``Event`` values (what the core reports). Both are pydantic models tagged by
 a ``type`` field, so the JSONL written by ``--output-format stream-json`` is
-exactly this stream and can be read back with ``EVENT_ADAPTER``.
+this stream and can be read back with ``EVENT_ADAPTER`` (there each text is
+sent once: block and turn-end events leave theirs out, and a final ``result``
+line from ``clover_code/result.py`` follows the events).
 
 This module imports nothing else of clover-code.
 """
@@ -142,7 +144,8 @@ class BlockCommitted(_Message):
 
     type: Literal["block_committed"] = "block_committed"
     block: int
-    text: str
+    text: str = ""
+    """The block's raw text (headless stream-json leaves it out: the deltas carry the text)."""
     token_count: int
     steps: int | None = None
 

@@ -94,6 +94,9 @@ class Agent:
             threshold=settings.compact_threshold,
         )
         self.todo: list[dict[str, Any]] = []
+        self.deadline: float | None = None
+        """When set (event-loop time), turns end there instead of ``settings.timeout``
+        after they start: headless mode's limit counts from the start of the run."""
 
     @property
     def approval_mode(self) -> ApprovalMode:
@@ -125,7 +128,10 @@ class Agent:
         state = _TurnState()
         status: p.TurnStatus
         try:
-            async with asyncio.timeout(self.settings.timeout):
+            deadline = self.deadline
+            if deadline is None and self.settings.timeout is not None:
+                deadline = asyncio.get_running_loop().time() + self.settings.timeout
+            async with asyncio.timeout_at(deadline):
                 status = await self._loop(state)
         except TimeoutError:
             self._close_partial(state, "[stopped: the time limit was reached]")

@@ -17,6 +17,9 @@ and ``Finished("interrupted")``; what arrived is kept. A stream that closes
 empty is asked once more without streaming, because some servers
 (llama-cpp-python) hide the real error, e.g. a context overflow, that way.
 A server that ignores ``stream: true`` and sends one JSON completion works too.
+
+A request without ``max_tokens`` gets a default from the context window
+(``max_tokens.py``); a server that refuses it is asked again without it.
 """
 
 from __future__ import annotations
@@ -33,8 +36,10 @@ import httpx
 from clover_code.engine.base import ChatRequest
 from clover_code.engine.chunks import ChunkDecoder, RawParsing, ServerStreamError
 from clover_code.engine.events import EngineEvent, Failed, Finished, FinishReason
+from clover_code.engine.max_tokens import OutputLimit
 from clover_code.engine.retry import (
     BackoffPolicy,
+    RetryAttempt,
     StreamProblem,
     error_for_status,
     error_for_transport,
@@ -64,19 +69,6 @@ def api_root(base_url: str) -> str:
     return root
 
 
-class _Retry(Exception):
-    """Internal: this attempt failed before any output and may be retried."""
-
-    def __init__(
-        self, error: EngineError, retry_after: float | None = None, *, unstreamed: bool = False
-    ) -> None:
-        super().__init__(error.message)
-        self.error = error
-        self.retry_after = retry_after
-        self.unstreamed = unstreamed
-        """Ask again without streaming: the stream hid what went wrong."""
-
-
 class OpenAIBackend:
     """A ``Backend`` that streams from an OpenAI-compatible server.
 
@@ -103,6 +95,7 @@ class OpenAIBackend:
         connect_timeout: float = 10.0,
         read_timeout: float = 300.0,
         drafts: bool = False,
+        context_window: int | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         if block_size < 1:
@@ -114,6 +107,8 @@ class OpenAIBackend:
         self.raw_parsing: RawParsing = raw_parsing
         self.drafts = drafts
         """Ask a ``clover-code serve`` server for its denoising drafts (an extension)."""
+        self.output_limit = OutputLimit(context_window)
+        """The default max_tokens (none when ``context_window`` is None)."""
         self.backoff = BackoffPolicy(max_retries, backoff_base, backoff_max)
         headers = {"Accept": "text/event-stream", "Accept-Encoding": "identity"}
         if api_key:
@@ -196,7 +191,10 @@ class OpenAIBackend:
                     async for event in events:
                         yield event
                 return
-            except _Retry as retry:
+            except RetryAttempt as retry:
+                if retry.without_max_tokens:
+                    body = {k: v for k, v in body.items() if k != "max_tokens"}
+                    continue
                 if attempt >= self.backoff.max_retries:
                     yield Failed(retry.error)
                     yield Finished("error")
@@ -229,6 +227,8 @@ class OpenAIBackend:
             body["tools"] = [tool.openai() for tool in request.tools]
         if request.max_tokens is not None:
             body["max_tokens"] = request.max_tokens
+        elif (default := self.output_limit.default_for(body)) is not None:
+            body["max_tokens"] = default
         if request.temperature is not None:
             body["temperature"] = request.temperature
         if request.stop:
@@ -240,7 +240,7 @@ class OpenAIBackend:
     async def _attempt(
         self, body: dict[str, Any], request: ChatRequest
     ) -> AsyncGenerator[EngineEvent, None]:
-        """One POST. Raises ``_Retry`` only while nothing has been yielded."""
+        """One POST. Raises ``RetryAttempt`` only while nothing has been yielded."""
         decoder = ChunkDecoder(
             block_size=self.block_size,
             raw_parsing=self.raw_parsing,
@@ -257,8 +257,13 @@ class OpenAIBackend:
                 if status != 200:
                     content = await response.aread()
                     error = error_for_status(status, content, url=self.base_url, model=self.model)
+                    defaulted = request.max_tokens is None and "max_tokens" in body
+                    if defaulted and self.output_limit.refused(status, error_message(content)):
+                        raise RetryAttempt(error, without_max_tokens=True)
                     if is_retryable_status(status):
-                        raise _Retry(error, parse_retry_after(response.headers.get("retry-after")))
+                        raise RetryAttempt(
+                            error, parse_retry_after(response.headers.get("retry-after"))
+                        )
                     yield Failed(error)
                     yield Finished("error")
                     return
@@ -276,7 +281,7 @@ class OpenAIBackend:
                 pass
             elif not output_begun:
                 attempts = self.backoff.max_retries + 1
-                raise _Retry(
+                raise RetryAttempt(
                     error_for_transport(exc, url=self.base_url, attempts=attempts)
                 ) from exc
             else:
@@ -292,7 +297,7 @@ class OpenAIBackend:
         if not complete and decoder.server_finish is None:
             # The connection closed cleanly but the response never ended.
             if not output_begun:
-                raise _Retry(
+                raise RetryAttempt(
                     EngineUnavailable(
                         f"the server at {self.base_url} closed the stream before sending "
                         "anything; check the server's logs"

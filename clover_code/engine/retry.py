@@ -28,6 +28,7 @@ from clover_code.errors import (
 __all__ = [
     "RETRYABLE_STATUS",
     "BackoffPolicy",
+    "RetryAttempt",
     "StreamProblem",
     "error_for_status",
     "error_for_transport",
@@ -178,6 +179,26 @@ def error_for_transport(exc: httpx.RequestError, *, url: str, attempts: int) -> 
         "(e.g. `python -m sglang.launch_server --model-path ...` or `llama-server -m ...`) "
         "or point --base-url at a running server"
     )
+
+
+class RetryAttempt(Exception):
+    """One attempt of a request failed before any output and may be retried."""
+
+    def __init__(
+        self,
+        error: EngineError,
+        retry_after: float | None = None,
+        *,
+        unstreamed: bool = False,
+        without_max_tokens: bool = False,
+    ) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.retry_after = retry_after
+        self.unstreamed = unstreamed
+        """Ask again without streaming: the stream hid what went wrong."""
+        self.without_max_tokens = without_max_tokens
+        """Ask again at once without the default max_tokens the server rejected."""
 
 
 class StreamProblem(Exception):

@@ -65,6 +65,7 @@ def build_backend(settings: Settings) -> Backend:
             max_retries=settings.max_retries,
             read_timeout=settings.request_timeout,
             drafts=settings.remote_drafts,
+            context_window=settings.context_window,
         )
     if not settings.model_path:
         raise EngineUnavailable(

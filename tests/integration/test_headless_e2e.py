@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from clover_code import protocol as p
+from clover_code.result import TaskResult, parse_stream_line
 from tests.integration.sse_server import ScriptedServer, error_response, sse_response
 from tests.integration.stream_shapes import SGLangStream
 
@@ -110,12 +111,13 @@ async def test_read_edit_run_finish(
     )
     assert code == 0, err
     assert (repo / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
-    events = [p.EVENT_ADAPTER.validate_json(line) for line in out.splitlines()]
+    *events, result = [parse_stream_line(line) for line in out.splitlines()]
     kinds = [e.type for e in events]
     assert kinds[0] == "session_started" and kinds[-1] == "session_ended"
     finished = [e for e in events if isinstance(e, p.TurnFinished)]
     assert finished[0].status == "completed" and finished[0].model_requests == 4
-    assert "check.py passes now." in finished[0].final_text
+    assert isinstance(result, TaskResult) and result.status == "success"
+    assert "check.py passes now." in result.result and result.turns == 4
     results = [e for e in events if isinstance(e, p.ToolCallFinished)]
     assert [r.name for r in results] == ["read_file", "edit_file", "shell"]
     assert all(r.status == "ok" for r in results)
@@ -162,7 +164,7 @@ async def test_raw_qwen3_text_is_parsed_client_side(
     )
     assert code == 0, err
     result = json.loads(out)
-    assert result["status"] == "completed" and result["tool_calls"] == 1
+    assert result["status"] == "success" and result["tool_calls"] == 1
     assert (repo / "NOTES.md").read_text() == "# Notes\n\n  indented line"
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from clover_code import protocol as p
+from clover_code.result import parse_stream_line
 from tests.integration.test_headless_e2e import repo, run_clover  # noqa: F401
 from tests.tiny_model import build_tiny_checkpoint
 
@@ -42,7 +43,7 @@ async def test_a_task_on_the_local_engine_streams_blocks(
         extra_env={"CLOVER_MAX_TOKENS": "24"},
     )
     assert code == 0, err
-    events = [p.EVENT_ADAPTER.validate_json(line) for line in out.splitlines()]
+    *events, _result = [parse_stream_line(line) for line in out.splitlines()]
     blocks = [e for e in events if isinstance(e, p.BlockCommitted)]
     # 24 tokens; block boundaries sit at multiples of 8 in the whole sequence.
     assert sum(b.token_count for b in blocks) == 24 and all(b.steps for b in blocks)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from clover_code import protocol as p
+from clover_code.result import parse_stream_line
 from tests.integration.llama_peer import LlamaServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -46,7 +47,7 @@ def test_headless_turn_against_llama_cpp(llama_server: LlamaServer, tmp_path: Pa
         text=True,
         timeout=240,
     )
-    events = [p.EVENT_ADAPTER.validate_json(line) for line in done.stdout.splitlines()]
+    *events, _result = [parse_stream_line(line) for line in done.stdout.splitlines()]
     finished = [e for e in events if isinstance(e, p.TurnFinished)]
     assert finished, done.stderr
     # A 270M model may answer or call a tool; either way the turn must end

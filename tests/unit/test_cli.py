@@ -6,7 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from clover_code import __version__
 from clover_code.cli import run
+from clover_code.protocol import ErrorEvent
+from clover_code.result import TaskResult, parse_stream_line
 
 
 def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -74,3 +77,51 @@ def test_app_without_a_terminal_says_how_to_run_headless(
 ) -> None:
     code, _, err = run_cli(["-C", str(tmp_path)], capsys)
     assert code == 2 and "needs a terminal" in err and "--task" in err
+
+
+def test_bad_base_url_in_env_names_the_variable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CLOVER_BASE_URL", "localhost:8080")
+    code, _, err = run_cli(["-C", str(tmp_path), "--task", "hi"], capsys)
+    assert code == 2 and "environment variable CLOVER_BASE_URL" in err
+    assert "has no scheme" in err and len(err.strip().splitlines()) == 1
+
+
+def test_bad_base_url_in_config_names_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / ".clover").mkdir()
+    (tmp_path / ".clover/config.toml").write_text('base_url = "ftp://models.example/v1"\n')
+    code, _, err = run_cli(["-C", str(tmp_path), "--task", "hi"], capsys)
+    assert code == 2 and ".clover/config.toml" in err and "'base_url'" in err
+    assert "scheme 'ftp' is not supported" in err
+
+
+def test_a_url_without_a_host_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run_cli(["-C", str(tmp_path), "--task", "hi", "--base-url", "http://"], capsys)
+    assert code == 2 and "command-line option --base-url" in err and "no host" in err
+
+
+def test_early_error_in_json_is_the_one_result_shape(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run_cli(["-C", str(tmp_path), "--task", "hi", "--output-format", "json"], capsys)
+    result = TaskResult.model_validate_json(out)
+    assert code == 3 and (result.status, result.exit_code) == ("error", 3)
+    assert result.session_id is None and result.turns == 0 and result.version == __version__
+    assert result.error is not None and "--base-url" in result.error
+
+
+def test_early_error_in_stream_json_ends_with_the_result(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run_cli(
+        ["-C", str(tmp_path), "--task", "  ", "--output-format", "stream-json"], capsys
+    )
+    error, result = (parse_stream_line(line) for line in out.splitlines())
+    assert code == 2
+    assert isinstance(error, ErrorEvent) and error.fatal
+    assert isinstance(result, TaskResult) and (result.status, result.exit_code) == ("error", 2)

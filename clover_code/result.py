@@ -1,0 +1,115 @@
+"""The one result object of a headless run (``--output-format json`` and the last
+line of ``stream-json``).
+
+Success and failure have the same shape: every field is always present, so a
+script can read ``status``, ``exit_code``, ``result`` and ``error`` without
+checking which keys exist. The README's headless section documents each field.
+
+This module imports nothing of clover-code but the protocol, so a consumer can
+validate what it reads with ``TaskResult.model_validate_json``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from clover_code import protocol as p
+
+ResultStatus = Literal["success", "error", "limit", "interrupted"]
+
+STATUS_FOR_TURN: dict[p.TurnStatus, ResultStatus] = {
+    "completed": "success",
+    "failed": "error",
+    "max_turns": "limit",
+    "timeout": "limit",
+    "interrupted": "interrupted",
+}
+"""How a turn's status maps onto the result's status."""
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+class ResultUsage(_Frozen):
+    """Token accounting for the whole run."""
+
+    prompt_tokens: int = 0
+    """Tokens of the last request's prompt (how much of the context window is in use)."""
+
+    completion_tokens: int = 0
+    """Tokens the model generated over all requests."""
+
+    context_window: int = 0
+    """Tokens shared by prompt and response (0 when no request was made)."""
+
+    tokens_per_second: float | None = None
+    """Generated tokens per second of streaming, over all requests (null: unknown)."""
+
+    tokens_per_forward: float | None = None
+    """Tokens per denoising forward pass, for a backend that reports steps (null: unknown)."""
+
+
+class TaskResult(_Frozen):
+    """What a headless run ended with; one shape for success and failure."""
+
+    type: Literal["result"] = "result"
+    """Always "result" (tells this line apart from the events in stream-json)."""
+
+    status: ResultStatus
+    """success, error, limit (--max-turns or --timeout hit) or interrupted (Ctrl+C)."""
+
+    exit_code: int
+    """The process exit code (0, 1, 2, 3, 4 or 130; see the README)."""
+
+    result: str
+    """The final answer text; on a limit or an interruption, the partial text so far."""
+
+    error: str | None
+    """Null on success; otherwise one sentence saying what went wrong."""
+
+    warnings: list[str]
+    """Problems that did not stop the run (a failed --auto-commit, a sandbox notice)."""
+
+    session_id: str | None
+    """The session, for --resume; null when the run stopped before a session opened."""
+
+    transcript: str | None
+    """Path of the session's JSONL transcript; null when no session opened."""
+
+    version: str
+    """clover-code's version."""
+
+    duration_s: float
+    """Wall-clock seconds from start to this result."""
+
+    turns: int
+    """Model requests made (what --max-turns counts)."""
+
+    tool_calls: int
+    """Tool calls that ran (or were refused)."""
+
+    usage: ResultUsage
+    """Token accounting."""
+
+
+STATUS_EXIT_CODES: dict[ResultStatus, frozenset[int]] = {
+    "success": frozenset({0}),
+    "error": frozenset({1, 2, 3}),
+    "limit": frozenset({4}),
+    "interrupted": frozenset({130}),
+}
+"""The exit codes each status can come with."""
+
+StreamLine = p.Event | TaskResult
+
+
+def parse_stream_line(line: str | bytes) -> StreamLine:
+    """One line of ``--output-format stream-json``: a protocol event or the final result."""
+    data = json.loads(line)
+    if isinstance(data, dict) and data.get("type") == "result":
+        return TaskResult.model_validate(data)
+    return p.EVENT_ADAPTER.validate_python(data)
