@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from clover_code import protocol as p
+from clover_code.result import parse_stream_line
 from clover_code.tools.sandbox.base import Sandbox
 from clover_code.tools.sandbox.policy import INNER_ID
 from tests.integration.sandbox_fixtures import KINDS, open_sandbox
@@ -126,7 +127,7 @@ async def test_headless_task_as_root_runs_commands_without_privilege(
         extra_env=env,
     )
     assert code == 0, err
-    events = [p.EVENT_ADAPTER.validate_json(line) for line in out.splitlines()]
+    events = [parse_stream_line(line) for line in out.splitlines()]
     shells = [e for e in events if isinstance(e, p.ToolCallFinished) and e.name == "shell"]
     assert len(shells) == 1 and shells[0].status == "ok", shells
     result = shells[0].result

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from clover_code import protocol as p
+from clover_code.result import parse_stream_line
 from tests.integration.sse_server import ScriptedServer
 from tests.integration.test_headless_e2e import run_clover, sglang
 
@@ -49,7 +50,7 @@ def home(tmp_path: Path) -> Path:
 
 
 def events_of(out: str) -> list[p.Event]:
-    return [p.EVENT_ADAPTER.validate_json(line) for line in out.splitlines()]
+    return [parse_stream_line(line) for line in out.splitlines()]
 
 
 def started(events: list[p.Event]) -> p.SessionStarted:
