@@ -155,6 +155,8 @@ async def run_task(
     finally:
         await asyncio.shield(session.close())
     code = _STATUS_EXIT[finished.status]
+    if session.transcript.failure is not None:
+        code = ExitCode.AGENT_ERROR  # reported already, as an error event
     if finished.status == "interrupted":
         err.write(
             f"clover-code: interrupted; the transcript is saved. "

@@ -94,6 +94,15 @@ class Agent:
             threshold=settings.compact_threshold,
         )
         self.todo: list[dict[str, Any]] = []
+        self.stopped: str | None = None
+        """Why the session cannot go on (see ``stop``), if it cannot."""
+
+    def stop(self, reason: str) -> None:
+        """End the running turn at its next step, and refuse later ones, as failed.
+
+        For trouble that makes going on pointless (the transcript cannot be
+        written); the reason is reported by whoever calls this."""
+        self.stopped = reason
 
     @property
     def approval_mode(self) -> ApprovalMode:
@@ -151,6 +160,8 @@ class Agent:
 
     async def _loop(self, state: _TurnState) -> p.TurnStatus:
         while True:
+            if self.stopped is not None:
+                return "failed"
             if state.requests >= self.settings.max_turns:
                 self.emit(
                     p.ErrorEvent(
@@ -169,10 +180,15 @@ class Agent:
                 # Calls of a failed response never run; what text arrived is kept.
                 state.calls = []
             calls = state.calls
+            # Before the calls are recorded: only safe copies of the arguments are kept.
+            self.dispatch.screen(calls)
             self._add(self._assistant_message(state, calls))
             state.phase = "tools"
             if failure is not None:
                 self.emit(p.ErrorEvent(message=str(failure)))
+                return "failed"
+            if self.stopped is not None:
+                self._close_partial(state, "[stopped: the session cannot go on]")
                 return "failed"
             if not calls:
                 state.final_text = "".join(state.content)
