@@ -166,6 +166,8 @@ async def test_hostile_arguments_fail_the_call_and_the_session_goes_on(
     events: list[p.Event] = []
     backend = ScriptedBackend([])
     session = await _open(make_settings(tool_retries=1), backend, repo, events)
+    # Snapshots for undo are not under test here, and cost a git run per turn.
+    session.checkpoints = None
     tool = session.agent.dispatch.tools[tool_name]
     before = _git_status(repo)
     cases = list(hostile_cases(tool))
