@@ -130,10 +130,11 @@ class _Screen:
             )
             value = list(value)[:_KEPT_CHARS] if not isinstance(value, dict) else {}
         if isinstance(value, dict):
-            return {
-                self.text(str(k), f"{where}.<key>", top): self.value(v, f"{where}.{k}", top, depth + 1)
-                for k, v in value.items()
-            }
+            safe: dict[str, Any] = {}
+            for key, item in value.items():
+                name = self.text(str(key), f"{where}.<key>", top)
+                safe[name] = self.value(item, f"{where}.{name}", top, depth + 1)
+            return safe
         return [self.value(v, f"{where}[{i}]", top, depth + 1) for i, v in enumerate(value)]
 
     def text(self, value: str, where: str, top: str) -> str:

@@ -63,13 +63,18 @@ async def test_requests_in_flight_at_end_of_input_are_answered(
         try:
             await client.call(1, "initialize", {"protocolVersion": 1})
             new = {"cwd": str(repo), "mcpServers": []}
-            sessions = [(await client.call(n, "session/new", new))["result"]["sessionId"]
-                        for n in (2, 3)]
+            sessions = [
+                (await client.call(n, "session/new", new))["result"]["sessionId"] for n in (2, 3)
+            ]
             for request_id, session_id in zip((10, 11), sessions, strict=True):
                 prompt = {"sessionId": session_id, "prompt": [{"type": "text", "text": "go"}]}
                 await client.send(
-                    {"jsonrpc": "2.0", "id": request_id, "method": "session/prompt",
-                     "params": prompt}
+                    {
+                        "jsonrpc": "2.0",
+                        "id": request_id,
+                        "method": "session/prompt",
+                        "params": prompt,
+                    }
                 )
             # A session/new that waits on a server that never lists its models.
             scripted_server.enqueue(
