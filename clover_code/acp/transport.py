@@ -102,8 +102,9 @@ class LineTransport:
         self._sink = sink
         self._lock = asyncio.Lock()
         self._closed = False
-        self._open: dict[Any, str] = {}
-        """Requests received and not answered yet: id -> method."""
+        self._open: dict[Any, list[str]] = {}
+        """Requests received and not answered yet: id -> their methods (a client
+        may reuse an id; each request still gets its own answer)."""
         self._all_answered = asyncio.Event()
         self._all_answered.set()
 
@@ -123,14 +124,18 @@ class LineTransport:
             await self._sink.drain()
 
     def _answered(self, request_id: Any) -> None:
-        self._open.pop(request_id, None)
+        methods = self._open.get(request_id)
+        if methods:
+            methods.pop(0)
+        if not methods:
+            self._open.pop(request_id, None)
         if not self._open:
             self._all_answered.set()
 
     @property
-    def open_requests(self) -> dict[Any, str]:
-        """The requests not answered yet (id -> method)."""
-        return dict(self._open)
+    def open_requests(self) -> list[tuple[Any, str]]:
+        """The requests not answered yet: (id, method)."""
+        return [(i, m) for i, methods in self._open.items() for m in methods]
 
     async def settle(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for every open request to be answered."""
@@ -142,15 +147,18 @@ class LineTransport:
 
     async def refuse_open(self, reason: str) -> None:
         """Answer every open request with a "cancelled" error saying ``reason``."""
-        for request_id, method in list(self._open.items()):
+        for request_id, method in self.open_requests:
             reply = {
                 "jsonrpc": "2.0",
                 "id": request_id,
                 "error": {"code": CANCELLED, "message": f"{method} was not completed: {reason}"},
             }
+            if self._closed:
+                self._answered(request_id)
+                continue
+            # ``send`` counts the request as answered before it writes.
             with contextlib.suppress(ConnectionError, OSError):
                 await self.send(reply)
-            self._answered(request_id)
 
     async def receive(self) -> dict[str, Any] | None:
         """The next well-formed message; None at end of input."""
@@ -172,7 +180,7 @@ class LineTransport:
                 continue
             request_id = _hashable(message.get("id"))
             if "method" in message and request_id is not None:
-                self._open[request_id] = str(message["method"])
+                self._open.setdefault(request_id, []).append(str(message["method"]))
                 self._all_answered.clear()
             return dict(message)
 
