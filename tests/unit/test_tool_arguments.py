@@ -97,10 +97,10 @@ def _over_cap(tool: Tool, name: str) -> str:
     return "x" * (limit + 1)
 
 
-def hostile_cases(tool: Tool) -> Iterator[tuple[str, dict[str, Any], str]]:
-    """(case id, arguments, the argument the error must name) for one tool."""
+def hostile_cases(tool: Tool, base: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any], str]]:
+    """(case id, arguments, the argument the error must name) for one tool, each
+    case ``base`` (valid arguments) with one argument made hostile."""
     schema = tool.spec().parameters
-    base = VALID[tool.name]
     for name, prop in schema.get("properties", {}).items():
         types = _types(prop)
         values = dict(ALWAYS_HOSTILE)
@@ -124,7 +124,10 @@ def hostile_cases(tool: Tool) -> Iterator[tuple[str, dict[str, Any], str]]:
             values["nested-surrogate"] = _nested(prop, "\udfff")
         for case, value in values.items():
             yield f"{name}={case}", {**base, name: value}, name
-    yield "unknown-key", {**base, "sudo": True}, "sudo"
+    if tool.Args.model_config.get("extra") != "allow" or not schema.get(
+        "additionalProperties", True
+    ):
+        yield "unknown-key", {**base, "sudo": True}, "sudo"
 
 
 def _nested(prop: dict[str, Any], bad: str) -> list[Any]:
@@ -133,6 +136,39 @@ def _nested(prop: dict[str, Any], bad: str) -> list[Any]:
     if "$ref" in items:
         return [{"text": f"step{bad}", "status": "pending"}]
     return [f"a{bad}b"]
+
+
+async def fuzz_tool(
+    session: Session,
+    backend: ScriptedBackend,
+    events: list[p.Event],
+    tool: Tool,
+    base: dict[str, Any],
+) -> None:
+    """Send every hostile case of ``tool`` through the session's turn loop, one turn each."""
+    cases = list(hostile_cases(tool, base))
+    assert len(cases) >= 8
+    for number, (case, arguments, argument) in enumerate(cases):
+        backend.responses += [
+            tool_response((tool.name, arguments)),
+            text_response(f"still here {number}"),
+        ]
+        mark = len(events)
+        finished = await session.run_turn(f"case {case}")
+        where = f"{tool.name} {case}"
+        assert finished.status == "completed", where
+        assert finished.final_text == f"still here {number}", where
+        (result,) = of_type(events[mark:], p.ToolCallFinished)
+        assert result.status == "error", f"{where}: {result.result[:300]}"
+        assert result.result.startswith("error: invalid arguments"), where
+        assert f"'{argument}" in result.result or f"{argument}:" in result.result, (
+            f"{where}: {result.result[:300]}"
+        )
+        # The model saw the failure in its next request.
+        assert backend.requests[-1].messages[-1]["role"] == "tool", where
+        # Every event still serialises (no lone surrogate slipped through).
+        for event in events[mark:]:
+            json.loads(event.model_dump_json())
 
 
 async def _open(
@@ -169,28 +205,8 @@ async def test_hostile_arguments_fail_the_call_and_the_session_goes_on(
     session.checkpoints = None
     tool = session.agent.dispatch.tools[tool_name]
     before = _git_status(repo)
-    cases = list(hostile_cases(tool))
-    assert len(cases) >= 8
     try:
-        for number, (case, arguments, argument) in enumerate(cases):
-            backend.responses += [
-                tool_response((tool_name, arguments)),
-                text_response(f"still here {number}"),
-            ]
-            mark = len(events)
-            finished = await session.run_turn(f"case {case}")
-            where = f"{tool_name} {case}"
-            assert finished.status == "completed", where
-            assert finished.final_text == f"still here {number}", where
-            (result,) = of_type(events[mark:], p.ToolCallFinished)
-            assert result.status == "error", f"{where}: {result.result[:300]}"
-            assert result.result.startswith("error: invalid arguments"), where
-            assert f"'{argument}" in result.result, f"{where}: {result.result[:300]}"
-            # The model saw the failure in its next request.
-            assert backend.requests[-1].messages[-1]["role"] == "tool", where
-            # Every event still serialises (no lone surrogate slipped through).
-            for event in events[mark:]:
-                json.loads(event.model_dump_json())
+        await fuzz_tool(session, backend, events, tool, VALID[tool_name])
     finally:
         await session.close()
     assert _git_status(repo) == before, "a refused call changed the workspace"
