@@ -125,13 +125,12 @@ class ToolDispatcher:
         try:
             args = tool.Args.model_validate(call.arguments)
         except ValidationError as exc:
-            problems = "; ".join(
-                f"'{'.'.join(str(x) for x in e['loc']) or '(arguments)'}': {e['msg']}"
-                for e in exc.errors()
-            )
+            problems = ", ".join(_problem(e) for e in exc.errors()[:5])
+            schema = json.dumps(tool.spec().parameters)
             self._malformed(
                 call,
-                f"invalid arguments for tool '{tool.name}': {problems}.\n{self._schema_hint(tool)}",
+                f"invalid arguments for tool '{tool.name}': {problems}; send arguments that "
+                f"match its JSON schema {schema}",
             )
             return
         try:
@@ -250,3 +249,18 @@ class ToolDispatcher:
         return f"The arguments of '{tool.name}' must match this JSON schema: " + json.dumps(
             tool.spec().parameters
         )
+
+
+_JSON_TYPES = {str: "a string", int: "an integer", float: "a number", bool: "a boolean"}
+_JSON_TYPES |= {list: "a list", dict: "an object", type(None): "null"}
+
+
+def _problem(error: Any) -> str:
+    """One validation error as a clause: which argument, what is wrong, what came."""
+    where = ".".join(str(x) for x in error["loc"]) or "(arguments)"
+    message = str(error["msg"])
+    message = message[:1].lower() + message[1:]
+    if error["type"] == "missing":
+        return f"'{where}' is missing"
+    got = _JSON_TYPES.get(type(error.get("input")), "")
+    return f"'{where}': {message}" + (f" (got {got})" if got else "")
