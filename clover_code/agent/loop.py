@@ -161,6 +161,9 @@ class Agent:
     async def _loop(self, state: _TurnState) -> p.TurnStatus:
         while True:
             if self.stopped is not None:
+                if state.requests == 0:
+                    # A turn asked for after the stop: say again why nothing happens.
+                    self.emit(p.ErrorEvent(message=self.stopped, fatal=True))
                 return "failed"
             if state.requests >= self.settings.max_turns:
                 self.emit(

@@ -99,8 +99,8 @@ async def test_a_full_disk_mid_turn_stops_the_session_with_one_error(
         await session.close()
 
         assert finished.status == "failed" and again.status == "failed"
-        (error,) = of_type(events, p.ErrorEvent)
-        assert error.fatal
+        error, repeated = of_type(events, p.ErrorEvent)  # the second for the refused turn
+        assert error.fatal and repeated.message == error.message
         assert error.message.startswith(
             f"could not save the session transcript {session.transcript.path}: the disk is full"
         )
