@@ -114,7 +114,10 @@ async def serve(agent: CloverAgent) -> int:
         # running gets a moment to answer, and an error if it does not.
         await agent.close()
         if not await transport.settle(_ANSWER_WAIT):
-            await transport.refuse_open("the editor closed the agent's input (end of input).")
+            reason = "the editor closed the agent's input (end of input)."
+            # An editor that no longer reads its end cannot hold the exit up.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(transport.refuse_open(reason), _ANSWER_WAIT)
         # A session that a late session/new opened meanwhile is closed too.
         await agent.close()
         with contextlib.suppress(TimeoutError):
