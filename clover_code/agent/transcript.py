@@ -46,15 +46,15 @@ class TranscriptError(CloverError):
 
 def _write_failure(path: Path, error: OSError, resumable: bool) -> TranscriptError:
     why, fix = _WHY.get(error.errno or 0, (error.strerror or str(error), "fix that"))
-    where = path.parent
-    then = (
-        f"resume with `clover-code --resume {path.stem}`"
-        if resumable
-        else "or set sessions_dir (CLOVER_SESSIONS_DIR) to another place"
-    )
+    if resumable:
+        then = (
+            f"{fix}, then resume with `clover-code --resume {path.stem}` "
+            "(what was saved before is intact)"
+        )
+    else:
+        then = f"{fix} or set sessions_dir (CLOVER_SESSIONS_DIR) to another place, then start again"
     return TranscriptError(
-        f"could not save the session transcript {path}: {why} ({where}); "
-        f"{fix}, then {then} (what was saved before is intact)."
+        f"could not save the session transcript {path}: {why} ({path.parent}); {then}."
     )
 
 
@@ -83,6 +83,8 @@ class Transcript:
         """The write failure that stopped recording, if one happened."""
         self.on_failure: Callable[[TranscriptError], None] | None = None
         """Told once, when a write fails after the transcript was opened."""
+        self._resumable = True
+        """Whether the file holds a session to resume (not before ``create``'s header)."""
 
     @classmethod
     def create(cls, directory: Path, meta: dict[str, Any]) -> Transcript:
@@ -94,11 +96,16 @@ class Transcript:
         except OSError as exc:
             raise _write_failure(path, exc, resumable=False) from None
         transcript = cls(path, fh)
+        transcript._resumable = False
         try:
             transcript._write({"kind": "meta", **meta})
         except TranscriptError:
             transcript.close()
+            with contextlib.suppress(OSError):
+                if path.stat().st_size == 0:
+                    path.unlink()  # nothing in it to resume
             raise
+        transcript._resumable = True
         return transcript
 
     @classmethod
@@ -145,7 +152,7 @@ class Transcript:
             # Cut a partly written record away: the file ends on a whole line.
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, start)
-            raise _write_failure(self.path, exc, resumable=True) from None
+            raise _write_failure(self.path, exc, resumable=self._resumable) from None
 
     def message(self, message: dict[str, Any]) -> None:
         """Record a chat message."""

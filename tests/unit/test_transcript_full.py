@@ -57,6 +57,20 @@ def test_a_sessions_dir_that_cannot_be_made_is_one_sentence(tmp_path: Path) -> N
     assert "set sessions_dir (CLOVER_SESSIONS_DIR) to another place" in str(info.value)
 
 
+def test_a_disk_full_before_the_header_leaves_no_empty_session(tmp_path: Path) -> None:
+    with tiny_tmpfs(tmp_path / "disk") as disk:
+        (disk / "sessions").mkdir()
+        fill_until(disk, 0)
+        with pytest.raises(TranscriptError) as info:
+            Transcript.create(disk / "sessions", {"id": "s1", "cwd": "/repo", "pad": "x" * 9000})
+        assert list((disk / "sessions").iterdir()) == []
+    assert str(info.value) == (
+        f"could not save the session transcript {disk / 'sessions' / 's1.jsonl'}: the disk is "
+        f"full ({disk / 'sessions'}); free some space there or set sessions_dir "
+        "(CLOVER_SESSIONS_DIR) to another place, then start again."
+    )
+
+
 def test_a_record_that_does_not_fit_leaves_no_torn_line(tmp_path: Path) -> None:
     with tiny_tmpfs(tmp_path / "disk") as disk:
         transcript = Transcript.create(disk / "sessions", {"id": "s1", "cwd": "/repo"})
