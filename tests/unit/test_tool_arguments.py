@@ -360,3 +360,30 @@ def test_human_size() -> None:
     assert human_size(512_345_678) == "512.3 MB"
     assert human_size(999_960_000) == "1.0 GB"
     assert human_size(3 * 10**15) == "3000.0 TB"
+
+
+async def test_a_name_too_long_for_the_file_system_is_a_plain_refusal(
+    make_settings: Callable[..., Settings], repo: Path
+) -> None:
+    name = "n" * 300  # under the 4 kB argument cap, over the 255-byte file name limit
+    calls = [
+        ("read_file", {"path": name}),
+        ("write_file", {"path": f"dir/{name}", "content": "x"}),
+        ("edit_file", {"path": name, "old_string": "a", "new_string": "b"}),
+        ("apply_patch", {"patch": f"*** Begin Patch\n*** Add File: {name}\n+hi\n*** End Patch\n"}),
+        ("list_files", {"path": name}),
+        ("glob", {"pattern": "*", "path": name}),
+        ("grep", {"pattern": "x", "path": name}),
+    ]
+    events: list[p.Event] = []
+    backend = ScriptedBackend([tool_response(*calls), text_response("ok")])
+    session = await _open(make_settings(), backend, repo, events)
+    finished = await session.run_turn("go")
+    await session.close()
+    assert finished.status == "completed"
+    results = of_type(events, p.ToolCallFinished)
+    assert len(results) == len(calls)
+    for result in results:
+        assert result.status == "error"
+        assert "has a name longer than 255 bytes" in result.result, result.result[:200]
+    assert not of_type(events, p.ErrorEvent)  # a refusal, not a bug
