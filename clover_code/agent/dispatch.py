@@ -1,14 +1,21 @@
 """Running the model's tool calls: validation, approval, execution, results.
 
-A malformed call (unknown tool, arguments that do not parse or do not match
-the schema) never runs: it becomes an error result that shows the model the
-schema, so it can correct itself.
+A malformed call (unknown tool, arguments that do not parse, hostile values
+that ``Tool.screen`` refuses, arguments that do not match the schema) never
+reaches the permission check or the tool: it becomes an error result that
+tells the model what to fix. ``screen`` runs before the call is recorded, so
+the transcript and the events only ever carry a safe copy of the arguments.
+
+No single call can end the session: an unexpected exception from the
+permission check, the approver or the tool becomes a failed result and an
+error event (its traceback goes to this module's logger at debug level).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -21,10 +28,13 @@ from clover_code.agent.approval import ApprovalRequest, Approver
 from clover_code.agent.permissions import PermissionPolicy
 from clover_code.config import ApprovalMode
 from clover_code.errors import CloverError
+from clover_code.tools.arguments import CONTENT_LIMIT, screen_arguments
 from clover_code.tools.base import Tool, ToolContext, ToolResult
 from clover_code.tools.spill import OutputSpill
 
 Emit = Callable[[p.Event], None]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -37,6 +47,9 @@ class ToolCall:
     parse_error: str | None = None
     result: str | None = None
     malformed: bool = False
+    problem: str | None = None
+    """What ``ToolDispatcher.screen`` found wrong with the arguments."""
+    screened: bool = False
 
 
 class ToolDispatcher:
@@ -63,6 +76,22 @@ class ToolDispatcher:
         self.emit = emit
         self.on_todo = on_todo
 
+    def screen(self, calls: list[ToolCall]) -> None:
+        """Check each call's raw arguments and keep only a safe copy of them.
+
+        Runs before the calls are recorded: lone surrogates, huge strings and
+        non-finite numbers never reach the transcript or the front ends.
+        """
+        for call in calls:
+            if call.screened:
+                continue
+            tool = self.tools.get(call.name)
+            if tool is not None:
+                screened = tool.screen(call.arguments)
+            else:
+                screened = screen_arguments(call.arguments, limits={}, default_limit=CONTENT_LIMIT)
+            call.arguments, call.problem, call.screened = screened.arguments, screened.problem, True
+
     async def run_calls(self, calls: list[ToolCall]) -> None:
         """Run calls in order; consecutive read-only calls run concurrently."""
         batch: list[ToolCall] = []
@@ -79,6 +108,8 @@ class ToolDispatcher:
             await asyncio.gather(*(self.run_call(c) for c in batch))
 
     async def run_call(self, call: ToolCall) -> None:
+        """Validate, approve and run one call; its result is always set."""
+        self.screen([call])
         tool = self.tools.get(call.name)
         started = time.monotonic()
         if tool is None:
@@ -88,19 +119,26 @@ class ToolDispatcher:
         if call.parse_error:
             self._malformed(call, f"{call.parse_error}\n{self._schema_hint(tool)}")
             return
+        if call.problem:
+            self._malformed(call, f"invalid arguments for tool '{tool.name}': {call.problem}")
+            return
         try:
             args = tool.Args.model_validate(call.arguments)
         except ValidationError as exc:
-            problems = "; ".join(
-                f"'{'.'.join(str(x) for x in e['loc']) or '(arguments)'}': {e['msg']}"
-                for e in exc.errors()
-            )
+            problems = ", ".join(_problem(e) for e in exc.errors()[:5])
+            schema = json.dumps(tool.spec().parameters)
             self._malformed(
                 call,
-                f"invalid arguments for tool '{tool.name}': {problems}.\n{self._schema_hint(tool)}",
+                f"invalid arguments for tool '{tool.name}': {problems}; send arguments that "
+                f"match its JSON schema {schema}",
             )
             return
-        summary = tool.summary(args)
+        try:
+            summary = tool.summary(args)
+        except Exception:
+            # Only the card's one-line label is lost; the call itself can go on.
+            log.debug("summary of %s failed", tool.name, exc_info=True)
+            summary = tool.name
         self.emit(
             p.ToolCallStarted(
                 call_id=call.id,
@@ -110,19 +148,41 @@ class ToolDispatcher:
                 summary=summary,
             )
         )
-        refusal = await self._approve(call, tool, args, summary)
+        try:
+            refusal = await self._approve(call, tool, args, summary)
+        except Exception as exc:
+            self._unexpected(call, tool, exc, "check", started)
+            return
         if refusal is not None:
             call.result = refusal
             self._finish(call, "denied", refusal, {}, started)
             return
         streamed: list[str] = []
-        result = await self._execute(call, tool, args, streamed)
-        call.result = self.spill.fit(call.id, result.text, "".join(streamed) or None)
+        try:
+            result = await self._execute(call, tool, args, streamed)
+            call.result = self.spill.fit(call.id, result.text, "".join(streamed) or None)
+        except Exception as exc:
+            self._unexpected(call, tool, exc, "run", started)
+            return
         todo = result.display.get("todo")
         if isinstance(todo, list):
             self.on_todo(todo)
         status = "error" if result.is_error else "ok"
         self._finish(call, status, result.text, result.display, started)
+
+    def _unexpected(
+        self, call: ToolCall, tool: Tool, exc: Exception, stage: str, started: float
+    ) -> None:
+        """An exception nobody meant to raise: a failed call and an error event, not a crash."""
+        log.debug("tool call %s (%s) failed to %s", call.id, tool.name, stage, exc_info=exc)
+        detail = f"{type(exc).__name__}: {exc}"[:300]
+        message = (
+            f"the '{tool.name}' call failed unexpectedly ({detail}); it did not complete, "
+            "so try another way (and report this as a bug)."
+        )
+        call.result = f"error: {message}"
+        self.emit(p.ErrorEvent(message=message))
+        self._finish(call, "error", call.result, {}, started)
 
     async def _approve(
         self, call: ToolCall, tool: Tool, args: BaseModel, summary: str
@@ -197,3 +257,18 @@ class ToolDispatcher:
         return f"The arguments of '{tool.name}' must match this JSON schema: " + json.dumps(
             tool.spec().parameters
         )
+
+
+_JSON_TYPES = {str: "a string", int: "an integer", float: "a number", bool: "a boolean"}
+_JSON_TYPES |= {list: "a list", dict: "an object", type(None): "null"}
+
+
+def _problem(error: Any) -> str:
+    """One validation error as a clause: which argument, what is wrong, what came."""
+    where = ".".join(str(x) for x in error["loc"]) or "(arguments)"
+    message = str(error["msg"])
+    message = message[:1].lower() + message[1:]
+    if error["type"] == "missing":
+        return f"'{where}' is missing"
+    got = _JSON_TYPES.get(type(error.get("input")), "")
+    return f"'{where}': {message}" + (f" (got {got})" if got else "")

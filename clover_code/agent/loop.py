@@ -97,6 +97,15 @@ class Agent:
         self.deadline: float | None = None
         """When set (event-loop time), turns end there instead of ``settings.timeout``
         after they start: headless mode's limit counts from the start of the run."""
+        self.stopped: str | None = None
+        """Why the session cannot go on (see ``stop``), if it cannot."""
+
+    def stop(self, reason: str) -> None:
+        """End the running turn at its next step, and refuse later ones, as failed.
+
+        For trouble that makes going on pointless (the transcript cannot be
+        written); the reason is reported by whoever calls this."""
+        self.stopped = reason
 
     @property
     def approval_mode(self) -> ApprovalMode:
@@ -157,6 +166,11 @@ class Agent:
 
     async def _loop(self, state: _TurnState) -> p.TurnStatus:
         while True:
+            if self.stopped is not None:
+                if state.requests == 0:
+                    # A turn asked for after the stop: say again why nothing happens.
+                    self.emit(p.ErrorEvent(message=self.stopped, fatal=True))
+                return "failed"
             if state.requests >= self.settings.max_turns:
                 self.emit(
                     p.ErrorEvent(
@@ -175,10 +189,15 @@ class Agent:
                 # Calls of a failed response never run; what text arrived is kept.
                 state.calls = []
             calls = state.calls
+            # Before the calls are recorded: only safe copies of the arguments are kept.
+            self.dispatch.screen(calls)
             self._add(self._assistant_message(state, calls))
             state.phase = "tools"
             if failure is not None:
                 self.emit(p.ErrorEvent(message=str(failure)))
+                return "failed"
+            if self.stopped is not None:
+                self._close_partial(state, "[stopped: the session cannot go on]")
                 return "failed"
             if not calls:
                 state.final_text = "".join(state.content)

@@ -19,7 +19,7 @@ from clover_code.agent.checkpoints import CheckpointError, CheckpointStore
 from clover_code.agent.instructions import system_prompt
 from clover_code.agent.loop import Agent
 from clover_code.agent.mcp_config import declared_servers
-from clover_code.agent.transcript import Transcript, load, new_session_id
+from clover_code.agent.transcript import Transcript, TranscriptError, load, new_session_id
 from clover_code.config import ApprovalMode, Settings, user_data_dir
 from clover_code.engine.base import Backend
 from clover_code.errors import CloverError
@@ -236,6 +236,7 @@ class Session:
             checkpoints=checkpoints,
             mcp=mcp,
         )
+        transcript.on_failure = session._transcript_failed
         record_and_emit(
             p.SessionStarted(
                 session_id=session_id,
@@ -262,6 +263,11 @@ class Session:
                 )
             )
         return session
+
+    def _transcript_failed(self, error: TranscriptError) -> None:
+        """A transcript write failed: say so once, and let no turn go on unrecorded."""
+        self._emit(p.ErrorEvent(message=str(error), fatal=True))
+        self.agent.stop(str(error))
 
     async def run_turn(self, text: str) -> p.TurnFinished:
         """Run one turn to its end (Interrupt ops cancel it)."""

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import ClassVar
 
 from pydantic import BaseModel, Field
 
 from clover_code.errors import ToolError
+from clover_code.tools.arguments import COMMAND_LIMIT
 from clover_code.tools.base import Tool, ToolContext, ToolKind, ToolResult
 from clover_code.tools.sandbox.output import cap_head_tail
 
@@ -55,6 +57,7 @@ class ShellTool(Tool):
     )
     kind: ClassVar[ToolKind] = "execute"
     Args: ClassVar[type[BaseModel]] = ShellArgs
+    argument_limits: ClassVar[Mapping[str, int]] = {"command": COMMAND_LIMIT}
 
     def summary(self, args: BaseModel) -> str:
         """The description if given, else the command."""
