@@ -104,6 +104,10 @@ def node_problem(node: Node) -> str | None:
     """Why ``node`` is not fully understood, or None when it is plain."""
     kind = node.type
     if not node.is_named:
+        # A bare "$" token outside an expansion is how the grammar shows $"...".
+        parent = node.parent.type if node.parent is not None else ""
+        if kind == "$" and parent not in ("simple_expansion", "expansion"):
+            return _NEVER["translated_string"]
         return None
     if kind in _NEVER:
         if kind == "arithmetic_expansion" and _arith_literal(node):
