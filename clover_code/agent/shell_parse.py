@@ -43,6 +43,7 @@ from clover_code.agent.shell_programs import NOT_FILES, Write, operands, program
 from clover_code.agent.shell_programs import program_writes as _program_writes
 from clover_code.agent.shell_syntax import arithmetic_tripwire, builtin_problem, node_problem
 from clover_code.agent.shell_wrappers import (
+    ASSIGNMENT,
     FIND_EXEC,
     RISKY_VARS,
     SHELLS,
@@ -309,9 +310,14 @@ class _Extractor:
             if spec is None or start is None or start >= len(words):
                 layers.append(Layer(layer_argv, open_args=open_args))
                 break
-            transparent = spec.transparent and not any(
-                RISKY_VARS.match(w.value.partition("=")[0]) for w in words[1:start]
-            )
+            risky = [
+                w.value.partition("=")[0]
+                for w in words[1:start]
+                if ASSIGNMENT.match(w.value) and RISKY_VARS.match(w.value.partition("=")[0])
+            ]
+            if risky:
+                self.unclear(f"{name} setting {risky[0]}, which changes how programs run")
+            transparent = spec.transparent and not risky
             layers.append(Layer(layer_argv, transparent=transparent, open_args=open_args))
             open_args = open_args or spec.open_args
             words = words[start:]
@@ -353,6 +359,9 @@ class _Extractor:
                 inner = words[i + 1 : end]
                 if inner and "{}" in inner[0].value:
                     self.unclear("find -exec whose program is a file name found at run time")
+                script = shell_script(inner) if inner and inner[0].value in SHELLS else None
+                if script is not None and "{}" in script.value:
+                    self.unclear("find -exec running a file name as a shell script")
                 if inner:
                     wrapper = Layer(layers[-1].argv, transparent=True)
                     self.add((*layers[:-1], wrapper), inner, depth)
