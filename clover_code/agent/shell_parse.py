@@ -227,7 +227,7 @@ class _Extractor:
                 return
             kind = node.type
             self.unclear(node_problem(node))
-            if kind in ("raw_string", "ansi_c_string") or (
+            if kind in ("raw_string", "ansi_c_string", "comment") or (
                 kind == "heredoc_body" and not node.named_children
             ):
                 quoted.append((node.start_byte, node.end_byte))

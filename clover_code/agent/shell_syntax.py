@@ -98,6 +98,11 @@ _PLAIN_EXPANSION = re.compile(
 # arithmetic or prompt context.
 _CODE_IN_VALUE = re.compile(r"[\[\]`]|\$[({\[]")
 _ARITH_LITERAL = re.compile(r"[\s0-9+\-*/%()<>=!&|^~?:,]*")
+_ARITH_OPENER = re.compile(r"\$\(\(|\(\(|\$\[")
+MAX_ARITHMETIC = 64
+"""More arithmetic openers than this in one script is more than the check reads."""
+MAX_ARITHMETIC_LENGTH = 1000
+"""Longer arithmetic or parameter expansions are not read (and not understood)."""
 
 
 def node_problem(node: Node) -> str | None:
@@ -105,9 +110,10 @@ def node_problem(node: Node) -> str | None:
     kind = node.type
     if not node.is_named:
         # A bare "$" token outside an expansion is how the grammar shows $"...".
-        parent = node.parent.type if node.parent is not None else ""
-        if kind == "$" and parent not in ("simple_expansion", "expansion"):
-            return _NEVER["translated_string"]
+        # (Only then is the parent looked up: that walks down from the root.)
+        if kind == "$" and node.parent is not None:
+            if node.parent.type not in ("simple_expansion", "expansion"):
+                return _NEVER["translated_string"]
         return None
     if kind in _NEVER:
         if kind == "arithmetic_expansion" and _arith_literal(node):
@@ -119,7 +125,8 @@ def node_problem(node: Node) -> str | None:
             return "an arithmetic (( )) command on variables"
         return None
     if kind == "expansion":
-        if not _PLAIN_EXPANSION.fullmatch(_text(node)):
+        too_long = node.end_byte - node.start_byte > MAX_ARITHMETIC_LENGTH
+        if too_long or not _PLAIN_EXPANSION.fullmatch(_text(node)):
             return f"the parameter expansion {_short(node)}"
         return None
     if kind == "for_statement":
@@ -151,6 +158,8 @@ def _short(node: Node) -> str:
 
 def _arith_literal(node: Node) -> bool:
     """Arithmetic on numbers only: no variable whose value bash would evaluate."""
+    if node.end_byte - node.start_byte > MAX_ARITHMETIC_LENGTH:
+        return False
     inner = _text(node).removeprefix("$((").removeprefix("((").removeprefix("$[")
     return _ARITH_LITERAL.fullmatch(inner.removesuffix("))").removesuffix("]")) is not None
 
@@ -195,17 +204,18 @@ def _test_problem(node: Node) -> str | None:
 
 def arithmetic_tripwire(source: str, quoted: Sequence[tuple[int, int]]) -> str | None:
     """A backstop under the parser, which reads ``$((y))`` in a here-document as
-    a command: arithmetic openers anywhere outside single quotes or quoted
-    here-documents make the command not fully understood."""
+    a command: arithmetic openers anywhere outside single quotes, comments or
+    quoted here-documents make the command not fully understood."""
     data = bytearray(source.encode("utf-8"))
     for start, end in quoted:
         data[start:end] = b" " * (end - start)
     text = data.decode("utf-8", "replace")
-    for match in re.finditer(r"\$\(\(|\(\(|\$\[", text):
-        tail = text[match.start() :]
-        closing = "]" if tail.startswith("$[") else "))"
-        body = tail[len(match.group()) :].split(closing, 1)[0]
-        if _ARITH_LITERAL.fullmatch(body) is None:
+    for count, match in enumerate(_ARITH_OPENER.finditer(text)):
+        if count >= MAX_ARITHMETIC:
+            return "more arithmetic than this check reads"
+        closing = "]" if match.group() == "$[" else "))"
+        end = text.find(closing, match.end(), match.end() + MAX_ARITHMETIC_LENGTH)
+        if end < 0 or _ARITH_LITERAL.fullmatch(text, match.end(), end) is None:
             return "arithmetic on variables"
     return None
 
