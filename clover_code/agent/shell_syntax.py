@@ -111,9 +111,9 @@ def node_problem(node: Node) -> str | None:
     if not node.is_named:
         # A bare "$" token outside an expansion is how the grammar shows $"...".
         # (Only then is the parent looked up: that walks down from the root.)
-        if kind == "$" and node.parent is not None:
-            if node.parent.type not in ("simple_expansion", "expansion"):
-                return _NEVER["translated_string"]
+        parent = node.parent if kind == "$" else None
+        if parent is not None and parent.type not in ("simple_expansion", "expansion"):
+            return _NEVER["translated_string"]
         return None
     if kind in _NEVER:
         if kind == "arithmetic_expansion" and _arith_literal(node):
