@@ -359,7 +359,8 @@ class _Extractor:
                 inner = words[i + 1 : end]
                 if inner and "{}" in inner[0].value:
                     self.unclear("find -exec whose program is a file name found at run time")
-                script = shell_script(inner) if inner and inner[0].value in SHELLS else None
+                shell = bool(inner) and os.path.basename(inner[0].value) in SHELLS
+                script = shell_script(inner) if shell else None
                 if script is not None and "{}" in script.value:
                     self.unclear("find -exec running a file name as a shell script")
                 if inner:

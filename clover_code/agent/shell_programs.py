@@ -72,12 +72,13 @@ _SHORT_TARGETS: dict[str, str] = {
     "g++": "o",
     "c++": "o",
     "git": "Co",
+    "unzip": "d",
 }
 _ALL_OPERANDS = frozenset(
     {"mv", "rm", "rmdir", "touch", "mkdir", "truncate", "unlink", "shred", "tee"}
     | {"chmod", "chown", "chgrp"}
 )
-_LAST_OPERAND = frozenset({"cp", "install", "ln"})
+_LAST_OPERAND = frozenset({"cp", "install", "ln", "rsync", "scp"})
 _FIND_WRITES = frozenset({"-fprint", "-fprint0", "-fprintf", "-fls"})
 _GIT_GLOBAL_PLACES = frozenset({"--git-dir", "--work-tree"})
 
@@ -138,6 +139,8 @@ def _operand_writes(name: str, words: Sequence[Word]) -> list[Write | None]:
     args = operands(words)
     if name in _ALL_OPERANDS:
         return [_target(w, name) for w in args]
+    if name == "install" and any(w.value in ("-d", "--directory") for w in words[1:]):
+        return [_target(w, "install -d") for w in args]
     if name in _LAST_OPERAND and len(args) > 1:
         return [_target(args[-1], name)]
     if name == "sed" and _sed_in_place(words):
@@ -162,6 +165,13 @@ def _tar_writes(words: Sequence[Word]) -> list[Write | None]:
     rest = list(words[1:])
     for index, word in enumerate(rest):
         value = word.value
+        option, equals, attached = value.partition("=")
+        if option in ("--file", "--directory"):
+            after = rest[index + 1] if index + 1 < len(rest) else None
+            place = Word(attached, word.literal) if equals else after
+            if place is not None:
+                found.append(_target(place, f"tar {option}"))
+            continue
         cluster = value[1:] if value.startswith("-") and not value.startswith("--") else ""
         if index == 0 and not value.startswith("-"):
             cluster = value  # old style: "tar czf out.tgz dir"

@@ -197,6 +197,8 @@ TABLE: list[tuple[str, str, str, str]] = [
     ("A", "auto-edit", "tar -czf /tmp/x.tgz .", "ask"),
     ("A", "auto-edit", "tar czf /tmp/x.tgz .", "ask"),
     ("A", "auto-edit", "tar -czf out.tgz .", "allow"),
+    ("A", "auto-edit", "tar --file=/tmp/a.tar -c .", "ask"),
+    ("A", "auto-edit", "install -d /tmp/x", "ask"),
     ("A", "auto-edit", "git -C /elsewhere status", "ask"),
     ("A", "auto-edit", "make -C /tmp", "ask"),
     ("A", "auto-edit", "pytest --log-file=/tmp/log", "ask"),
