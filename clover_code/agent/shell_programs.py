@@ -79,6 +79,9 @@ _ALL_OPERANDS = frozenset(
     | {"chmod", "chown", "chgrp"}
 )
 _LAST_OPERAND = frozenset({"cp", "install", "ln", "rsync", "scp"})
+_WRITERS = frozenset({*_SHORT_TARGETS, *_ALL_OPERANDS, *_LAST_OPERAND, "sed", "tar", "dd", "find"})
+"""Programs with write options or operands: an argument known only at run time
+may be one."""
 _FIND_WRITES = frozenset({"-fprint", "-fprint0", "-fprintf", "-fls"})
 _GIT_GLOBAL_PLACES = frozenset({"--git-dir", "--work-tree"})
 
@@ -132,6 +135,9 @@ def program_writes(words: Sequence[Word]) -> list[Write]:
                         found.append(_target(after, f"{name} -{char}"))
                     break
     found.extend(_operand_writes(name, words))
+    if name in _WRITERS and not all(w.literal for w in rest):
+        # "$ARGS" or $(...) could expand to --output=/elsewhere at run time.
+        found.append(Write(None, f"{name} with an argument known only at run time"))
     return [w for w in found if w is not None]
 
 

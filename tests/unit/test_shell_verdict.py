@@ -172,6 +172,8 @@ TABLE: list[tuple[str, str, str, str]] = [
     ("A", "auto-edit", "git diff --output /tmp/y HEAD", "ask"),
     ("A", "ask", "git diff --output=y.patch", "ask"),
     ("A", "auto-edit", "git diff --output=y.patch", "allow"),
+    ("A", "auto-edit", "git diff $(echo --output=/tmp/y)", "ask"),
+    ("A", "auto-edit", 'git diff "$ARGS"', "ask"),
     ("A", "ask", "git diff HEAD", "read-only"),
     ("A", "auto-edit", "sort -o /tmp/z app.py", "ask"),
     ("A", "auto-edit", "sort -o/tmp/z app.py", "ask"),
