@@ -75,10 +75,10 @@ _SHORT_TARGETS: dict[str, str] = {
     "unzip": "d",
 }
 _ALL_OPERANDS = frozenset(
-    {"mv", "rm", "rmdir", "touch", "mkdir", "truncate", "unlink", "shred", "tee"}
+    {"mv", "ln", "rm", "rmdir", "touch", "mkdir", "truncate", "unlink", "shred", "tee"}
     | {"chmod", "chown", "chgrp"}
 )
-_LAST_OPERAND = frozenset({"cp", "install", "ln", "rsync", "scp"})
+_LAST_OPERAND = frozenset({"cp", "install", "rsync", "scp"})
 _WRITERS = frozenset({*_SHORT_TARGETS, *_ALL_OPERANDS, *_LAST_OPERAND, "sed", "tar", "dd", "find"})
 """Programs with write options or operands: an argument known only at run time
 may be one."""
@@ -206,9 +206,28 @@ def _sed_safe(script: str) -> bool:
     return all(_SED_COMMAND.fullmatch(part) for part in re.split(r"[;\n]", script))
 
 
+# Long options that name a program for the program to run, whatever the program.
+_RUNS_PROGRAM = frozenset(
+    {"--to-command", "--use-compress-program", "--compress-program", "--checkpoint-action"}
+    | {"--info-script", "--new-volume-script", "--rsh", "--rsh-command", "--rmt-command"}
+    | {"--pre", "--exec", "--extcmd", "--pager", "--editor", "--upload-pack"}
+    | {"--receive-pack", "--open-files-in-pager", "--config", "--execute"}
+)
+# Short options that do the same, per program (tar -I prog, curl -K file, ...).
+_RUNS_PROGRAM_SHORT = {"tar": "IF", "curl": "K", "wget": "e", "rsync": "e", "scp": "S"}
+# git sub-commands and their options that run a command given on the line.
+_GIT_RUNS = {"grep": "O", "rebase": "x", "difftool": "x", "bisect": "", "submodule": ""}
+
+
 def program_problem(words: Sequence[Word]) -> str | None:
     """Why an argument of this program is code the check cannot read, if it is."""
     name = os.path.basename(words[0].value)
+    for word in words[1:]:
+        option = word.value.partition("=")[0]
+        short = _RUNS_PROGRAM_SHORT.get(name, "")
+        clustered = option.startswith("-") and not option.startswith("--")
+        if option in _RUNS_PROGRAM or (clustered and any(c in short for c in option[1:])):
+            return f"{name} {option}, which names a program or options for it to run"
     if name == "sed":
         return _sed_problem(words)
     if name in ("awk", "gawk", "mawk", "nawk"):
@@ -218,15 +237,27 @@ def program_problem(words: Sequence[Word]) -> str | None:
         if any(not w.literal or _AWK_RISKY.search(w.value) for w in programs):
             return "an awk program that may run commands or write files"
     if name == "git":
-        for word in words[1:]:
-            if not word.value.startswith("-"):
-                break
-            if word.value in ("-c", "--config-env", "--exec-path") or word.value.startswith(
-                ("-c", "--config-env=", "--exec-path=")
-            ):
-                return "git -c, which can set a program for git to run"
-    if name == "rg" and any(w.value.startswith("--pre") for w in words[1:]):
-        return "rg --pre, which runs a program on every file"
+        return _git_problem(words)
+    return None
+
+
+def _git_problem(words: Sequence[Word]) -> str | None:
+    for index, word in enumerate(words[1:], start=1):
+        value = word.value
+        if not value.startswith("-"):
+            flags = _GIT_RUNS.get(value)
+            if flags is None:
+                return None
+            rest = [w.value for w in words[index + 1 :]]
+            if value in ("bisect", "submodule") and {"run", "foreach"} & set(rest):
+                return f"git {value} run/foreach, which runs a command"
+            if flags and any(v[:1] == "-" and v[1:2] != "-" and flags in v for v in rest):
+                return f"git {value} -{flags}, which runs a command"
+            return None
+        if value in ("-c", "--config-env", "--exec-path") or value.startswith(
+            ("-c", "--config-env=", "--exec-path=")
+        ):
+            return "git -c, which can set a program for git to run"
     return None
 
 

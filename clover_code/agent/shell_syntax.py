@@ -252,6 +252,10 @@ _EVALUATING = {
     "pushd": "pushd",
     "popd": "popd",
 }
+_RESERVED = frozenset(
+    {"function", "{", "}", "if", "then", "else", "elif", "fi", "for", "while", "until"}
+    | {"do", "done", "case", "esac", "select", "in", "[[", "]]", "!"}
+)
 _SAFE_SET = re.compile(r"[-+][euxvfC]+")
 _SAFE_SET_OPTIONS = frozenset({"pipefail", "errexit", "nounset", "xtrace", "noclobber", "noglob"})
 _SAFE_READ = frozenset({"-r", "-s", "-e", "-rs", "-sr", "-re", "-er"})
@@ -265,6 +269,10 @@ def builtin_problem(words: Sequence[Word], *, open_args: bool = False) -> str | 
     values = [w.value for w in args]
     if name in _EVALUATING:
         return _EVALUATING[name]
+    if name in _RESERVED:
+        # A keyword read as a program name means the parser misread the line
+        # (it takes "! function g { ...; }" for commands named function and }).
+        return f"the reserved word '{name}' where a program name should be"
     if name == "command" and not (values and values[0] in ("-v", "-V")):
         return "command (it bypasses functions and runs builtins)"
     if name == "printf" and any(v.startswith("-v") for v in values[:2]):

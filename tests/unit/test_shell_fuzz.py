@@ -60,6 +60,7 @@ EVALUATING = [
     "command ls",
     "f() { ls; }",
     "function g { ls; }",
+    "! function g { ls; }",
     "coproc ls",
     "cat <(ls)",
     "ls > >(cat)",
