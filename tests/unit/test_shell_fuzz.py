@@ -1,9 +1,12 @@
-"""Property: a command line that contains syntax through which bash may run text
-as code, however it is joined to allowed commands, is never approved by a rule
-and never counted read-only."""
+"""Properties: a command line that contains syntax through which bash may run
+text as code, however it is joined to allowed commands, is never approved by a
+rule and never counted read-only; and what the check lets run, real bash runs
+without the denied program."""
 
 from __future__ import annotations
 
+import subprocess
+import tempfile
 from pathlib import Path
 
 from hypothesis import given, settings
@@ -151,3 +154,82 @@ def test_each_fragment_reaches_the_check_it_is_meant_for() -> None:
     for fragment in WRITING:
         parsed = parse_shell(f"git status && {fragment}")
         assert parsed.problem is None and parsed.opaque is None and parsed.writes, fragment
+
+
+# Differential: the parser against real bash. A payload nested in random syntax;
+# whenever the check would let the line run (full-auto with "touch *" denied),
+# bash must not touch the file.
+PAYLOAD = "touch pwned"
+NESTINGS = [
+    "$( @@ )",
+    "`@@`",
+    'echo "$( @@ )"',
+    "cat <( @@ )",
+    "echo > >( @@ )",
+    "{ @@; }",
+    "( @@ )",
+    "! @@",
+    "if true; then @@; fi",
+    "case a in (a) @@;; esac",
+    "f() { @@; }; f",
+    "! function f { @@; }; f",
+    "function f() ( @@ ); f",
+    "eval '@@'",
+    "bash -c '@@'",
+    'sh -c "@@"',
+    "coproc { @@; }",
+    "time @@",
+    "until @@; do :; done; :",
+    "cat <<E\n$( @@ )\nE",
+    "cat <<<$( @@ )",
+    "echo ${x:-$( @@ )}",
+    "x=$( @@ ) true",
+    "true | @@",
+    "false || @@",
+    "echo a#$( @@ )",
+    "echo a\\\n$( @@ )",
+    "[[ $( @@ ) ]]",
+    "echo {a,$( @@ )}",
+    "exec @@",
+    "builtin eval '@@'",
+    "timeout 5 @@",
+    "xargs -a /dev/null @@",
+    "find . -maxdepth 0 -exec @@ \\;",
+    "x='a[$( @@ )]'; (( x ))",
+    "x='a[$( @@ )]'; [[ $x -eq 1 ]]",
+    "x='$( @@ )'; echo ${x@P}",
+    "trap '@@' EXIT",
+    "echo $(( $( @@ ) ))",
+    "declare y=$( @@ )",
+    "read y <<< $( @@ )",
+    ": '@@'",
+    "cat <<'E'\n$( @@ )\nE",
+    "echo $'\\'' ; @@",
+    "echo \\'; @@",
+]
+
+
+@st.composite
+def nested_payloads(draw: st.DrawFn) -> str:
+    line = PAYLOAD
+    for _ in range(draw(st.integers(1, 3))):
+        line = draw(st.sampled_from(NESTINGS)).replace("@@", line)
+    return line
+
+
+@settings(max_examples=200, deadline=None)
+@given(nested_payloads())
+def test_what_the_check_lets_run_does_not_run_the_denied_program(line: str) -> None:
+    with tempfile.TemporaryDirectory() as work:
+        policy = PermissionPolicy(PermissionRules(deny={"shell": ["touch *"]}), Path(work))
+        if policy.decide("full-auto", "shell", "execute", {"command": line}).verdict != "allow":
+            return
+        subprocess.run(
+            ["bash", "-c", line],
+            cwd=work,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=20,
+            check=False,
+        )
+        assert not (Path(work) / "pwned").exists(), line
