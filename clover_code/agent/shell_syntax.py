@@ -89,10 +89,11 @@ _NAME_TESTS = frozenset({"-v", "-R"})
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # ${NAME}, ${#NAME}, ${1}, ${@}; and ${NAME:-word}-style defaults and ${NAME#pattern}
-# trims whose word holds nothing bash would expand further.
+# trims whose word holds nothing bash would expand further (no ${NAME:=word}:
+# it assigns).
 _PLAIN_EXPANSION = re.compile(
     r"\$\{(#?([A-Za-z_][A-Za-z0-9_]*|[0-9]+)|[@*#?$!0-9-])"
-    r"((:?[-+=?]|##?|%%?)[^$`\\\[\]{}()!<>]*)?\}"
+    r"((:?[-+?]|##?|%%?)[^$`\\\[\]{}()!<>]*)?\}"
 )
 # Text in a variable's value that bash could run if the value reached an
 # arithmetic or prompt context.
