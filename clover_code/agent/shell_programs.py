@@ -52,7 +52,6 @@ _OUTPUT_LONG = frozenset(
         "--trace",
         "--trace-ascii",
         "--stderr",
-        "--in-place",
         "--save-cookies",
     }
 )
@@ -119,7 +118,7 @@ def program_writes(words: Sequence[Word]) -> list[Write]:
         if option in _OUTPUT_LONG or (name == "git" and option in _GIT_GLOBAL_PLACES):
             if equals:
                 found.append(_target(Word(attached, word.literal), f"{name} {option}"))
-            elif after is not None and option != "--in-place":
+            elif after is not None:
                 found.append(_target(after, f"{name} {option}"))
         elif name == "dd" and value.startswith("of="):
             found.append(_target(Word(value[3:], word.literal), "dd of="))
