@@ -144,6 +144,11 @@ def _operand_writes(name: str, words: Sequence[Word]) -> list[Write | None]:
     args = operands(words)
     if name in _ALL_OPERANDS:
         return [_target(w, name) for w in args]
+    if name == "cp" and any(
+        re.fullmatch(r"-[a-zA-Z]*[sl][a-zA-Z]*|--(symbolic-)?link", w.value) for w in words[1:]
+    ):
+        # cp -s / -l makes links: where they point is reachable through them.
+        return [_target(w, "cp -s") for w in args]
     if name == "install" and any(w.value in ("-d", "--directory") for w in words[1:]):
         return [_target(w, "install -d") for w in args]
     if name in _LAST_OPERAND and len(args) > 1:

@@ -203,6 +203,7 @@ TABLE: list[tuple[str, str, str, str]] = [
     ("A", "auto-edit", "ln -s app.py ~/link", "ask"),
     ("A", "auto-edit", "ln -s /tmp/x link", "ask"),
     ("A", "auto-edit", "ln -s app.py link", "allow"),
+    ("A", "auto-edit", "cp -s /tmp/x l; echo hi > l", "ask"),
     ("A", "auto-edit", "install -m 644 app.py /usr/local/bin/x", "ask"),
     ("A", "auto-edit", "tar -C /tmp -xf a.tar", "ask"),
     ("A", "auto-edit", "tar -czf /tmp/x.tgz .", "ask"),
