@@ -158,6 +158,15 @@ def _operand_writes(name: str, words: Sequence[Word]) -> list[Write | None]:
         return [_target(w, "sed -i") for w in (args if scripted else args[1:])]
     if name == "tar":
         return _tar_writes(words)
+    if name == "git" and args:
+        # git worktree add PATH, git clone URL [DIR], git init [DIR], git bundle create FILE
+        sub, rest = args[0].value, args[1:]
+        if sub in ("worktree", "bundle") and rest and rest[0].value in ("add", "create"):
+            return [_target(w, f"git {sub} {rest[0].value}") for w in rest[1:2]]
+        if sub == "clone" and len(rest) > 1:
+            return [_target(rest[-1], "git clone")]
+        if sub == "init" and rest:
+            return [_target(rest[-1], "git init")]
     if name == "find" and any(w.value == "-delete" for w in words):
         starts = [w for w in words[1:] if not w.value.startswith(("-", "(", "!", ")"))]
         return [_target(w, "find -delete") for w in starts[:1] or [Word(".", True)]]

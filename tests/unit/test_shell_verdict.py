@@ -212,6 +212,7 @@ TABLE: list[tuple[str, str, str, str]] = [
     ("A", "auto-edit", "tar --file=/tmp/a.tar -c .", "ask"),
     ("A", "auto-edit", "install -d /tmp/x", "ask"),
     ("A", "auto-edit", "git -C /elsewhere status", "ask"),
+    ("A", "auto-edit", "git diff HEAD && git worktree add /tmp/wt", "ask"),
     ("A", "auto-edit", "make -C /tmp", "ask"),
     ("A", "auto-edit", "pytest --log-file=/tmp/log", "ask"),
     ("A", "auto-edit", "gcc -o /tmp/a a.c", "ask"),
