@@ -61,7 +61,8 @@ def _directories(chdirs: Iterable[str | None], root: Path) -> list[str] | None:
 
 
 def write_paths(parsed: ParsedShell, root: Path) -> list[tuple[Write, list[str] | None]]:
-    """Each write with the absolute paths it may land on (None: only known at run time)."""
+    """Each write with the paths it may land on, absolute or relative to ``root``
+    (None: only known at run time)."""
     directories = _directories(parsed.chdirs, root)
     result: list[tuple[Write, list[str] | None]] = []
     for write in parsed.writes:
@@ -73,6 +74,8 @@ def write_paths(parsed: ParsedShell, root: Path) -> list[tuple[Write, list[str] 
             result.append((write, [target]))
         elif directories is None:
             result.append((write, None))
+        elif directories == [str(root)]:
+            result.append((write, [target]))  # as written: relative to the workspace
         else:
             result.append((write, [os.path.join(d, target) for d in directories]))
     return result
