@@ -22,6 +22,13 @@ off, and how:
   ``log.showSignature``, ``gpg.*program``), ``core.sshCommand`` (plain
   ``ssh``), ``credential.helper`` (none), ``core.askPass``, the ``ext::``
   transport, pagers and editors (``GIT_PAGER=cat``, ``GIT_EDITOR=:``);
+- nested repositories: submodules are never entered, so no program their
+  own config names (a filter, an fsmonitor) can run: ``--ignore-submodules=all``
+  is added to ``status`` and every diff-family command (a submodule's own
+  ``ignore`` setting cannot override it, unlike ``diff.ignoreSubmodules``),
+  and ``submodule.recurse``, ``diff.submodule``, ``status.submoduleSummary``
+  and ``fetch.recurseSubmodules`` are pinned off. A plain nested repository
+  that is not a submodule is only ever listed as an untracked directory;
 - ``core.worktree``: when the directory holds a ``.git`` directory, git is
   given ``--git-dir`` and ``--work-tree`` explicitly, so a planted
   ``core.worktree`` cannot point it at files outside the workspace;
@@ -72,6 +79,11 @@ HARDENING_CONFIG: tuple[tuple[str, str], ...] = (
     ("gpg.program", "gpg"),
     ("gpg.ssh.program", "ssh-keygen"),
     ("gpg.x509.program", "gpgsm"),
+    ("submodule.recurse", "false"),
+    ("diff.ignoreSubmodules", "all"),
+    ("diff.submodule", "short"),
+    ("status.submoduleSummary", "false"),
+    ("fetch.recurseSubmodules", "false"),
 )
 """``-c`` settings given to every harness git command (command-line scope wins)."""
 
@@ -87,6 +99,8 @@ _ENV = {
 
 _DIFF_COMMANDS = {"diff", "log", "show", "whatchanged"}
 _TEXTCONV_ONLY = {"blame", "annotate"}
+_NO_SUBMODULES = {"status", "diff-files", "diff-index", "diff-tree"}
+"""Commands that take ``--ignore-submodules`` besides the ``_DIFF_COMMANDS``."""
 _DRIVER_KEYS = {
     "filter": {"clean": "", "smudge": "", "process": "", "required": "false"},
     "merge": {"driver": ""},
@@ -184,17 +198,21 @@ def _subcommand_at(args: Sequence[str]) -> int:
 
 
 def _with_safe_flags(args: Sequence[str]) -> list[str]:
-    """``args`` with the flags that stop external diff and textconv programs."""
+    """``args`` with the flags that stop external diff and textconv programs and
+    keep git out of submodules."""
     out = list(args)
     i = _subcommand_at(out)
     if i >= len(out):
         return out
+    diff_flags = ["--no-ext-diff", "--no-textconv", "--ignore-submodules=all"]
     if out[i] in _DIFF_COMMANDS:
-        return [*out[: i + 1], "--no-ext-diff", "--no-textconv", *out[i + 1 :]]
+        return [*out[: i + 1], *diff_flags, *out[i + 1 :]]
+    if out[i] in _NO_SUBMODULES:
+        return [*out[: i + 1], "--ignore-submodules=all", *out[i + 1 :]]
     if out[i] in _TEXTCONV_ONLY:
         return [*out[: i + 1], "--no-textconv", *out[i + 1 :]]
     if out[i] == "stash" and i + 1 < len(out) and out[i + 1] == "show":
-        return [*out[: i + 2], "--no-ext-diff", "--no-textconv", *out[i + 2 :]]
+        return [*out[: i + 2], *diff_flags, *out[i + 2 :]]
     return out
 
 

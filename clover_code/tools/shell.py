@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import ClassVar
 
 from pydantic import BaseModel, Field
 
 from clover_code.errors import ToolError
 from clover_code.tools.base import Tool, ToolContext, ToolKind, ToolResult
+from clover_code.tools.sandbox.git_guard import GitGuard
 from clover_code.tools.sandbox.output import cap_head_tail
 
 __all__ = ["ShellArgs", "ShellTool"]
@@ -71,11 +73,22 @@ class ShellTool(Tool):
         timeout = ctx.shell_timeout
         if args.timeout is not None:
             timeout = min(args.timeout, ctx.shell_timeout)
-        result = await ctx.sandbox.exec(args.command, timeout=timeout, on_output=ctx.on_output)
+        # Every sandbox (the host and the editor's terminal too) passes here: .git is
+        # checked after each command, and put back if the command changed it.
+        guard = await asyncio.to_thread(GitGuard, ctx.workspace.root)
+        try:
+            result = await ctx.sandbox.exec(args.command, timeout=timeout, on_output=ctx.on_output)
+        finally:
+            restored = await asyncio.shield(asyncio.to_thread(guard.check))
         output, cut = cap_head_tail(result.output, ctx.output_limit)
         footer = _footer(result.exit_code, result.duration, result.timed_out, timeout)
         body = output if output.strip() else "(no output)\n"
         text = body + ("" if body.endswith("\n") else "\n") + footer
+        notices = []
+        if restored is not None:
+            notice = restored[0].upper() + restored[1:]
+            text += f"\n{notice}"
+            notices.append(notice)
         display = {
             "command": args.command,
             "description": args.description,
@@ -85,4 +98,4 @@ class ShellTool(Tool):
             "truncated": result.truncated or cut,
             "sandbox": ctx.sandbox.kind,
         }
-        return ToolResult(text, is_error=result.timed_out, display=display)
+        return ToolResult(text, is_error=result.timed_out, display=display, notices=notices)

@@ -5,7 +5,7 @@ and removed on close; containers whose owner died are removed when the next
 session starts. Inside it:
 
 - the workspace is bind-mounted read-write at the same path as on the host
-  (``.git/hooks`` and ``.git/config`` read-only); nothing else of the host is;
+  (``.git`` read-only as a whole, see ``git_guard``); nothing else of the host is;
 - commands run as the host user's uid:gid (the workspace owner's when
   clover-code runs as root), never root, with every capability dropped,
   ``no-new-privileges``, a read-only root filesystem, tmpfs /tmp and HOME,

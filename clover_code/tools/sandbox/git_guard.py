@@ -1,0 +1,403 @@
+"""Keep a command from planting, in ``.git``, code that the user's own git later runs.
+
+Git runs programs that its repository names: hooks, ``core.fsmonitor``,
+filter and diff drivers in ``config`` (or a file it includes), attributes in
+``info/attributes`` that pick those drivers, the same in every submodule's git
+directory under ``modules/``. A command that could rewrite these, or swap the
+whole ``.git`` for a copy it controls, would run code as the user at their next
+``git status``. Two layers stop that:
+
+- ``read_only_paths``: what the Docker and bubblewrap sandboxes mount read-only.
+  The whole ``.git`` directory (a mount point cannot be renamed, removed or
+  replaced), or for a ``.git`` file (worktree, submodule) the file and the git
+  directory it points to when that lies inside the workspace;
+- ``GitGuard``: a snapshot of ``.git``'s identity (device, inode, kind) and of
+  every file that makes git run programs, taken before each command and
+  compared after it, under every sandbox (the host too). Anything changed is
+  put back (a swapped ``.git`` is moved aside, the original moved back when it
+  is still in the workspace) and ``GitGuard.check`` returns one sentence saying
+  so, for the model and the user.
+
+What it cannot do: with ``--sandbox none`` the command ran on the host, so it
+could have done anything before the guard looked; and a background process
+that outlives the command could change ``.git`` later (inside Docker and
+bubblewrap the read-only mount still stops it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import stat
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["GitGuard", "GitState", "read_only_paths"]
+
+_SKIP_DIRS = frozenset({"objects", "refs", "logs", "lfs", "rr-cache", "svn"})
+"""Directories in a git dir that hold data git never runs (and that can be large)."""
+
+_PROGRAM_FILES = frozenset({"config", "config.worktree", "commondir"})
+"""Files (at any depth of the git dir) whose content can make git run a program."""
+
+_MAX_FILE = 4 * 2**20
+"""A protected file larger than this is compared by size and time only, and not kept."""
+
+_INCLUDE = re.compile(r"^\s*path\s*=\s*(.+?)\s*$", re.MULTILINE | re.IGNORECASE)
+_RISKY_CONFIG = re.compile(
+    r"fsmonitor|hookspath|filter|textconv|command|external|sshcommand|askpass|editor|"
+    r"pager|program|helper|include|worktree|gitproxy|alias|driver",
+    re.IGNORECASE,
+)
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or path.is_relative_to(root)
+
+
+def _pointer_target(dot_git: Path) -> Path | None:
+    """The git directory a ``.git`` file (``gitdir: <path>``) points to, resolved."""
+    try:
+        text = dot_git.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    first = text.splitlines()[0] if text else ""
+    if not first.startswith("gitdir:"):
+        return None
+    target = Path(first.removeprefix("gitdir:").strip())
+    if not target.is_absolute():
+        target = dot_git.parent / target
+    return Path(os.path.realpath(target))
+
+
+def _find_dot_git(root: Path) -> Path:
+    """``root/.git``, else the nearest ancestor's ``.git``, else ``root/.git`` (absent)."""
+    for base in (root, *root.parents):
+        if os.path.lexists(base / ".git"):
+            return base / ".git"
+    return root / ".git"
+
+
+def read_only_paths(root: Path) -> list[Path]:
+    """Paths inside ``root`` that a sandbox must mount read-only to protect ``.git``.
+
+    ``.git`` itself when it is a directory; for a ``.git`` file, the file and
+    the git directory it names (and that one's ``commondir``) when inside
+    ``root``; for a symbolic link, its target when inside ``root``. Paths
+    outside the workspace are not mounted at all, so they need nothing.
+    """
+    root = Path(os.path.realpath(root))
+    dot = root / ".git"
+    found: list[Path] = []
+    if dot.is_symlink():
+        real = Path(os.path.realpath(dot))
+        if real.is_dir() and _inside(real, root) and real != root:
+            found.append(real)
+        return found
+    if dot.is_dir():
+        return [dot]
+    if not dot.is_file():
+        return []
+    found.append(dot)
+    target = _pointer_target(dot)
+    if target is not None and target.is_dir() and _inside(target, root) and target != root:
+        found.append(target)
+        common = target / "commondir"
+        with contextlib.suppress(OSError):
+            rel = common.read_text(encoding="utf-8").strip()
+            real = Path(os.path.realpath(target / rel))
+            if real.is_dir() and _inside(real, root) and real != root:
+                if not any(_inside(real, p) for p in found if p.is_dir()):
+                    found.append(real)
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class _File:
+    mode: int
+    uid: int
+    gid: int
+    data: bytes | None
+    """The content (a link's target for links); None when too large to keep."""
+    size: int
+    mtime: int
+
+
+@dataclass(slots=True)
+class GitState:
+    """What ``.git`` was before a command: its kind and identity, and its program files."""
+
+    path: Path
+    kind: str
+    """"dir", "file", "link" or "absent"."""
+    ident: tuple[int, int] | None
+    pointer: bytes | None = None
+    """A ``.git`` file's content or a link's target."""
+    git_dir: Path | None = None
+    """The git directory: ``.git``, or where a ``.git`` file or link points."""
+    files: dict[Path, dict[str, _File]] = field(default_factory=dict)
+    """The program files of the git directory and of its ``commondir``, by directory."""
+
+
+def _read(path: Path, st: os.stat_result) -> _File:
+    if stat.S_ISLNK(st.st_mode):
+        data: bytes | None = os.fsencode(os.readlink(path))
+    elif st.st_size > _MAX_FILE:
+        data = None
+    else:
+        data = path.read_bytes()
+    return _File(st.st_mode, st.st_uid, st.st_gid, data, st.st_size, st.st_mtime_ns)
+
+
+def _program_files(git_dir: Path) -> dict[str, _File]:
+    """Every file in ``git_dir`` that can make git run a program, by relative path."""
+    found: dict[str, _File] = {}
+    if not git_dir.is_dir() or git_dir.is_symlink():
+        return found
+    configs: list[Path] = []
+    for directory, dirs, names in os.walk(git_dir):
+        here = Path(directory)
+        rel_dir = here.relative_to(git_dir)
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS or "hooks" in rel_dir.parts)
+        in_hooks = "hooks" in rel_dir.parts
+        in_info = rel_dir.name == "info"
+        for name in names:
+            if not (in_hooks or name in _PROGRAM_FILES or (in_info and name == "attributes")):
+                continue
+            path = here / name
+            with contextlib.suppress(OSError):
+                found[(rel_dir / name).as_posix()] = _read(path, os.lstat(path))
+                if name.startswith("config"):
+                    configs.append(path)
+        # A hooks directory that is a link, or a link where a directory was: keep the link.
+        for name in list(dirs):
+            path = here / name
+            if name == "hooks" and path.is_symlink():
+                with contextlib.suppress(OSError):
+                    found[(rel_dir / name).as_posix()] = _read(path, os.lstat(path))
+    for config in configs:
+        for target in _includes(config):
+            if _inside(target, git_dir) and target.is_file():
+                rel = target.relative_to(git_dir).as_posix()
+                with contextlib.suppress(OSError):
+                    found.setdefault(rel, _read(target, os.lstat(target)))
+    return found
+
+
+def _includes(config: Path) -> list[Path]:
+    """Files a config may include (every ``path =`` line; more is harmless)."""
+    try:
+        text = config.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    paths = []
+    for match in _INCLUDE.finditer(text):
+        value = match.group(1).strip('"')
+        path = Path(os.path.expanduser(value))
+        paths.append(Path(os.path.realpath(path if path.is_absolute() else config.parent / path)))
+    return paths
+
+
+def _snapshot(dot: Path) -> GitState:
+    try:
+        st = os.lstat(dot)
+    except OSError:
+        return GitState(dot, "absent", None)
+    ident = (st.st_dev, st.st_ino)
+    if stat.S_ISLNK(st.st_mode):
+        state = GitState(dot, "link", ident, os.fsencode(os.readlink(dot)))
+        real = Path(os.path.realpath(dot))
+        state.git_dir = real if real.is_dir() else None
+    elif stat.S_ISDIR(st.st_mode):
+        state = GitState(dot, "dir", ident, git_dir=dot)
+    else:
+        state = GitState(dot, "file", ident, dot.read_bytes()[:65536])
+        state.git_dir = _pointer_target(dot)
+    for base in _git_dirs(state.git_dir):
+        state.files[base] = _program_files(base)
+    return state
+
+
+def _git_dirs(git_dir: Path | None) -> list[Path]:
+    """``git_dir`` and the common directory it shares (a linked worktree's main ``.git``)."""
+    if git_dir is None or not git_dir.is_dir():
+        return []
+    dirs = [git_dir]
+    with contextlib.suppress(OSError):
+        rel = (git_dir / "commondir").read_text(encoding="utf-8").strip()
+        common = Path(os.path.realpath(git_dir / rel))
+        if common.is_dir() and common != git_dir:
+            dirs.append(common)
+    return dirs
+
+
+def _quarantine(path: Path) -> Path:
+    """Move ``path`` aside, next to itself, to a name git never reads; returns the new path."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for n in range(1000):
+        aside = path.with_name(f"{path.name}-quarantined-{stamp}" + (f"-{n}" if n else ""))
+        if not os.path.lexists(aside):
+            os.rename(path, aside)
+            return aside
+    raise OSError(f"no free name to move {path} aside")
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _write(git_dir: Path, rel: str, want: _File) -> None:
+    """Put one protected file back, never writing through a link the command left."""
+    path = git_dir / rel
+    part = git_dir
+    for name in Path(rel).parts[:-1]:
+        part = part / name
+        if part.is_symlink() or (part.exists() and not part.is_dir()):
+            part.unlink()
+        part.mkdir(exist_ok=True)
+    tmp = path.with_name(f".clover-guard-{os.getpid()}-{path.name}")
+    _remove(tmp)
+    if stat.S_ISLNK(want.mode):
+        os.symlink(os.fsdecode(want.data or b""), tmp)
+    else:
+        tmp.write_bytes(want.data or b"")
+        os.chmod(tmp, stat.S_IMODE(want.mode))
+    if os.getuid() == 0:
+        os.chown(tmp, want.uid, want.gid, follow_symlinks=False)
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    os.replace(tmp, path)
+
+
+def _put_back(base: Path, kept: dict[str, _File]) -> list[str]:
+    """Make the program files under ``base`` what ``kept`` holds; returns those that differed."""
+    now = _program_files(base)
+    changed = sorted(
+        rel
+        for rel in kept.keys() | now.keys()
+        if rel not in now or rel not in kept or not _same(kept[rel], now[rel])
+    )
+    for rel in changed:
+        if rel in kept and kept[rel].data is not None:
+            _write(base, rel, kept[rel])
+        elif rel not in kept and not _through_link(base, rel):
+            _remove(base / rel)
+    return changed
+
+
+def _through_link(base: Path, rel: str) -> bool:
+    """Whether a directory on the way from ``base`` to ``rel`` is a link (never act through it)."""
+    part = base
+    for name in Path(rel).parts[:-1]:
+        part = part / name
+        if part.is_symlink():
+            return True
+    return False
+
+
+def _same(a: _File, b: _File) -> bool:
+    if a.data is None or b.data is None:
+        return (a.mode, a.size, a.mtime) == (b.mode, b.size, b.mtime)
+    return (a.mode, a.data) == (b.mode, b.data)
+
+
+def _risky_new_git(dot: Path) -> bool:
+    """Whether a ``.git`` that a command created names a program git would run."""
+    if not dot.is_dir() or dot.is_symlink():
+        return True  # a pointer or link to somewhere else: nothing to inspect here
+    for rel, info in _program_files(dot).items():
+        parts = rel.split("/")
+        if "hooks" in parts and not rel.endswith(".sample"):
+            return True
+        if parts[-1].startswith("config") and _RISKY_CONFIG.search(
+            (info.data or b"").decode("utf-8", "replace")
+        ):
+            return True
+    return False
+
+
+class GitGuard:
+    """Snapshot ``.git`` before a command (``GitGuard(root)``), ``check()`` after it."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(os.path.realpath(root))
+        self.before = _snapshot(_find_dot_git(self.root))
+
+    def check(self) -> str | None:
+        """Put back whatever the command changed; one sentence saying what, or None."""
+        before = self.before
+        after = _snapshot(before.path)
+        try:
+            what = self._restore(before, after)
+        except OSError as exc:
+            return (
+                f"the command changed {before.path} and clover-code could not put it back "
+                f"({exc.strerror or exc}); do not run git in {before.path.parent} until you "
+                "have checked .git/config and .git/hooks."
+            )
+        if not what:
+            return None
+        return (
+            f"the command changed {before.path} ({what}); clover-code put it back, because "
+            "git would run programs named there. Commands must not change .git; "
+            "leave git setup to the user."
+        )
+
+    def _restore(self, before: GitState, after: GitState) -> str:
+        dot = before.path
+        if before.kind == "absent":
+            if after.kind == "absent" or not _risky_new_git(dot):
+                return ""
+            aside = _quarantine(dot)
+            return f"it created a .git that runs programs; it was moved to {aside.name}"
+        notes: list[str] = []
+        if (after.kind, after.ident) != (before.kind, before.ident) or (
+            before.kind != "dir" and after.pointer != before.pointer
+        ):
+            notes.append(self._put_back_identity(before, after))
+        changed: list[str] = []
+        for base, kept in before.files.items():
+            changed += [f"{base.name}/{rel}" for rel in _put_back(base, kept)]
+        if changed:
+            names = ", ".join(changed[:6]) + (" and more" if len(changed) > 6 else "")
+            notes.append(f"changed {names}")
+        return "; ".join(notes)
+
+    def _put_back_identity(self, before: GitState, after: GitState) -> str:
+        """Bring back the ``.git`` that was there (the original directory if it can be found)."""
+        dot = before.path
+        aside = _quarantine(dot) if after.kind != "absent" else None
+        moved = f"; what replaced it was moved to {aside.name}" if aside else ""
+        if before.kind in ("file", "link"):
+            if before.kind == "link":
+                os.symlink(os.fsdecode(before.pointer or b""), dot)
+            else:
+                dot.write_bytes(before.pointer or b"")
+            return f"it replaced .git{moved}"
+        original = self._find_original(before)
+        if original is not None:
+            os.rename(original, dot)
+            return f"it moved .git to {original.name}{moved}"
+        if aside is not None and aside.is_dir() and not aside.is_symlink():
+            # The original is gone; a copy (``cp -a``) is the best repository left: keep it,
+            # with the config and hooks put back below.
+            os.rename(aside, dot)
+            return "it replaced .git with a copy, whose config and hooks were put back"
+        return f"it removed .git, which could not be found to put back{moved}; /undo restores it"
+
+    def _find_original(self, before: GitState) -> Path | None:
+        """The original ``.git`` directory, if the command only renamed it nearby."""
+        parent = before.path.parent
+        for base in (parent, *(p for p in parent.iterdir() if p.is_dir() and not p.is_symlink())):
+            with contextlib.suppress(OSError):
+                for entry in os.scandir(base):
+                    st = entry.stat(follow_symlinks=False)
+                    if stat.S_ISDIR(st.st_mode) and (st.st_dev, st.st_ino) == before.ident:
+                        return Path(entry.path)
+        return None
