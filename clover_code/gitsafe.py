@@ -27,7 +27,9 @@ off, and how:
   is added to ``status`` and every diff-family command (a submodule's own
   ``ignore`` setting cannot override it, unlike ``diff.ignoreSubmodules``),
   and ``submodule.recurse``, ``diff.submodule``, ``status.submoduleSummary``
-  and ``fetch.recurseSubmodules`` are pinned off. A plain nested repository
+  and ``fetch.recurseSubmodules`` are pinned off, and every submodule named in
+  ``.gitmodules`` or the config gets ``submodule.<name>.ignore=all`` (for
+  ``commit`` and ``add``, which take no flag for it). A plain nested repository
   that is not a submodule is only ever listed as an untracked directory;
 - ``core.worktree``: when the directory holds a ``.git`` directory, git is
   given ``--git-dir`` and ``--work-tree`` explicitly, so a planted
@@ -166,24 +168,58 @@ def repo_driver_overrides(
         return []  # not a repository (yet): there is no repository config to distrust
     fields = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
     drivers: set[tuple[str, str]] = set()
+    submodules = _gitmodules_names(cwd, env=env, git=git)
     for scope, key in zip(fields[::2], fields[1::2], strict=False):
         section, _, rest = key.partition(".")
         section = section.lower()
+        if section == "submodule" and "." in rest:
+            submodules.add(rest.rpartition(".")[0])
         if scope not in _REPO_SCOPES or section not in _DRIVER_KEYS or "." not in rest:
             continue
         name = rest.rpartition(".")[0]
-        if "=" in name or "\n" in name:
-            msg = (
-                f"the repository config defines a {section} driver named {name!r}, which "
-                "clover-code cannot switch off; remove it from .git/config."
-            )
-            raise UnsafeRepository(msg)
+        _check_name(section, name)
         drivers.add((section, name))
     overrides = []
     for section, name in sorted(drivers):
         for var, value in _DRIVER_KEYS[section].items():
             overrides.append((f"{section}.{name}.{var}", value))
+    for name in sorted(submodules):
+        # A submodule's own `ignore` setting would win over diff.ignoreSubmodules.
+        _check_name("submodule", name)
+        overrides.append((f"submodule.{name}.ignore", "all"))
     return overrides
+
+
+def _check_name(section: str, name: str) -> None:
+    """Refuse a name that cannot be given on git's command line (``-c key=value``)."""
+    if "=" in name or "\n" in name:
+        msg = (
+            f"the repository defines a {section} named {name!r}, which clover-code "
+            "cannot switch off; rename or remove it (in .git/config or .gitmodules)."
+        )
+        raise UnsafeRepository(msg)
+
+
+def _gitmodules_names(cwd: Path, *, env: Mapping[str, str] | None, git: str) -> set[str]:
+    """Submodule names in the work tree's ``.gitmodules`` (read as a plain config file)."""
+    path = cwd / ".gitmodules"
+    if not path.is_file() or path.is_symlink():
+        return set()
+    argv = [git, "config", "--file", str(path), "--list", "--name-only", "-z"]
+    proc = subprocess.run(
+        argv,
+        cwd=cwd,
+        env=dict(env) if env is not None else git_env(),
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
+    names = set()
+    for key in proc.stdout.decode("utf-8", "surrogateescape").split("\0"):
+        section, _, rest = key.partition(".")
+        if section.lower() == "submodule" and "." in rest:
+            names.add(rest.rpartition(".")[0])
+    return names
 
 
 _TAKES_VALUE = {"-c", "-C", "--git-dir", "--work-tree", "--namespace", "--exec-path"}

@@ -46,6 +46,9 @@ _PROGRAM_FILES = frozenset({"config", "config.worktree", "commondir"})
 _MAX_FILE = 4 * 2**20
 """A protected file larger than this is compared by size and time only, and not kept."""
 
+_ASIDE = "clover-quarantine-"
+"""Name prefix of what the guard moves out of the way."""
+
 _INCLUDE = re.compile(r"^\s*path\s*=\s*(.+?)\s*$", re.MULTILINE | re.IGNORECASE)
 _RISKY_CONFIG = re.compile(
     r"fsmonitor|hookspath|filter|textconv|command|external|sshcommand|askpass|editor|"
@@ -162,6 +165,8 @@ def _program_files(git_dir: Path) -> dict[str, _File]:
         here = Path(directory)
         rel_dir = here.relative_to(git_dir)
         dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS or "hooks" in rel_dir.parts)
+        if here == git_dir:  # what the guard moved aside into .git: git never reads it
+            dirs[:] = [d for d in dirs if not d.startswith(_ASIDE)]
         in_hooks = "hooks" in rel_dir.parts
         in_info = rel_dir.name == "info"
         for name in names:
@@ -234,11 +239,14 @@ def _git_dirs(git_dir: Path | None) -> list[Path]:
     return dirs
 
 
-def _quarantine(path: Path) -> Path:
-    """Move ``path`` aside, next to itself, to a name git never reads; returns the new path."""
+def _quarantine(path: Path, into: Path | None = None) -> Path:
+    """Move ``path`` aside to a name git never reads (in ``into``, default its own
+    directory); returns the new path."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
+    into = into or path.parent
     for n in range(1000):
-        aside = path.with_name(f"{path.name}-quarantined-{stamp}" + (f"-{n}" if n else ""))
+        aside = into / (f"{path.name}-{_ASIDE}{stamp}" if into == path.parent else _ASIDE + stamp)
+        aside = aside.with_name(aside.name + (f"-{n}" if n else ""))
         if not os.path.lexists(aside):
             os.rename(path, aside)
             return aside
@@ -383,12 +391,16 @@ class GitGuard:
         original = self._find_original(before)
         if original is not None:
             os.rename(original, dot)
+            if aside is not None:
+                # Kept inside .git, where `git add -A` never picks it up and git never reads it.
+                aside = _quarantine(aside, into=dot)
+                moved = f"; what replaced it was moved to .git/{aside.name}"
             return f"it moved .git to {original.name}{moved}"
         if aside is not None and aside.is_dir() and not aside.is_symlink():
             # The original is gone; a copy (``cp -a``) is the best repository left: keep it,
             # with the config and hooks put back below.
             os.rename(aside, dot)
-            return "it replaced .git with a copy, whose config and hooks were put back"
+            return "it replaced .git with another directory, kept with the old config and hooks"
         return f"it removed .git, which could not be found to put back{moved}; /undo restores it"
 
     def _find_original(self, before: GitState) -> Path | None:
