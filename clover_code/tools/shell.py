@@ -84,7 +84,7 @@ class ShellTool(Tool):
         footer = _footer(result.exit_code, result.duration, result.timed_out, timeout)
         body = output if output.strip() else "(no output)\n"
         text = body + ("" if body.endswith("\n") else "\n") + footer
-        notices = []
+        notices: list[str] = []
         if restored is not None:
             notice = restored[0].upper() + restored[1:]
             text += f"\n{notice}"

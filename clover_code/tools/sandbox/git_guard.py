@@ -406,7 +406,11 @@ class GitGuard:
     def _find_original(self, before: GitState) -> Path | None:
         """The original ``.git`` directory, if the command only renamed it nearby."""
         parent = before.path.parent
-        for base in (parent, *(p for p in parent.iterdir() if p.is_dir() and not p.is_symlink())):
+        try:
+            below = [p for p in parent.iterdir() if p.is_dir() and not p.is_symlink()]
+        except OSError:
+            below = []
+        for base in (parent, *below):
             with contextlib.suppress(OSError):
                 for entry in os.scandir(base):
                     st = entry.stat(follow_symlinks=False)
