@@ -36,7 +36,7 @@ pytestmark = [
 
 ALL_KINDS = [*KINDS, "host"]
 
-PLANT = "printf '[core]\\n\\tfsmonitor = \"%s\"\\n' \"$T\""
+PLANT = 'printf \'[core]\\n\\tfsmonitor = "%s"\\n\' "$T"'
 """Shell that prints a config section naming the planted program ``$T``."""
 
 ATTACKS = {
@@ -50,7 +50,7 @@ ATTACKS = {
     "post_checkout_hook": 'cp "$T" .git/hooks/post-checkout',
     "hooks_dir_link": 'mkdir -p myhooks && cp "$T" myhooks/pre-commit'
     ' && rm -rf .git/hooks && ln -s "$PWD/myhooks" .git/hooks',
-    "gitdir_file": 'git init -q --bare evil.git && git --git-dir=evil.git config core.bare false'
+    "gitdir_file": "git init -q --bare evil.git && git --git-dir=evil.git config core.bare false"
     ' && git --git-dir=evil.git config core.fsmonitor "$T" && cp "$T" evil.git/hooks/pre-commit'
     ' && mv .git .g && echo "gitdir: $PWD/evil.git" > .git',
 }
@@ -104,11 +104,8 @@ def repo(space: Space, home: Path) -> Path:
 @pytest.fixture
 async def box(kind: str, space: Space, request: pytest.FixtureRequest) -> AsyncIterator[Sandbox]:
     """A sandbox of ``kind`` (``host``: no isolation) on the workspace."""
-    sandbox: Sandbox
-    if kind == "host":
-        sandbox = HostSandbox(space.root)
-    else:
-        sandbox = open_sandbox(kind, space.root, request)
+    host = kind == "host"
+    sandbox = HostSandbox(space.root) if host else open_sandbox(kind, space.root, request)
     try:
         yield sandbox
     finally:
@@ -172,7 +169,9 @@ async def test_git_attack_plants_nothing_the_user_runs(
     assert _markers(space) == []
     log = _user_git(space, home, "log", "--format=%s", "main").stdout.split()
     if attack == "remove_and_init" and kind == "host":
-        # The history went with `rm -rf` on the host; /undo brings it back.
+        # The history went with `rm -rf` on the host (/undo brings it back); what is
+        # left is the fresh repository, with the old config and hooks.
+        log = _user_git(space, home, "log", "--all", "--format=%s").stdout.split()
         assert log == ["after"]
     else:
         assert log == ["after", "init"]

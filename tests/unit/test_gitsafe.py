@@ -293,7 +293,9 @@ def nested(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path,
     _plain_git(nest, "init", "-q", "-b", "main")
     (nest / "n.txt").write_text("nest\n")
     _plain_git(nest, "add", "n.txt")
-    _plain_git(nest, "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qm", "n")
+    _plain_git(
+        nest, "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qm", "n"
+    )
 
     _arm(ws / "sub", markers / "submodule", "subx")
     _arm(nest, markers / "nested", "nestx")
@@ -331,7 +333,7 @@ def test_harness_git_never_enters_nested_repositories(
     (ws / "a.txt").write_text("changed\n")
     (ws / "added.txt").write_text("new\n")
     store.end_turn(1)
-    diff, changed = store.diff_since_session_start()
+    _, changed = store.diff_since_session_start()
     assert changed == ["a.txt", "added.txt"], changed
     commit = store.auto_commit("agent work")
     assert commit is not None

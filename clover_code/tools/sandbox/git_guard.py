@@ -112,9 +112,9 @@ def read_only_paths(root: Path) -> list[Path]:
         with contextlib.suppress(OSError):
             rel = common.read_text(encoding="utf-8").strip()
             real = Path(os.path.realpath(target / rel))
-            if real.is_dir() and _inside(real, root) and real != root:
-                if not any(_inside(real, p) for p in found if p.is_dir()):
-                    found.append(real)
+            covered = any(_inside(real, p) for p in found if p.is_dir())
+            if real.is_dir() and _inside(real, root) and real != root and not covered:
+                found.append(real)
     return found
 
 
