@@ -223,6 +223,19 @@ async def test_a_new_plain_git_is_left_alone(kind: str, box: Sandbox, space: Spa
     assert (space.root / ".git" / "HEAD").is_file()
 
 
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_git_made_in_the_sandbox_is_read_only_from_the_next_command(
+    kind: str, box: Sandbox, space: Space
+) -> None:
+    made = await _shell(box, space.root, "git init -q . && echo made")
+    assert "made" in made.text, made.text
+    result = await _shell(box, space.root, "echo '[core]' >> .git/config")
+    assert "Read-only file system" in result.text, result.text
+    assert (space.root / ".git" / "config").read_text().count("[core]") == 1
+    if kind == "docker":
+        assert "container was started again to keep .git read-only" in result.text
+
+
 @pytest.mark.parametrize("kind", ["host"])
 async def test_control_without_the_guard_the_attack_works(
     kind: str, box: Sandbox, space: Space, home: Path, repo: Path
