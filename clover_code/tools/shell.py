@@ -75,7 +75,7 @@ class ShellTool(Tool):
             timeout = min(args.timeout, ctx.shell_timeout)
         # Every sandbox (the host and the editor's terminal too) passes here: .git is
         # checked after each command, and put back if the command changed it.
-        guard = await asyncio.to_thread(GitGuard, ctx.workspace.root)
+        guard = await asyncio.to_thread(GitGuard.before_command, ctx.workspace.root)
         try:
             result = await ctx.sandbox.exec(args.command, timeout=timeout, on_output=ctx.on_output)
         finally:

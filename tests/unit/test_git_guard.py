@@ -156,3 +156,38 @@ async def test_the_session_tells_the_user_and_the_model(
     finished = [e for e in events if isinstance(e, p.ToolCallFinished)]
     assert "put it back" in finished[0].result
     assert not (repo / ".g").exists() and not (repo / ".git" / "hooks" / "pre-commit").exists()
+
+
+def test_pipes_and_odd_bytes_never_block_or_crash_the_guard(repo: Path, tmp_path: Path) -> None:
+    """A pipe where a hook or ``.git`` was would block a read; a NUL in a path raises."""
+    guard = GitGuard(repo)
+    os.mkfifo(repo / ".git" / "hooks" / "pre-commit")
+    with (repo / ".git" / "config").open("ab") as fh:
+        fh.write(b"[include]\n\tpath = a\0b\n")
+    message = guard.check()
+    assert message is not None and "hooks/pre-commit" in message
+    assert not (repo / ".git" / "hooks" / "pre-commit").exists()
+
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    guard = GitGuard(bare)
+    os.mkfifo(bare / ".git")
+    message = guard.check()
+    assert message is not None and "moved to .git-clover-quarantine-" in message
+    assert not (bare / ".git").exists()
+
+
+def test_a_workspace_inside_a_repository_guards_both(repo: Path) -> None:
+    """Opened in a subdirectory: the enclosing repository's .git, and a new one here."""
+    sub = repo / "pkg"
+    sub.mkdir()
+    config = (repo / ".git" / "config").read_bytes()
+    guard = GitGuard(sub)
+    with (repo / ".git" / "config").open("a") as fh:
+        fh.write("[core]\n\tfsmonitor = /bin/evil\n")
+    _git(sub, "init", "-q", ".")
+    shutil.copy(repo / "app.py", sub / ".git" / "hooks" / "pre-commit")
+    message = guard.check()
+    assert message is not None and ".git/config" in message and "quarantine" in message
+    assert (repo / ".git" / "config").read_bytes() == config
+    assert not (sub / ".git").exists()

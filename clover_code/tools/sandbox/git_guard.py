@@ -64,8 +64,13 @@ def _inside(path: Path, root: Path) -> bool:
 def _pointer_target(dot_git: Path) -> Path | None:
     """The git directory a ``.git`` file (``gitdir: <path>``) points to, resolved."""
     try:
-        text = dot_git.read_text(encoding="utf-8", errors="replace")
+        if not stat.S_ISREG(os.stat(dot_git).st_mode):
+            return None
+        with dot_git.open("rb") as fh:
+            text = fh.read(65536).decode("utf-8", "replace")
     except OSError:
+        return None
+    if "\0" in text:
         return None
     first = text.splitlines()[0] if text else ""
     if not first.startswith("gitdir:"):
@@ -76,12 +81,16 @@ def _pointer_target(dot_git: Path) -> Path | None:
     return Path(os.path.realpath(target))
 
 
-def _find_dot_git(root: Path) -> Path:
-    """``root/.git``, else the nearest ancestor's ``.git``, else ``root/.git`` (absent)."""
-    for base in (root, *root.parents):
-        if os.path.lexists(base / ".git"):
-            return base / ".git"
-    return root / ".git"
+def _dot_gits(root: Path) -> list[Path]:
+    """``root/.git`` (there or not: one can be made), and the nearest ancestor's ``.git``
+    when ``root`` has none (the workspace is a directory inside a repository)."""
+    found = [root / ".git"]
+    if not os.path.lexists(found[0]):
+        for base in root.parents:
+            if os.path.lexists(base / ".git"):
+                found.append(base / ".git")
+                break
+    return found
 
 
 def read_only_paths(root: Path) -> list[Path]:
@@ -135,7 +144,7 @@ class GitState:
 
     path: Path
     kind: str
-    """"dir", "file", "link" or "absent"."""
+    """"dir", "file", "link", "other" (a pipe, a device) or "absent"."""
     ident: tuple[int, int] | None
     pointer: bytes | None = None
     """A ``.git`` file's content or a link's target."""
@@ -148,6 +157,8 @@ class GitState:
 def _read(path: Path, st: os.stat_result) -> _File:
     if stat.S_ISLNK(st.st_mode):
         data: bytes | None = os.fsencode(os.readlink(path))
+    elif not stat.S_ISREG(st.st_mode):
+        data = b""  # a pipe or device: never opened (a pipe would block the read)
     elif st.st_size > _MAX_FILE:
         data = None
     else:
@@ -201,6 +212,8 @@ def _includes(config: Path) -> list[Path]:
     paths = []
     for match in _INCLUDE.finditer(text):
         value = match.group(1).strip('"')
+        if "\0" in value:
+            continue
         path = Path(os.path.expanduser(value))
         paths.append(Path(os.path.realpath(path if path.is_absolute() else config.parent / path)))
     return paths
@@ -218,9 +231,12 @@ def _snapshot(dot: Path) -> GitState:
         state.git_dir = real if real.is_dir() else None
     elif stat.S_ISDIR(st.st_mode):
         state = GitState(dot, "dir", ident, git_dir=dot)
-    else:
-        state = GitState(dot, "file", ident, dot.read_bytes()[:65536])
+    elif stat.S_ISREG(st.st_mode):
+        with dot.open("rb") as fh:
+            state = GitState(dot, "file", ident, fh.read(65536))
         state.git_dir = _pointer_target(dot)
+    else:
+        state = GitState(dot, "other", ident)  # a pipe or device: never opened
     for base in _git_dirs(state.git_dir):
         state.files[base] = _program_files(base)
     return state
@@ -335,19 +351,38 @@ class GitGuard:
 
     def __init__(self, root: Path) -> None:
         self.root = Path(os.path.realpath(root))
-        self.before = _snapshot(_find_dot_git(self.root))
+        self.before: list[GitState] | None = [_snapshot(dot) for dot in _dot_gits(self.root)]
+
+    @classmethod
+    def before_command(cls, root: Path) -> GitGuard:
+        """A guard for ``root``; one that only reports if ``.git`` cannot even be read."""
+        try:
+            return cls(root)
+        except (OSError, ValueError, RecursionError):
+            guard = cls.__new__(cls)
+            guard.root, guard.before = Path(os.path.realpath(root)), None
+            return guard
 
     def check(self) -> str | None:
         """Put back whatever the command changed; one sentence saying what, or None."""
-        before = self.before
-        after = _snapshot(before.path)
+        if self.before is None:
+            return (
+                f"clover-code could not read {self.root / '.git'} before the command, so it "
+                "cannot tell whether the command changed it; check .git/config and .git/hooks "
+                "before running git there."
+            )
+        sentences = [s for s in map(self._check_one, self.before) if s]
+        return " ".join(sentences) or None
+
+    def _check_one(self, before: GitState) -> str | None:
         try:
-            what = self._restore(before, after)
-        except OSError as exc:
+            what = self._restore(before, _snapshot(before.path))
+        except (OSError, ValueError, RecursionError) as exc:
+            why = getattr(exc, "strerror", None) or exc
             return (
                 f"the command changed {before.path} and clover-code could not put it back "
-                f"({exc.strerror or exc}); do not run git in {before.path.parent} until you "
-                "have checked .git/config and .git/hooks."
+                f"({why}); do not run git in {before.path.parent} until you have checked "
+                ".git/config and .git/hooks."
             )
         if not what:
             return None
