@@ -3,10 +3,10 @@
 Each command is its own ``bwrap`` process:
 
 - the host's root filesystem read-only; the workspace read-write at its own
-  path, with ``.git`` read-only as a whole (``git_guard.read_only_paths``); /tmp a private
-  tmpfs; /home, /root, the user's home and /run hidden behind empty read-only
-  tmpfs (so no dotfile credentials, Docker socket or SSH agent socket is
-  reachable); HOME a private tmpfs at /home/sandbox;
+  path, with ``.git`` read-only as a whole (``git_state.read_only_paths``);
+  /tmp a private tmpfs; /home, /root, the user's home and /run hidden behind
+  empty read-only tmpfs (so no dotfile credentials, Docker socket or SSH agent
+  socket is reachable); HOME a private tmpfs at /home/sandbox;
 - new user, pid, network (unless ``network=True``), ipc and uts namespaces,
   every capability dropped, a new session, ``--die-with-parent``;
 - the environment is ``policy.sandbox_env`` only; limits are rlimits set
@@ -38,7 +38,7 @@ from typing import Any
 
 from clover_code.errors import ToolError
 from clover_code.tools.sandbox.base import ExecResult, SerialSandbox
-from clover_code.tools.sandbox.git_guard import read_only_paths
+from clover_code.tools.sandbox.git_state import read_only_paths
 from clover_code.tools.sandbox.host import OutputSink
 from clover_code.tools.sandbox.policy import (
     DEFAULT_PASSTHROUGH,

@@ -5,9 +5,9 @@ and removed on close; containers whose owner died are removed when the next
 session starts. Inside it:
 
 - the workspace is bind-mounted read-write at the same path as on the host
-  (``.git`` read-only as a whole, see ``git_guard``; when a ``.git`` appears or is
-  replaced, the next command gets a fresh container that mounts it so); nothing
-  else of the host is;
+  (``.git`` read-only as a whole, see ``git_state.read_only_paths``; when a
+  ``.git`` appears or is replaced, the next command gets a fresh container
+  that mounts it so); nothing else of the host is;
 - commands run as the host user's uid:gid (the workspace owner's when
   clover-code runs as root), never root, with every capability dropped,
   ``no-new-privileges``, a read-only root filesystem, tmpfs /tmp and HOME,
@@ -49,7 +49,7 @@ from clover_code.tools.sandbox.docker_setup import (
     remove_container,
     short_error,
 )
-from clover_code.tools.sandbox.git_guard import read_only_paths
+from clover_code.tools.sandbox.git_state import read_only_paths
 from clover_code.tools.sandbox.host import OutputSink
 from clover_code.tools.sandbox.policy import (
     DEFAULT_PASSTHROUGH,

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from clover_code.errors import ToolError
-from clover_code.tools.sandbox.git_guard import read_only_paths
+from clover_code.tools.sandbox.git_state import read_only_paths
 from clover_code.tools.sandbox.policy import SANDBOX_HOME, SandboxLimits
 
 __all__ = [

@@ -32,227 +32,25 @@ import re
 import shutil
 import stat
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
+
+from clover_code.tools.sandbox.git_state import (
+    ASIDE,
+    FileCopy,
+    GitState,
+    dot_gits,
+    program_files,
+    read_only_paths,
+    snapshot,
+)
 
 __all__ = ["GitGuard", "GitState", "read_only_paths"]
 
-_SKIP_DIRS = frozenset({"objects", "refs", "logs", "lfs", "rr-cache", "svn"})
-"""Directories in a git dir that hold data git never runs (and that can be large)."""
-
-_PROGRAM_FILES = frozenset({"config", "config.worktree", "commondir"})
-"""Files (at any depth of the git dir) whose content can make git run a program."""
-
-_MAX_FILE = 4 * 2**20
-"""A protected file larger than this is compared by size and time only, and not kept."""
-
-_ASIDE = "clover-quarantine-"
-"""Name prefix of what the guard moves out of the way."""
-
-_INCLUDE = re.compile(r"^\s*path\s*=\s*(.+?)\s*$", re.MULTILINE | re.IGNORECASE)
 _RISKY_CONFIG = re.compile(
     r"fsmonitor|hookspath|filter|textconv|command|external|sshcommand|askpass|editor|"
     r"pager|program|helper|include|worktree|gitproxy|alias|driver",
     re.IGNORECASE,
 )
-
-
-def _inside(path: Path, root: Path) -> bool:
-    return path == root or path.is_relative_to(root)
-
-
-def _pointer_target(dot_git: Path) -> Path | None:
-    """The git directory a ``.git`` file (``gitdir: <path>``) points to, resolved."""
-    try:
-        if not stat.S_ISREG(os.stat(dot_git).st_mode):
-            return None
-        with dot_git.open("rb") as fh:
-            text = fh.read(65536).decode("utf-8", "replace")
-    except OSError:
-        return None
-    if "\0" in text:
-        return None
-    first = text.splitlines()[0] if text else ""
-    if not first.startswith("gitdir:"):
-        return None
-    target = Path(first.removeprefix("gitdir:").strip())
-    if not target.is_absolute():
-        target = dot_git.parent / target
-    return Path(os.path.realpath(target))
-
-
-def _dot_gits(root: Path) -> list[Path]:
-    """``root/.git`` (there or not: one can be made), and the nearest ancestor's ``.git``
-    when ``root`` has none (the workspace is a directory inside a repository)."""
-    found = [root / ".git"]
-    if not os.path.lexists(found[0]):
-        for base in root.parents:
-            if os.path.lexists(base / ".git"):
-                found.append(base / ".git")
-                break
-    return found
-
-
-def read_only_paths(root: Path) -> list[Path]:
-    """Paths inside ``root`` that a sandbox must mount read-only to protect ``.git``.
-
-    ``.git`` itself when it is a directory; for a ``.git`` file, the file and
-    the git directory it names (and that one's ``commondir``) when inside
-    ``root``; for a symbolic link, its target when inside ``root``. Paths
-    outside the workspace are not mounted at all, so they need nothing.
-    """
-    root = Path(os.path.realpath(root))
-    dot = root / ".git"
-    found: list[Path] = []
-    if dot.is_symlink():
-        real = Path(os.path.realpath(dot))
-        if real.is_dir() and _inside(real, root) and real != root:
-            found.append(real)
-        return found
-    if dot.is_dir():
-        return [dot]
-    if not dot.is_file():
-        return []
-    found.append(dot)
-    target = _pointer_target(dot)
-    if target is not None and target.is_dir() and _inside(target, root) and target != root:
-        found.append(target)
-        common = target / "commondir"
-        with contextlib.suppress(OSError):
-            rel = common.read_text(encoding="utf-8").strip()
-            real = Path(os.path.realpath(target / rel))
-            covered = any(_inside(real, p) for p in found if p.is_dir())
-            if real.is_dir() and _inside(real, root) and real != root and not covered:
-                found.append(real)
-    return found
-
-
-@dataclass(frozen=True, slots=True)
-class _File:
-    mode: int
-    uid: int
-    gid: int
-    data: bytes | None
-    """The content (a link's target for links); None when too large to keep."""
-    size: int
-    mtime: int
-
-
-@dataclass(slots=True)
-class GitState:
-    """What ``.git`` was before a command: its kind and identity, and its program files."""
-
-    path: Path
-    kind: str
-    """"dir", "file", "link", "other" (a pipe, a device) or "absent"."""
-    ident: tuple[int, int] | None
-    pointer: bytes | None = None
-    """A ``.git`` file's content or a link's target."""
-    git_dir: Path | None = None
-    """The git directory: ``.git``, or where a ``.git`` file or link points."""
-    files: dict[Path, dict[str, _File]] = field(default_factory=dict)
-    """The program files of the git directory and of its ``commondir``, by directory."""
-
-
-def _read(path: Path, st: os.stat_result) -> _File:
-    if stat.S_ISLNK(st.st_mode):
-        data: bytes | None = os.fsencode(os.readlink(path))
-    elif not stat.S_ISREG(st.st_mode):
-        data = b""  # a pipe or device: never opened (a pipe would block the read)
-    elif st.st_size > _MAX_FILE:
-        data = None
-    else:
-        data = path.read_bytes()
-    return _File(st.st_mode, st.st_uid, st.st_gid, data, st.st_size, st.st_mtime_ns)
-
-
-def _program_files(git_dir: Path) -> dict[str, _File]:
-    """Every file in ``git_dir`` that can make git run a program, by relative path."""
-    found: dict[str, _File] = {}
-    if not git_dir.is_dir() or git_dir.is_symlink():
-        return found
-    configs: list[Path] = []
-    for directory, dirs, names in os.walk(git_dir):
-        here = Path(directory)
-        rel_dir = here.relative_to(git_dir)
-        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS or "hooks" in rel_dir.parts)
-        if here == git_dir:  # what the guard moved aside into .git: git never reads it
-            dirs[:] = [d for d in dirs if not d.startswith(_ASIDE)]
-        in_hooks = "hooks" in rel_dir.parts
-        in_info = rel_dir.name == "info"
-        for name in names:
-            if not (in_hooks or name in _PROGRAM_FILES or (in_info and name == "attributes")):
-                continue
-            path = here / name
-            with contextlib.suppress(OSError):
-                found[(rel_dir / name).as_posix()] = _read(path, os.lstat(path))
-                if name.startswith("config"):
-                    configs.append(path)
-        # A hooks directory that is a link, or a link where a directory was: keep the link.
-        for name in list(dirs):
-            path = here / name
-            if name == "hooks" and path.is_symlink():
-                with contextlib.suppress(OSError):
-                    found[(rel_dir / name).as_posix()] = _read(path, os.lstat(path))
-    for config in configs:
-        for target in _includes(config):
-            if _inside(target, git_dir) and target.is_file():
-                rel = target.relative_to(git_dir).as_posix()
-                with contextlib.suppress(OSError):
-                    found.setdefault(rel, _read(target, os.lstat(target)))
-    return found
-
-
-def _includes(config: Path) -> list[Path]:
-    """Files a config may include (every ``path =`` line; more is harmless)."""
-    try:
-        text = config.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return []
-    paths = []
-    for match in _INCLUDE.finditer(text):
-        value = match.group(1).strip('"')
-        if "\0" in value:
-            continue
-        path = Path(os.path.expanduser(value))
-        paths.append(Path(os.path.realpath(path if path.is_absolute() else config.parent / path)))
-    return paths
-
-
-def _snapshot(dot: Path) -> GitState:
-    try:
-        st = os.lstat(dot)
-    except OSError:
-        return GitState(dot, "absent", None)
-    ident = (st.st_dev, st.st_ino)
-    if stat.S_ISLNK(st.st_mode):
-        state = GitState(dot, "link", ident, os.fsencode(os.readlink(dot)))
-        real = Path(os.path.realpath(dot))
-        state.git_dir = real if real.is_dir() else None
-    elif stat.S_ISDIR(st.st_mode):
-        state = GitState(dot, "dir", ident, git_dir=dot)
-    elif stat.S_ISREG(st.st_mode):
-        with dot.open("rb") as fh:
-            state = GitState(dot, "file", ident, fh.read(65536))
-        state.git_dir = _pointer_target(dot)
-    else:
-        state = GitState(dot, "other", ident)  # a pipe or device: never opened
-    for base in _git_dirs(state.git_dir):
-        state.files[base] = _program_files(base)
-    return state
-
-
-def _git_dirs(git_dir: Path | None) -> list[Path]:
-    """``git_dir`` and the common directory it shares (a linked worktree's main ``.git``)."""
-    if git_dir is None or not git_dir.is_dir():
-        return []
-    dirs = [git_dir]
-    with contextlib.suppress(OSError):
-        rel = (git_dir / "commondir").read_text(encoding="utf-8").strip()
-        common = Path(os.path.realpath(git_dir / rel))
-        if common.is_dir() and common != git_dir:
-            dirs.append(common)
-    return dirs
 
 
 def _quarantine(path: Path, into: Path | None = None) -> Path:
@@ -261,7 +59,7 @@ def _quarantine(path: Path, into: Path | None = None) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     into = into or path.parent
     for n in range(1000):
-        aside = into / (f"{path.name}-{_ASIDE}{stamp}" if into == path.parent else _ASIDE + stamp)
+        aside = into / (f"{path.name}-{ASIDE}{stamp}" if into == path.parent else ASIDE + stamp)
         aside = aside.with_name(aside.name + (f"-{n}" if n else ""))
         if not os.path.lexists(aside):
             os.rename(path, aside)
@@ -276,7 +74,7 @@ def _remove(path: Path) -> None:
         path.unlink(missing_ok=True)
 
 
-def _write(git_dir: Path, rel: str, want: _File) -> None:
+def _write(git_dir: Path, rel: str, want: FileCopy) -> None:
     """Put one protected file back, never writing through a link the command left."""
     path = git_dir / rel
     part = git_dir
@@ -299,9 +97,9 @@ def _write(git_dir: Path, rel: str, want: _File) -> None:
     os.replace(tmp, path)
 
 
-def _put_back(base: Path, kept: dict[str, _File]) -> list[str]:
+def _put_back(base: Path, kept: dict[str, FileCopy]) -> list[str]:
     """Make the program files under ``base`` what ``kept`` holds; returns those that differed."""
-    now = _program_files(base)
+    now = program_files(base)
     changed = sorted(
         rel
         for rel in kept.keys() | now.keys()
@@ -325,7 +123,7 @@ def _through_link(base: Path, rel: str) -> bool:
     return False
 
 
-def _same(a: _File, b: _File) -> bool:
+def _same(a: FileCopy, b: FileCopy) -> bool:
     if a.data is None or b.data is None:
         return (a.mode, a.size, a.mtime) == (b.mode, b.size, b.mtime)
     return (a.mode, a.data) == (b.mode, b.data)
@@ -335,7 +133,7 @@ def _risky_new_git(dot: Path) -> bool:
     """Whether a ``.git`` that a command created names a program git would run."""
     if not dot.is_dir() or dot.is_symlink():
         return True  # a pointer or link to somewhere else: nothing to inspect here
-    for rel, info in _program_files(dot).items():
+    for rel, info in program_files(dot).items():
         parts = rel.split("/")
         if "hooks" in parts and not rel.endswith(".sample"):
             return True
@@ -351,7 +149,7 @@ class GitGuard:
 
     def __init__(self, root: Path) -> None:
         self.root = Path(os.path.realpath(root))
-        self.before: list[GitState] | None = [_snapshot(dot) for dot in _dot_gits(self.root)]
+        self.before: list[GitState] | None = [snapshot(dot) for dot in dot_gits(self.root)]
 
     @classmethod
     def before_command(cls, root: Path) -> GitGuard:
@@ -376,7 +174,7 @@ class GitGuard:
 
     def _check_one(self, before: GitState) -> str | None:
         try:
-            what = self._restore(before, _snapshot(before.path))
+            what = self._restore(before, snapshot(before.path))
         except (OSError, ValueError, RecursionError) as exc:
             why = getattr(exc, "strerror", None) or exc
             return (
@@ -406,7 +204,8 @@ class GitGuard:
             notes.append(self._put_back_identity(before, after))
         changed: list[str] = []
         for base, kept in before.files.items():
-            changed += [f"{base.name}/{rel}" for rel in _put_back(base, kept)]
+            if base.is_dir() and not base.is_symlink():  # never half a .git where none is
+                changed += [f"{base.name}/{rel}" for rel in _put_back(base, kept)]
         if changed:
             names = ", ".join(changed[:6]) + (" and more" if len(changed) > 6 else "")
             notes.append(f"changed {names}")
