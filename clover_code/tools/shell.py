@@ -41,6 +41,10 @@ def _footer(exit_code: int | None, duration: float, timed_out: bool, timeout: fl
     return f"exit code {exit_code} ({duration:.1f} s)"
 
 
+def _capital(sentence: str) -> str:
+    return sentence[:1].upper() + sentence[1:]
+
+
 class ShellTool(Tool):
     """Runs a command in the sandbox."""
 
@@ -78,15 +82,22 @@ class ShellTool(Tool):
         guard = await asyncio.to_thread(GitGuard.before_command, ctx.workspace.root)
         try:
             result = await ctx.sandbox.exec(args.command, timeout=timeout, on_output=ctx.on_output)
-        finally:
-            restored = await asyncio.shield(asyncio.to_thread(guard.check))
+        except ToolError as exc:
+            restored = await asyncio.to_thread(guard.check)
+            if restored is None:
+                raise
+            raise ToolError(f"{exc} {_capital(restored)}") from None
+        except BaseException:  # cancelled: .git is still put back before the call ends
+            await asyncio.shield(asyncio.to_thread(guard.check))
+            raise
+        restored = await asyncio.to_thread(guard.check)
         output, cut = cap_head_tail(result.output, ctx.output_limit)
         footer = _footer(result.exit_code, result.duration, result.timed_out, timeout)
         body = output if output.strip() else "(no output)\n"
         text = body + ("" if body.endswith("\n") else "\n") + footer
         notices: list[str] = []
         if restored is not None:
-            notice = restored[0].upper() + restored[1:]
+            notice = _capital(restored)
             text += f"\n{notice}"
             notices.append(notice)
         display = {
