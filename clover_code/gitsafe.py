@@ -29,7 +29,9 @@ off, and how:
   and ``submodule.recurse``, ``diff.submodule``, ``status.submoduleSummary``
   and ``fetch.recurseSubmodules`` are pinned off, and every submodule named in
   ``.gitmodules`` or the config gets ``submodule.<name>.ignore=all`` (for
-  ``commit`` and ``add``, which take no flag for it). A plain nested repository
+  ``commit``, which takes no flag for it). Where git enters a submodule
+  anyway (``git add`` does), the filter and merge drivers of every nested
+  repository are emptied as well as the top one's (``git_nested``). A plain nested repository
   that is not a submodule is only ever listed as an untracked directory;
 - ``core.worktree``: when the directory holds a ``.git`` directory, git is
   given ``--git-dir`` and ``--work-tree`` explicitly, so a planted
@@ -52,6 +54,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clover_code.errors import CloverError
+from clover_code.git_nested import nested_drivers
 
 if TYPE_CHECKING:
     from git import Repo
@@ -145,10 +148,12 @@ def repo_driver_overrides(
     cwd: Path,
     *,
     git_dir: Path | None = None,
+    work_tree: Path | None = None,
     env: Mapping[str, str] | None = None,
     git: str = "git",
 ) -> list[tuple[str, str]]:
-    """Settings that empty every filter and merge driver the repository itself configures.
+    """Settings that empty every filter and merge driver the repository itself configures,
+    or any repository nested in its work tree (``git_nested``).
 
     Reads the config with ``git config --list`` (which runs no program); a
     driver counts as the repository's when any of its keys comes from the
@@ -179,6 +184,9 @@ def repo_driver_overrides(
         name = rest.rpartition(".")[0]
         _check_name(section, name)
         drivers.add((section, name))
+    for section, name in _nested(cwd, git_dir, work_tree, env, git):
+        _check_name(section, name)
+        drivers.add((section, name))
     overrides = []
     for section, name in sorted(drivers):
         for var, value in _DRIVER_KEYS[section].items():
@@ -188,6 +196,30 @@ def repo_driver_overrides(
         _check_name("submodule", name)
         overrides.append((f"submodule.{name}.ignore", "all"))
     return overrides
+
+
+def _nested(
+    cwd: Path,
+    git_dir: Path | None,
+    work_tree: Path | None,
+    env: Mapping[str, str] | None,
+    git: str,
+) -> set[tuple[str, str]]:
+    """The drivers of the repositories nested in this one's work tree."""
+    run_env = dict(env) if env is not None else git_env()
+    command = [git, *_config_args(HARDENING_CONFIG)]
+    if git_dir is None or work_tree is None:
+        argv = [*command, *_location_args(git_dir, None), "rev-parse", "--absolute-git-dir"]
+        proc = subprocess.run(argv, cwd=cwd, env=run_env, capture_output=True, timeout=30)
+        lines = proc.stdout.decode("utf-8", "surrogateescape").splitlines()
+        if proc.returncode != 0 or not lines:
+            return set()
+        git_dir = git_dir or Path(lines[0])
+        argv = [*command, *_location_args(git_dir, None), "rev-parse", "--show-toplevel"]
+        proc = subprocess.run(argv, cwd=cwd, env=run_env, capture_output=True, timeout=30)
+        top = proc.stdout.decode("utf-8", "surrogateescape").strip()
+        work_tree = work_tree or (Path(top) if proc.returncode == 0 and top else None)
+    return nested_drivers(command, git_dir, work_tree, run_env)
 
 
 def _check_name(section: str, name: str) -> None:
@@ -274,7 +306,7 @@ def git_argv(
     name a separate git store (a shadow checkpoint repository, say).
     """
     git_dir, work_tree = _locate(cwd, git_dir, work_tree)
-    drivers = repo_driver_overrides(cwd, git_dir=git_dir, env=env, git=git)
+    drivers = repo_driver_overrides(cwd, git_dir=git_dir, work_tree=work_tree, env=env, git=git)
     return [
         git,
         *_config_args(HARDENING_CONFIG),

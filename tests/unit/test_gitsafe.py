@@ -355,9 +355,15 @@ def test_porcelain_commit_skips_a_submodule_even_when_it_asks_not_to_be(
     ws, markers, files = nested
     _stir(*files)
     (ws / "a.txt").write_text("changed\n")
-    run_git("add", "a.txt", cwd=ws)
+    run_git("add", "-A", cwd=ws)  # the plain nested repository becomes a gitlink too
     run_git("commit", "-q", "-m", "porcelain", cwd=ws)
+    for args in [("status",), ("commit", "-qam", "again"), ("diff", "HEAD~1")]:
+        _stir(*files)
+        (ws / "a.txt").write_text(f"{args}\n")
+        run_git(*args, cwd=ws)
     assert list(markers.iterdir()) == []
+    tree = _plain_git(ws, "ls-tree", "--name-only", "HEAD").stdout.split()
+    assert "nest" in tree and "sub" in tree
     argv = git_argv(["commit"], cwd=ws)
     assert "submodule.sub.ignore=all" in argv and "diff.ignoreSubmodules=all" in argv
     assert git_argv(["status"], cwd=ws)[-2:] == ["status", "--ignore-submodules=all"]
