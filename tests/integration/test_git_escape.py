@@ -246,3 +246,74 @@ async def test_control_without_the_guard_the_attack_works(
     assert result.exit_code == 0, result.output
     _use_the_repo(space, home)
     assert "MARKER-tool.sh" in _markers(space)
+
+
+# -- repositories inside the workspace that the user's git enters -------------------
+
+NESTED_ATTACKS = {
+    "submodule_pointer": "git init -q --bare evil.git"
+    ' && git --git-dir=evil.git config core.fsmonitor "$T"'
+    ' && echo "gitdir: $PWD/evil.git" > sub/.git',
+    "embedded_config": f"{PLANT} >> emb/.git/config",
+    "embedded_replace": "mv emb/.git emb/.g && mkdir emb/.git && cp -a emb/.g/. emb/.git/"
+    f" && {PLANT} >> emb/.git/config",
+    "embedded_hook": 'cp "$T" emb/.git/hooks/post-checkout',
+}
+"""Each plants a program where the user's ``git status`` at the top reads it: inside a
+submodule or an added (embedded) repository, both of which git enters."""
+
+
+@pytest.fixture
+def nested_repo(repo: Path, space: Space, home: Path) -> Path:
+    """The workspace repository with a real submodule ``sub`` and an added repository ``emb``."""
+    with (home / ".gitconfig").open("a") as fh:
+        fh.write('[protocol "file"]\n\tallow = always\n')
+    source = space.outside / "source"
+    source.mkdir()
+    for args in [("init", "-q", "-b", "main"), ("commit", "-q", "--allow-empty", "-m", "s")]:
+        subprocess.run(["git", *args], cwd=source, env={**os.environ, "HOME": str(home)})
+    _user_git(space, home, "submodule", "add", "-q", str(source), "sub")
+    emb = repo / "emb"
+    emb.mkdir()
+    for args in [("init", "-q", "-b", "main"), ("commit", "-q", "--allow-empty", "-m", "e")]:
+        subprocess.run(["git", *args], cwd=emb, env={**os.environ, "HOME": str(home)})
+    _user_git(space, home, "add", "emb")
+    _user_git(space, home, "commit", "-q", "-m", "nested")
+    assert (repo / "sub" / ".git").is_file() and (repo / "emb" / ".git").is_dir()
+    if os.getuid() == 0:
+        subprocess.run(["chown", "-R", f"{space.uid}:{space.gid}", str(repo)], check=True)
+    return repo
+
+
+@pytest.mark.parametrize("attack", sorted(NESTED_ATTACKS))
+@pytest.mark.parametrize("kind", ALL_KINDS)
+async def test_nested_repository_attack_plants_nothing_the_user_runs(
+    kind: str, attack: str, box: Sandbox, space: Space, home: Path, nested_repo: Path
+) -> None:
+    pointer = (nested_repo / "sub" / ".git").read_bytes()
+    config = (nested_repo / "emb" / ".git" / "config").read_bytes()
+
+    result = await _shell(box, nested_repo, NESTED_ATTACKS[attack])
+
+    if kind == "host":
+        assert "clover-code put it back" in result.text, result.text
+    else:
+        assert "put it back" not in result.text, result.text
+        assert result.display["exit_code"] != 0, result.text
+    assert (nested_repo / "sub" / ".git").read_bytes() == pointer
+    assert (nested_repo / "emb" / ".git" / "config").read_bytes() == config
+    for args in [("status",), ("diff",), ("checkout", "-q", "-b", "x"), ("-C", "emb", "status")]:
+        _user_git(space, home, *args)
+    _user_git(space, home, "-C", "emb", "checkout", "-q", "-b", "y")
+    assert _markers(space) == []
+
+
+@pytest.mark.parametrize("kind", ["host"])
+async def test_control_without_the_guard_a_nested_attack_works(
+    kind: str, box: Sandbox, space: Space, home: Path, nested_repo: Path
+) -> None:
+    tool = nested_repo / "tool.sh"
+    result = await box.exec(f"T={tool}\n{NESTED_ATTACKS['embedded_config']}", timeout=30)
+    assert result.exit_code == 0, result.output
+    _user_git(space, home, "status")
+    assert "MARKER-tool.sh" in _markers(space)

@@ -16,6 +16,7 @@ import contextlib
 import os
 import re
 import stat
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +25,7 @@ __all__ = [
     "FileCopy",
     "GitState",
     "dot_gits",
+    "gitlink_dot_gits",
     "program_files",
     "read_only_paths",
     "snapshot",
@@ -70,15 +72,67 @@ def _pointer_target(dot_git: Path) -> Path | None:
 
 
 def dot_gits(root: Path) -> list[Path]:
-    """``root/.git`` (there or not: one can be made), and the nearest ancestor's ``.git``
-    when ``root`` has none (the workspace is a directory inside a repository)."""
+    """``root/.git`` (there or not: one can be made), the nearest ancestor's ``.git``
+    when ``root`` has none (the workspace is a directory inside a repository), and
+    the ``.git`` of every gitlink (``gitlink_dot_gits``)."""
     found = [root / ".git"]
     if not os.path.lexists(found[0]):
         for base in root.parents:
             if os.path.lexists(base / ".git"):
                 found.append(base / ".git")
                 break
+    return found + gitlink_dot_gits(root)
+
+
+def gitlink_dot_gits(root: Path) -> list[Path]:
+    """The ``.git`` of each repository the index records as a gitlink (a submodule, or
+    an embedded repository that was added): the user's git enters these and reads
+    their config. The index lives in ``.git``, so a sandbox cannot add to this list."""
+    if not os.path.isdir(root / ".git") and not os.path.isfile(root / ".git"):
+        return []
+    from clover_code.gitsafe import HARDENING_CONFIG, git_env
+
+    argv = ["git", *(a for k, v in HARDENING_CONFIG for a in ("-c", f"{k}={v}"))]
+    argv += ["ls-files", "-s", "-z"]
+    try:
+        proc = subprocess.run(argv, cwd=root, env=git_env(), capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    found = []
+    for record in proc.stdout.split(b"\0") if proc.returncode == 0 else []:
+        if record.startswith(b"160000 "):
+            path = root / os.fsdecode(record.partition(b"\t")[2])
+            if os.path.realpath(path) == str(path):  # never through a link the agent made
+                found.append(path / ".git")
     return found
+
+
+def _protect(dot: Path, root: Path, found: list[Path]) -> None:
+    """Add what protects one ``.git`` (directory, file and target, or link target)."""
+
+    def add(path: Path) -> None:
+        if _inside(path, root) and path != root and not any(_inside(path, p) for p in found):
+            found.append(path)
+
+    if dot.is_symlink():
+        real = Path(os.path.realpath(dot))
+        if real.is_dir():
+            add(real)
+        return
+    if dot.is_dir():
+        add(dot)
+        return
+    if not dot.is_file():
+        return
+    add(dot)
+    target = _pointer_target(dot)
+    if target is not None and target.is_dir():
+        add(target)
+        with contextlib.suppress(OSError):
+            rel = (target / "commondir").read_text(encoding="utf-8").strip()
+            real = Path(os.path.realpath(target / rel))
+            if real.is_dir():
+                add(real)
 
 
 def read_only_paths(root: Path) -> list[Path]:
@@ -86,32 +140,14 @@ def read_only_paths(root: Path) -> list[Path]:
 
     ``.git`` itself when it is a directory; for a ``.git`` file, the file and
     the git directory it names (and that one's ``commondir``) when inside
-    ``root``; for a symbolic link, its target when inside ``root``. Paths
-    outside the workspace are not mounted at all, so they need nothing.
+    ``root``; for a symbolic link, its target when inside ``root``. The same
+    for the ``.git`` of every gitlink (submodules). Paths outside the
+    workspace are not mounted at all, so they need nothing.
     """
     root = Path(os.path.realpath(root))
-    dot = root / ".git"
     found: list[Path] = []
-    if dot.is_symlink():
-        real = Path(os.path.realpath(dot))
-        if real.is_dir() and _inside(real, root) and real != root:
-            found.append(real)
-        return found
-    if dot.is_dir():
-        return [dot]
-    if not dot.is_file():
-        return []
-    found.append(dot)
-    target = _pointer_target(dot)
-    if target is not None and target.is_dir() and _inside(target, root) and target != root:
-        found.append(target)
-        common = target / "commondir"
-        with contextlib.suppress(OSError):
-            rel = common.read_text(encoding="utf-8").strip()
-            real = Path(os.path.realpath(target / rel))
-            covered = any(_inside(real, p) for p in found if p.is_dir())
-            if real.is_dir() and _inside(real, root) and real != root and not covered:
-                found.append(real)
+    for dot in [root / ".git", *gitlink_dot_gits(root)]:
+        _protect(dot, root, found)
     return found
 
 
