@@ -208,17 +208,14 @@ def _nested(
     """The drivers of the repositories nested in this one's work tree."""
     run_env = dict(env) if env is not None else git_env()
     command = [git, *_config_args(HARDENING_CONFIG)]
-    if git_dir is None or work_tree is None:
-        argv = [*command, *_location_args(git_dir, None), "rev-parse", "--absolute-git-dir"]
+    if git_dir is None:  # found by git itself (a `.git` file, or cwd below the top)
+        argv = [*command, "rev-parse", "--absolute-git-dir", "--show-toplevel"]
         proc = subprocess.run(argv, cwd=cwd, env=run_env, capture_output=True, timeout=30)
         lines = proc.stdout.decode("utf-8", "surrogateescape").splitlines()
         if proc.returncode != 0 or not lines:
-            return set()
-        git_dir = git_dir or Path(lines[0])
-        argv = [*command, *_location_args(git_dir, None), "rev-parse", "--show-toplevel"]
-        proc = subprocess.run(argv, cwd=cwd, env=run_env, capture_output=True, timeout=30)
-        top = proc.stdout.decode("utf-8", "surrogateescape").strip()
-        work_tree = work_tree or (Path(top) if proc.returncode == 0 and top else None)
+            return set()  # not a repository, or a bare one (no work tree to hold others)
+        git_dir = Path(lines[0])
+        work_tree = work_tree or (Path(lines[1]) if len(lines) > 1 else None)
     return nested_drivers(command, git_dir, work_tree, run_env)
 
 
