@@ -247,6 +247,7 @@ class CheckpointStore:
     def _user_git(self, *args: str, input: str | None = None) -> str:
         proc = run_git(*args, cwd=self.root, input=input, check=False)
         if proc.returncode != 0:
-            command = next(a for a in args if not a.startswith("-"))
+            words = [a for i, a in enumerate(args) if args[i - 1 : i] != ("-c",)]
+            command = next(a for a in words if not a.startswith("-"))
             raise CheckpointError(f"git {command} failed: {last_line(proc.stderr)}.")
         return proc.stdout
