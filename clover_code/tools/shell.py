@@ -57,6 +57,8 @@ class ShellTool(Tool):
         "same command that needs them. A background job survives the command only with its "
         "output redirected (`cmd > log 2>&1 &`), and not at all under bubblewrap. Stdin is "
         "closed, so interactive programs will not work; pass flags like `--yes` instead. "
+        "In the Docker and bubblewrap sandboxes `.git` is read-only: git commands that read "
+        "work, those that write (commit, add, config) fail; leave commits to the user. "
         "Use the file tools to read, search and edit files."
     )
     kind: ClassVar[ToolKind] = "execute"
