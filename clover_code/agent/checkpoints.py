@@ -181,12 +181,19 @@ class CheckpointStore:
         more = f"\n- and {len(files) - 50} more" if len(files) > 50 else ""
         subject = message.strip() or "clover-code changes"
         full = f"{subject}\n\nChanged by clover-code:\n{body}{more}\n"
-        proc = run_git(*ident, "commit", "-q", "-F", "-", cwd=self.root, input=full, check=False)
-        if proc.returncode != 0:
-            if "nothing to commit" in proc.stdout + proc.stderr:
-                return None
-            raise CheckpointError(f"auto-commit failed: {last_line(proc.stderr)}.")
-        return self._user_git("rev-parse", "HEAD").strip()
+        # Plumbing rather than `git commit`: porcelain commit looks inside every
+        # submodule (a status run there, with that repository's own filters).
+        tree = self._user_git("write-tree").strip()
+        head = run_git("rev-parse", "-q", "--verify", "HEAD^{commit}", cwd=self.root, check=False)
+        parent = head.stdout.strip() if head.returncode == 0 else ""
+        if parent and self._user_git("rev-parse", f"{parent}^{{tree}}").strip() == tree:
+            return None
+        parents = ("-p", parent) if parent else ()
+        commit = self._user_git(*ident, "commit-tree", tree, *parents, "-F", "-", input=full)
+        commit = commit.strip()
+        reflog = f"commit: {subject.splitlines()[0]}"
+        self._user_git("update-ref", "-m", reflog, "HEAD", commit, parent)
+        return commit
 
     # --------------------------------------------------------------- restore
 
@@ -240,6 +247,7 @@ class CheckpointStore:
     def _user_git(self, *args: str, input: str | None = None) -> str:
         proc = run_git(*args, cwd=self.root, input=input, check=False)
         if proc.returncode != 0:
-            command = next(a for a in args if not a.startswith("-"))
+            words = [a for i, a in enumerate(args) if args[i - 1 : i] != ("-c",)]
+            command = next(a for a in words if not a.startswith("-"))
             raise CheckpointError(f"git {command} failed: {last_line(proc.stderr)}.")
         return proc.stdout

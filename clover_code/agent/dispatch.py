@@ -167,6 +167,8 @@ class ToolDispatcher:
         todo = result.display.get("todo")
         if isinstance(todo, list):
             self.on_todo(todo)
+        for notice in result.notices:
+            self.emit(p.Notice(level="warning", text=notice))
         status = "error" if result.is_error else "ok"
         self._finish(call, status, result.text, result.display, started)
 

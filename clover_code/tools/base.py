@@ -38,6 +38,8 @@ class ToolResult:
     text: str
     is_error: bool = False
     display: dict[str, Any] = field(default_factory=dict)
+    notices: list[str] = field(default_factory=list)
+    """Warnings for the user (each becomes a notice event), besides the text."""
 
 
 def _local_files() -> FileAccess:

@@ -381,7 +381,7 @@ async def test_planted_git_programs_do_not_run_on_the_host(
             true
         """
         result = await box.exec(plant, timeout=30)
-        # The sandbox keeps .git/hooks and .git/config read-only.
+        # The sandbox keeps .git read-only as a whole.
         assert "pre-commit" in result.output and "config" in result.output, result.output
         assert not (space.root / ".git" / "hooks" / "pre-commit").exists()
         # Plant the config anyway, as if the agent had found another way in.
