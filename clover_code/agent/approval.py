@@ -65,6 +65,8 @@ class Decision:
     allowed: bool
     remember_prefix: str | None = None
     feedback: str | None = None
+    remember_edits: Literal["file", "all"] | None = None
+    """Allow, for the rest of the session, edits to this file or all edits."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -77,6 +79,7 @@ class ApprovalRequest:
     summary: str
     arguments: dict[str, object]
     prefix: str | None
+    diff: str | None = None
 
 
 class Approver(Protocol):
@@ -101,6 +104,9 @@ class RefuseApprover:
         )
 
 
+_EDIT_SCOPES: dict[str, Literal["file", "all"]] = {"allow_file": "file", "allow_edits": "all"}
+
+
 class QueueApprover:
     """Asks through the event stream and waits for an ``ApprovalDecision`` op."""
 
@@ -121,6 +127,7 @@ class QueueApprover:
                 summary=request.summary,
                 arguments=request.arguments,
                 prefix=request.prefix,
+                diff=request.diff,
             )
         )
         try:
@@ -131,6 +138,7 @@ class QueueApprover:
             allowed=answer.decision != "deny",
             remember_prefix=request.prefix if answer.decision == "allow_prefix" else None,
             feedback=answer.feedback,
+            remember_edits=_EDIT_SCOPES.get(answer.decision),
         )
 
     def resolve(self, decision: p.ApprovalDecision) -> bool:

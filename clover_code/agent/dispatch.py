@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from clover_code import protocol as p
 from clover_code.agent.approval import ApprovalRequest, Approver
+from clover_code.agent.edit_preview import EditAllowance, preview_diff
 from clover_code.agent.permissions import PermissionPolicy
 from clover_code.config import ApprovalMode
 from clover_code.errors import CloverError
@@ -62,6 +63,7 @@ class ToolDispatcher:
         self.spill = spill
         self.emit = emit
         self.on_todo = on_todo
+        self.edits = EditAllowance()
 
     async def run_calls(self, calls: list[ToolCall]) -> None:
         """Run calls in order; consecutive read-only calls run concurrently."""
@@ -115,6 +117,7 @@ class ToolDispatcher:
             call.result = refusal
             self._finish(call, "denied", refusal, {}, started)
             return
+        started = time.monotonic()  # the duration is the run's, not the wait for the user
         streamed: list[str] = []
         result = await self._execute(call, tool, args, streamed)
         call.result = self.spill.fit(call.id, result.text, "".join(streamed) or None)
@@ -137,13 +140,18 @@ class ToolDispatcher:
             return None
         if ruling.verdict == "deny":
             return f"refused: {ruling.reason}"
+        path = arguments.get("path") if tool.kind == "edit" else None
+        if self.edits.covers(path):
+            return None
         prefix = self.policy.session_prefix(command) if shell else None
+        diff = await preview_diff(tool, args, self.context)
         answer = await self.approver.request(
-            ApprovalRequest(call.id, tool.name, tool.kind, summary, call.arguments, prefix)
+            ApprovalRequest(call.id, tool.name, tool.kind, summary, call.arguments, prefix, diff)
         )
         if answer.allowed:
             if answer.remember_prefix and shell:
                 self.policy.allow_for_session(answer.remember_prefix)
+            self.edits.remember(answer.remember_edits, path)
             return None
         reason = answer.feedback or "the user did not allow this call."
         return f"denied: {reason} ({ruling.reason})"

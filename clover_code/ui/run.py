@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from clover_code.config import Settings
 from clover_code.engine.base import Backend
 from clover_code.engine.shared import SharedBackend
 from clover_code.ui.bridge import Emit, SessionFactory, SessionLike
+
+if TYPE_CHECKING:
+    from clover_code.ui.app import CloverApp
 
 
 def session_factory(
@@ -65,7 +69,17 @@ def run_app(settings: Settings, cwd: Path, *, resume: Path | None) -> int:
     finally:
         if shared.loaded:
             asyncio.run(shared.close())
+    hint = resume_hint(app)
+    if hint:
+        print(hint)
     return int(code) if code is not None else 0
 
 
-__all__ = ["run_app", "session_factory"]
+def resume_hint(app: CloverApp) -> str | None:
+    """The line printed after the app closes: how to continue this session."""
+    if app.started is None:
+        return None
+    return f"Session saved. Resume it with: clover-code --resume {app.started.session_id}"
+
+
+__all__ = ["resume_hint", "run_app", "session_factory"]

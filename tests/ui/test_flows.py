@@ -176,6 +176,8 @@ async def test_no_engine_is_shown_and_quit_returns_its_exit_code(tmp_path: Path)
         assert "No model engine is configured" in notes
         await type_and_send(pilot, "hello")
         assert not app.bridge.sent
+        assert app.composer.input.text == "hello"  # kept, not dropped
+        app.composer.input.load_text("")
         await type_and_send(pilot, "/quit")
         await pilot.pause(0.2)
     assert app.return_value == 3

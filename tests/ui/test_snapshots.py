@@ -64,3 +64,46 @@ def test_approval_modal(snap_compare: SnapCompare) -> None:
 def test_engine_error(snap_compare: SnapCompare) -> None:
     app = with_turn(scenes.error(), "explain calc.py")
     assert snap_compare(app, terminal_size=(100, 30), run_before=send_prompt)
+
+
+SIZES = pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+
+
+@SIZES
+def test_working_line_running_a_command(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
+    app = with_turn(scenes.running_command(), "run the tests")
+    assert snap_compare(app, terminal_size=size, run_before=send_prompt)
+
+
+async def queue_two(pilot: Pilot[Any]) -> None:
+    await send_prompt(pilot)
+    app = pilot.app
+    assert isinstance(app, CloverApp)
+    for text in ("then update the changelog", "and open a pull request"):
+        app.composer.input.insert(text)
+        await pilot.press("enter")
+    await pilot.pause(0.2)
+
+
+@SIZES
+def test_queued_prompts(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
+    app = with_turn(scenes.running_command(), "run the tests")
+    assert snap_compare(app, terminal_size=size, run_before=queue_two)
+
+
+@SIZES
+def test_edit_approval_long_diff(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
+    app = with_turn(scenes.edit_approval(), "make it fast")
+    assert snap_compare(app, terminal_size=size, run_before=send_prompt)
+
+
+@SIZES
+def test_failed_command_card(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
+    app = with_turn(scenes.failed_command(), "run the tests")
+    assert snap_compare(app, terminal_size=size, run_before=send_prompt)
+
+
+@SIZES
+def test_status_bar_long_model(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
+    app = replay_app([scenes.LONG_MODEL], [scenes.tool_with_diff()])
+    assert snap_compare(app, terminal_size=size, run_before=send_prompt)
