@@ -172,14 +172,15 @@ class SlashCommands:
             where = "" if every else f" in {root} (/sessions --all lists every directory)"
             self.app.transcript.add_note(f"No earlier sessions{where}.")
             return
-        title = "Sessions everywhere" if every else f"Sessions in {root} (--all: everywhere)"
+        title = "Every directory's sessions" if every else "This repository's sessions"
+        title += ", newest first" + ("" if every else " · --all: every directory")
 
         def chosen(info: object) -> None:
             path = getattr(info, "path", None)
             if isinstance(path, Path):
                 self._resume_path(path)
 
-        self.app.push_screen(SessionPicker(sessions, title, show_cwd=every), chosen)
+        self.app.push_screen(SessionPicker(sessions, title), chosen)
 
     def _cmd_resume(self, arg: str) -> None:
         from clover_code.agent.session import find_root

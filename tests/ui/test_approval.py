@@ -135,3 +135,23 @@ async def test_a_failed_command_shows_failure_and_its_duration_excludes_the_wait
         title = str(card._title.content)
         assert title.startswith("✗") and "exit 1" in title
         assert card.finished.duration < 300, "the wait for approval counted as run time"
+
+
+async def test_buttons_and_hints_stay_on_an_80x24_screen_with_a_long_diff() -> None:
+    from tests.ui import scenes
+    from tests.ui.fakes_ui import replay_app
+
+    app = replay_app(scenes.OPEN, [scenes.edit_approval()])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: app.started is not None)
+        await type_and_send(pilot, "make it fast")
+        await until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await pilot.pause(0.2)
+        screen = app.screen
+        shown = screen.region
+        for widget in [*screen.query("Button"), screen.query_one("#hints")]:
+            assert shown.contains_region(widget.region), f"{widget} is cut off"
+        body = screen.query_one("#body")
+        assert body.max_scroll_y > 0  # the diff scrolls inside the modal
+        await pilot.press("n")
+        assert app.screen is not screen

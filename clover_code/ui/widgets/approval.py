@@ -79,16 +79,16 @@ def key_hints(request: p.ApprovalRequested) -> Text:
         out.append("a", style="bold")
         out.append(" this file · ")
         out.append("A", style="bold")
-        out.append(" all edits (session) · ")
+        out.append(" all edits this session · ")
     elif request.prefix:
         out.append("a", style="bold")
-        out.append(f" `{clean(request.prefix)[:30]}` (session) · ")
+        out.append(f" `{clean(request.prefix)[:30]}` this session · ")
     elif request.name == "shell":
         out.append("no session rule for this command · ", style="dim")
     out.append("n", style="bold")
     out.append("/")
     out.append("Esc", style="bold")
-    out.append(" deny · Tab: feedback")
+    out.append(" deny")
     return out
 
 
@@ -121,8 +121,8 @@ class ApprovalScreen(ModalScreen[p.ApprovalDecision]):
             with Horizontal(id="buttons"):
                 yield self._allow
                 if r.kind == "edit":
-                    yield Button("This file, session (a)", id="allow_file", compact=True)
-                    yield Button("All edits, session (A)", id="allow_edits", compact=True)
+                    yield Button("This file (a)", id="allow_file", compact=True)
+                    yield Button("All edits (A)", id="allow_edits", compact=True)
                 elif r.prefix:
                     label = f"Allow `{clean(r.prefix)[:40]}` this session (a)"
                     yield Button(label, id="allow_prefix", compact=True)

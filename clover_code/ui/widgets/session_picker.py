@@ -1,8 +1,9 @@
-"""The session picker for ``/sessions`` and ``/resume``: date, first prompt and directory
+"""The session picker for ``/sessions`` and ``/resume``: date, directory and first prompt
 of each earlier session; Enter resumes the highlighted one, Esc closes."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import ClassVar
 
 from rich.text import Text
@@ -19,15 +20,21 @@ from clover_code.ui.css import sibling_css
 from clover_code.ui.text import clean
 
 
-def session_label(info: SessionInfo, show_cwd: bool) -> Text:
-    """One row: when, the first prompt, and (listing every directory) where."""
+def session_label(info: SessionInfo) -> Text:
+    """One row: when, where, and the first prompt."""
     row = Text(no_wrap=True, overflow="ellipsis")
     row.append(info.when, style="dim")
-    row.append("  ")
+    row.append(f"  {_short_dir(info.cwd)}  ", style="cyan")
     row.append(clean(info.first_prompt)[:120] or "(no prompt)", style="bold")
-    if show_cwd:
-        row.append(f"  {info.cwd}", style="dim")
     return row
+
+
+def _short_dir(cwd: str) -> str:
+    """The directory with the home directory as ``~`` and long paths cut at the front."""
+    home = str(Path.home())
+    if cwd == home or cwd.startswith(home + "/"):
+        cwd = "~" + cwd[len(home) :]
+    return cwd if len(cwd) <= 32 else "…" + cwd[-31:]
 
 
 class SessionPicker(ModalScreen[SessionInfo | None]):
@@ -38,19 +45,15 @@ class SessionPicker(ModalScreen[SessionInfo | None]):
         Binding("escape", "close", "Close", priority=True),
     ]
 
-    def __init__(self, sessions: list[SessionInfo], title: str, *, show_cwd: bool) -> None:
+    def __init__(self, sessions: list[SessionInfo], title: str) -> None:
         super().__init__()
         self.sessions = sessions
         self.title_text = title
-        self.show_cwd = show_cwd
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
             yield Static(Text(self.title_text, style="bold"), id="title")
-            options = [
-                Option(session_label(s, self.show_cwd), id=str(i))
-                for i, s in enumerate(self.sessions)
-            ]
+            options = [Option(session_label(s), id=str(i)) for i, s in enumerate(self.sessions)]
             yield OptionList(*options, id="sessions")
             yield Static(Text("↑/↓ choose · Enter resume · Esc close", style="dim"), id="hints")
 
