@@ -23,7 +23,7 @@ from clover_code.ui.bridge import EventBridge, SessionEvents, SessionFactory, Se
 from clover_code.ui.clock import Clock
 from clover_code.ui.commands import APPROVAL_MODES, SlashCommandProvider
 from clover_code.ui.file_index import FileIndex
-from clover_code.ui.reports import apply_report, session_started
+from clover_code.ui.reports import alert, apply_report, session_started
 from clover_code.ui.server_wait import delay, not_ready
 from clover_code.ui.slash import SlashCommands
 from clover_code.ui.turn_stats import TurnStats
@@ -199,8 +199,8 @@ class CloverApp(App[int]):
     def _worker_failed(self, event: Worker.StateChanged) -> None:
         if event.state == WorkerState.ERROR and event.worker.group in ("bridge", "session"):
             error = event.worker.error
+            alert(self, str(error), "internal error")
             self.transcript.add_note(f"internal error: {error!r}; the session stopped.", "error")
-            self.notify(str(error), title="internal error", severity="error")
 
     # ------------------------------------------------------------ events
 
@@ -208,8 +208,8 @@ class CloverApp(App[int]):
     def _session_failed(self, event: SessionFailed) -> None:
         self.exit_code = event.exit_code
         self.status_bar.model = "no engine"
+        alert(self, event.message, "clover-code cannot start")
         self.transcript.add_note(event.message, "error")
-        self.notify(event.message, title="clover-code cannot start", severity="error", timeout=10)
 
     @on(SessionEvents)
     def _session_events(self, message: SessionEvents) -> None:

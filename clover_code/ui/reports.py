@@ -18,8 +18,8 @@ def apply_report(app: CloverApp, event: p.Event) -> None:
         if event.text.startswith("approval mode is now"):
             app.status_bar.approval = event.text.split()[-1].rstrip(".")
     elif isinstance(event, p.ErrorEvent):
+        alert(app, event.message, "error")
         t.add_note(event.message, "error")
-        app.notify(event.message, title="error", severity="error", timeout=8)
     elif isinstance(event, p.DiffReport):
         files = ", ".join(event.files) or "no files"
         t.add_diff(f"Changes this session ({files}):", event.diff)
@@ -86,3 +86,11 @@ def ask_checkpoints(app: CloverApp, warning: str) -> None:
     app.push_screen(
         ConfirmScreen("Snapshot this folder so turns can be undone?", details), answered
     )
+
+
+def alert(app: CloverApp, text: str, title: str) -> None:
+    """An error the transcript is about to show: a toast as well only when the reader has
+    scrolled away from the end, where the line would not be seen (else it is said twice)."""
+    t = app.transcript
+    if t.max_scroll_y - max(0, t.scroll_offset.y) > 1:
+        app.notify(text, title=title, severity="error", timeout=8)
