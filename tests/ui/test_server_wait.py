@@ -66,3 +66,19 @@ def test_which_failures_are_worth_waiting_for() -> None:
     assert not not_ready(ModelNotFound("x does not serve the model 'y'"))
     assert not not_ready(EngineUnavailable("No model engine is configured."))
     assert [delay(n) for n in (1, 2, 3, 6, 20)] == [1.0, 2.0, 4.0, 30.0, 30.0]
+
+
+async def test_retry_with_a_session_open_sends_the_last_prompt_again() -> None:
+    from tests.ui import scenes
+    from tests.ui.fakes_ui import replay_app
+
+    app = replay_app(scenes.OPEN, [scenes.error(), []])
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.started is not None)
+        await type_and_send(pilot, "/retry")
+        assert "Nothing to retry" in notes(app)
+        await type_and_send(pilot, "explain calc.py")
+        await until(pilot, lambda: not app.turn_running and len(app.bridge.sent) == 1)
+        await type_and_send(pilot, "/retry")
+        await until(pilot, lambda: len(app.bridge.sent) == 2)
+        assert app.bridge.sent == [p.UserInput(text="explain calc.py")] * 2
