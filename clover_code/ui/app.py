@@ -21,7 +21,7 @@ from textual.worker import Worker, WorkerState
 from clover_code import protocol as p
 from clover_code.ui.bridge import EventBridge, SessionEvents, SessionFactory, SessionFailed
 from clover_code.ui.clock import Clock
-from clover_code.ui.commands import APPROVAL_MODES, SlashCommandProvider
+from clover_code.ui.commands import SlashCommandProvider
 from clover_code.ui.file_index import FileIndex
 from clover_code.ui.reports import alert, apply_report, session_started
 from clover_code.ui.server_wait import delay, not_ready
@@ -306,18 +306,14 @@ class CloverApp(App[int]):
         self.transcript.end_turn()
         if event.status == "interrupted":
             self.transcript.add_note("Interrupted; what arrived is kept.", "warning")
-            self._unqueue_into_prompt()
+            if self.queued.restore_all(self.composer.input):  # not sent after an interrupt
+                self.transcript.add_note("The queued prompts are back in the prompt.")
         elif event.status in ("max_turns", "timeout"):
             self.transcript.add_note(f"The turn stopped: {event.status}.", "warning")
         self.refresh_git()
         following = self.queued.take_next()
         if following is not None:
             self.call_after_refresh(self.send_text, following)
-
-    def _unqueue_into_prompt(self) -> None:
-        """After an interrupt, queued prompts go back into the prompt, not to the model."""
-        if self.queued.restore_all(self.composer.input):
-            self.transcript.add_note("The queued prompts are back in the prompt.")
 
     def action_edit_queued(self) -> None:
         """Take the newest queued prompt back into the prompt (edit it, or clear it)."""
@@ -393,15 +389,9 @@ class CloverApp(App[int]):
         """Switch to the next approval mode (on the main screen; dialogs keep Shift+Tab)."""
         if len(self.screen_stack) > 1:
             self.screen.focus_previous()
-            return
-        current = self.status_bar.approval or "ask"
-        index = APPROVAL_MODES.index(current) if current in APPROVAL_MODES else 0
-        mode = APPROVAL_MODES[(index + 1) % len(APPROVAL_MODES)]
-        self.send(p.SetApprovalMode(mode=mode))
-        self.status_bar.approval = mode
+        else:
+            self.slash.cycle_approval()
 
     def action_toggle_denoise(self) -> None:
         """Show or hide the live denoising view."""
-        denoise = self.transcript.denoise
-        denoise.enabled = not denoise.enabled
-        self.notify(f"Denoising view {'on' if denoise.enabled else 'off'}.", timeout=2)
+        self.slash.toggle_denoise()

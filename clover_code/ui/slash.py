@@ -225,6 +225,20 @@ class SlashCommands:
     def _cmd_quit(self, arg: str) -> None:
         self.app.run_worker(self.app.action_quit())
 
+    def cycle_approval(self) -> None:
+        """Shift+Tab: the next approval mode."""
+        current = self.app.status_bar.approval or "ask"
+        index = APPROVAL_MODES.index(current) if current in APPROVAL_MODES else 0
+        mode = APPROVAL_MODES[(index + 1) % len(APPROVAL_MODES)]
+        self.app.send(p.SetApprovalMode(mode=mode))
+        self.app.status_bar.approval = mode
+
+    def toggle_denoise(self) -> None:
+        """F2: the live denoising view on or off."""
+        denoise = self.app.transcript.denoise
+        denoise.enabled = not denoise.enabled
+        self.app.notify(f"Denoising view {'on' if denoise.enabled else 'off'}.", timeout=2)
+
     def show_history(self, path: Path) -> None:
         """Draw a resumed session's earlier messages."""
         from clover_code.agent.transcript import load
