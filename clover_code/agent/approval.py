@@ -110,6 +110,9 @@ _EDIT_SCOPES: dict[str, Literal["file", "all"]] = {"allow_file": "file", "allow_
 class QueueApprover:
     """Asks through the event stream and waits for an ``ApprovalDecision`` op."""
 
+    shows_diff = True
+    """Edit requests carry the diff they would make (``ApprovalRequested.diff``)."""
+
     def __init__(self, emit: Callable[[p.Event], None]) -> None:
         self._emit = emit
         self._pending: dict[str, asyncio.Future[p.ApprovalDecision]] = {}

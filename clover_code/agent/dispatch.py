@@ -144,7 +144,9 @@ class ToolDispatcher:
         if self.edits.covers(path):
             return None
         prefix = self.policy.session_prefix(command) if shell else None
-        diff = await preview_diff(tool, args, self.context)
+        # Only approvers that show it get the dry run (an editor's would cost a file read).
+        wants_diff = getattr(self.approver, "shows_diff", False)
+        diff = await preview_diff(tool, args, self.context) if wants_diff else None
         answer = await self.approver.request(
             ApprovalRequest(call.id, tool.name, tool.kind, summary, call.arguments, prefix, diff)
         )
