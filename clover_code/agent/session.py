@@ -185,6 +185,9 @@ class Session:
         except CheckpointError as exc:
             startup_notices.append(f"{exc} Undo and diff are off for this session.")
         held = await asyncio.to_thread(snapshot_warning, root) if checkpoints else None
+        if held and approver is not None:  # a front end that cannot be asked: go on, say so
+            startup_notices.append(f"{held} Snapshotting it anyway.")
+            held = None
         servers, mcp_notices = declared_servers(settings, root)
         startup_notices += mcp_notices
         mcp: McpManager | None = None

@@ -5,13 +5,19 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from clover_code.agent import shadow_store
+from clover_code import protocol as p
+from clover_code.agent import shadow_store, workspace_check
+from clover_code.agent.approval import RefuseApprover
 from clover_code.agent.checkpoints import CheckpointStore
+from clover_code.agent.session import Session
 from clover_code.agent.workspace_check import snapshot_warning
+from clover_code.config import Settings
+from tests.fakes import ScriptedBackend
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -66,3 +72,23 @@ def test_home_and_crowded_folders_need_a_yes(tmp_path: Path) -> None:
     subprocess.run(["git", "init", "-q"], cwd=crowded, check=True)
     (crowded / ".gitignore").write_text("data/\n")
     assert snapshot_warning(crowded, home=home, limit=10) is None
+
+
+async def test_a_front_end_that_cannot_ask_snapshots_anyway_and_says_so(
+    repo: Path, make_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = make_settings()
+    monkeypatch.setattr(workspace_check, "LOOSE_FILES_LIMIT", 2)
+    for i in range(4):
+        (repo / f"loose{i}.txt").write_text("x")
+    events: list[p.Event] = []
+    session = await Session.open(
+        settings, ScriptedBackend([]), repo, emit=events.append, approver=RefuseApprover()
+    )
+    try:
+        started = next(e for e in events if isinstance(e, p.SessionStarted))
+        assert started.checkpoint_warning is None and session.checkpoints_held is None
+        notes = [e.text for e in events if isinstance(e, p.Notice)]
+        assert any("more than 2 files outside git" in n and "anyway" in n for n in notes)
+    finally:
+        await session.close()
