@@ -260,6 +260,9 @@ class UndoDone(_Message):
     """Paths (relative to the workspace) that were restored or removed."""
     turn: int | None = None
     """The oldest turn undone (its number in the session)."""
+    forgotten: bool = False
+    """The undone turns were also removed from the conversation the model sees (not
+    possible when it was compacted or cleared since)."""
 
 
 class DiffReport(_Message):

@@ -145,6 +145,10 @@ class CheckpointStore:
         del self._turns[-turns:]
         return sorted(changed)
 
+    def first_of_last(self, turns: int) -> int | None:
+        """The number of the oldest of the newest ``turns`` turns (None if there are fewer)."""
+        return self._turns[-turns].turn if 0 < turns <= len(self._turns) else None
+
     def turns_to_last_change(self) -> tuple[int, int]:
         """``(turns, turn)``: how many of the newest turns to undo so that the newest turn
         that changed files is undone, and that turn's number; ``(0, 0)`` when no turn

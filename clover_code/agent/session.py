@@ -340,7 +340,7 @@ class Session:
             self._emit(p.Notice(text="the conversation was cleared; the old one stays saved."))
         elif isinstance(op, p.Undo):
             if not self._busy():
-                await undo(self.checkpoints, op, self._emit)
+                await undo(self.checkpoints, op, self._emit, self.agent.forget_from)
         elif isinstance(op, p.AllowCheckpoints):
             self.checkpoints_held = None
             self.checkpoints = self.checkpoints if op.allow else None

@@ -11,13 +11,16 @@ from clover_code.agent.checkpoints import CheckpointError, CheckpointStore
 Emit = Callable[[p.Event], None]
 
 
-async def undo(store: CheckpointStore | None, op: p.Undo, emit: Emit) -> None:
-    """Revert the turns ``op`` names (or back to the last that changed files) and report."""
+async def undo(
+    store: CheckpointStore | None, op: p.Undo, emit: Emit, forget: Callable[[int], bool]
+) -> None:
+    """Revert the turns ``op`` names (or back to the last that changed files), drop them
+    from the conversation with ``forget(first turn)`` where it can, and report."""
     if store is None:
         emit(p.ErrorEvent(message="undo is off: checkpoints could not be set up."))
         return
     try:
-        turns, turn = op.turns, None
+        turns, turn = op.turns, store.first_of_last(op.turns)
         if op.last_change:
             turns, turn = await asyncio.to_thread(store.turns_to_last_change)
             if not turns:
@@ -27,7 +30,8 @@ async def undo(store: CheckpointStore | None, op: p.Undo, emit: Emit) -> None:
     except CheckpointError as exc:
         emit(p.ErrorEvent(message=str(exc)))
         return
-    emit(p.UndoDone(turns=turns, files=files, turn=turn))
+    forgotten = turn is not None and forget(turn)
+    emit(p.UndoDone(turns=turns, files=files, turn=turn, forgotten=forgotten))
 
 
 async def show_diff(store: CheckpointStore | None, emit: Emit) -> None:

@@ -69,9 +69,11 @@ def undo_text(event: p.UndoDone) -> str:
         if event.turns > 1:
             which += f" and the {event.turns - 1} after it"
     those = "that turn" if event.turns == 1 else "those turns"
+    if event.forgotten:
+        return f"Undid {which}: restored {files}, and removed {those} from the conversation."
     return (
-        f"Undid {which}: restored {files}. The conversation still holds {those}: the model "
-        "remembers them, so tell it what was undone if it matters."
+        f"Undid {which}: restored {files}. The conversation still holds {those} (it was "
+        "compacted or cleared since), so tell the model what was undone if it matters."
     )
 
 

@@ -29,7 +29,12 @@ async def test_undo_reverts_the_last_turn_that_changed_files_and_says_which(
 ) -> None:
     edit = {"path": "calc.py", "old_string": "return a - b", "new_string": "return a + b"}
     backend = ScriptedBackend(
-        [tool_response(("edit_file", edit)), text_response("Fixed."), text_response("Sure.")]
+        [
+            tool_response(("edit_file", edit)),
+            text_response("Fixed."),
+            text_response("Sure."),
+            text_response("Fresh start."),
+        ]
     )
     app = scripted_app(backend, repo, settings, approval="full-auto")
     async with app.run_test(size=SIZE) as pilot:
@@ -46,12 +51,31 @@ async def test_undo_reverts_the_last_turn_that_changed_files_and_says_which(
         assert app.screen.details == ["  calc.py"]
         await pilot.press("y")
         await until(pilot, lambda: "Undid" in notes(app))
-        assert "Undid turn 1 and the 1 after it: restored calc.py." in notes(app)
-        assert "The conversation still holds those turns" in notes(app)
+        assert (
+            "Undid turn 1 and the 1 after it: restored calc.py, and removed those turns "
+            "from the conversation." in notes(app)
+        )
         assert "return a - b" in (repo / "calc.py").read_text()
         assert app.turn_files == []
         undo = app.bridge.sent[-1]
         assert isinstance(undo, p.Undo) and undo.last_change
+        # the model no longer sees the undone turns
+        await type_and_send(pilot, "start over")
+        await until(pilot, lambda: "Fresh start." in answers(app))
+        sent = str(backend.requests[-1].messages)
+        assert "start over" in sent and "fix add" not in sent and "thanks" not in sent
+
+
+async def test_undo_after_a_compaction_says_the_conversation_keeps_the_turns() -> None:
+    from tests.ui import scenes
+    from tests.ui.fakes_ui import replay_app
+
+    app = replay_app(scenes.OPEN)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.started is not None)
+        app.bridge.emit(p.UndoDone(turns=1, files=["calc.py"], turn=3, forgotten=False))
+        await until(pilot, lambda: "Undid turn 3" in notes(app))
+        assert "The conversation still holds that turn (it was compacted" in notes(app)
 
 
 def _old_session(sessions: Path, session_id: str, cwd: Path, prompt: str) -> None:
