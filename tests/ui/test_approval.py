@@ -155,3 +155,16 @@ async def test_buttons_and_hints_stay_on_an_80x24_screen_with_a_long_diff() -> N
         assert body.max_scroll_y > 0  # the diff scrolls inside the modal
         await pilot.press("n")
         assert app.screen is not screen
+
+
+def test_a_patch_offers_all_edits_but_not_this_file() -> None:
+    patch = p.ApprovalRequested(
+        request_id="r",
+        call_id="c",
+        name="apply_patch",
+        kind="edit",
+        summary="2 files",
+        arguments={"patch": "*** Begin Patch\n*** End Patch\n"},
+    )
+    hints = str(key_hints(patch))
+    assert "this file" not in hints and "A all edits this session" in hints

@@ -70,14 +70,20 @@ FIXED_ROWS = 14
 """Rows of the modal that are not the body: border, title, buttons, hints, feedback."""
 
 
+def one_file(request: p.ApprovalRequested) -> bool:
+    """Whether the edit names one file ("this file" can be offered; a patch names none)."""
+    return isinstance(request.arguments.get("path"), str)
+
+
 def key_hints(request: p.ApprovalRequested) -> Text:
     """The keys line, saying when no session-wide answer is offered and why."""
     out = Text(no_wrap=True, overflow="ellipsis")
     out.append("y", style="bold")
     out.append(" allow once · ")
     if request.kind == "edit":
-        out.append("a", style="bold")
-        out.append(" this file · ")
+        if one_file(request):
+            out.append("a", style="bold")
+            out.append(" this file · ")
         out.append("A", style="bold")
         out.append(" all edits this session · ")
     elif request.prefix:
@@ -121,7 +127,8 @@ class ApprovalScreen(ModalScreen[p.ApprovalDecision]):
             with Horizontal(id="buttons"):
                 yield self._allow
                 if r.kind == "edit":
-                    yield Button("This file (a)", id="allow_file", compact=True)
+                    if one_file(r):
+                        yield Button("This file (a)", id="allow_file", compact=True)
                     yield Button("All edits (A)", id="allow_edits", compact=True)
                 elif r.prefix:
                     label = f"Allow `{clean(r.prefix)[:40]}` this session (a)"
@@ -153,6 +160,8 @@ class ApprovalScreen(ModalScreen[p.ApprovalDecision]):
         """Answer and close (a key for an answer not offered here does nothing)."""
         r = self.request
         if decision == "allow_prefix" and r.kind == "edit":
+            if not one_file(r):
+                return
             decision = "allow_file"
         if decision == "allow_prefix" and not r.prefix:
             if r.name == "shell":
