@@ -210,6 +210,7 @@ class CloverApp(App[int]):
         self.status_bar.model = "no engine"
         alert(self, event.message, "clover-code cannot start")
         self.transcript.add_note(event.message, "error")
+        self.queued.restore_all(self.composer.input)  # kept for /retry, never dropped
 
     @on(SessionEvents)
     def _session_events(self, message: SessionEvents) -> None:
