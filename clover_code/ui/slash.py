@@ -13,7 +13,8 @@ if TYPE_CHECKING:
     from clover_code.ui.app import CloverApp
 
 KEYS_HELP = (
-    "Keys: Enter send · Shift+Enter/Ctrl+J newline · ↑/↓ history · Tab complete · "
+    "Keys: Enter send (queued while a turn runs) · Alt+↑ edit the last queued · "
+    "Shift+Enter/Ctrl+J newline · ↑/↓ history · Tab complete · "
     "@ file · Esc interrupt · Ctrl+C twice quit · Shift+Tab approval mode · "
     "F2 denoising view · Ctrl+P commands"
 )
