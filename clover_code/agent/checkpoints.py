@@ -145,6 +145,24 @@ class CheckpointStore:
         del self._turns[-turns:]
         return sorted(changed)
 
+    def first_of_last(self, turns: int) -> int | None:
+        """The number of the oldest of the newest ``turns`` turns (None if there are fewer)."""
+        return self._turns[-turns].turn if 0 < turns <= len(self._turns) else None
+
+    def turns_to_last_change(self) -> tuple[int, int]:
+        """``(turns, turn)``: how many of the newest turns to undo so that the newest turn
+        that changed files is undone, and that turn's number; ``(0, 0)`` when no turn
+        that can be undone changed a file."""
+        now: str | None = None
+        for back, t in enumerate(reversed(self._turns), 1):
+            after = t.after
+            if after is None:
+                now = now or self.shadow.capture(with_git=False)
+                after = now
+            if self.shadow.changed(t.before, after):
+                return back, t.turn
+        return 0, 0
+
     def diff_since_session_start(self) -> tuple[str, list[str]]:
         """The unified diff of the workspace since the first checkpoint, and its paths."""
         if self._start is None:

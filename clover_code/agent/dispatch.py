@@ -25,6 +25,7 @@ from pydantic import BaseModel, ValidationError
 
 from clover_code import protocol as p
 from clover_code.agent.approval import ApprovalRequest, Approver
+from clover_code.agent.edit_preview import EditAllowance, preview_diff
 from clover_code.agent.permissions import PermissionPolicy
 from clover_code.config import ApprovalMode
 from clover_code.errors import CloverError
@@ -75,6 +76,7 @@ class ToolDispatcher:
         self.spill = spill
         self.emit = emit
         self.on_todo = on_todo
+        self.edits = EditAllowance()
 
     def screen(self, calls: list[ToolCall]) -> None:
         """Check each call's raw arguments and keep only a safe copy of them.
@@ -157,6 +159,7 @@ class ToolDispatcher:
             call.result = refusal
             self._finish(call, "denied", refusal, {}, started)
             return
+        started = time.monotonic()  # the duration is the run's, not the wait for the user
         streamed: list[str] = []
         try:
             result = await self._execute(call, tool, args, streamed)
@@ -199,7 +202,13 @@ class ToolDispatcher:
             return None
         if ruling.verdict == "deny":
             return f"refused: {ruling.reason}"
+        path = arguments.get("path") if tool.kind == "edit" else None
+        if self.edits.covers(path):
+            return None
         prefix = self.policy.session_prefix(command) if shell else None
+        # Only approvers that show it get the dry run (an editor's would cost a file read).
+        wants_diff = getattr(self.approver, "shows_diff", False)
+        diff = await preview_diff(tool, args, self.context) if wants_diff else None
         answer = await self.approver.request(
             ApprovalRequest(
                 call.id,
@@ -209,11 +218,13 @@ class ToolDispatcher:
                 call.arguments,
                 prefix,
                 protected=ruling.protected,
+                diff=diff,
             )
         )
         if answer.allowed:
             if answer.remember_prefix and shell:
                 self.policy.allow_for_session(answer.remember_prefix)
+            self.edits.remember(answer.remember_edits, path)
             return None
         reason = answer.feedback or "the user did not allow this call."
         return f"denied: {reason} ({ruling.reason})"

@@ -106,6 +106,8 @@ class Agent:
         For trouble that makes going on pointless (the transcript cannot be
         written); the reason is reported by whoever calls this."""
         self.stopped = reason
+        self._turn_starts: dict[int, int] = {}
+        """Where each turn of this run begins in ``messages`` (until history is rewritten)."""
 
     @property
     def approval_mode(self) -> ApprovalMode:
@@ -132,6 +134,7 @@ class Agent:
     async def run_turn(self, text: str) -> p.TurnFinished:
         """Work on one user input until the model answers, a limit hits, or it is cancelled."""
         self.turn += 1
+        self._turn_starts[self.turn] = len(self.messages)
         self._add({"role": "user", "content": text})
         self.emit(p.TurnStarted(turn=self.turn, text=text))
         state = _TurnState()
@@ -331,6 +334,7 @@ class Agent:
             todo=self.todo,
         )
         self.messages = history
+        self._turn_starts.clear()
         self.counter.reset()
         self._record_history(history)
         after = self.counter.prompt(self.system_prompt, self.messages, self._specs)
@@ -339,9 +343,22 @@ class Agent:
     def clear(self) -> None:
         """Forget the conversation (the ``/clear`` command); the transcript keeps it."""
         self.messages = []
+        self._turn_starts.clear()
         self.todo = []
         self.counter.reset()
         self._record_history([])
+
+    def forget_from(self, turn: int) -> bool:
+        """Drop ``turn`` and every later turn from the conversation (after an undo);
+        False, changing nothing, when the history was compacted or cleared since."""
+        start = self._turn_starts.get(turn)
+        if start is None:
+            return False
+        self.messages = self.messages[:start]
+        self._turn_starts = {t: i for t, i in self._turn_starts.items() if t < turn}
+        self.counter.reset()
+        self._record_history(self.messages)
+        return True
 
     def _wire_messages(self) -> list[Message]:
         """The history as sent to the model (reasoning stays in the transcript only)."""

@@ -19,7 +19,14 @@ from clover_code.agent.checkpoints import CheckpointError, CheckpointStore
 from clover_code.agent.instructions import system_prompt
 from clover_code.agent.loop import Agent
 from clover_code.agent.mcp_config import declared_servers
+from clover_code.agent.session_checkpoints import (
+    checkpoints_answer,
+    held_notice,
+    show_diff,
+    undo,
+)
 from clover_code.agent.transcript import Transcript, TranscriptError, load, new_session_id
+from clover_code.agent.workspace_check import snapshot_warning
 from clover_code.config import ApprovalMode, Settings, user_data_dir
 from clover_code.engine.base import Backend
 from clover_code.errors import CloverError
@@ -106,6 +113,9 @@ class Session:
         self._emit = emit
         self._turn: asyncio.Task[p.TurnFinished] | None = None
         self.checkpoints = checkpoints
+        self._ending = False
+        self.checkpoints_held: str | None = None
+        """Why snapshots wait for the user's yes (``AllowCheckpoints``), if they do."""
         self.mcp = mcp
 
     @classmethod
@@ -176,6 +186,10 @@ class Session:
             startup_notices.append(f"{exc} Undo and diff are off for this session.")
         trust_notice = settings.project_trust.notice() if settings.project_trust else None
         startup_notices += [trust_notice] if trust_notice else []
+        held = await asyncio.to_thread(snapshot_warning, root) if checkpoints else None
+        if held and approver is not None:  # a front end that cannot be asked: go on, say so
+            startup_notices.append(f"{held} Snapshotting it anyway.")
+            held = None
         servers, mcp_notices = declared_servers(settings, root)
         startup_notices += mcp_notices
         mcp: McpManager | None = None
@@ -237,6 +251,7 @@ class Session:
             mcp=mcp,
         )
         transcript.on_failure = session._transcript_failed
+        session.checkpoints_held = held
         record_and_emit(
             p.SessionStarted(
                 session_id=session_id,
@@ -247,6 +262,7 @@ class Session:
                 approval=approval_mode,
                 transcript=str(transcript.path),
                 resumed=resume is not None,
+                checkpoint_warning=held,
             )
         )
         if choice.notice:
@@ -281,6 +297,9 @@ class Session:
         """One agent turn between a snapshot before it and one after it (for undo)."""
         turn = self.agent.turn + 1  # run_turn numbers the turn it starts like this
         store = self.checkpoints
+        if store is not None and self.checkpoints_held:
+            self._emit(p.Notice(level="warning", text=held_notice(self.checkpoints_held)))
+            store = None
         if store is not None:
             try:
                 await asyncio.to_thread(store.snapshot, turn)
@@ -292,37 +311,19 @@ class Session:
         try:
             return await self.agent.run_turn(text)
         finally:
+            self._ending = True  # TurnFinished is out; only the checkpoint is left
             if store is not None:
                 with contextlib.suppress(CheckpointError):
                     await asyncio.shield(asyncio.to_thread(store.end_turn, turn))
 
-    async def _undo(self, op: p.Undo) -> None:
-        if self.checkpoints is None:
-            self._emit(p.ErrorEvent(message="undo is off: checkpoints could not be set up."))
-            return
-        try:
-            files = await asyncio.to_thread(self.checkpoints.undo, op.turns, op.force)
-        except CheckpointError as exc:
-            self._emit(p.ErrorEvent(message=str(exc)))
-            return
-        self._emit(p.UndoDone(turns=op.turns, files=files))
-
-    async def _show_diff(self) -> None:
-        if self.checkpoints is None:
-            self._emit(p.ErrorEvent(message="diff is off: checkpoints could not be set up."))
-            return
-        try:
-            diff, files = await asyncio.to_thread(self.checkpoints.diff_since_session_start)
-        except CheckpointError as exc:
-            self._emit(p.ErrorEvent(message=str(exc)))
-            return
-        self._emit(p.DiffReport(diff=diff, files=files))
-
     async def submit(self, op: p.Op) -> None:
         """Act on an op from a front end."""
+        if not isinstance(op, p.Interrupt | p.ApprovalDecision):
+            await self._wind_down()
         if isinstance(op, p.UserInput):
             if self._busy():
                 return
+            self._ending = False
             self._turn = asyncio.create_task(self._checkpointed_turn(op.text))
             self._turn.add_done_callback(lambda _: setattr(self, "_turn", None))
         elif isinstance(op, p.Interrupt):
@@ -347,12 +348,25 @@ class Session:
             self._emit(p.Notice(text="the conversation was cleared; the old one stays saved."))
         elif isinstance(op, p.Undo):
             if not self._busy():
-                await self._undo(op)
+                await undo(self.checkpoints, op, self._emit, self.agent.forget_from)
+        elif isinstance(op, p.AllowCheckpoints):
+            self.checkpoints_held = None
+            self.checkpoints = self.checkpoints if op.allow else None
+            self._emit(p.Notice(text=checkpoints_answer(op.allow)))
         elif isinstance(op, p.ShowDiff):
             if not self._busy():
-                await self._show_diff()
+                await show_diff(self.checkpoints, self._emit)
         elif isinstance(op, p.Shutdown):
             await self.close()
+
+    async def _wind_down(self) -> None:
+        """A turn that already reported its end may still be saving its checkpoint: an op
+        sent right after (a queued prompt, /undo) waits for that, instead of being refused."""
+        turn = self._turn
+        if turn is not None and self._ending:
+            await asyncio.gather(asyncio.shield(turn), return_exceptions=True)
+            if self._turn is turn:
+                self._turn = None
 
     def _busy(self) -> bool:
         if self._turn is None:
