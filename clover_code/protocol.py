@@ -12,6 +12,7 @@ This module imports nothing else of clover-code.
 
 from __future__ import annotations
 
+import uuid
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -21,23 +22,42 @@ class _Message(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+def new_op_id() -> str:
+    """A fresh op id (unique within the process and across runs)."""
+    return uuid.uuid4().hex[:12]
+
+
+class _Op(_Message):
+    """An operation; its ``id`` comes back as ``op_id`` on the events it causes."""
+
+    type: str
+    id: str = Field(default_factory=new_op_id)
+
+
+class _Event(_Message):
+    """An event; ``op_id`` names the op that caused it (None: the session's own)."""
+
+    type: str
+    op_id: str | None = None
+
+
 # ---------------------------------------------------------------- operations
 
 
-class UserInput(_Message):
+class UserInput(_Op):
     """Start a turn with the user's text."""
 
     type: Literal["user_input"] = "user_input"
     text: str
 
 
-class Interrupt(_Message):
+class Interrupt(_Op):
     """Stop the running turn at once; what arrived so far is kept."""
 
     type: Literal["interrupt"] = "interrupt"
 
 
-class ApprovalDecision(_Message):
+class ApprovalDecision(_Op):
     """The user's answer to an ``ApprovalRequested`` event."""
 
     type: Literal["approval_decision"] = "approval_decision"
@@ -48,14 +68,26 @@ class ApprovalDecision(_Message):
     """Text passed to the model with a denial."""
 
 
-class SetApprovalMode(_Message):
-    """Switch the approval mode for the rest of the session."""
+ApprovalModeName = Literal["read-only", "ask", "auto-edit", "full-auto"]
+
+
+class SetApprovalMode(_Op):
+    """Switch the approval mode for the rest of the session (``ApprovalModeChanged`` answers)."""
 
     type: Literal["set_approval_mode"] = "set_approval_mode"
-    mode: Literal["read-only", "ask", "auto-edit", "full-auto"]
+    mode: ApprovalModeName
 
 
-class Undo(_Message):
+class AutoCommit(_Op):
+    """Commit what the agent changed in the workspace's git repository
+    (``AutoCommitted`` answers, or an ``ErrorEvent`` saying why not)."""
+
+    type: Literal["auto_commit"] = "auto_commit"
+    subject: str
+    """The commit message's first line."""
+
+
+class Undo(_Op):
     """Revert the workspace to before the last ``turns`` turns (checkpoints).
 
     Refused with an error event when the user changed the same files since,
@@ -69,7 +101,7 @@ class Undo(_Message):
     then ignored."""
 
 
-class AllowCheckpoints(_Message):
+class AllowCheckpoints(_Op):
     """The answer to ``SessionStarted.checkpoint_warning``: snapshot the workspace
     (``allow``) or turn checkpoints (undo, diff) off for the session."""
 
@@ -77,25 +109,25 @@ class AllowCheckpoints(_Message):
     allow: bool
 
 
-class ShowDiff(_Message):
+class ShowDiff(_Op):
     """Ask for what the agent changed in the workspace this session."""
 
     type: Literal["show_diff"] = "show_diff"
 
 
-class Compact(_Message):
+class Compact(_Op):
     """Summarise older turns now to free context."""
 
     type: Literal["compact"] = "compact"
 
 
-class ClearHistory(_Message):
+class ClearHistory(_Op):
     """Start a fresh conversation (the transcript of the old one is kept)."""
 
     type: Literal["clear_history"] = "clear_history"
 
 
-class Shutdown(_Message):
+class Shutdown(_Op):
     """End the session cleanly."""
 
     type: Literal["shutdown"] = "shutdown"
@@ -106,6 +138,7 @@ Op = Annotated[
     | Interrupt
     | ApprovalDecision
     | SetApprovalMode
+    | AutoCommit
     | Undo
     | AllowCheckpoints
     | ShowDiff
@@ -120,7 +153,7 @@ OP_ADAPTER: TypeAdapter[Op] = TypeAdapter(Op)
 # -------------------------------------------------------------------- events
 
 
-class SessionStarted(_Message):
+class SessionStarted(_Event):
     """A session is ready: which engine, model, sandbox and where it is saved."""
 
     type: Literal["session_started"] = "session_started"
@@ -137,7 +170,7 @@ class SessionStarted(_Message):
     outside git); turns are not checkpointed until ``AllowCheckpoints`` answers."""
 
 
-class TurnStarted(_Message):
+class TurnStarted(_Event):
     """The agent began working on a user input."""
 
     type: Literal["turn_started"] = "turn_started"
@@ -145,7 +178,7 @@ class TurnStarted(_Message):
     text: str
 
 
-class BlockDraft(_Message):
+class BlockDraft(_Event):
     """One denoising step of the block being generated; ``None`` marks a mask."""
 
     type: Literal["block_draft"] = "block_draft"
@@ -155,7 +188,7 @@ class BlockDraft(_Message):
     confidences: list[float] | None = None
 
 
-class BlockCommitted(_Message):
+class BlockCommitted(_Event):
     """A finished block of model output; its text never changes afterwards."""
 
     type: Literal["block_committed"] = "block_committed"
@@ -166,21 +199,21 @@ class BlockCommitted(_Message):
     steps: int | None = None
 
 
-class ReasoningDelta(_Message):
+class ReasoningDelta(_Event):
     """Thinking text."""
 
     type: Literal["reasoning_delta"] = "reasoning_delta"
     text: str
 
 
-class ContentDelta(_Message):
+class ContentDelta(_Event):
     """Answer text."""
 
     type: Literal["content_delta"] = "content_delta"
     text: str
 
 
-class ToolCallStarted(_Message):
+class ToolCallStarted(_Event):
     """A validated tool call is about to run (or wait for approval)."""
 
     type: Literal["tool_call_started"] = "tool_call_started"
@@ -191,7 +224,7 @@ class ToolCallStarted(_Message):
     summary: str
 
 
-class ToolOutput(_Message):
+class ToolOutput(_Event):
     """Live output of a running command."""
 
     type: Literal["tool_output"] = "tool_output"
@@ -199,7 +232,7 @@ class ToolOutput(_Message):
     text: str
 
 
-class ToolCallFinished(_Message):
+class ToolCallFinished(_Event):
     """A tool call ended; ``result`` is what the model sees."""
 
     type: Literal["tool_call_finished"] = "tool_call_finished"
@@ -211,7 +244,7 @@ class ToolCallFinished(_Message):
     duration: float = 0.0
 
 
-class ApprovalRequested(_Message):
+class ApprovalRequested(_Event):
     """The core waits for an ``ApprovalDecision`` on this call."""
 
     type: Literal["approval_requested"] = "approval_requested"
@@ -227,7 +260,7 @@ class ApprovalRequested(_Message):
     """For an edit: the unified diff it would make to the file as it is now."""
 
 
-class UsageReport(_Message):
+class UsageReport(_Event):
     """Token accounting after a model response."""
 
     type: Literal["usage"] = "usage"
@@ -247,14 +280,14 @@ class TodoItem(_Message):
     status: Literal["pending", "in_progress", "done"] = "pending"
 
 
-class TodoUpdated(_Message):
+class TodoUpdated(_Event):
     """The model's checklist changed; front ends show it."""
 
     type: Literal["todo_updated"] = "todo_updated"
     items: list[TodoItem]
 
 
-class UndoDone(_Message):
+class UndoDone(_Event):
     """The workspace was restored to a checkpoint."""
 
     type: Literal["undo_done"] = "undo_done"
@@ -268,7 +301,7 @@ class UndoDone(_Message):
     possible when it was compacted or cleared since)."""
 
 
-class DiffReport(_Message):
+class DiffReport(_Event):
     """What the agent changed this session, as a unified diff."""
 
     type: Literal["diff_report"] = "diff_report"
@@ -276,7 +309,7 @@ class DiffReport(_Message):
     files: list[str]
 
 
-class Compacted(_Message):
+class Compacted(_Event):
     """Older turns were summarised to free context."""
 
     type: Literal["compacted"] = "compacted"
@@ -285,7 +318,21 @@ class Compacted(_Message):
     tokens_after: int
 
 
-class Notice(_Message):
+class ApprovalModeChanged(_Event):
+    """The approval mode now in force (after a ``SetApprovalMode``)."""
+
+    type: Literal["approval_mode_changed"] = "approval_mode_changed"
+    mode: ApprovalModeName
+
+
+class AutoCommitted(_Event):
+    """The answer to ``AutoCommit``: the new commit, or None when nothing changed."""
+
+    type: Literal["auto_committed"] = "auto_committed"
+    commit: str | None = None
+
+
+class Notice(_Event):
     """Something the user should know that is not an error."""
 
     type: Literal["notice"] = "notice"
@@ -293,7 +340,7 @@ class Notice(_Message):
     text: str
 
 
-class ErrorEvent(_Message):
+class ErrorEvent(_Event):
     """Something went wrong; ``fatal`` means the session cannot go on."""
 
     type: Literal["error"] = "error"
@@ -304,7 +351,7 @@ class ErrorEvent(_Message):
 TurnStatus = Literal["completed", "interrupted", "failed", "max_turns", "timeout"]
 
 
-class TurnFinished(_Message):
+class TurnFinished(_Event):
     """The turn ended and the core is ready for the next input."""
 
     type: Literal["turn_finished"] = "turn_finished"
@@ -314,7 +361,7 @@ class TurnFinished(_Message):
     model_requests: int = 0
 
 
-class SessionEnded(_Message):
+class SessionEnded(_Event):
     """The session closed; the transcript is complete."""
 
     type: Literal["session_ended"] = "session_ended"
@@ -337,6 +384,8 @@ Event = Annotated[
     | UndoDone
     | DiffReport
     | Compacted
+    | ApprovalModeChanged
+    | AutoCommitted
     | Notice
     | ErrorEvent
     | TurnFinished

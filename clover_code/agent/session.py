@@ -8,45 +8,51 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 from collections.abc import Callable
+from contextvars import ContextVar
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from clover_code import protocol as p
 from clover_code.agent.approval import Approver, QueueApprover
 from clover_code.agent.checkpoints import CheckpointError, CheckpointStore
-from clover_code.agent.instructions import system_prompt
 from clover_code.agent.loop import Agent
-from clover_code.agent.mcp_config import declared_servers
 from clover_code.agent.session_checkpoints import (
+    auto_commit,
     checkpoints_answer,
     held_notice,
     show_diff,
     undo,
 )
-from clover_code.agent.transcript import Transcript, TranscriptError, load, new_session_id
-from clover_code.agent.workspace_check import snapshot_warning
+from clover_code.agent.steps import Step, run_all
+from clover_code.agent.transcript import Transcript, TranscriptError
 from clover_code.config import ApprovalMode, Settings, user_data_dir
 from clover_code.engine.base import Backend
-from clover_code.errors import CloverError
+from clover_code.errors import CloverError, EngineError
 from clover_code.repomap import RepoMap
-from clover_code.tools.base import ToolContext
-from clover_code.tools.fileio import FileAccess, LocalFiles
-from clover_code.tools.registry import default_tools
+from clover_code.tools.fileio import FileAccess
 from clover_code.tools.sandbox.base import Sandbox
-from clover_code.tools.sandbox.policy import SandboxLimits
-from clover_code.tools.sandbox.select import SandboxChoice, choose_sandbox
-from clover_code.tools.spill import OutputSpill
-from clover_code.tools.workspace import Workspace
+from clover_code.tools.sandbox.select import SandboxChoice
 
 if TYPE_CHECKING:
     from clover_code.tools.mcp import McpManager
 
+CAUSE: ContextVar[str | None] = ContextVar("clover_op_id", default=None)
+"""The id of the op being acted on; the turn task it starts inherits it."""
+
+
+def caused(event: p.Event) -> p.Event:
+    """``event`` with the id of the op that caused it (as the session emits it)."""
+    cause = CAUSE.get()
+    if cause is None or event.op_id is not None:
+        return event
+    return event.model_copy(update={"op_id": cause})
+
+
 # Events too frequent or too bulky to be worth a durable line each.
 # Committed blocks are left out too: their text is in the assistant message, and
 # a durable write per block (up to ~200 a second) would hold up the front end.
-_NOT_RECORDED = frozenset(
+NOT_RECORDED = frozenset(
     {"block_draft", "block_committed", "tool_output", "content_delta", "reasoning_delta"}
 )
 
@@ -68,7 +74,7 @@ REPO_MAP_WAIT = 10.0
 goes on building (and caching) in the background instead of holding up the start."""
 
 
-async def _repo_map(root: Path, budget: int) -> tuple[RepoMap | None, str, list[str]]:
+async def repo_map_for(root: Path, budget: int) -> tuple[RepoMap | None, str, list[str]]:
     """The shared repo map, its text for the system prompt, and notes."""
     if budget <= 0:
         return None, "", []
@@ -132,165 +138,48 @@ class Session:
         sandbox: SandboxChoice | None = None,
         files: FileAccess | None = None,
     ) -> Session:
-        """Set up the workspace, sandbox, tools and transcript, and announce the session.
+        """Open a session on an engine the caller opened (tests, benches).
 
-        ``sandbox`` replaces the choice ``settings.sandbox`` would make (the ACP
-        front end passes the editor's terminal); ``files`` is how the file tools
-        read and write (default: the local disk; ACP: the editor's buffers)."""
-        root, is_git = find_root(cwd)
-        loop = asyncio.get_running_loop()
+        Front ends use ``clover_code.agent.open.open_session``, which also
+        selects the engine; this is its ``open_with_backend``."""
+        from clover_code.agent.open import open_with_backend
 
-        def progress(line: str) -> None:
-            # The image build runs in a worker thread; events go out on the loop.
-            loop.call_soon_threadsafe(emit, p.Notice(text=f"sandbox: {line}"))
-
-        if sandbox is not None:
-            choice = sandbox
-        else:
-            choice = await asyncio.to_thread(
-                choose_sandbox,
-                settings.sandbox,
-                root,
-                network=settings.sandbox_network,
-                limits=SandboxLimits(
-                    memory_mb=settings.sandbox_memory_mb,
-                    pids=settings.sandbox_pids,
-                    cpus=settings.sandbox_cpus,
-                ),
-                passthrough=settings.sandbox_env,
-                output_limit=settings.output_limit,
-                progress=progress,
-                image=settings.sandbox_image,
-            )
-        messages: list[dict[str, Any]] = []
-        if resume is not None:
-            loaded = load(resume)
-            session_id = str(loaded.meta["id"])
-            messages = loaded.messages
-            transcript = Transcript.reopen(resume)
-        else:
-            session_id = new_session_id()
-            transcript = Transcript.create(
-                settings.resolved_sessions_dir(),
-                {"id": session_id, "cwd": str(root), "model": backend.model, "pid": os.getpid()},
-            )
-
-        spill = OutputSpill(transcript.path.with_suffix(".outputs"), settings.output_limit)
-        startup_notices: list[str] = []
-        checkpoints: CheckpointStore | None = None
-        try:
-            checkpoints = await asyncio.to_thread(
-                CheckpointStore, root, user_data_dir(), session_id
-            )
-        except CheckpointError as exc:
-            startup_notices.append(f"{exc} Undo and diff are off for this session.")
-        trust_notice = settings.project_trust.notice() if settings.project_trust else None
-        startup_notices += [trust_notice] if trust_notice else []
-        held = await asyncio.to_thread(snapshot_warning, root) if checkpoints else None
-        if held and approver is not None:  # a front end that cannot be asked: go on, say so
-            startup_notices.append(f"{held} Snapshotting it anyway.")
-            held = None
-        servers, mcp_notices = declared_servers(settings, root)
-        startup_notices += mcp_notices
-        mcp: McpManager | None = None
-        if servers:
-            from clover_code.tools.mcp import McpManager  # the SDK takes a second to import
-
-            mcp = McpManager(
-                servers,
-                root=root,
-                call_timeout=settings.mcp_timeout,
-                project_policy=settings.mcp_project,
-            )
-            startup_notices += await mcp.start()
-        repo_map, map_text, map_notes = await _repo_map(root, settings.repo_map_tokens)
-        startup_notices += map_notes
-        tools = default_tools(shell=choice.sandbox is not None, spill=spill, repo_map=repo_map)
-        tools += mcp.tools if mcp is not None else []
-
-        def record_and_emit(event: p.Event) -> None:
-            if event.type not in _NOT_RECORDED:
-                transcript.event(event.model_dump(mode="json"))
-            emit(event)
-
-        agent = Agent(
-            backend=backend,
-            tools=tools,
-            context=ToolContext(
-                workspace=Workspace(root),
-                sandbox=choice.sandbox,
-                shell_timeout=settings.shell_timeout,
-                output_limit=settings.output_limit,
-                files=files or LocalFiles(),
-            ),
-            settings=settings,
-            approver=approver or QueueApprover(record_and_emit),
+        return await open_with_backend(
+            settings,
+            backend,
+            cwd,
+            emit=emit,
+            approver=approver,
             approval_mode=approval_mode,
-            system_prompt=system_prompt(
-                root,
-                is_git=is_git,
-                shell=choice.sandbox.kind if choice.sandbox else None,
-                tools=[t.name for t in tools],
-                repo_map=map_text,
-            ),
-            emit=record_and_emit,
-            record_message=transcript.message,
-            record_history=transcript.history,
-            spill=spill,
-            messages=messages,
+            resume=resume,
+            sandbox=sandbox,
+            files=files,
         )
-        session = cls(
-            settings=settings,
-            session_id=session_id,
-            transcript=transcript,
-            backend=backend,
-            sandbox=choice.sandbox,
-            agent=agent,
-            emit=record_and_emit,
-            checkpoints=checkpoints,
-            mcp=mcp,
-        )
-        transcript.on_failure = session._transcript_failed
-        session.checkpoints_held = held
-        record_and_emit(
-            p.SessionStarted(
-                session_id=session_id,
-                cwd=str(root),
-                engine=backend.name,
-                model=backend.model,
-                sandbox=choice.sandbox.kind if choice.sandbox else "off",
-                approval=approval_mode,
-                transcript=str(transcript.path),
-                resumed=resume is not None,
-                checkpoint_warning=held,
-            )
-        )
-        if choice.notice:
-            level = "warning" if choice.warning else "info"
-            record_and_emit(p.Notice(level=level, text=choice.notice))
-        for text in startup_notices:
-            record_and_emit(p.Notice(level="warning", text=text))
-        if not is_git:
-            record_and_emit(
-                p.Notice(
-                    text=f"{root} is not a git repository: the agent works and undo uses "
-                    "clover-code's own checkpoints, but --auto-commit needs git "
-                    "(run `git init` to enable it)."
-                )
-            )
-        return session
 
     def _transcript_failed(self, error: TranscriptError) -> None:
         """A transcript write failed: say so once, and let no turn go on unrecorded."""
         self._emit(p.ErrorEvent(message=str(error), fatal=True))
         self.agent.stop(str(error))
 
-    async def run_turn(self, text: str) -> p.TurnFinished:
-        """Run one turn to its end (Interrupt ops cancel it)."""
+    @property
+    def engine_failure(self) -> EngineError | None:
+        """The engine error the last failed model response ended with, if any."""
+        return getattr(self.backend, "failure", None)
+
+    @property
+    def transcript_failure(self) -> TranscriptError | None:
+        """The transcript write failure that stopped recording, if one happened."""
+        return self.transcript.failure
+
+    async def run_turn(self, op: p.UserInput | str) -> p.TurnFinished:
+        """Run one turn to its end (Interrupt ops cancel it); its events carry ``op.id``."""
+        op = op if isinstance(op, p.UserInput) else p.UserInput(text=op)
         self._turn = asyncio.current_task()
+        cause = CAUSE.set(op.id)
         try:
-            return await self._checkpointed_turn(text)
+            return await self._checkpointed_turn(op.text)
         finally:
+            CAUSE.reset(cause)
             self._turn = None
 
     async def _checkpointed_turn(self, text: str) -> p.TurnFinished:
@@ -317,7 +206,14 @@ class Session:
                     await asyncio.shield(asyncio.to_thread(store.end_turn, turn))
 
     async def submit(self, op: p.Op) -> None:
-        """Act on an op from a front end."""
+        """Act on an op from a front end; the events it causes carry its id."""
+        cause = CAUSE.set(op.id)
+        try:
+            await self._act(op)
+        finally:
+            CAUSE.reset(cause)
+
+    async def _act(self, op: p.Op) -> None:
         if not isinstance(op, p.Interrupt | p.ApprovalDecision):
             await self._wind_down()
         if isinstance(op, p.UserInput):
@@ -335,7 +231,11 @@ class Session:
                 self._emit(p.ErrorEvent(message=f"no approval is waiting as '{op.request_id}'."))
         elif isinstance(op, p.SetApprovalMode):
             self.agent.approval_mode = op.mode
+            self._emit(p.ApprovalModeChanged(mode=op.mode))
             self._emit(p.Notice(text=f"approval mode is now {op.mode}."))
+        elif isinstance(op, p.AutoCommit):
+            if not self._busy():
+                await auto_commit(self.checkpoints, op.subject, self._emit)
         elif isinstance(op, p.Compact):
             if self._busy():
                 return
@@ -382,14 +282,17 @@ class Session:
         return p.TurnFinished(turn=self.agent.turn, status="completed")
 
     async def close(self) -> None:
-        """Stop any running turn, release the engine and sandbox, close the transcript."""
+        """Stop any running turn, release the MCP servers, sandbox and engine, close the
+        transcript. Every step runs even when one fails; the first failure is raised after."""
         if self._turn is not None and self._turn is not asyncio.current_task():
             self._turn.cancel()
             await asyncio.gather(self._turn, return_exceptions=True)
+        steps: list[tuple[str, Step]] = []
         if self.mcp is not None:
-            await self.mcp.aclose()
+            steps.append(("MCP servers", self.mcp.aclose))
         if self.sandbox is not None:
-            await self.sandbox.close()
-        await self.backend.aclose()
-        self._emit(p.SessionEnded(session_id=self.id))
-        self.transcript.close()
+            steps.append(("sandbox", self.sandbox.close))
+        steps.append(("engine", self.backend.aclose))
+        steps.append(("end event", lambda: self._emit(p.SessionEnded(session_id=self.id))))
+        steps.append(("transcript", self.transcript.close))
+        await run_all(steps)

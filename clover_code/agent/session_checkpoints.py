@@ -56,3 +56,18 @@ def checkpoints_answer(allow: bool) -> str:
 def held_notice(why: str) -> str:
     """The notice for a turn that starts before the user allowed snapshots."""
     return f"{why} Not snapshotted until you allow it: this turn cannot be undone."
+
+
+async def auto_commit(store: CheckpointStore | None, subject: str, emit: Emit) -> None:
+    """Commit what the agent changed, with ``subject`` as the message (``AutoCommit``)."""
+    if store is None:
+        emit(p.ErrorEvent(message="--auto-commit needs checkpoints, which are off."))
+        return
+    try:
+        commit = await asyncio.to_thread(store.auto_commit, subject)
+    except CheckpointError as exc:
+        emit(p.ErrorEvent(message=str(exc)))
+        return
+    emit(p.AutoCommitted(commit=commit or None))
+    text = f"committed the agent's changes as {commit[:12]}." if commit else "nothing to commit."
+    emit(p.Notice(text=text))

@@ -1,0 +1,371 @@
+"""The one way a front end opens a session: ``open_session``.
+
+It selects the engine (lending one loaded local checkpoint to every session
+of the process through ``Engines``), opens the sandbox, the transcript,
+checkpoints, MCP servers and the repo map, and builds the ``Session``. When
+a later step fails, everything an earlier step started is released again
+before the error goes up. Front ends plug their own adapters in (ACP: the
+editor's file system and terminal) instead of importing the engine or the
+tools.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncGenerator, Callable
+from contextlib import aclosing
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from clover_code import protocol as p
+from clover_code.agent.approval import Approver, QueueApprover
+from clover_code.agent.checkpoints import CheckpointError, CheckpointStore
+from clover_code.agent.instructions import system_prompt
+from clover_code.agent.loop import Agent
+from clover_code.agent.mcp_config import declared_servers
+from clover_code.agent.session import NOT_RECORDED, Session, caused, find_root, repo_map_for
+from clover_code.agent.steps import Steps
+from clover_code.agent.transcript import Transcript, load, new_session_id
+from clover_code.agent.workspace_check import snapshot_warning
+from clover_code.config import ApprovalMode, Settings, user_data_dir
+from clover_code.engine.base import Backend, ChatRequest
+from clover_code.engine.events import EngineEvent, Failed
+from clover_code.engine.select import is_local, open_backend
+from clover_code.engine.shared import SharedBackend
+from clover_code.errors import EngineError, SandboxUnavailable
+from clover_code.tools.base import ToolContext
+from clover_code.tools.fileio import FileAccess, LocalFiles
+from clover_code.tools.registry import default_tools
+from clover_code.tools.sandbox.base import Sandbox
+from clover_code.tools.sandbox.select import SandboxChoice, choose_from_settings
+from clover_code.tools.spill import OutputSpill
+from clover_code.tools.workspace import Workspace
+
+if TYPE_CHECKING:
+    from clover_code.tools.mcp import McpManager
+
+__all__ = ["Engines", "FileAccess", "Sandbox", "open_session", "open_with_backend"]
+
+Emit = Callable[[p.Event], None]
+
+
+class Engines:
+    """The local engines of one process, each loaded once and lent to every session.
+
+    A local checkpoint takes minutes and most of a GPU to load: the app (on
+    ``/resume``) and the ACP agent (on each ``session/new``) pass the same
+    ``Engines`` to every ``open_session``. A remote engine is opened per
+    session. ``close`` releases the loaded ones when the process ends.
+    """
+
+    def __init__(self) -> None:
+        self._local: dict[tuple[str, str], SharedBackend] = {}
+
+    @property
+    def loaded(self) -> bool:
+        """Whether a local engine is loaded now."""
+        return any(shared.loaded for shared in self._local.values())
+
+    async def open(self, settings: Settings, notice: Callable[[str], None] | None) -> Backend:
+        """The engine ``settings`` choose: a loan of the loaded one, or a new one."""
+        if not is_local(settings):
+            return await open_backend(settings, notice)
+        key = (str(settings.engine), str(settings.model_path))
+        shared = self._local.setdefault(key, SharedBackend())
+        return await shared.lend(lambda: open_backend(settings, notice))
+
+    async def close(self) -> None:
+        """Release every loaded engine (idempotent)."""
+        local = list(self._local.values())
+        self._local.clear()
+        for shared in local:
+            await shared.close()
+
+
+class WatchedBackend:
+    """The session's backend, remembering the last engine error a response ended with.
+
+    A turn that fails reports only a sentence; headless needs the error's kind
+    too, so that a key refused mid-task exits 3 like one refused at start.
+    """
+
+    def __init__(self, inner: Backend) -> None:
+        self.inner = inner
+        # Wrapped after ``check()``, when the model is known and no longer changes.
+        self.name, self.model, self.block_size = inner.name, inner.model, inner.block_size
+        self.failure: EngineError | None = None
+
+    async def stream(self, request: ChatRequest) -> AsyncGenerator[EngineEvent, None]:
+        """The inner backend's stream, unchanged."""
+        async with aclosing(self.inner.stream(request)) as events:
+            async for event in events:
+                if isinstance(event, Failed):
+                    self.failure = event.error
+                yield event
+
+    async def check(self) -> None:
+        """The inner backend's check."""
+        await self.inner.check()
+
+    async def aclose(self) -> None:
+        """Close the inner backend."""
+        await self.inner.aclose()
+
+
+async def open_session(
+    settings: Settings,
+    cwd: Path,
+    *,
+    emit: Emit,
+    approver: Approver | None = None,
+    approval_mode: ApprovalMode = "ask",
+    resume: Path | None = None,
+    engines: Engines | None = None,
+    loading: Callable[[str], None] | None = None,
+    strict_sandbox: bool = False,
+    terminal: Sandbox | None = None,
+    terminal_notice: str | None = None,
+    files: FileAccess | None = None,
+    deadline: float | None = None,
+) -> Session:
+    """Open (or, with ``resume``, reopen) a session in ``cwd``'s workspace.
+
+    - ``engines``: lend a loaded local engine (else the engine is opened for
+      this session alone and closed with it); ``loading`` hears that a local
+      checkpoint is loading.
+    - ``strict_sandbox``: a ``docker`` or ``bwrap`` sandbox asked for
+      explicitly is opened before the engine, and ``SandboxUnavailable``
+      (exit 3) is raised when it cannot run, instead of going on without a
+      shell tool.
+    - ``terminal`` (with ``terminal_notice``) replaces the sandbox (ACP's
+      editor terminal); ``files`` is how the file tools read and write
+      (default: the local disk; ACP: the editor's buffers).
+    - ``deadline``: the loop-clock time the session's turns must end by.
+
+    When a step fails, what the earlier steps opened is released before the
+    error is raised.
+    """
+    root, _ = find_root(cwd)
+    opened = Steps()
+    try:
+        choice: SandboxChoice | None = None
+        if terminal is not None:
+            choice = SandboxChoice(terminal, terminal_notice, warning=True)
+            opened.add("editor terminal", terminal.close)
+        elif strict_sandbox and settings.sandbox in ("docker", "bwrap"):
+            choice = await _open_sandbox(settings, root, emit, opened)
+            if choice.unavailable is not None:
+                raise SandboxUnavailable(choice.unavailable)
+        if engines is not None:
+            inner = await engines.open(settings, loading)
+        else:
+            inner = await open_backend(settings, loading)
+        opened.add("engine", inner.aclose)
+        backend = WatchedBackend(inner)
+        if choice is None:
+            choice = await _open_sandbox(settings, root, emit, opened)
+        session = await _assemble(
+            settings,
+            backend,
+            cwd,
+            emit=emit,
+            approver=approver,
+            approval_mode=approval_mode,
+            resume=resume,
+            choice=choice,
+            files=files,
+            opened=opened,
+        )
+    except BaseException:
+        await asyncio.shield(opened.rollback())
+        raise
+    session.agent.deadline = deadline
+    return session
+
+
+async def open_with_backend(
+    settings: Settings,
+    backend: Backend,
+    cwd: Path,
+    *,
+    emit: Emit,
+    approver: Approver | None = None,
+    approval_mode: ApprovalMode = "ask",
+    resume: Path | None = None,
+    sandbox: SandboxChoice | None = None,
+    files: FileAccess | None = None,
+) -> Session:
+    """``open_session`` with an engine the caller opened (and closes, if this fails).
+
+    ``sandbox`` replaces the choice ``settings.sandbox`` would make. What this
+    opened itself is released again when a step fails.
+    """
+    opened = Steps()
+    try:
+        root, _ = find_root(cwd)
+        choice = sandbox or await _open_sandbox(settings, root, emit, opened)
+        return await _assemble(
+            settings,
+            backend,
+            cwd,
+            emit=emit,
+            approver=approver,
+            approval_mode=approval_mode,
+            resume=resume,
+            choice=choice,
+            files=files,
+            opened=opened,
+        )
+    except BaseException:
+        await asyncio.shield(opened.rollback())
+        raise
+
+
+async def _open_sandbox(settings: Settings, root: Path, emit: Emit, opened: Steps) -> SandboxChoice:
+    """The sandbox ``settings.sandbox`` names (its image build reports as notices)."""
+    loop = asyncio.get_running_loop()
+
+    def progress(line: str) -> None:
+        # The image build runs in a worker thread; events go out on the loop.
+        loop.call_soon_threadsafe(emit, p.Notice(text=f"sandbox: {line}"))
+
+    choice = await asyncio.to_thread(choose_from_settings, settings, root, progress)
+    if choice.sandbox is not None:
+        opened.add("sandbox", choice.sandbox.close)
+    return choice
+
+
+async def _assemble(
+    settings: Settings,
+    backend: Backend,
+    cwd: Path,
+    *,
+    emit: Emit,
+    approver: Approver | None,
+    approval_mode: ApprovalMode,
+    resume: Path | None,
+    choice: SandboxChoice,
+    files: FileAccess | None,
+    opened: Steps,
+) -> Session:
+    """The transcript, checkpoints, MCP servers, repo map and agent; the session announced."""
+    root, is_git = find_root(cwd)
+    messages: list[dict[str, Any]] = []
+    if resume is not None:
+        loaded = load(resume)
+        session_id = str(loaded.meta["id"])
+        messages = loaded.messages
+        transcript = Transcript.reopen(resume)
+    else:
+        session_id = new_session_id()
+        transcript = Transcript.create(
+            settings.resolved_sessions_dir(),
+            {"id": session_id, "cwd": str(root), "model": backend.model, "pid": os.getpid()},
+        )
+    opened.add("transcript", transcript.close)
+
+    spill = OutputSpill(transcript.path.with_suffix(".outputs"), settings.output_limit)
+    startup_notices: list[str] = []
+    checkpoints: CheckpointStore | None = None
+    try:
+        checkpoints = await asyncio.to_thread(CheckpointStore, root, user_data_dir(), session_id)
+    except CheckpointError as exc:
+        startup_notices.append(f"{exc} Undo and diff are off for this session.")
+    trust_notice = settings.project_trust.notice() if settings.project_trust else None
+    startup_notices += [trust_notice] if trust_notice else []
+    held = await asyncio.to_thread(snapshot_warning, root) if checkpoints else None
+    if held and approver is not None:  # a front end that cannot be asked: go on, say so
+        startup_notices.append(f"{held} Snapshotting it anyway.")
+        held = None
+    servers, mcp_notices = declared_servers(settings, root)
+    startup_notices += mcp_notices
+    mcp: McpManager | None = None
+    if servers:
+        from clover_code.tools.mcp import McpManager  # the SDK takes a second to import
+
+        mcp = McpManager(
+            servers,
+            root=root,
+            call_timeout=settings.mcp_timeout,
+            project_policy=settings.mcp_project,
+        )
+        opened.add("MCP servers", mcp.aclose)
+        startup_notices += await mcp.start()
+    repo_map, map_text, map_notes = await repo_map_for(root, settings.repo_map_tokens)
+    startup_notices += map_notes
+    tools = default_tools(shell=choice.sandbox is not None, spill=spill, repo_map=repo_map)
+    tools += mcp.tools if mcp is not None else []
+
+    def record_and_emit(event: p.Event) -> None:
+        event = caused(event)
+        if event.type not in NOT_RECORDED:
+            transcript.event(event.model_dump(mode="json"))
+        emit(event)
+
+    agent = Agent(
+        backend=backend,
+        tools=tools,
+        context=ToolContext(
+            workspace=Workspace(root),
+            sandbox=choice.sandbox,
+            shell_timeout=settings.shell_timeout,
+            output_limit=settings.output_limit,
+            files=files or LocalFiles(),
+        ),
+        settings=settings,
+        approver=approver or QueueApprover(record_and_emit),
+        approval_mode=approval_mode,
+        system_prompt=system_prompt(
+            root,
+            is_git=is_git,
+            shell=choice.sandbox.kind if choice.sandbox else None,
+            tools=[t.name for t in tools],
+            repo_map=map_text,
+        ),
+        emit=record_and_emit,
+        record_message=transcript.message,
+        record_history=transcript.history,
+        spill=spill,
+        messages=messages,
+    )
+    session = Session(
+        settings=settings,
+        session_id=session_id,
+        transcript=transcript,
+        backend=backend,
+        sandbox=choice.sandbox,
+        agent=agent,
+        emit=record_and_emit,
+        checkpoints=checkpoints,
+        mcp=mcp,
+    )
+    transcript.on_failure = session._transcript_failed
+    session.checkpoints_held = held
+    record_and_emit(
+        p.SessionStarted(
+            session_id=session_id,
+            cwd=str(root),
+            engine=backend.name,
+            model=backend.model,
+            sandbox=choice.sandbox.kind if choice.sandbox else "off",
+            approval=approval_mode,
+            transcript=str(transcript.path),
+            resumed=resume is not None,
+            checkpoint_warning=held,
+        )
+    )
+    if choice.notice:
+        level = "warning" if choice.warning else "info"
+        record_and_emit(p.Notice(level=level, text=choice.notice))
+    for text in startup_notices:
+        record_and_emit(p.Notice(level="warning", text=text))
+    if not is_git:
+        record_and_emit(
+            p.Notice(
+                text=f"{root} is not a git repository: the agent works and undo uses "
+                "clover-code's own checkpoints, but --auto-commit needs git "
+                "(run `git init` to enable it)."
+            )
+        )
+    return session
