@@ -15,30 +15,17 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from collections.abc import AsyncGenerator, Callable
-from contextlib import aclosing
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal, TextIO
 
 from clover_code import __version__
 from clover_code import protocol as p
-from clover_code.agent.approval import RefuseApprover
-from clover_code.agent.checkpoints import CheckpointError
-from clover_code.agent.session import Session, find_root
+from clover_code.agent.open import RefuseApprover, Session, open_session
 from clover_code.config import Settings
-from clover_code.engine.base import Backend, ChatRequest
-from clover_code.engine.events import EngineEvent, Failed
-from clover_code.engine.select import open_backend
-from clover_code.errors import (
-    CloverError,
-    EngineError,
-    ExitCode,
-    LimitReached,
-    SandboxUnavailable,
-)
+from clover_code.errors import CloverError, ExitCode, LimitReached
 from clover_code.headless_record import RunRecord
 from clover_code.result import STATUS_FOR_TURN, ResultStatus, TaskResult
-from clover_code.tools.sandbox.select import SandboxChoice, choose_from_settings
 
 OutputFormat = Literal["text", "json", "stream-json"]
 
@@ -105,36 +92,6 @@ class StreamJsonRenderer:
             line = event.model_dump_json()
         self.out.write(line + "\n")
         self.out.flush()
-
-
-class _WatchedBackend:
-    """The session's backend, remembering the last engine error a response ended with.
-
-    A turn that fails reports only a sentence; headless needs the error's kind
-    too, so that a key refused mid-task exits 3 like one refused at start.
-    """
-
-    def __init__(self, inner: Backend) -> None:
-        self.inner = inner
-        # Wrapped after ``check()``, when the model is known and no longer changes.
-        self.name, self.model, self.block_size = inner.name, inner.model, inner.block_size
-        self.failure: EngineError | None = None
-
-    async def stream(self, request: ChatRequest) -> AsyncGenerator[EngineEvent, None]:
-        """The inner backend's stream, unchanged."""
-        async with aclosing(self.inner.stream(request)) as events:
-            async for event in events:
-                if isinstance(event, Failed):
-                    self.failure = event.error
-                yield event
-
-    async def check(self) -> None:
-        """The inner backend's check."""
-        await self.inner.check()
-
-    async def aclose(self) -> None:
-        """Close the inner backend."""
-        await self.inner.aclose()
 
 
 def _renderer(
@@ -212,31 +169,22 @@ async def run_task(
 
     # The default event loop's clock is time.monotonic: the deadline counts from the start.
     deadline = None if settings.timeout is None else started + settings.timeout
-    backend: _WatchedBackend | None = None
-    choice: SandboxChoice | None = None
-
-    async def close_started() -> None:
-        if backend is not None:
-            await asyncio.shield(backend.aclose())
-        if choice is not None and choice.sandbox is not None:
-            await asyncio.shield(choice.sandbox.close())
-
     try:
         async with asyncio.timeout_at(deadline):
-            choice = await _explicit_sandbox(settings, cwd, emit)
-            backend = _WatchedBackend(await open_backend(settings))
-            session = await Session.open(
+            # A sandbox asked for explicitly opens before the engine: exit 3 at once if it
+            # cannot run. What was opened is closed again by the factory if a step fails.
+            session = await open_session(
                 settings,
-                backend,
                 cwd,
                 emit=emit,
                 approver=RefuseApprover(),
                 approval_mode=settings.approval or "auto-edit",
                 resume=resume,
-                sandbox=choice,
+                strict_sandbox=True,
+                # The time spent opening the session counts against the task's limit.
+                deadline=deadline,
             )
     except TimeoutError:
-        await close_started()
         if settings.timeout is None:
             raise
         limit = LimitReached(
@@ -246,27 +194,23 @@ async def run_task(
         )
         return report_error(limit, output_format, out, err, started=started, record=record)
     except CloverError as exc:
-        await close_started()
         return report_error(exc, output_format, out, err, started=started, record=record)
     except asyncio.CancelledError:
         _withdraw_cancel()
-        await close_started()
         return _finish_interrupted_early(output_format, out, err, started, record)
-    # The time spent opening the session counts against the task's limit.
-    session.agent.deadline = deadline
     try:
-        finished = await session.run_turn(task)
+        finished = await session.run_turn(p.UserInput(text=task))
         if settings.auto_commit and finished.status == "completed":
-            await _auto_commit(session, task, emit)
+            await _auto_commit(session, task)
     finally:
         await asyncio.shield(session.close())
     status = STATUS_FOR_TURN[finished.status]
     code = _STATUS_EXIT[status]
-    failure = backend.failure
+    failure = session.engine_failure
     if status == "error" and failure is not None and failure.exit_code != ExitCode.AGENT_ERROR:
         # A refused key or a vanished model mid-task is "no engine", as at start.
         code = failure.exit_code
-    if session.transcript.failure is not None:
+    if session.transcript_failure is not None:
         # Reported already, as a fatal error event: the run cannot be resumed as it is.
         status, code = "error", ExitCode.AGENT_ERROR
     error: str | None = None
@@ -293,28 +237,6 @@ async def run_task(
     return int(code)
 
 
-async def _explicit_sandbox(
-    settings: Settings, cwd: Path, emit: Callable[[p.Event], None]
-) -> SandboxChoice | None:
-    """Open the sandbox ``--sandbox docker|bwrap`` asks for, before the engine loads.
-
-    Raises ``SandboxUnavailable`` (exit 3) when it cannot run: a task that asked
-    for one must not go on without it. ``auto`` is left to the session.
-    """
-    if settings.sandbox not in ("docker", "bwrap"):
-        return None
-    loop = asyncio.get_running_loop()
-
-    def progress(line: str) -> None:
-        loop.call_soon_threadsafe(emit, p.Notice(text=f"sandbox: {line}"))
-
-    root, _ = find_root(cwd)
-    choice = await asyncio.to_thread(choose_from_settings, settings, root, progress)
-    if choice.unavailable is not None:
-        raise SandboxUnavailable(choice.unavailable)
-    return choice
-
-
 def _withdraw_cancel() -> None:
     """The interruption is handled here, so the task's cancel request is withdrawn."""
     task = asyncio.current_task()
@@ -339,18 +261,9 @@ def _finish_interrupted_early(
     return code
 
 
-async def _auto_commit(session: Session, task: str, emit: Callable[[p.Event], None]) -> None:
+async def _auto_commit(session: Session, task: str) -> None:
     """--auto-commit: commit what the agent changed, with the task as the subject."""
-    if session.checkpoints is None:
-        emit(p.ErrorEvent(message="--auto-commit needs checkpoints, which are off."))
-        return
     first = next((line.strip() for line in task.splitlines() if line.strip()), "task")
     subject = f"clover-code: {first}"
     subject = subject if len(subject) <= 72 else subject[:71] + "…"
-    try:
-        commit = await asyncio.to_thread(session.checkpoints.auto_commit, subject)
-    except CheckpointError as exc:
-        emit(p.ErrorEvent(message=str(exc)))
-        return
-    text = f"committed the agent's changes as {commit[:12]}." if commit else "nothing to commit."
-    emit(p.Notice(text=text))
+    await session.submit(p.AutoCommit(subject=subject))

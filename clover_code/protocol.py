@@ -13,9 +13,15 @@ This module imports nothing else of clover-code.
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+ApprovalMode = Literal["read-only", "ask", "auto-edit", "full-auto"]
+"""What may run without asking: nothing that changes anything, nothing without
+asking, file edits, or everything. The settings, the flags and every picker use this."""
+APPROVAL_MODES: tuple[ApprovalMode, ...] = get_args(ApprovalMode)
+"""The approval modes, strictest first (the order Shift+Tab cycles through)."""
 
 
 class _Message(BaseModel):
@@ -68,14 +74,11 @@ class ApprovalDecision(_Op):
     """Text passed to the model with a denial."""
 
 
-ApprovalModeName = Literal["read-only", "ask", "auto-edit", "full-auto"]
-
-
 class SetApprovalMode(_Op):
     """Switch the approval mode for the rest of the session (``ApprovalModeChanged`` answers)."""
 
     type: Literal["set_approval_mode"] = "set_approval_mode"
-    mode: ApprovalModeName
+    mode: ApprovalMode
 
 
 class AutoCommit(_Op):
@@ -322,7 +325,7 @@ class ApprovalModeChanged(_Event):
     """The approval mode now in force (after a ``SetApprovalMode``)."""
 
     type: Literal["approval_mode_changed"] = "approval_mode_changed"
-    mode: ApprovalModeName
+    mode: ApprovalMode
 
 
 class AutoCommitted(_Event):

@@ -41,11 +41,9 @@ from clover_code import __version__
 from clover_code.acp.bridge import MODES, LiveSession
 from clover_code.acp.content import PromptBlock, prompt_text
 from clover_code.acp.sessions import list_sessions
-from clover_code.agent.session import find_root
-from clover_code.agent.transcript import load
+from clover_code.agent.engines import Engines
+from clover_code.agent.open import find_root, load
 from clover_code.config import McpServerConfig, Settings, load_settings
-from clover_code.engine.select import build_backend, is_local, open_backend
-from clover_code.engine.shared import SharedBackend
 from clover_code.errors import CloverError
 
 __all__ = ["CloverAgent"]
@@ -78,7 +76,7 @@ class CloverAgent:
         self._capabilities = ClientCapabilities()
         self._sessions: dict[str, LiveSession] = {}
         # A local checkpoint is loaded once and lent to every session using it.
-        self._local: dict[tuple[str, str], SharedBackend] = {}
+        self._engines = Engines()
 
     def on_connect(self, conn: Client) -> None:
         """The SDK hands over the connection to the editor."""
@@ -198,10 +196,7 @@ class CloverAgent:
                 asyncio.gather(*(s.close() for s in sessions), return_exceptions=True),
                 _CLOSE_TIMEOUT,
             )
-        local = list(self._local.values())
-        self._local.clear()
-        for shared in local:
-            await shared.close()
+        await self._engines.close()
 
     # ------------------------------------------------------------ helpers
 
@@ -225,33 +220,20 @@ class CloverAgent:
         if self._client is None:
             raise _error(_INTERNAL, "the connection to the editor is not ready yet.")
         try:
-            if is_local(settings):
-                key = (str(settings.engine), str(settings.model_path))
-                shared = self._local.setdefault(key, SharedBackend())
-                backend = await shared.lend(lambda: open_backend(settings))
-            else:
-                backend = build_backend(settings)
-        except CloverError as exc:
-            raise _error(_INTERNAL, str(exc)) from None
-        try:
-            await backend.check()
+            # The factory closes what it opened (engine, sandbox, MCP) when a step fails.
             live = await LiveSession.open(
                 self._client,
                 self._capabilities,
                 settings,
-                backend,
                 root,
+                engines=self._engines,
                 terminal=self._want_terminal and bool(self._capabilities.terminal),
                 mode=settings.approval or "ask",
                 resume=resume,
                 log=log.warning,
             )
         except CloverError as exc:
-            await backend.aclose()
             raise _error(_INTERNAL, str(exc)) from None
-        except BaseException:
-            await backend.aclose()
-            raise
         self._sessions[live.id] = live
         return live
 

@@ -27,13 +27,10 @@ from clover_code.acp.client import EditorApprover, EditorFiles, Outbox
 from clover_code.acp.replay import replay_updates
 from clover_code.acp.terminal import EditorTerminal
 from clover_code.acp.updates import EventMapper, stop_reason
-from clover_code.agent.approval import verdict
-from clover_code.agent.session import Session
-from clover_code.agent.transcript import LoadedSession
+from clover_code.agent.engines import Engines
+from clover_code.agent.open import LoadedSession, Session, open_session, verdict
 from clover_code.config import ApprovalMode, Settings
-from clover_code.engine.base import Backend
 from clover_code.tools.base import ToolKind
-from clover_code.tools.sandbox.select import SandboxChoice
 
 __all__ = ["MODES", "LiveSession"]
 
@@ -70,9 +67,12 @@ class LiveSession:
         *,
         terminal: bool,
         output_limit: int,
+        mode: ApprovalMode,
         log: Callable[[str], None],
     ) -> None:
         self.root = root
+        self.mode: ApprovalMode = mode
+        """The session's approval mode, as its events last said."""
         self.outbox = Outbox(client)
         fs = capabilities.fs
         self.files = EditorFiles(
@@ -106,9 +106,9 @@ class LiveSession:
         client: Client,
         capabilities: ClientCapabilities,
         settings: Settings,
-        backend: Backend,
         root: Path,
         *,
+        engines: Engines,
         terminal: bool,
         mode: ApprovalMode,
         resume: Path | None,
@@ -121,20 +121,19 @@ class LiveSession:
             root,
             terminal=terminal,
             output_limit=settings.output_limit,
+            mode=mode,
             log=log,
         )
-        sandbox = None
-        if live.terminal is not None:
-            sandbox = SandboxChoice(live.terminal, _TERMINAL_NOTICE, warning=True)
-        live._session = await Session.open(
+        live._session = await open_session(
             settings,
-            backend,
             root,
             emit=live.emit,
             approver=live.approver,
             approval_mode=mode,
             resume=resume,
-            sandbox=sandbox,
+            engines=engines,
+            terminal=live.terminal,
+            terminal_notice=_TERMINAL_NOTICE,
             files=live.files,
         )
         live.outbox.start(live._session.id)
@@ -153,12 +152,12 @@ class LiveSession:
 
     def modes(self) -> SessionModeState:
         """The mode picker's state for the editor."""
-        return SessionModeState(
-            current_mode_id=self.session.agent.approval_mode, available_modes=list(MODES.values())
-        )
+        return SessionModeState(current_mode_id=self.mode, available_modes=list(MODES.values()))
 
     def emit(self, event: p.Event) -> None:
         """The session's event callback: map and queue."""
+        if isinstance(event, p.ApprovalModeChanged):
+            self.mode = event.mode
         for update in self.mapper.feed(event):
             self.outbox.put(update)
 
@@ -211,7 +210,7 @@ class LiveSession:
     def _needs_approval(self, kind: str) -> bool:
         if self._session is None or kind not in _TOOL_KINDS:
             return False
-        return verdict(self._session.agent.approval_mode, cast(ToolKind, kind)) == "ask"
+        return verdict(self.mode, cast(ToolKind, kind)) == "ask"
 
     async def _allow_edits(self) -> None:
         await self.set_mode("auto-edit")

@@ -29,7 +29,7 @@ from acp import Client, RequestError, update_tool_call
 from acp.schema import AllowedOutcome, PermissionOption, ToolCallUpdate
 
 from clover_code.acp.updates import Update, acp_kind, tool_title
-from clover_code.agent.approval import ApprovalRequest, Decision
+from clover_code.agent.open import ApprovalRequest, Decision
 from clover_code.errors import ToolError
 from clover_code.tools.fileio import BINARY_SAMPLE, atomic_write, looks_binary
 

@@ -78,7 +78,7 @@ def main(argv: list[str]) -> int:
         level=logging.WARNING, stream=sys.stderr, format="clover-code acp: %(message)s"
     )
     try:
-        from clover_code.agent.session import find_root
+        from clover_code.agent.open import find_root
         from clover_code.config import load_settings
 
         load_settings(cli, repo_root=find_root(Path.cwd())[0])

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from clover_code import protocol as p
 from clover_code.acp.updates import EventMapper, Update
-from clover_code.agent.transcript import LoadedSession
+from clover_code.agent.open import LoadedSession
 
 __all__ = ["replay_updates"]
 

@@ -13,27 +13,39 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncGenerator, Callable
-from contextlib import aclosing
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clover_code import protocol as p
-from clover_code.agent.approval import Approver, QueueApprover
+from clover_code.agent.approval import (
+    ApprovalRequest,
+    Approver,
+    Decision,
+    QueueApprover,
+    RefuseApprover,
+    verdict,
+)
 from clover_code.agent.checkpoints import CheckpointError, CheckpointStore
+from clover_code.agent.engines import Engines, WatchedBackend
 from clover_code.agent.instructions import system_prompt
 from clover_code.agent.loop import Agent
 from clover_code.agent.mcp_config import declared_servers
 from clover_code.agent.session import NOT_RECORDED, Session, caused, find_root, repo_map_for
+from clover_code.agent.session_list import SessionInfo, iter_infos, list_sessions
 from clover_code.agent.steps import Steps
-from clover_code.agent.transcript import Transcript, load, new_session_id
+from clover_code.agent.transcript import (
+    LoadedSession,
+    Transcript,
+    find_session,
+    load,
+    new_session_id,
+)
 from clover_code.agent.workspace_check import snapshot_warning
 from clover_code.config import ApprovalMode, Settings, user_data_dir
-from clover_code.engine.base import Backend, ChatRequest
-from clover_code.engine.events import EngineEvent, Failed
-from clover_code.engine.select import is_local, open_backend
-from clover_code.engine.shared import SharedBackend
-from clover_code.errors import EngineError, SandboxUnavailable
+from clover_code.engine.base import Backend
+from clover_code.engine.select import open_backend
+from clover_code.errors import SandboxUnavailable
 from clover_code.tools.base import ToolContext
 from clover_code.tools.fileio import FileAccess, LocalFiles
 from clover_code.tools.registry import default_tools
@@ -45,72 +57,30 @@ from clover_code.tools.workspace import Workspace
 if TYPE_CHECKING:
     from clover_code.tools.mcp import McpManager
 
-__all__ = ["Engines", "FileAccess", "Sandbox", "open_session", "open_with_backend"]
+__all__ = [
+    "ApprovalRequest",
+    "Approver",
+    "Decision",
+    "Engines",
+    "FileAccess",
+    "LoadedSession",
+    "RefuseApprover",
+    "Sandbox",
+    "Session",
+    "SessionInfo",
+    "find_root",
+    "find_session",
+    "iter_infos",
+    "list_sessions",
+    "load",
+    "open_session",
+    "open_with_backend",
+    "verdict",
+]
+# Besides the factory, the few core functions front ends need: the workspace root,
+# stored sessions (listed, found, loaded) and the types of the adapters they plug in.
 
 Emit = Callable[[p.Event], None]
-
-
-class Engines:
-    """The local engines of one process, each loaded once and lent to every session.
-
-    A local checkpoint takes minutes and most of a GPU to load: the app (on
-    ``/resume``) and the ACP agent (on each ``session/new``) pass the same
-    ``Engines`` to every ``open_session``. A remote engine is opened per
-    session. ``close`` releases the loaded ones when the process ends.
-    """
-
-    def __init__(self) -> None:
-        self._local: dict[tuple[str, str], SharedBackend] = {}
-
-    @property
-    def loaded(self) -> bool:
-        """Whether a local engine is loaded now."""
-        return any(shared.loaded for shared in self._local.values())
-
-    async def open(self, settings: Settings, notice: Callable[[str], None] | None) -> Backend:
-        """The engine ``settings`` choose: a loan of the loaded one, or a new one."""
-        if not is_local(settings):
-            return await open_backend(settings, notice)
-        key = (str(settings.engine), str(settings.model_path))
-        shared = self._local.setdefault(key, SharedBackend())
-        return await shared.lend(lambda: open_backend(settings, notice))
-
-    async def close(self) -> None:
-        """Release every loaded engine (idempotent)."""
-        local = list(self._local.values())
-        self._local.clear()
-        for shared in local:
-            await shared.close()
-
-
-class WatchedBackend:
-    """The session's backend, remembering the last engine error a response ended with.
-
-    A turn that fails reports only a sentence; headless needs the error's kind
-    too, so that a key refused mid-task exits 3 like one refused at start.
-    """
-
-    def __init__(self, inner: Backend) -> None:
-        self.inner = inner
-        # Wrapped after ``check()``, when the model is known and no longer changes.
-        self.name, self.model, self.block_size = inner.name, inner.model, inner.block_size
-        self.failure: EngineError | None = None
-
-    async def stream(self, request: ChatRequest) -> AsyncGenerator[EngineEvent, None]:
-        """The inner backend's stream, unchanged."""
-        async with aclosing(self.inner.stream(request)) as events:
-            async for event in events:
-                if isinstance(event, Failed):
-                    self.failure = event.error
-                yield event
-
-    async def check(self) -> None:
-        """The inner backend's check."""
-        await self.inner.check()
-
-    async def aclose(self) -> None:
-        """Close the inner backend."""
-        await self.inner.aclose()
 
 
 async def open_session(

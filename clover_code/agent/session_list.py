@@ -1,12 +1,15 @@
-"""Earlier sessions, for ``/sessions`` and ``/resume``: when, where and how each began.
+"""Earlier sessions, for the app's ``/sessions`` and ``/resume`` and ACP's
+``session/list``: when, where and how each began.
 
-Only the first lines of each transcript are read, so listing hundreds of
-sessions stays quick.
+The one reader of a transcript's head for front ends (they never parse the
+file format themselves). Only the first lines of each transcript are read, so
+listing hundreds of sessions stays quick.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,11 +29,21 @@ class SessionInfo:
     cwd: str
     started: datetime | None
     first_prompt: str
+    """The first user message, its runs of white space made one space ('' if none)."""
+    updated: datetime | None = None
+    """When the transcript was last written (UTC)."""
 
     @property
     def when(self) -> str:
         """The start as ``2026-01-01 09:30`` (UTC), or ``?``."""
         return self.started.strftime("%Y-%m-%d %H:%M") if self.started else "?"
+
+    def title(self, limit: int = 80) -> str | None:
+        """The first prompt cut to ``limit`` characters (with an ellipsis), or None."""
+        text = self.first_prompt
+        if not text:
+            return None
+        return text[:limit] + ("…" if len(text) > limit else "")
 
 
 def _started(session_id: str) -> datetime | None:
@@ -61,18 +74,28 @@ def read_info(path: Path) -> SessionInfo | None:
     except (OSError, ValueError):
         if not cwd:
             return None
-    return SessionInfo(path, session_id, cwd, _started(session_id), first)
+    try:
+        updated: datetime | None = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+    except OSError:
+        updated = None
+    return SessionInfo(path, session_id, cwd, _started(session_id), first, updated)
+
+
+def iter_infos(directory: Path, cwd: str | Path | None) -> Iterator[SessionInfo]:
+    """Sessions in ``directory``, newest first: those started in ``cwd`` (a workspace
+    root), or all of them when ``cwd`` is None."""
+    wanted = str(cwd) if cwd is not None else None
+    for path in iter_sessions(directory):
+        info = read_info(path)
+        if info is not None and (wanted is None or info.cwd == wanted):
+            yield info
 
 
 def list_sessions(directory: Path, cwd: Path | None, limit: int = 50) -> list[SessionInfo]:
     """Sessions in ``directory``, newest first: those started in ``cwd`` (its repository
     root), or all of them when ``cwd`` is None."""
-    wanted = str(cwd) if cwd is not None else None
     found: list[SessionInfo] = []
-    for path in iter_sessions(directory):
-        info = read_info(path)
-        if info is None or (wanted is not None and info.cwd != wanted):
-            continue
+    for info in iter_infos(directory, cwd):
         found.append(info)
         if len(found) >= limit:
             break

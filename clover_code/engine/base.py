@@ -1,4 +1,6 @@
-"""The ``Backend`` protocol every engine implements, and the request it takes."""
+"""The ``Backend`` protocol every engine implements, the request it takes and the
+events it streams (re-exported: this interface module is all an adapter of the
+engine, such as the OpenAI-compatible server, imports)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,17 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from clover_code.engine.events import EngineEvent
+from clover_code.engine.events import BlockCommitted as BlockCommitted
+from clover_code.engine.events import BlockDraft as BlockDraft
+from clover_code.engine.events import ContentDelta as ContentDelta
+from clover_code.engine.events import EngineEvent as EngineEvent
+from clover_code.engine.events import Failed as Failed
+from clover_code.engine.events import Finished as Finished
+from clover_code.engine.events import ReasoningDelta as ReasoningDelta
+from clover_code.engine.events import ToolCallArgs as ToolCallArgs
+from clover_code.engine.events import ToolCallEnd as ToolCallEnd
+from clover_code.engine.events import ToolCallStart as ToolCallStart
+from clover_code.engine.events import Usage as Usage
 
 CONTROL_KEYS = ("repetition_penalty", "presence_penalty", "frequency_penalty")
 """Decoding controls a request (or a checkpoint's generation_config.json) may set."""

@@ -33,13 +33,9 @@ from starlette.routing import Route
 from clover_code.engine.base import (
     CONTROL_KEYS,
     Backend,
-    ChatRequest,
-    ToolSpec,
-    control_value,
-)
-from clover_code.engine.events import (
     BlockCommitted,
     BlockDraft,
+    ChatRequest,
     ContentDelta,
     EngineEvent,
     Failed,
@@ -47,7 +43,9 @@ from clover_code.engine.events import (
     ReasoningDelta,
     ToolCallEnd,
     ToolCallStart,
+    ToolSpec,
     Usage,
+    control_value,
 )
 from clover_code.errors import ContextOverflow, EngineError, EngineUnavailable
 

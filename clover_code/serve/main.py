@@ -63,7 +63,7 @@ def main(argv: list[str]) -> int:
         settings = load_settings(flags)
         if not settings.model_path:
             raise UsageError("clover-code serve needs --model-path DIR (a local checkpoint).")
-        from clover_code.engine.select import build_backend
+        from clover_code.agent.engines import build_backend
 
         if (Path(settings.model_path).expanduser() / "config.json").is_file():
             print(

@@ -175,7 +175,7 @@ class CloverApp(App[int]):
 
     @work(thread=True, group="files", exclusive=True)
     def _index_files(self) -> None:
-        from clover_code.agent.session import find_root
+        from clover_code.agent.open import find_root
 
         root, _ = find_root(self.cwd)
         index = FileIndex.build(root)

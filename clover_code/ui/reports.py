@@ -15,8 +15,8 @@ def apply_report(app: CloverApp, event: p.Event) -> None:
     t = app.transcript
     if isinstance(event, p.Notice):
         t.add_note(event.text, event.level)
-        if event.text.startswith("approval mode is now"):
-            app.status_bar.approval = event.text.split()[-1].rstrip(".")
+    elif isinstance(event, p.ApprovalModeChanged):
+        app.status_bar.approval = event.mode
     elif isinstance(event, p.ErrorEvent):
         alert(app, event.message, "error")
         t.add_note(event.message, "error")

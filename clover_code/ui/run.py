@@ -12,12 +12,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from clover_code.config import Settings
-from clover_code.engine.base import Backend
-from clover_code.engine.shared import SharedBackend
 from clover_code.errors import CloverError
 from clover_code.ui.bridge import Emit, SessionFactory, SessionLike
 
 if TYPE_CHECKING:
+    from clover_code.agent.engines import Engines
     from clover_code.ui.app import CloverApp
     from clover_code.ui.widgets.trust import TrustQuestion
 
@@ -25,13 +24,13 @@ if TYPE_CHECKING:
 def session_factory(
     settings: Settings,
     cwd: Path,
-    shared: SharedBackend | None = None,
+    engines: Engines | None = None,
     *,
     current: Callable[[], Settings] | None = None,
 ) -> SessionFactory:
-    """An ``open(emit, resume)`` coroutine function that builds the engine and the session.
+    """An ``open(emit, resume)`` coroutine function that opens the session (``open_session``).
 
-    With ``shared``, a local engine is loaded once and lent to every session
+    With ``engines``, a local engine is loaded once and lent to every session
     the app opens (``/resume`` does not load the checkpoint again). With
     ``current``, each session takes the settings it returns then (they change
     when the user trusts the project's settings).
@@ -43,23 +42,16 @@ def session_factory(
 
     async def _open(settings: Settings, emit: Emit, resume: Path | None) -> SessionLike:
         from clover_code import protocol as p
-        from clover_code.agent.session import Session
-        from clover_code.engine.select import is_local, open_backend
+        from clover_code.agent.open import open_session
 
-        async def opener() -> Backend:
-            return await open_backend(settings, lambda text: emit(p.Notice(text=text)))
-
-        if shared is not None and is_local(settings):
-            backend = await shared.lend(opener)
-        else:
-            backend = await opener()
-        return await Session.open(
+        return await open_session(
             settings,
-            backend,
             cwd,
             emit=emit,
             approval_mode=settings.approval or "ask",
             resume=resume,
+            engines=engines,
+            loading=lambda text: emit(p.Notice(text=text)),
         )
 
     return open_session
@@ -105,12 +97,13 @@ def run_app(
 
     ``reload`` reads the settings again (after the user trusted the project's).
     """
+    from clover_code.agent.engines import Engines
     from clover_code.ui.app import CloverApp
 
-    shared = SharedBackend()
+    engines = Engines()
     question, current = trust_question(settings, reload)
     app = CloverApp(
-        session_factory(settings, cwd, shared, current=current),
+        session_factory(settings, cwd, engines, current=current),
         cwd=cwd,
         sessions_dir=settings.resolved_sessions_dir(),
         resume=resume,
@@ -120,8 +113,8 @@ def run_app(
     try:
         code = app.run()
     finally:
-        if shared.loaded:
-            asyncio.run(shared.close())
+        if engines.loaded:
+            asyncio.run(engines.close())
     hint = resume_hint(app)
     if hint:
         print(hint)

@@ -157,8 +157,7 @@ class SlashCommands:
 
     def _pick(self, arg: str) -> None:
         """The session picker: this repository's sessions, or every one with ``--all``."""
-        from clover_code.agent.session import find_root
-        from clover_code.agent.session_list import list_sessions
+        from clover_code.agent.open import find_root, list_sessions
         from clover_code.ui.widgets.session_picker import SessionPicker
 
         if self.app.sessions_dir is None:
@@ -184,8 +183,7 @@ class SlashCommands:
         self.app.push_screen(SessionPicker(sessions, title), chosen)
 
     def _cmd_resume(self, arg: str) -> None:
-        from clover_code.agent.session import find_root
-        from clover_code.agent.transcript import find_session
+        from clover_code.agent.open import find_root, find_session
         from clover_code.errors import CloverError
 
         if self.app.sessions_dir is None:
@@ -242,7 +240,7 @@ class SlashCommands:
 
     def show_history(self, path: Path) -> None:
         """Draw a resumed session's earlier messages."""
-        from clover_code.agent.transcript import load
+        from clover_code.agent.open import load
         from clover_code.errors import CloverError
 
         try:

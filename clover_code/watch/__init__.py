@@ -20,10 +20,8 @@ from typing import TextIO
 from watchfiles import DefaultFilter, awatch
 
 from clover_code import protocol as p
-from clover_code.agent.approval import RefuseApprover
-from clover_code.agent.session import Session, find_root
-from clover_code.config import Settings
-from clover_code.engine.select import open_backend
+from clover_code.agent.open import RefuseApprover, Session, find_root, open_session
+from clover_code.config import ApprovalMode, Settings
 from clover_code.errors import CloverError, ExitCode, ToolError
 from clover_code.headless import TextRenderer
 from clover_code.tools.fileio import atomic_write
@@ -60,20 +58,19 @@ async def watch(
     out = out or sys.stdout
     err = err or sys.stderr
     root, _ = find_root(cwd)
+    mode: ApprovalMode = settings.approval or "auto-edit"
     try:
-        backend = await open_backend(settings)
-        session = await Session.open(
+        session = await open_session(
             settings,
-            backend,
             root,
             emit=TextRenderer(out, err),
             approver=RefuseApprover(),
-            approval_mode=settings.approval or "auto-edit",
+            approval_mode=mode,
         )
     except CloverError as exc:
         err.write(f"clover-code: {exc}\n")
         return int(exc.exit_code)
-    watcher = Watcher(session, root, err)
+    watcher = Watcher(session, root, err, mode=mode)
     err.write(
         f"Watching {root} for comments ending in AI! (do it) or AI? (answer it); Ctrl+C stops.\n"
     )
@@ -100,8 +97,12 @@ async def watch(
 class Watcher:
     """Acts on the markers of changed files through one session."""
 
-    def __init__(self, session: Session, root: Path, err: TextIO) -> None:
+    def __init__(
+        self, session: Session, root: Path, err: TextIO, *, mode: ApprovalMode = "auto-edit"
+    ) -> None:
         self.session = session
+        self.mode = mode
+        """The session's approval mode (``AI?`` turns switch to read-only and back)."""
         self.root = root
         self.err = err
         self._ignore = IgnoreRules(root)
@@ -138,15 +139,14 @@ class Watcher:
         verb = "Doing" if marker.kind == "do" else "Answering"
         self.err.write(f"» {verb} {rel}:{marker.last}: {marker.text or '(no text)'}\n")
         self.err.flush()
-        agent = self.session.agent
-        mode = agent.approval_mode
         if marker.kind == "ask":
             await self.session.submit(p.SetApprovalMode(mode="read-only"))
+        prompt = p.UserInput(text=instruction_prompt(rel, text, marker))
         try:
-            return await self.session.run_turn(instruction_prompt(rel, text, marker))
+            return await self.session.run_turn(prompt)
         finally:
-            if agent.approval_mode != mode:
-                await self.session.submit(p.SetApprovalMode(mode=mode))
+            if marker.kind == "ask" and self.mode != "read-only":
+                await self.session.submit(p.SetApprovalMode(mode=self.mode))
 
     def _remove(self, path: Path, rel: str, done: Marker) -> None:
         text = self._text(path)

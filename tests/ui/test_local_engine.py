@@ -57,21 +57,21 @@ async def test_resume_in_the_app_reuses_the_loaded_checkpoint(
     checkpoint: Path, repo: Path, tmp_path: Path
 ) -> None:
     from clover_code import protocol as p
-    from clover_code.engine.shared import SharedBackend
+    from clover_code.agent.engines import Engines
     from clover_code.ui.run import session_factory
     from tests.ui.fakes_ui import ui_settings
 
     settings = ui_settings(tmp_path, engine="hf", model_path=str(checkpoint), block_size=8)
-    shared = SharedBackend()
-    factory = session_factory(settings, repo, shared)
+    engines = Engines()
+    factory = session_factory(settings, repo, engines)
     events: list[p.Event] = []
     first = await factory(events.append, None)
     await first.close()  # /resume closes the running session first
     second = await factory(events.append, None)
     loading = [e for e in events if isinstance(e, p.Notice) and e.text.startswith("Loading")]
     assert len(loading) == 1  # the checkpoint was loaded once, for the first session
-    inner = second.backend.inner  # type: ignore[attr-defined]
+    inner = second.backend.inner.inner  # type: ignore[attr-defined]
     assert isinstance(inner, HFBackend) and inner._model is not None
     await second.close()
-    await shared.close()
+    await engines.close()
     assert inner._model is None

@@ -15,7 +15,7 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from clover_code.agent.session_list import SessionInfo
+from clover_code.agent.open import SessionInfo
 from clover_code.ui.css import sibling_css
 from clover_code.ui.text import clean
 
