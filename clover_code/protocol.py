@@ -39,6 +39,19 @@ class _Op(_Message):
     type: str
     id: str = Field(default_factory=new_op_id)
 
+    # As in a submission that wraps an op, the id names one sending of the op, not
+    # what it asks for: two ops asking for the same thing are equal.
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, _Op):
+            return NotImplemented
+        return type(self) is type(other) and self._asked() == other._asked()
+
+    def __hash__(self) -> int:
+        return hash((type(self), tuple(sorted(self._asked().items()))))
+
+    def _asked(self) -> dict[str, Any]:
+        return self.model_dump(exclude={"id"})
+
 
 class _Event(_Message):
     """An event; ``op_id`` names the op that caused it (None: the session's own)."""

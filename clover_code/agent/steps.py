@@ -32,6 +32,8 @@ async def run_all(steps: list[tuple[str, Step]]) -> None:
         except Exception as exc:  # the remaining steps still run
             log.warning("releasing the %s failed: %s", name, exc)
             first = first or exc
+        else:
+            log.debug("released the %s", name)
     if first is not None:
         raise first
 

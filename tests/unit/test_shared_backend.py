@@ -96,7 +96,8 @@ async def test_acp_sessions_share_one_loaded_checkpoint(checkpoint: Path, tmp_pa
     first = await agent.new_session(cwd=str(repo))
     second = await agent.new_session(cwd=str(repo))
     backends = [agent._sessions[s.session_id].session.backend for s in (first, second)]
-    inner = [getattr(b, "inner", None) for b in backends]
+    # Each session's engine is watched (for the error a response ended with) and lent.
+    inner = [getattr(getattr(b, "inner", None), "inner", None) for b in backends]
     assert isinstance(inner[0], HFBackend) and inner[0] is inner[1]  # loaded once
     await agent.close()
     assert inner[0]._model is None  # released when the agent shut down
