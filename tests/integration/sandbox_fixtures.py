@@ -3,7 +3,7 @@
 The root ``tests/conftest.py`` loads this module as a plugin, so every test
 can ask for these fixtures by name. When Docker, the
 sandbox image or bubblewrap is missing the tests that need it skip, except
-under ``CI`` where they fail: CI must run them for real (``scripts/test``
+under CI (``CI`` set to a true value, see ``tests.waiting.in_ci``) where they fail: CI must run them for real (``scripts/test``
 installs Docker, starts it and builds the image offline first).
 
 ``space`` is a fresh workspace plus an ``outside`` directory next to nothing
@@ -31,6 +31,7 @@ from clover_code.tools.sandbox.docker import DockerSandbox
 from clover_code.tools.sandbox.docker_setup import docker_client
 from clover_code.tools.sandbox.image import image_present, image_tag
 from clover_code.tools.sandbox.policy import SandboxLimits
+from tests.waiting import missing
 
 TEST_UID = 4242
 """The owner of test workspaces when the tests run as root."""
@@ -43,9 +44,7 @@ KINDS = [pytest.param("docker", marks=pytest.mark.docker), "bwrap"]
 
 
 def _missing(what: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"{what}; CI must run the sandbox tests for real", pytrace=False)
-    pytest.skip(what)
+    missing(what, "CI must run the sandbox tests for real")
 
 
 @dataclass
