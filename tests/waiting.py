@@ -7,9 +7,11 @@ with a generous deadline instead: a healthy run returns as soon as the state
 is there, and a broken one fails with a message saying what never happened.
 
 ``in_ci()`` reads the ``CI`` variable once, the way CI services set it
-(``CI=true``): ``1``/``true``/``yes``/``on`` mean CI, and ``0``/``false``/
-``no``/``off`` or empty mean not. Under CI a missing tool (Docker, tmux, the
-real model server) fails the test: CI must run those tests for real.
+(``CI=true``): ``0``/``false``/``no``/``off`` (any case) or empty or unset
+mean not CI, and every other value (``1``, ``true``, ``yes``, a service's
+name) means CI. ``scripts/test`` reads it the same way. Under CI a missing
+tool (Docker, tmux, the real model server) fails the test: CI must run those
+tests for real.
 """
 
 from __future__ import annotations
@@ -36,7 +38,6 @@ __all__ = [
 PATIENCE = 120.0
 """The default deadline in seconds: far longer than any healthy wait, even on a busy machine."""
 
-_TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"", "0", "false", "no", "off"}
 
 _T = TypeVar("_T")
@@ -45,12 +46,8 @@ _T = TypeVar("_T")
 def env_flag(name: str, environ: Mapping[str, str] | None = None) -> bool:
     """Whether the variable ``name`` is set to a true value (``0``/``false``/``no`` are not)."""
     value = (os.environ if environ is None else environ).get(name, "").strip().lower()
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    # Some services set CI to their own name: any other non-empty value counts as set.
-    return True
+    # Some services set CI to their own name: any value not read as false counts as set.
+    return value not in _FALSE
 
 
 def in_ci(environ: Mapping[str, str] | None = None) -> bool:
@@ -126,8 +123,6 @@ async def read_until(
                 f"waited {timeout:g} s for {message}; it never came. Read so far: {seen[-2000:]!r}"
             ) from None
         if not chunk:
-            raise AssertionError(
-                f"the stream ended before {message}. Read: {seen[-2000:]!r}"
-            )
+            raise AssertionError(f"the stream ended before {message}. Read: {seen[-2000:]!r}")
         seen += chunk
     return seen

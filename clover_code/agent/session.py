@@ -105,6 +105,8 @@ class Session:
         self.agent = agent
         self._emit = emit
         self._turn: asyncio.Task[p.TurnFinished] | None = None
+        self._saving_checkpoint = False
+        """The running turn has finished (TurnFinished went out) and only saves its checkpoint."""
         self.checkpoints = checkpoints
         self.mcp = mcp
 
@@ -285,8 +287,12 @@ class Session:
             return await self.agent.run_turn(text)
         finally:
             if store is not None:
-                with contextlib.suppress(CheckpointError):
-                    await asyncio.shield(asyncio.to_thread(store.end_turn, turn))
+                self._saving_checkpoint = True
+                try:
+                    with contextlib.suppress(CheckpointError):
+                        await asyncio.shield(asyncio.to_thread(store.end_turn, turn))
+                finally:
+                    self._saving_checkpoint = False
 
     async def _undo(self, op: p.Undo) -> None:
         if self.checkpoints is None:
@@ -313,7 +319,7 @@ class Session:
     async def submit(self, op: p.Op) -> None:
         """Act on an op from a front end."""
         if isinstance(op, p.UserInput):
-            if self._busy():
+            if await self._busy():
                 return
             self._turn = asyncio.create_task(self._checkpointed_turn(op.text))
             self._turn.add_done_callback(lambda _: setattr(self, "_turn", None))
@@ -328,25 +334,34 @@ class Session:
             self.agent.approval_mode = op.mode
             self._emit(p.Notice(text=f"approval mode is now {op.mode}."))
         elif isinstance(op, p.Compact):
-            if self._busy():
+            if await self._busy():
                 return
             self._turn = asyncio.create_task(self._compact())
             self._turn.add_done_callback(lambda _: setattr(self, "_turn", None))
         elif isinstance(op, p.ClearHistory):
-            if self._busy():
+            if await self._busy():
                 return
             self.agent.clear()
             self._emit(p.Notice(text="the conversation was cleared; the old one stays saved."))
         elif isinstance(op, p.Undo):
-            if not self._busy():
+            if not await self._busy():
                 await self._undo(op)
         elif isinstance(op, p.ShowDiff):
-            if not self._busy():
+            if not await self._busy():
                 await self._show_diff()
         elif isinstance(op, p.Shutdown):
             await self.close()
 
-    def _busy(self) -> bool:
+    async def _busy(self) -> bool:
+        """True, said as an error, while a turn runs.
+
+        A turn whose TurnFinished already went out and that only saves its
+        checkpoint (slow on a busy machine) is waited for: the front end saw it end.
+        """
+        if self._turn is not None and self._saving_checkpoint:
+            # Not gather: that would cancel the turn. When wait returns, the
+            # turn's done callback (added first) has already cleared it.
+            await asyncio.wait({self._turn})
         if self._turn is None:
             return False
         self._emit(p.ErrorEvent(message="the agent is busy; wait for the turn or interrupt it."))

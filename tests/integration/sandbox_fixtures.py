@@ -3,8 +3,9 @@
 The root ``tests/conftest.py`` loads this module as a plugin, so every test
 can ask for these fixtures by name. When Docker, the
 sandbox image or bubblewrap is missing the tests that need it skip, except
-under CI (``CI`` set to a true value, see ``tests.waiting.in_ci``) where they fail: CI must run them for real (``scripts/test``
-installs Docker, starts it and builds the image offline first).
+under CI (``CI`` set to a true value, see ``tests.waiting.in_ci``) where they
+fail: CI must run them for real (``scripts/test`` installs Docker, starts it
+and builds the image offline first).
 
 ``space`` is a fresh workspace plus an ``outside`` directory next to nothing
 the sandbox mounts (under /var/tmp, which bubblewrap shows read-only and
@@ -14,13 +15,16 @@ uid, since the sandboxes never run commands as root.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 
@@ -31,7 +35,7 @@ from clover_code.tools.sandbox.docker import DockerSandbox
 from clover_code.tools.sandbox.docker_setup import docker_client
 from clover_code.tools.sandbox.image import image_present, image_tag
 from clover_code.tools.sandbox.policy import SandboxLimits
-from tests.waiting import missing
+from tests.waiting import PATIENCE, missing
 
 TEST_UID = 4242
 """The owner of test workspaces when the tests run as root."""
@@ -55,6 +59,60 @@ class Space:
     outside: Path
     uid: int
     gid: int
+
+
+DOCKERD_LOCK = Path(tempfile.gettempdir()) / "clover-code-tests-dockerd.lock"
+"""Shared by every running Docker test, taken alone by a test that stops the daemon.
+
+Two test runs on one machine (two clones at once) share one Docker daemon: a
+test in one run that stops it must not pull it away from the other's tests.
+"""
+
+
+def _flock(handle: IO[str], mode: int, what: str) -> None:
+    deadline = time.monotonic() + 2 * PATIENCE
+    while True:
+        try:
+            fcntl.flock(handle, mode | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"waited {2 * PATIENCE:g} s for {what} ({DOCKERD_LOCK})"
+                ) from None
+            time.sleep(0.2)
+
+
+@contextlib.contextmanager
+def dockerd_lock(*, exclusive: bool) -> Iterator[None]:
+    """Hold ``DOCKERD_LOCK``: shared while using Docker, exclusive while stopping it."""
+    with DOCKERD_LOCK.open("a") as handle:
+        if exclusive:
+            _flock(handle, fcntl.LOCK_EX, "other test runs' Docker tests to finish")
+        else:
+            _flock(handle, fcntl.LOCK_SH, "the Docker daemon to be back (another run stopped it)")
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@pytest.fixture(autouse=True)
+def docker_in_use(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test marked ``docker`` holds the shared ``DOCKERD_LOCK`` while it runs."""
+    uses_docker = request.node.get_closest_marker("docker") is not None
+    if not uses_docker or "dockerd_to_myself" in request.fixturenames:
+        yield
+        return
+    with dockerd_lock(exclusive=False):
+        yield
+
+
+@pytest.fixture
+def dockerd_to_myself() -> Iterator[None]:
+    """For a test that stops the Docker daemon: no other run's Docker test runs meanwhile."""
+    with dockerd_lock(exclusive=True):
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -409,7 +409,7 @@ async def test_planted_git_programs_do_not_run_on_the_host(
 
 @pytest.mark.docker
 async def test_docker_daemon_stopped_mid_command(
-    space: Space, request: pytest.FixtureRequest, docker_engine: Any
+    space: Space, request: pytest.FixtureRequest, docker_engine: Any, dockerd_to_myself: None
 ) -> None:
     if not (in_ci() or env_flag("SANDBOX_TESTS_MAY_STOP_DOCKERD")):
         pytest.skip(

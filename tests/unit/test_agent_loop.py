@@ -281,9 +281,12 @@ async def test_interrupt_during_tool_answers_every_call(
     make_settings: Callable[..., Settings], repo: Path
 ) -> None:
     events: list[p.Event] = []
-    # The command says when it runs; it would run far longer than the test waits.
+    # The first command says when it runs; it would run far longer than the test
+    # waits. The second must never start, yet its call is answered too.
     command = "touch started; sleep 600"
-    backend = ScriptedBackend([tool_response(("shell", {"command": command}))])
+    backend = ScriptedBackend(
+        [tool_response(("shell", {"command": command}), ("shell", {"command": "touch second"}))]
+    )
     session = await open_session(
         make_settings(sandbox="none"), backend, repo, events, approval_mode="full-auto"
     )
@@ -295,7 +298,10 @@ async def test_interrupt_during_tool_answers_every_call(
     assert finished.status == "interrupted"
     messages = load(session.transcript.path).messages
     assert_valid_conversation(messages)
-    assert messages[-1]["content"].startswith("cancelled")
+    answers = [m for m in messages if m["role"] == "tool"]
+    assert len(answers) == 2
+    assert all(m["content"].startswith("cancelled") for m in answers), answers
+    assert not (repo / "second").exists()
 
 
 async def test_stream_dropped_after_output_keeps_partial(

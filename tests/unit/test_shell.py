@@ -116,11 +116,16 @@ async def test_timeout_kills_the_whole_process_group(sandbox: HostSandbox, root:
 
 
 async def test_timeout_escalates_to_sigkill(sandbox: HostSandbox) -> None:
+    # The shell and its background child both ignore SIGTERM (an ignored signal
+    # is inherited): only SIGKILL ends them.
+    command = "trap '' TERM; echo $$ > main.pid; sleep 600 & echo $! > bg.pid; sleep 600"
     result = await within(
-        sandbox.exec("trap '' TERM; sleep 600 & sleep 600", timeout=0.5),
+        sandbox.exec(command, timeout=0.5),
         message="the command that ignores SIGTERM to be killed",
     )
     assert result.timed_out
+    assert await _gone(int((sandbox.root / "main.pid").read_text()))
+    assert await _gone(int((sandbox.root / "bg.pid").read_text()))
 
 
 async def test_background_child_holding_stdout_does_not_block(
@@ -280,7 +285,7 @@ async def test_shell_tool_reports_output_exit_code_and_duration(
     assert result.text.endswith(" s)")
     assert result.display["exit_code"] == 2
     assert result.display["timed_out"] is False
-    assert result.display["duration"] >= 0
+    assert isinstance(result.display["duration"], float) and result.display["duration"] >= 0
     assert not result.is_error
     assert streamed == ["hi\n"]
     assert ShellTool().summary(ShellArgs(command="echo hi", description="say hi")) == "say hi"
