@@ -3,6 +3,7 @@ an engine that drops mid-block. Each is handled without a crash and says what wa
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from clover_code import protocol as p
@@ -130,11 +131,12 @@ async def test_unicode_and_wide_characters() -> None:
 
 async def test_engine_disconnects_mid_block(repo: Path, settings: Settings) -> None:
     drafts = draft_steps(0, ["Hal", "f ", "a ", "blo", "ck"], 3)
+    drafts_drawn = asyncio.Event()  # the stream breaks only once the drafts are on screen
     backend = ScriptedBackend(
         [
             [
                 *drafts[:2],
-                0.1,
+                drafts_drawn,
                 ev.Failed(StreamInterrupted("the stream broke after 0 blocks; try again."), True),
                 ev.Finished("error"),
             ]
@@ -144,9 +146,13 @@ async def test_engine_disconnects_mid_block(repo: Path, settings: Settings) -> N
     async with app.run_test(size=(100, 30)) as pilot:
         await until(pilot, lambda: app.started is not None)
         await type_and_send(pilot, "hello")
+        denoise = app.transcript.denoise
+        await until(
+            pilot, lambda: denoise.drafts_seen >= 1 and denoise.display, message="the drafts"
+        )
+        drafts_drawn.set()
         await until(pilot, lambda: not app.turn_running)
-        assert app.transcript.denoise.drafts_seen >= 1
-        assert not app.transcript.denoise.display  # the half block does not linger
+        assert not denoise.display  # the half block does not linger
         notes = [str(n.text) for n in app.query(NoticeLine)]
         assert any("the stream broke" in n for n in notes)
         assert not app.query(Answer) or "Half" not in answers(app)
