@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import NoReturn, TypeVar
@@ -30,6 +31,7 @@ __all__ = [
     "env_flag",
     "in_ci",
     "missing",
+    "need_program",
     "read_until",
     "wait_until",
     "within",
@@ -60,6 +62,15 @@ def missing(what: str, why_ci_needs_it: str) -> NoReturn:
     if in_ci():
         pytest.fail(f"{what}; {why_ci_needs_it}", pytrace=False)
     pytest.skip(what)
+
+
+def need_program(program: str, package: str | None = None) -> None:
+    """Skip when ``program`` is not on PATH; under CI fail, since scripts/install-system has it."""
+    if shutil.which(program) is None:
+        missing(
+            f"{program} is not installed",
+            f"scripts/install-system installs {package or program}; CI must run this test",
+        )
 
 
 def wait_until(

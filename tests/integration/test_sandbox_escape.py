@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import shutil
 import socket
 import subprocess
 import threading
@@ -28,7 +27,7 @@ from clover_code.errors import ToolError
 from clover_code.gitsafe import run_git
 from clover_code.tools.sandbox.base import Sandbox
 from tests.integration.sandbox_fixtures import KINDS, Space, assert_alive, open_sandbox
-from tests.waiting import PATIENCE, async_wait_until, env_flag, in_ci, within
+from tests.waiting import PATIENCE, async_wait_until, env_flag, in_ci, need_program, within
 
 pytestmark = pytest.mark.integration
 
@@ -349,8 +348,7 @@ async def test_planted_git_programs_do_not_run_on_the_host(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    if shutil.which("git") is None:
-        pytest.skip("git is not installed on this machine")
+    need_program("git")
     # The harness's own user config: identity, and (when the tests run as root)
     # trust in a workspace owned by the sandbox user.
     monkeypatch.setenv("HOME", str(tmp_path))

@@ -1,12 +1,20 @@
-"""The suite's own waiting and CI helpers: they must be able to fail."""
+"""The suite's own waiting, CI and golden-file helpers: they must be able to fail."""
 
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 
-from tests.waiting import async_wait_until, in_ci, read_until, wait_until, within
+from tests.waiting import (
+    async_wait_until,
+    in_ci,
+    need_program,
+    read_until,
+    wait_until,
+    within,
+)
 
 
 @pytest.mark.parametrize(
@@ -57,3 +65,35 @@ async def test_read_until_fails_when_the_stream_ends_first() -> None:
     done = asyncio.StreamReader()
     done.feed_data(b"one MARKER two")
     assert (await read_until(done, b"MARKER", message="the marker")).startswith(b"one MARKER")
+
+
+def test_a_missing_program_skips_here_and_fails_in_ci(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # nothing on it
+    monkeypatch.setenv("CI", "false")
+    with pytest.raises(pytest.skip.Exception, match="tmux is not installed"):
+        need_program("tmux")
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="scripts/install-system installs tmux"):
+        need_program("tmux")
+
+
+def test_a_missing_golden_file_never_passes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.integration import test_acp_harness as harness
+
+    monkeypatch.setattr(harness, "GOLDEN", tmp_path)
+    monkeypatch.delenv("UPDATE_GOLDEN", raising=False)
+    messages = [{"dir": "client->agent", "msg": {"method": "initialize"}}]
+    monkeypatch.setenv("CI", "1")
+    with pytest.raises(pytest.fail.Exception, match="is missing; CI compares"):
+        harness.check_golden("seq.json", messages)
+    assert not (tmp_path / "seq.json").exists()
+    monkeypatch.setenv("CI", "false")
+    with pytest.raises(pytest.xfail.Exception, match=r"wrote .*seq\.json"):
+        harness.check_golden("seq.json", messages)
+    harness.check_golden("seq.json", messages)  # the next run compares, and passes
+    with pytest.raises(AssertionError, match="differs"):
+        harness.check_golden("seq.json", [*messages, *messages])
