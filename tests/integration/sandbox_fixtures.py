@@ -20,11 +20,11 @@ import fcntl
 import os
 import shutil
 import tempfile
-import time
+import threading
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import pytest
 
@@ -69,32 +69,35 @@ test in one run that stops it must not pull it away from the other's tests.
 """
 
 
-def _flock(handle: IO[str], mode: int, what: str) -> None:
-    deadline = time.monotonic() + 2 * PATIENCE
-    while True:
-        try:
-            fcntl.flock(handle, mode | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            if time.monotonic() > deadline:
-                raise AssertionError(
-                    f"waited {2 * PATIENCE:g} s for {what} ({DOCKERD_LOCK})"
-                ) from None
-            time.sleep(0.2)
+def _flock(fd: int, mode: int, what: str) -> None:
+    # A blocking flock (in a thread, for the deadline) is woken the moment the
+    # last holder lets go; polling could keep missing the short gaps between
+    # another run's Docker tests.
+    taken = threading.Event()
+
+    def take() -> None:
+        with contextlib.suppress(OSError):  # the handle was closed after a timeout
+            fcntl.flock(fd, mode)
+            taken.set()
+
+    threading.Thread(target=take, name="clover-test-dockerd-lock", daemon=True).start()
+    if not taken.wait(2 * PATIENCE):
+        raise AssertionError(f"waited {2 * PATIENCE:g} s for {what} ({DOCKERD_LOCK})")
 
 
 @contextlib.contextmanager
 def dockerd_lock(*, exclusive: bool) -> Iterator[None]:
     """Hold ``DOCKERD_LOCK``: shared while using Docker, exclusive while stopping it."""
-    with DOCKERD_LOCK.open("a") as handle:
+    # Read-only: runs by other users can lock the file too (flock needs no write).
+    fd = os.open(DOCKERD_LOCK, os.O_RDONLY | os.O_CREAT, 0o644)
+    try:
         if exclusive:
-            _flock(handle, fcntl.LOCK_EX, "other test runs' Docker tests to finish")
+            _flock(fd, fcntl.LOCK_EX, "other test runs' Docker tests to finish")
         else:
-            _flock(handle, fcntl.LOCK_SH, "the Docker daemon to be back (another run stopped it)")
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            _flock(fd, fcntl.LOCK_SH, "the Docker daemon to be back (another run stopped it)")
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 @pytest.fixture(autouse=True)
@@ -119,7 +122,8 @@ def dockerd_to_myself() -> Iterator[None]:
 def docker_engine() -> Any:
     """A docker client whose daemon answered; skips (fails under CI) otherwise."""
     try:
-        return docker_client(timeout=10.0)
+        with dockerd_lock(exclusive=False):  # not while another run has it stopped
+            return docker_client(timeout=10.0)
     except ToolError as exc:
         _missing(f"no Docker engine: {exc}")
 
