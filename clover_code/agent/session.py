@@ -151,6 +151,7 @@ class Session:
                 output_limit=settings.output_limit,
                 progress=progress,
                 image=settings.sandbox_image,
+                setup=settings.sandbox_setup,
             )
         messages: list[dict[str, Any]] = []
         if resume is not None:
