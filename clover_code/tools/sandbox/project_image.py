@@ -47,6 +47,7 @@ __all__ = [
     "ProjectImage",
     "image_env",
     "project_image_trusted",
+    "project_tag",
     "resolve_image",
 ]
 
@@ -93,10 +94,14 @@ def resolve_image(
     trusted: Trusted = project_image_trusted,
     progress: Progress | None = None,
     force: bool = False,
+    builtin: str | None = None,
 ) -> ProjectImage:
-    """The image for the workspace at ``root``, built if it is missing (or ``force``)."""
+    """The image for the workspace at ``root``, built if it is missing (or ``force``).
+
+    ``builtin`` is the built-in image's tag when the caller has built it already.
+    """
     say = progress or (lambda _line: None)
-    builtin = build_image(client, progress=say)
+    builtin = builtin or build_image(client, progress=say)
     definition = find_definition(root)
     notice = None
     if definition is not None and not trusted(root):
@@ -110,8 +115,7 @@ def resolve_image(
     commands = setup_commands(definition, setup)
     if definition is None and not commands:
         return ProjectImage(builtin, None, notice)
-    digest = definition_digest(root, definition, commands, builtin)
-    tag = f"{PROJECT_IMAGE}-{_repo_name(root)}:{digest}"
+    tag = project_tag(root, definition, commands, builtin)
     source = definition.source if definition is not None else None
     if not force and image_present(client, tag):
         say(f"{tag} is up to date")
@@ -287,6 +291,14 @@ def _check_runnable(client: Any, tag: str) -> None:
         ) from None
     if b"ok" not in output:
         raise ToolError(f"the project's sandbox image {tag} has no working python3; add one.")
+
+
+def project_tag(
+    root: Path, definition: ImageDefinition | None, commands: tuple[str, ...], builtin: str
+) -> str:
+    """``clover-code-project-<workspace name>:<digest of the whole definition>``."""
+    digest = definition_digest(root, definition, commands, builtin)
+    return f"{PROJECT_IMAGE}-{_repo_name(root)}:{digest}"
 
 
 def image_env(client: Any, tag: str) -> dict[str, str]:
