@@ -34,6 +34,7 @@ __all__ = [
     "PROJECT_DOCKERFILE",
     "ImageDefinition",
     "definition_digest",
+    "definition_file",
     "find_definition",
     "parse_jsonc",
     "setup_commands",
@@ -66,19 +67,25 @@ class ImageDefinition:
     """Variables set in the image (devcontainer ``containerEnv``)."""
 
 
+def definition_file(root: Path) -> Path | None:
+    """The file that defines the project's image under ``root``, or None (nothing read)."""
+    for name in (*DEVCONTAINER_FILES, PROJECT_DOCKERFILE):
+        if (root / name).is_file():
+            return root / name
+    return None
+
+
 def find_definition(root: Path) -> ImageDefinition | None:
     """The project's image definition under ``root``, or None when it has none.
 
     Raises ``ToolError`` naming the file when it cannot be read or makes no sense.
     """
-    for name in DEVCONTAINER_FILES:
-        path = root / name
-        if path.is_file():
-            return _devcontainer(path)
-    dockerfile = root / PROJECT_DOCKERFILE
-    if dockerfile.is_file():
-        return ImageDefinition(source=dockerfile, dockerfile=dockerfile, context=dockerfile.parent)
-    return None
+    path = definition_file(root)
+    if path is None:
+        return None
+    if path.name.endswith(".json"):
+        return _devcontainer(path)
+    return ImageDefinition(source=path, dockerfile=path, context=path.parent)
 
 
 def _devcontainer(path: Path) -> ImageDefinition:

@@ -37,6 +37,7 @@ from clover_code.tools.sandbox.policy import looks_secret, sandbox_user
 from clover_code.tools.sandbox.project_definition import (
     ImageDefinition,
     definition_digest,
+    definition_file,
     find_definition,
     setup_commands,
 )
@@ -102,16 +103,17 @@ def resolve_image(
     """
     say = progress or (lambda _line: None)
     builtin = builtin or build_image(client, progress=say)
-    definition = find_definition(root)
+    found = definition_file(root)
     notice = None
-    if definition is not None and not trusted(root):
-        shown = _shown(definition.source, root)
+    definition = None
+    if found is not None and not trusted(root):
         notice = (
-            f"the project's sandbox image ({shown}) is not used: this project is not trusted "
-            "and the file runs programs at build time. Commands use the built-in image; "
-            "trust the project (--trust-project) to build and use its image."
+            f"the project's sandbox image ({_shown(found, root)}) is not used: this project "
+            "is not trusted and the file runs programs at build time. Commands use the "
+            "built-in image; trust the project (--trust-project) to build and use its image."
         )
-        definition = None
+    elif found is not None:
+        definition = find_definition(root)
     commands = setup_commands(definition, setup)
     if definition is None and not commands:
         return ProjectImage(builtin, None, notice)
