@@ -201,6 +201,7 @@ class BwrapSandbox(SerialSandbox):
         if home != "/" and os.path.isdir(home) and not any(_under(home, h) for h in hidden):
             hidden.append(home)
         secret_files: list[str] = []
+        concealed = [*hidden, "/tmp"]  # where the user's tools may need binding back in
         if as_root:
             secret_dirs, secret_files = _root_hidden()
             hidden += [d for d in secret_dirs if not any(_under(d, h) for h in hidden)]
@@ -210,7 +211,7 @@ class BwrapSandbox(SerialSandbox):
             args += ["--ro-bind", "/dev/null", path]
         # HOME's mount point is made inside the /home tmpfs, before it turns read-only.
         args += ["--tmpfs", self._private_home]
-        view = self._view([*hidden, "/tmp"])
+        view = self._view(concealed)
         args += view.binds
         args += ["--bind", str(self.root), str(self.root)]
         git = self.root / ".git"
