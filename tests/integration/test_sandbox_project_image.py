@@ -196,6 +196,28 @@ async def test_setup_on_the_built_in_image_without_a_project_definition(
     assert await _run(choice, "cat /opt/plain") == "plain-setup\n"
 
 
+async def test_setup_can_pip_install_the_project_into_the_image(
+    project: Path, sandbox_image: str
+) -> None:
+    """The README's ``pip install -e`` (offline here: no build isolation, no dependencies)."""
+    (project / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n'
+        '[project]\nname = "probe-pkg"\nversion = "0.1"\n'
+    )
+    (project / "probe_pkg").mkdir()
+    (project / "probe_pkg" / "__init__.py").write_text("WHERE = 'editable-install-ok'\n")
+    _own(project)
+    setup = ["pip install --no-build-isolation --no-deps -e ."]
+    choice = _choose(project, setup=setup)
+    output = await _run(
+        choice, "(cd /tmp && python3 -c 'import probe_pkg; print(probe_pkg.WHERE)')"
+    )
+    assert output == "editable-install-ok\n", output
+    expected_owner = TEST_UID if os.getuid() == 0 else os.getuid()
+    made = [p for p in project.rglob("*") if p.stat().st_uid != expected_owner]
+    assert made == [], made  # what setup left in the workspace is the owner's
+
+
 def test_a_broken_devcontainer_is_one_clear_sentence(project: Path, sandbox_image: str) -> None:
     (project / ".devcontainer").mkdir()
     (project / ".devcontainer" / "devcontainer.json").write_text(json.dumps({"name": "x"}))

@@ -58,6 +58,10 @@ PROJECT_IMAGE = "clover-code-project"
 BUILT_LABEL = "org.clover-code.project"
 """Set on project images; its value is the definition file."""
 
+_SETUP_ENV = {"PIP_BREAK_SYSTEM_PACKAGES": "1", "PIP_ROOT_USER_ACTION": "ignore"}
+"""For setup commands only: the image is the project's own, so ``pip install`` may
+install into its system Python (Debian marks it externally managed)."""
+
 Progress = Callable[[str], None]
 Trusted = Callable[[Path], bool]
 
@@ -233,7 +237,7 @@ def _run_setup(
         command=["/bin/sh", "-c", script],
         user="0:0",
         working_dir=str(root),
-        environment=env,
+        environment={**_SETUP_ENV, **env},
         labels={f"{LABEL}.setup": str(root)},
         host_config=host_config,
     )["Id"]
@@ -265,7 +269,8 @@ def _setup_script(root: Path, commands: tuple[str, ...], owner: tuple[int, int])
     """The shell script setup runs: each command, stopping at the first failure; then
     what it made in the workspace is given back to the workspace's owner."""
     stamp = "/tmp/.clover-setup-started"
-    lines = [f"touch {stamp}", "set -e"]
+    # Back-dated: a file made in the same clock tick would not be "newer" than it.
+    lines = [f"touch -d @$(($(date +%s) - 2)) {stamp} 2>/dev/null || touch {stamp}", "set -e"]
     for command in commands:
         lines.append(f"echo {json.dumps('$ ' + command)}")
         lines.append(f"cd {json.dumps(str(root))}")
