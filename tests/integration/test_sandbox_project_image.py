@@ -20,8 +20,9 @@ from typing import Any
 
 import pytest
 
+from clover_code.config import load_settings
 from clover_code.tools.sandbox.docker import DockerSandbox
-from clover_code.tools.sandbox.select import SandboxChoice, choose_sandbox
+from clover_code.tools.sandbox.select import SandboxChoice, choose_from_settings, choose_sandbox
 from tests.integration.sandbox_fixtures import TEST_UID
 
 pytestmark = [pytest.mark.integration, pytest.mark.docker]
@@ -216,6 +217,23 @@ async def test_setup_can_pip_install_the_project_into_the_image(
     expected_owner = TEST_UID if os.getuid() == 0 else os.getuid()
     made = [p for p in project.rglob("*") if p.stat().st_uid != expected_owner]
     assert made == [], made  # what setup left in the workspace is the owner's
+
+
+async def test_setup_from_an_untrusted_project_config_does_not_run(
+    project: Path, sandbox_image: str, tmp_path: Path
+) -> None:
+    (project / ".clover").mkdir()
+    (project / ".clover" / "config.toml").write_text(
+        'sandbox = "docker"\nsandbox_setup = ["echo ran > setup-ran.txt"]\n'
+    )
+    _own(project)
+    settings = load_settings(repo_root=project, user_config=tmp_path / "none.toml", env={})
+    assert settings.sandbox_setup == ["echo ran > setup-ran.txt"]
+    choice = choose_from_settings(settings, project)
+    assert isinstance(choice.sandbox, DockerSandbox) and choice.sandbox.image == sandbox_image
+    assert "sandbox_setup commands in .clover/config.toml are not run" in (choice.notice or "")
+    await choice.sandbox.close()
+    assert not (project / "setup-ran.txt").exists()
 
 
 def test_a_broken_devcontainer_is_one_clear_sentence(project: Path, sandbox_image: str) -> None:

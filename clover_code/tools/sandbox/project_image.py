@@ -30,7 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from clover_code.errors import ToolError
+from clover_code.config import REPO_CONFIG, read_toml
+from clover_code.errors import ConfigError, ToolError
 from clover_code.tools.sandbox.docker_setup import LABEL, short_error
 from clover_code.tools.sandbox.image import build_image, image_present
 from clover_code.tools.sandbox.policy import looks_secret, sandbox_user
@@ -118,6 +119,13 @@ def resolve_image(
         )
     elif found is not None:
         definition = find_definition(root)
+    if setup and _project_sets_setup(root) and not trusted(root):
+        skipped = (
+            f"the sandbox_setup commands in {REPO_CONFIG} are not run: this project is not "
+            "trusted; trust it (--trust-project) to run them"
+        )
+        notice = f"{notice} Also, {skipped}." if notice else f"{skipped}."
+        setup = ()
     commands = setup_commands(definition, setup)
     if definition is None and not commands:
         return ProjectImage(builtin, None, notice)
@@ -317,6 +325,18 @@ def image_env(client: Any, tag: str) -> dict[str, str]:
         if sep and name not in _KEEP_OUT and not looks_secret(name):
             env[name] = value
     return env
+
+
+def _project_sets_setup(root: Path) -> bool:
+    """Whether the project's own config file sets ``sandbox_setup`` (then, unless a flag
+    or variable overrides it, the commands are the project's, not the user's)."""
+    path = root / REPO_CONFIG
+    if not path.is_file():
+        return False
+    try:
+        return "sandbox_setup" in read_toml(path)
+    except ConfigError:
+        return True  # unreadable: err on the side of not running anything
 
 
 def _repo_name(root: Path) -> str:
