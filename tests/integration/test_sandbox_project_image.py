@@ -21,8 +21,11 @@ from typing import Any
 import pytest
 
 from clover_code.config import load_settings
+from clover_code.tools.base import ToolContext
 from clover_code.tools.sandbox.docker import DockerSandbox
 from clover_code.tools.sandbox.select import SandboxChoice, choose_from_settings, choose_sandbox
+from clover_code.tools.shell import ShellArgs, ShellTool
+from clover_code.tools.workspace import Workspace
 from tests.integration.sandbox_fixtures import TEST_UID
 
 pytestmark = [pytest.mark.integration, pytest.mark.docker]
@@ -106,7 +109,14 @@ async def test_devcontainer_image_with_its_tool_runs_the_shell_calls(
     assert choice.notice is not None and ".devcontainer/devcontainer.json" in choice.notice
     assert isinstance(choice.sandbox, DockerSandbox)
     assert choice.sandbox.image.startswith(f"clover-code-project-{project.name}:")
-    output = await _run(choice, "projtool; helper; cat /opt/post-create; id -u; ls /sys/class/net")
+    ctx = ToolContext(workspace=Workspace(project), sandbox=choice.sandbox)
+    command = "projtool; helper; cat /opt/post-create; id -u; ls /sys/class/net"
+    try:
+        result = await ShellTool().run(ShellArgs(command=command), ctx)
+    finally:
+        await choice.sandbox.close()
+    assert result.display["exit_code"] == 0, result.text
+    output = result.text.rpartition("exit code")[0]
     assert output.split() == [
         "project-tool-ok",
         "helper-from-context",
