@@ -10,8 +10,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -252,3 +254,35 @@ def test_a_broken_devcontainer_is_one_clear_sentence(project: Path, sandbox_imag
     choice = _choose(project, project_trusted=True)
     assert choice.sandbox is None and choice.unavailable is not None
     assert "names neither an image nor build.dockerfile" in choice.unavailable
+
+
+def _cli(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    return subprocess.run(
+        [sys.executable, "-m", "clover_code", "sandbox", *args],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
+def test_sandbox_build_builds_the_trusted_projects_image_with_progress(
+    project: Path, sandbox_image: str, docker_engine: Any
+) -> None:
+    _devcontainer_project(project)
+    untrusted = _cli(project, "build")
+    assert untrusted.returncode == 0, untrusted.stderr
+    assert "--trust-project" in untrusted.stderr and "Step" not in untrusted.stdout
+    built = _cli(project, "build", "--trust-project")
+    assert built.returncode == 0, built.stderr
+    assert re.search(r"^\[\s*\d+s\] Step \d+/\d+ : FROM \$\{CLOVER_BASE\}$", built.stdout, re.M)
+    tag = re.search(r"^project sandbox image ready: (\S+) ", built.stdout, re.M)
+    assert tag is not None, built.stdout
+    assert tag.group(1).startswith(f"clover-code-project-{project.name}:")
+    docker_engine.images.get(tag.group(1))
+    status = _cli(project, "status")
+    assert f"{tag.group(1)} present" in status.stdout, status.stdout

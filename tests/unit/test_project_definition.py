@@ -111,3 +111,8 @@ def test_host_view_hides_credentials_and_keeps_tools(tmp_path: Path) -> None:
     assert sorted(view.hidden) == [str(home / ".config/myapp/api_token"), str(home / ".ssh")]
     assert view.env["PATH"] == f"/tmp/elsewhere:{home}/.local/bin"  # no relative entries
     assert "--ro-bind" in view.binds and "K" not in view.env
+    # A workspace inside a directory named like a credential stays visible.
+    inside = home / "secret-project" / "app"
+    inside.mkdir(parents=True)
+    view = host_view(inside, (os.getuid(), os.getgid()), concealed=(str(tmp_path),), host_env=env)
+    assert str(home / "secret-project") not in view.hidden

@@ -287,6 +287,8 @@ def _credential_places(home: str, workspace: str) -> list[str]:
         real = os.path.realpath(path)
         if not os.path.exists(real) or real in ("/", home) or real in found:
             return
+        if _under(workspace, real):
+            return  # hiding it would hide the workspace too (~/secret-project/app)
         if not fixed and (not _under(real, home) or _under(real, workspace)):
             return
         found.append(real)
