@@ -174,6 +174,8 @@ def _describe(
     text = _describe_kind(kind, network, as_root)
     if kind == "docker" and notes:
         text += "; " + "; ".join(notes)
+    if kind == "bwrap":
+        text += "; your PATH, virtualenv and home are readable there, credentials hidden"
     return text
 
 
