@@ -17,8 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from clover_code import protocol as p
 from clover_code.tools.sandbox.host_view import looks_like_credential
 from tests.integration.sandbox_fixtures import Space, open_sandbox
+from tests.integration.sse_server import ScriptedServer
+from tests.integration.test_headless_e2e import run_clover, sglang
 
 pytestmark = pytest.mark.integration
 
@@ -147,3 +150,43 @@ def test_credential_names() -> None:
         assert looks_like_credential(name), name
     for name in ("token.py", "secrets.py", "keybindings.json", "monkey", "bin", ".bashrc"):
         assert not looks_like_credential(name), name
+
+
+async def test_headless_fix_the_failing_test_under_bubblewrap(
+    scripted_server: ScriptedServer, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """The README's example end to end: the model runs the tests, fixes the code, reruns."""
+    request.getfixturevalue("bwrap_works")
+    root = _own_workspace(tmp_path)
+    (root / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    (root / "test_calc.py").write_text(
+        "from calc import add\n\ndef test_add():\n    assert add(2, 2) == 4\n"
+    )
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    fix = {"path": "calc.py", "old_string": "return a - b", "new_string": "return a + b"}
+    scripted_server.enqueue(
+        sglang(lambda s: s.tool_call("shell", {"command": "python3 -m pytest -q"})),
+        sglang(lambda s: s.tool_call("edit_file", fix)),
+        sglang(lambda s: s.tool_call("shell", {"command": "python3 -m pytest -q"})),
+        sglang(lambda s: s.content("Fixed add.")),
+    )
+    code, out, err = await run_clover(
+        root,
+        "--task",
+        "fix the failing test",
+        "--base-url",
+        scripted_server.base_url,
+        "--sandbox",
+        "bwrap",
+        "--approval",
+        "full-auto",
+        "--output-format",
+        "stream-json",
+        home=tmp_path,
+    )
+    assert code == 0, err
+    events = [p.EVENT_ADAPTER.validate_json(line) for line in out.splitlines()]
+    shells = [e for e in events if isinstance(e, p.ToolCallFinished) and e.name == "shell"]
+    assert len(shells) == 2, shells
+    assert "No module named pytest" not in shells[0].result
+    assert "1 failed" in shells[0].result and "1 passed" in shells[1].result, shells

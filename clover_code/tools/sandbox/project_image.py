@@ -66,7 +66,10 @@ install into its system Python (Debian marks it externally managed)."""
 Progress = Callable[[str], None]
 Trusted = Callable[[Path], bool]
 
-_KEEP_OUT = frozenset({"HOME", "USER", "LOGNAME", "SHELL", "TERM", "HOSTNAME"})
+_KEEP_OUT = frozenset(
+    {"HOME", "USER", "LOGNAME", "SHELL", "TERM", "HOSTNAME", "PAGER", "GIT_PAGER"}
+    | {"GIT_TERMINAL_PROMPT"}
+)
 """Image variables the sandbox sets itself."""
 
 
