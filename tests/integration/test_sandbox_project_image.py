@@ -248,6 +248,28 @@ async def test_setup_from_an_untrusted_project_config_does_not_run(
     assert not (project / "setup-ran.txt").exists()
 
 
+async def test_devcontainer_naming_a_local_image(
+    project: Path, sandbox_image: str, docker_engine: Any
+) -> None:
+    (project / ".devcontainer.json").write_text(
+        json.dumps({"image": sandbox_image, "containerEnv": {"PROJECT_MODE": "from-env"}})
+    )
+    _own(project)
+    choice = _choose(project, project_trusted=True)
+    assert isinstance(choice.sandbox, DockerSandbox) and choice.sandbox.image != sandbox_image
+    assert await _run(choice, "echo $PROJECT_MODE") == "from-env\n"
+    plain = project / ".devcontainer.json"
+    plain.write_text(json.dumps({"image": sandbox_image}))
+    choice = _choose(project, project_trusted=True)
+    assert isinstance(choice.sandbox, DockerSandbox)
+    same = (
+        docker_engine.images.get(choice.sandbox.image).id
+        == docker_engine.images.get(sandbox_image).id
+    )
+    assert same and choice.sandbox.image.startswith("clover-code-project-")
+    await choice.sandbox.close()
+
+
 def test_a_broken_devcontainer_is_one_clear_sentence(project: Path, sandbox_image: str) -> None:
     (project / ".devcontainer").mkdir()
     (project / ".devcontainer" / "devcontainer.json").write_text(json.dumps({"name": "x"}))
