@@ -66,10 +66,14 @@ def project(sandbox_image: str, docker_engine: Any) -> Iterator[Path]:
         if os.getuid() == 0:
             subprocess.run(["chown", "-R", "0:0", str(base)], check=False)
         shutil.rmtree(base, ignore_errors=True)
-        for image in docker_engine.images.list(name=f"clover-code-project-{root.name}"):
+        # Only this project's tags: an image may also carry the built-in tag
+        # (a devcontainer naming it), which must stay.
+        mine = f"clover-code-project-{root.name}:"
+        for image in docker_engine.images.list(name=mine.rstrip(":")):
             for tag in image.tags:
-                with contextlib.suppress(Exception):
-                    docker_engine.images.remove(tag, noprune=False)
+                if tag.startswith(mine):
+                    with contextlib.suppress(Exception):
+                        docker_engine.images.remove(tag, noprune=False)
 
 
 def _devcontainer_project(root: Path) -> None:
