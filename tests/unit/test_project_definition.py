@@ -116,3 +116,6 @@ def test_host_view_hides_credentials_and_keeps_tools(tmp_path: Path) -> None:
     inside.mkdir(parents=True)
     view = host_view(inside, (os.getuid(), os.getgid()), concealed=(str(tmp_path),), host_env=env)
     assert str(home / "secret-project") not in view.hidden
+    # Started in the home itself: the workspace is the home, credentials still hidden.
+    view = host_view(home, (os.getuid(), os.getgid()), concealed=(str(tmp_path),), host_env=env)
+    assert str(home / ".config/myapp/api_token") in view.hidden

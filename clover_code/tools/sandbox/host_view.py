@@ -279,7 +279,7 @@ def _credential_places(home: str, workspace: str) -> list[str]:
 
     Symbolic links are followed to what they name, which is what gets hidden
     (when it is under the home); names found inside the workspace are left to
-    it, unless they are in the fixed list.
+    it, unless they are in the fixed list or the workspace is the home itself.
     """
     found: list[str] = []
 
@@ -289,7 +289,8 @@ def _credential_places(home: str, workspace: str) -> list[str]:
             return
         if _under(workspace, real):
             return  # hiding it would hide the workspace too (~/secret-project/app)
-        if not fixed and (not _under(real, home) or _under(real, workspace)):
+        in_project = workspace != home and _under(real, workspace)
+        if not fixed and (not _under(real, home) or in_project):
             return
         found.append(real)
 
