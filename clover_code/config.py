@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from contextvars import ContextVar
@@ -107,6 +108,36 @@ class McpServerConfig(BaseModel):
 
     startup_timeout: float = Field(30.0, gt=0)
     """Seconds to wait for the server to start and list its tools."""
+
+
+HookEvent = Literal[
+    "SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PreCompact", "Stop",
+    "SessionEnd",
+]  # fmt: skip
+
+
+class HookConfig(BaseModel):
+    """One hook: a program run at a lifecycle point (see ``clover_code.agent.hooks``)."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    matcher: str = ""
+    """Regular expression over tool names (PreToolUse, PostToolUse); empty means every tool."""
+
+    command: str = Field(min_length=1)
+    """The program and its arguments, split like a shell would (no shell runs it)."""
+
+    timeout: float = Field(60.0, gt=0)
+    """Seconds the program may run before it is killed."""
+
+    @field_validator("matcher")
+    @classmethod
+    def _matcher_compiles(cls, value: str) -> str:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"the matcher is not a regular expression ({exc})") from None
+        return value
 
 
 class Settings(BaseSettings):
@@ -261,6 +292,9 @@ class Settings(BaseSettings):
     mcp_project: Literal["ask", "trust", "ignore"] = "ask"
     """Servers in the project's .mcp.json: ask (start them once you trust that file's
     content), trust (start them without asking), or ignore them."""
+
+    hooks: dict[HookEvent, list[HookConfig]] = Field(default_factory=dict)
+    """Programs run at lifecycle points, e.g. [[hooks.PreToolUse]] command = "./check"."""
 
     mcp_timeout: float = Field(120.0, gt=0)
     """Longest an MCP tool call may take, in seconds."""

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from clover_code import protocol as p
 from clover_code.agent.approval import ApprovalRequest, Approver
+from clover_code.agent.hooks import HookRunner
 from clover_code.agent.permissions import PermissionPolicy
 from clover_code.config import ApprovalMode
 from clover_code.errors import CloverError
@@ -53,6 +54,7 @@ class ToolDispatcher:
         spill: OutputSpill,
         emit: Emit,
         on_todo: Callable[[list[dict[str, Any]]], None],
+        hooks: HookRunner | None = None,
     ) -> None:
         self.tools = {tool.name: tool for tool in tools}
         self.context = context
@@ -62,6 +64,9 @@ class ToolDispatcher:
         self.spill = spill
         self.emit = emit
         self.on_todo = on_todo
+        self.hooks = hooks
+        self.allowed_tools: frozenset[str] | None = None
+        """When set (a custom command's allowed-tools), calls of other tools are refused."""
 
     async def run_calls(self, calls: list[ToolCall]) -> None:
         """Run calls in order; consecutive read-only calls run concurrently."""
@@ -100,6 +105,9 @@ class ToolDispatcher:
                 f"invalid arguments for tool '{tool.name}': {problems}.\n{self._schema_hint(tool)}",
             )
             return
+        hook_refusal, approved = None, False
+        if self.hooks is not None and self.hooks.has("PreToolUse"):
+            args, hook_refusal, approved = await self._pre_tool_hooks(call, tool, args)
         summary = tool.summary(args)
         self.emit(
             p.ToolCallStarted(
@@ -110,7 +118,10 @@ class ToolDispatcher:
                 summary=summary,
             )
         )
-        refusal = await self._approve(call, tool, args, summary)
+        if self.allowed_tools is not None and tool.name not in self.allowed_tools:
+            allowed = ", ".join(sorted(self.allowed_tools)) or "none"
+            hook_refusal = f"refused: this command allows only these tools: {allowed}."
+        refusal = hook_refusal or await self._approve(call, tool, args, summary, approved)
         if refusal is not None:
             call.result = refusal
             self._finish(call, "denied", refusal, {}, started)
@@ -122,12 +133,44 @@ class ToolDispatcher:
         if isinstance(todo, list):
             self.on_todo(todo)
         status = "error" if result.is_error else "ok"
+        if self.hooks is not None and self.hooks.has("PostToolUse"):
+            response = {"result": result.text, "is_error": result.is_error}
+            data = {"tool_name": tool.name, "tool_input": call.arguments, "tool_response": response}
+            after = await self.hooks.run("PostToolUse", data, tool=tool.name)
+            if after.blocked:
+                call.result = f"{call.result}\n\n[PostToolUse hook] {after.reason}"
         self._finish(call, status, result.text, result.display, started)
 
+    async def _pre_tool_hooks(
+        self, call: ToolCall, tool: Tool, args: BaseModel
+    ) -> tuple[BaseModel, str | None, bool]:
+        """Run the PreToolUse hooks: the arguments to use, a refusal, and whether
+        a hook approved the call (which only spares asking the user)."""
+        assert self.hooks is not None
+        data = {"tool_name": tool.name, "tool_input": call.arguments}
+        outcome = await self.hooks.run("PreToolUse", data, tool=tool.name)
+        if outcome.blocked:
+            return args, f"refused by a PreToolUse hook: {outcome.reason}", False
+        if outcome.tool_input is not None:
+            try:
+                args = tool.Args.model_validate(outcome.tool_input)
+            except ValidationError as exc:
+                return (
+                    args,
+                    f"refused: a PreToolUse hook gave invalid arguments ({exc.error_count()} "
+                    "errors).",
+                    False,
+                )
+            call.arguments = dict(outcome.tool_input)
+        return args, None, outcome.approved
+
     async def _approve(
-        self, call: ToolCall, tool: Tool, args: BaseModel, summary: str
+        self, call: ToolCall, tool: Tool, args: BaseModel, summary: str, approved: bool = False
     ) -> str | None:
-        """None when the call may run, else the refusal the model sees."""
+        """None when the call may run, else the refusal the model sees.
+
+        ``approved`` (a hook's "approve") spares asking the user, never more:
+        deny rules, the mode's refusals and protected paths still stand."""
         arguments = args.model_dump()
         command = arguments.get("command")
         shell = tool.name == "shell" and isinstance(command, str)
@@ -137,6 +180,8 @@ class ToolDispatcher:
             return None
         if ruling.verdict == "deny":
             return f"refused: {ruling.reason}"
+        if approved and not ruling.protected:
+            return None
         prefix = self.policy.session_prefix(command) if shell else None
         answer = await self.approver.request(
             ApprovalRequest(

@@ -21,6 +21,7 @@ from clover_code.agent.approval import Approver
 from clover_code.agent.compaction import compact
 from clover_code.agent.context import Budget, TokenCounter
 from clover_code.agent.dispatch import ToolCall, ToolDispatcher
+from clover_code.agent.hooks import HookRunner
 from clover_code.agent.permissions import PermissionPolicy
 from clover_code.config import ApprovalMode, Settings
 from clover_code.engine import events as ev
@@ -45,6 +46,8 @@ class _TurnState:
     calls: list[ToolCall] = field(default_factory=list)
     phase: Literal["idle", "streaming", "tools"] = "idle"
     final_text: str = ""
+    stop_hook_active: bool = False
+    """A Stop hook already sent the model back to work in this turn."""
 
 
 class Agent:
@@ -66,6 +69,7 @@ class Agent:
         spill: OutputSpill,
         messages: list[Message] | None = None,
         count_text: Callable[[str], int] | None = None,
+        hooks: HookRunner | None = None,
     ) -> None:
         self.backend = backend
         self.settings = settings
@@ -82,7 +86,9 @@ class Agent:
             spill=spill,
             emit=emit,
             on_todo=self._set_todo,
+            hooks=hooks,
         )
+        self.hooks = hooks
         self.turn = sum(1 for m in self.messages if m.get("role") == "user")
         self._specs = [tool.spec() for tool in tools]
         self._block = 0
@@ -123,7 +129,16 @@ class Agent:
     async def run_turn(self, text: str) -> p.TurnFinished:
         """Work on one user input until the model answers, a limit hits, or it is cancelled."""
         self.turn += 1
-        self._add({"role": "user", "content": text})
+        content = text
+        if self.hooks is not None and self.hooks.has("UserPromptSubmit"):
+            submitted = await self.hooks.run("UserPromptSubmit", {"prompt": text})
+            if submitted.blocked:
+                return self._refused(text, submitted.reason)
+            if submitted.context:
+                content = "\n\n".join(
+                    [text, "Context from a UserPromptSubmit hook:", *submitted.context]
+                )
+        self._add({"role": "user", "content": content})
         self.emit(p.TurnStarted(turn=self.turn, text=text))
         state = _TurnState()
         status: p.TurnStatus
@@ -155,6 +170,26 @@ class Agent:
         self.emit(finished)
         return finished
 
+    def _refused(self, text: str, reason: str) -> p.TurnFinished:
+        """A prompt a UserPromptSubmit hook refused: the model never sees it."""
+        self.emit(p.TurnStarted(turn=self.turn, text=text))
+        self.emit(p.ErrorEvent(message=f"a UserPromptSubmit hook refused the prompt: {reason}"))
+        finished = p.TurnFinished(turn=self.turn, status="failed")
+        self.emit(finished)
+        return finished
+
+    async def _stop_hooks(self, state: _TurnState) -> bool:
+        """Run the Stop hooks; True when one sends the model back to work."""
+        if self.hooks is None or not self.hooks.has("Stop"):
+            return False
+        data = {"stop_hook_active": state.stop_hook_active, "last_message": "".join(state.content)}
+        outcome = await self.hooks.run("Stop", data)
+        if not outcome.blocked:
+            return False
+        state.stop_hook_active = True
+        self._add({"role": "user", "content": f"[A Stop hook asks you to go on] {outcome.reason}"})
+        return True
+
     async def _loop(self, state: _TurnState) -> p.TurnStatus:
         while True:
             if state.requests >= self.settings.max_turns:
@@ -181,6 +216,9 @@ class Agent:
                 self.emit(p.ErrorEvent(message=str(failure)))
                 return "failed"
             if not calls:
+                if await self._stop_hooks(state):
+                    state.content, state.reasoning = [], []
+                    continue
                 state.final_text = "".join(state.content)
                 return "completed"
             await self.dispatch.run_calls(calls)
@@ -301,6 +339,8 @@ class Agent:
     async def compact(self, size: int | None = None) -> None:
         """Summarise older turns into one message (the ``/compact`` command)."""
         before = size or self.counter.prompt(self.system_prompt, self.messages, self._specs)
+        if self.hooks is not None and self.hooks.has("PreCompact"):
+            await self.hooks.run("PreCompact", {"trigger": "auto" if size else "manual"})
         # The system prompt and tool schemas are always sent: only the rest of
         # the budget is there for the history.
         fixed = TokenCounter(self.counter.count_text).prompt(self.system_prompt, [], self._specs)

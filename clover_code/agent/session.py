@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from clover_code import protocol as p
 from clover_code.agent.approval import Approver, QueueApprover
 from clover_code.agent.checkpoints import CheckpointError, CheckpointStore
+from clover_code.agent.hooks import HookRunner
 from clover_code.agent.instructions import system_prompt
 from clover_code.agent.loop import Agent
 from clover_code.agent.mcp_config import declared_servers
@@ -199,8 +200,20 @@ class Session:
                 transcript.event(event.model_dump(mode="json"))
             emit(event)
 
+        hooks = (
+            HookRunner(
+                settings.hooks,
+                root=root,
+                session_id=session_id,
+                transcript_path=transcript.path,
+                emit=record_and_emit,
+            )
+            if settings.hooks
+            else None
+        )
         agent = Agent(
             backend=backend,
+            hooks=hooks,
             tools=tools,
             context=ToolContext(
                 workspace=Workspace(root),
@@ -261,6 +274,13 @@ class Session:
                     "(run `git init` to enable it)."
                 )
             )
+        if hooks is not None and hooks.has("SessionStart"):
+            source = "resume" if resume is not None else "startup"
+            started = await hooks.run("SessionStart", {"source": source})
+            if started.context:
+                agent.system_prompt += "\n\nContext from a SessionStart hook:\n" + "\n\n".join(
+                    started.context
+                )
         return session
 
     async def run_turn(self, text: str) -> p.TurnFinished:
@@ -366,6 +386,9 @@ class Session:
         if self._turn is not None and self._turn is not asyncio.current_task():
             self._turn.cancel()
             await asyncio.gather(self._turn, return_exceptions=True)
+        hooks = self.agent.hooks
+        if hooks is not None and hooks.has("SessionEnd"):
+            await hooks.run("SessionEnd", {"reason": "exit"})
         if self.mcp is not None:
             await self.mcp.aclose()
         if self.sandbox is not None:
