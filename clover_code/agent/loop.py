@@ -22,6 +22,7 @@ from clover_code.agent.compaction import compact
 from clover_code.agent.context import Budget, TokenCounter
 from clover_code.agent.dispatch import ToolCall, ToolDispatcher
 from clover_code.agent.hooks import HookRunner
+from clover_code.agent.nested import NestedInstructions
 from clover_code.agent.permissions import PermissionPolicy
 from clover_code.config import ApprovalMode, Settings
 from clover_code.engine import events as ev
@@ -89,6 +90,7 @@ class Agent:
             hooks=hooks,
         )
         self.hooks = hooks
+        self.nested = NestedInstructions(context.workspace.root)
         self.turn = sum(1 for m in self.messages if m.get("role") == "user")
         self._specs = [tool.spec() for tool in tools]
         self._block = 0
@@ -222,6 +224,9 @@ class Agent:
                 state.final_text = "".join(state.content)
                 return "completed"
             await self.dispatch.run_calls(calls)
+            added = self.nested.annotate(calls)
+            if added:
+                self.emit(p.Notice(text=f"added the instructions of {', '.join(added)}."))
             for call in calls:
                 self._add({"role": "tool", "tool_call_id": call.id, "content": call.result or ""})
             state.phase = "idle"
@@ -351,6 +356,7 @@ class Agent:
             keep_tokens=max(256, (self.budget.compact_at - fixed) // 3),
             todo=self.todo,
         )
+        self.nested.carry(history)
         self.messages = history
         self.counter.reset()
         self._record_history(history)

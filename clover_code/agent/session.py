@@ -21,7 +21,7 @@ from clover_code.agent.instructions import system_prompt
 from clover_code.agent.loop import Agent
 from clover_code.agent.mcp_config import declared_servers
 from clover_code.agent.transcript import Transcript, load, new_session_id
-from clover_code.config import ApprovalMode, Settings, user_data_dir
+from clover_code.config import ApprovalMode, Settings, user_config_path, user_data_dir
 from clover_code.engine.base import Backend
 from clover_code.errors import CloverError
 from clover_code.repomap import RepoMap
@@ -231,6 +231,7 @@ class Session:
                 shell=choice.sandbox.kind if choice.sandbox else None,
                 tools=[t.name for t in tools],
                 repo_map=map_text,
+                config_dir=user_config_path().parent,
             ),
             emit=record_and_emit,
             record_message=transcript.message,
