@@ -107,6 +107,31 @@ class HookRunner:
         self.transcript_path = transcript_path
         self.emit = emit
 
+    @classmethod
+    def create(
+        cls,
+        hooks: Mapping[HookEvent, Sequence[HookConfig]],
+        root: Path,
+        session_id: str,
+        transcript_path: Path,
+        emit: Callable[[p.Event], None],
+    ) -> HookRunner | None:
+        """A runner for a session, or None when no hook is configured."""
+        if not any(hooks.values()):
+            return None
+        return cls(
+            hooks, root=root, session_id=session_id, transcript_path=transcript_path, emit=emit
+        )
+
+    async def session_start(self, resumed: bool) -> str:
+        """Run the SessionStart hooks; the text they add to the system prompt ("" if none)."""
+        if not self.has("SessionStart"):
+            return ""
+        outcome = await self.run("SessionStart", {"source": "resume" if resumed else "startup"})
+        if not outcome.context:
+            return ""
+        return "\n\nContext from a SessionStart hook:\n" + "\n\n".join(outcome.context)
+
     def has(self, event: HookEvent) -> bool:
         """Whether any hook is configured for ``event``."""
         return bool(self.hooks.get(event))

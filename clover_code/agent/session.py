@@ -20,6 +20,7 @@ from clover_code.agent.hooks import HookRunner
 from clover_code.agent.instructions import system_prompt
 from clover_code.agent.loop import Agent
 from clover_code.agent.mcp_config import declared_servers
+from clover_code.agent.skills import Skill, load_skills, skills_prompt
 from clover_code.agent.transcript import Transcript, load, new_session_id
 from clover_code.config import ApprovalMode, Settings, user_config_path, user_data_dir
 from clover_code.engine.base import Backend
@@ -31,6 +32,7 @@ from clover_code.tools.registry import default_tools
 from clover_code.tools.sandbox.base import Sandbox
 from clover_code.tools.sandbox.policy import SandboxLimits
 from clover_code.tools.sandbox.select import SandboxChoice, choose_sandbox
+from clover_code.tools.skill import SkillTool
 from clover_code.tools.spill import OutputSpill
 from clover_code.tools.workspace import Workspace
 
@@ -108,6 +110,8 @@ class Session:
         self._turn: asyncio.Task[p.TurnFinished] | None = None
         self.checkpoints = checkpoints
         self.mcp = mcp
+        self.skills: list[Skill] = []
+        """The skills this session offers (for a ``/skills`` listing)."""
 
     @classmethod
     async def open(
@@ -200,17 +204,12 @@ class Session:
                 transcript.event(event.model_dump(mode="json"))
             emit(event)
 
-        hooks = (
-            HookRunner(
-                settings.hooks,
-                root=root,
-                session_id=session_id,
-                transcript_path=transcript.path,
-                emit=record_and_emit,
-            )
-            if settings.hooks
-            else None
+        hooks = HookRunner.create(
+            settings.hooks, root, session_id, transcript.path, record_and_emit
         )
+        skills, skill_notes = load_skills(root, user_config_path().parent)
+        startup_notices += skill_notes
+        tools += [SkillTool(skills)] if skills else []
         agent = Agent(
             backend=backend,
             hooks=hooks,
@@ -232,6 +231,7 @@ class Session:
                 tools=[t.name for t in tools],
                 repo_map=map_text,
                 config_dir=user_config_path().parent,
+                extra=[skills_prompt(skills)],
             ),
             emit=record_and_emit,
             record_message=transcript.message,
@@ -275,13 +275,9 @@ class Session:
                     "(run `git init` to enable it)."
                 )
             )
-        if hooks is not None and hooks.has("SessionStart"):
-            source = "resume" if resume is not None else "startup"
-            started = await hooks.run("SessionStart", {"source": source})
-            if started.context:
-                agent.system_prompt += "\n\nContext from a SessionStart hook:\n" + "\n\n".join(
-                    started.context
-                )
+        if hooks is not None:
+            agent.system_prompt += await hooks.session_start(resume is not None)
+        session.skills = skills
         return session
 
     async def run_turn(self, text: str) -> p.TurnFinished:
