@@ -128,8 +128,19 @@ class Agent:
         self.messages.append(message)
         self._record(message)
 
-    async def run_turn(self, text: str) -> p.TurnFinished:
-        """Work on one user input until the model answers, a limit hits, or it is cancelled."""
+    async def run_turn(
+        self, text: str, *, allowed_tools: frozenset[str] | None = None
+    ) -> p.TurnFinished:
+        """Work on one user input until the model answers, a limit hits, or it is cancelled.
+
+        ``allowed_tools`` (a custom command's) narrows the tools for this turn only."""
+        self.dispatch.allowed_tools = allowed_tools
+        try:
+            return await self._turn(text)
+        finally:
+            self.dispatch.allowed_tools = None
+
+    async def _turn(self, text: str) -> p.TurnFinished:
         self.turn += 1
         content = text
         if self.hooks is not None and self.hooks.has("UserPromptSubmit"):
@@ -248,9 +259,10 @@ class Agent:
 
     async def _respond(self, state: _TurnState) -> CloverError | None:
         """Stream one model response into ``state``; return the failure, if any."""
+        allowed = self.dispatch.allowed_tools
         request = ChatRequest(
             messages=[{"role": "system", "content": self.system_prompt}, *self._wire_messages()],
-            tools=self._specs,
+            tools=[s for s in self._specs if allowed is None or s.name in allowed],
             max_tokens=self.settings.max_tokens,
             temperature=self.settings.temperature,
             enable_thinking=self.settings.thinking,

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from clover_code import protocol as p
 from clover_code.agent.approval import Approver, QueueApprover
 from clover_code.agent.checkpoints import CheckpointError, CheckpointStore
+from clover_code.agent.commands import CustomCommand, ExpandedPrompt, load_commands, prepare
 from clover_code.agent.hooks import HookRunner
 from clover_code.agent.instructions import system_prompt
 from clover_code.agent.loop import Agent
@@ -111,6 +112,8 @@ class Session:
         self.checkpoints = checkpoints
         self.mcp = mcp
         self.skills: list[Skill] = []
+        self.commands: list[CustomCommand] = []
+        """Custom commands (``/name args`` prompts expand; for completion and ACP)."""
         """The skills this session offers (for a ``/skills`` listing)."""
 
     @classmethod
@@ -209,6 +212,7 @@ class Session:
         )
         skills, skill_notes = load_skills(root, user_config_path().parent)
         startup_notices += skill_notes
+        commands = load_commands(root, config_dir=user_config_path().parent, notes=startup_notices)
         tools += [SkillTool(skills)] if skills else []
         agent = Agent(
             backend=backend,
@@ -277,7 +281,7 @@ class Session:
             )
         if hooks is not None:
             agent.system_prompt += await hooks.session_start(resume is not None)
-        session.skills = skills
+        session.skills, session.commands = skills, commands
         return session
 
     async def run_turn(self, text: str) -> p.TurnFinished:
@@ -301,11 +305,27 @@ class Session:
             for notice in store.take_notices() if store else []:
                 self._emit(p.Notice(level="warning", text=notice))
         try:
+            command = self._command(text)
+            if command is not None:
+                return await self.agent.run_turn(command.text, allowed_tools=command.allowed_tools)
             return await self.agent.run_turn(text)
         finally:
             if store is not None:
                 with contextlib.suppress(CheckpointError):
                     await asyncio.shield(asyncio.to_thread(store.end_turn, turn))
+
+    def _command(self, text: str) -> ExpandedPrompt | None:
+        """``text`` expanded when it runs a custom command (``/name args``)."""
+        policy, mode = self.agent.dispatch.policy, self.agent.approval_mode
+
+        def may_read(path: str) -> bool:
+            return policy.decide(mode, "read_file", "read", {"path": path}).verdict != "deny"
+
+        root = self.agent.dispatch.context.workspace.root
+        expanded = prepare(text, self.commands, root, may_read=may_read)
+        for note in expanded.notes if expanded else ():
+            self._emit(p.Notice(level="warning", text=note))
+        return expanded
 
     async def _undo(self, op: p.Undo) -> None:
         if self.checkpoints is None:
