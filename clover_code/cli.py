@@ -15,6 +15,16 @@ from clover_code.errors import CloverError, ExitCode, UsageError
 if TYPE_CHECKING:
     from clover_code.config import Settings
 
+SUBCOMMANDS_HELP = """commands:
+  clover-code                 the interactive app in this directory
+  clover-code --task TEXT     run one task headless (see the task options above)
+  clover-code acp             serve the Agent Client Protocol on stdin/stdout (editors)
+  clover-code serve           serve a local checkpoint as an OpenAI-compatible server
+  clover-code sandbox         build or check the sandbox image (sandbox --help)
+  each command has its own --help
+
+"""
+
 EXIT_CODES_HELP = """exit codes:
   0    the task completed
   1    the agent failed (engine error mid-task, repeated malformed tool calls)
@@ -63,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="clover-code",
         description="A coding agent for block-diffusion LLMs and any OpenAI-compatible server.",
-        epilog=EXIT_CODES_HELP,
+        epilog=SUBCOMMANDS_HELP + EXIT_CODES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"clover-code {__version__}")

@@ -13,6 +13,7 @@ project file always applies.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -478,8 +479,12 @@ def _explain(
             if where == "environment":
                 where = f"environment variable {ENV_PREFIX}{key.upper()}"
         if err["type"] == "extra_forbidden":
-            known = ", ".join(sorted(Settings.model_fields))
-            lines.append(f"{where}: unknown key '{key}' (known keys: {known}).")
+            close = difflib.get_close_matches(key, list(Settings.model_fields), n=1)
+            if close:
+                lines.append(f"{where}: unknown key '{key}'; did you mean '{close[0]}'?")
+            else:
+                known = ", ".join(sorted(Settings.model_fields))
+                lines.append(f"{where}: unknown key '{key}' (known keys: {known}).")
         else:
             got = err.get("input")
             # A validator's own sentence, without pydantic's "Value error, " prefix.

@@ -22,6 +22,17 @@ off, and how:
   ``log.showSignature``, ``gpg.*program``), ``core.sshCommand`` (plain
   ``ssh``), ``credential.helper`` (none), ``core.askPass``, the ``ext::``
   transport, pagers and editors (``GIT_PAGER=cat``, ``GIT_EDITOR=:``);
+- nested repositories: submodules are never entered, so no program their
+  own config names (a filter, an fsmonitor) can run: ``--ignore-submodules=all``
+  is added to ``status`` and every diff-family command (a submodule's own
+  ``ignore`` setting cannot override it, unlike ``diff.ignoreSubmodules``),
+  and ``submodule.recurse``, ``diff.submodule``, ``status.submoduleSummary``
+  and ``fetch.recurseSubmodules`` are pinned off, and every submodule named in
+  ``.gitmodules`` or the config gets ``submodule.<name>.ignore=all`` (for
+  ``commit``, which takes no flag for it). Where git enters a submodule
+  anyway (``git add`` does), the filter and merge drivers of every nested
+  repository are emptied as well as the top one's (``git_nested``). A plain nested repository
+  that is not a submodule is only ever listed as an untracked directory;
 - ``core.worktree``: when the directory holds a ``.git`` directory, git is
   given ``--git-dir`` and ``--work-tree`` explicitly, so a planted
   ``core.worktree`` cannot point it at files outside the workspace;
@@ -43,6 +54,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clover_code.errors import CloverError
+from clover_code.git_nested import nested_drivers
 
 if TYPE_CHECKING:
     from git import Repo
@@ -72,6 +84,11 @@ HARDENING_CONFIG: tuple[tuple[str, str], ...] = (
     ("gpg.program", "gpg"),
     ("gpg.ssh.program", "ssh-keygen"),
     ("gpg.x509.program", "gpgsm"),
+    ("submodule.recurse", "false"),
+    ("diff.ignoreSubmodules", "all"),
+    ("diff.submodule", "short"),
+    ("status.submoduleSummary", "false"),
+    ("fetch.recurseSubmodules", "false"),
 )
 """``-c`` settings given to every harness git command (command-line scope wins)."""
 
@@ -87,6 +104,8 @@ _ENV = {
 
 _DIFF_COMMANDS = {"diff", "log", "show", "whatchanged"}
 _TEXTCONV_ONLY = {"blame", "annotate"}
+_NO_SUBMODULES = {"status", "diff-files", "diff-index", "diff-tree"}
+"""Commands that take ``--ignore-submodules`` besides the ``_DIFF_COMMANDS``."""
 _DRIVER_KEYS = {
     "filter": {"clean": "", "smudge": "", "process": "", "required": "false"},
     "merge": {"driver": ""},
@@ -129,10 +148,12 @@ def repo_driver_overrides(
     cwd: Path,
     *,
     git_dir: Path | None = None,
+    work_tree: Path | None = None,
     env: Mapping[str, str] | None = None,
     git: str = "git",
 ) -> list[tuple[str, str]]:
-    """Settings that empty every filter and merge driver the repository itself configures.
+    """Settings that empty every filter and merge driver the repository itself configures,
+    or any repository nested in its work tree (``git_nested``).
 
     Reads the config with ``git config --list`` (which runs no program); a
     driver counts as the repository's when any of its keys comes from the
@@ -152,24 +173,82 @@ def repo_driver_overrides(
         return []  # not a repository (yet): there is no repository config to distrust
     fields = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
     drivers: set[tuple[str, str]] = set()
+    submodules = _gitmodules_names(cwd, env=env, git=git)
     for scope, key in zip(fields[::2], fields[1::2], strict=False):
         section, _, rest = key.partition(".")
         section = section.lower()
+        if section == "submodule" and "." in rest:
+            submodules.add(rest.rpartition(".")[0])
         if scope not in _REPO_SCOPES or section not in _DRIVER_KEYS or "." not in rest:
             continue
         name = rest.rpartition(".")[0]
-        if "=" in name or "\n" in name:
-            msg = (
-                f"the repository config defines a {section} driver named {name!r}, which "
-                "clover-code cannot switch off; remove it from .git/config."
-            )
-            raise UnsafeRepository(msg)
+        _check_name(section, name)
+        drivers.add((section, name))
+    for section, name in _nested(cwd, git_dir, work_tree, env, git):
+        _check_name(section, name)
         drivers.add((section, name))
     overrides = []
     for section, name in sorted(drivers):
         for var, value in _DRIVER_KEYS[section].items():
             overrides.append((f"{section}.{name}.{var}", value))
+    for name in sorted(submodules):
+        # A submodule's own `ignore` setting would win over diff.ignoreSubmodules.
+        _check_name("submodule", name)
+        overrides.append((f"submodule.{name}.ignore", "all"))
     return overrides
+
+
+def _nested(
+    cwd: Path,
+    git_dir: Path | None,
+    work_tree: Path | None,
+    env: Mapping[str, str] | None,
+    git: str,
+) -> set[tuple[str, str]]:
+    """The drivers of the repositories nested in this one's work tree."""
+    run_env = dict(env) if env is not None else git_env()
+    command = [git, *_config_args(HARDENING_CONFIG)]
+    if git_dir is None:  # found by git itself (a `.git` file, or cwd below the top)
+        argv = [*command, "rev-parse", "--absolute-git-dir", "--show-toplevel"]
+        proc = subprocess.run(argv, cwd=cwd, env=run_env, capture_output=True, timeout=30)
+        lines = proc.stdout.decode("utf-8", "surrogateescape").splitlines()
+        if proc.returncode != 0 or not lines:
+            return set()  # not a repository, or a bare one (no work tree to hold others)
+        git_dir = Path(lines[0])
+        work_tree = work_tree or (Path(lines[1]) if len(lines) > 1 else None)
+    return nested_drivers(command, git_dir, work_tree, run_env)
+
+
+def _check_name(section: str, name: str) -> None:
+    """Refuse a name that cannot be given on git's command line (``-c key=value``)."""
+    if "=" in name or "\n" in name:
+        msg = (
+            f"the repository defines a {section} named {name!r}, which clover-code "
+            "cannot switch off; rename or remove it (in .git/config or .gitmodules)."
+        )
+        raise UnsafeRepository(msg)
+
+
+def _gitmodules_names(cwd: Path, *, env: Mapping[str, str] | None, git: str) -> set[str]:
+    """Submodule names in the work tree's ``.gitmodules`` (read as a plain config file)."""
+    path = cwd / ".gitmodules"
+    if not path.is_file() or path.is_symlink():
+        return set()
+    argv = [git, "config", "--file", str(path), "--list", "--name-only", "-z"]
+    proc = subprocess.run(
+        argv,
+        cwd=cwd,
+        env=dict(env) if env is not None else git_env(),
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
+    names = set()
+    for key in proc.stdout.decode("utf-8", "surrogateescape").split("\0"):
+        section, _, rest = key.partition(".")
+        if section.lower() == "submodule" and "." in rest:
+            names.add(rest.rpartition(".")[0])
+    return names
 
 
 _TAKES_VALUE = {"-c", "-C", "--git-dir", "--work-tree", "--namespace", "--exec-path"}
@@ -184,17 +263,21 @@ def _subcommand_at(args: Sequence[str]) -> int:
 
 
 def _with_safe_flags(args: Sequence[str]) -> list[str]:
-    """``args`` with the flags that stop external diff and textconv programs."""
+    """``args`` with the flags that stop external diff and textconv programs and
+    keep git out of submodules."""
     out = list(args)
     i = _subcommand_at(out)
     if i >= len(out):
         return out
+    diff_flags = ["--no-ext-diff", "--no-textconv", "--ignore-submodules=all"]
     if out[i] in _DIFF_COMMANDS:
-        return [*out[: i + 1], "--no-ext-diff", "--no-textconv", *out[i + 1 :]]
+        return [*out[: i + 1], *diff_flags, *out[i + 1 :]]
+    if out[i] in _NO_SUBMODULES:
+        return [*out[: i + 1], "--ignore-submodules=all", *out[i + 1 :]]
     if out[i] in _TEXTCONV_ONLY:
         return [*out[: i + 1], "--no-textconv", *out[i + 1 :]]
     if out[i] == "stash" and i + 1 < len(out) and out[i + 1] == "show":
-        return [*out[: i + 2], "--no-ext-diff", "--no-textconv", *out[i + 2 :]]
+        return [*out[: i + 2], *diff_flags, *out[i + 2 :]]
     return out
 
 
@@ -220,7 +303,7 @@ def git_argv(
     name a separate git store (a shadow checkpoint repository, say).
     """
     git_dir, work_tree = _locate(cwd, git_dir, work_tree)
-    drivers = repo_driver_overrides(cwd, git_dir=git_dir, env=env, git=git)
+    drivers = repo_driver_overrides(cwd, git_dir=git_dir, work_tree=work_tree, env=env, git=git)
     return [
         git,
         *_config_args(HARDENING_CONFIG),

@@ -266,6 +266,9 @@ async def run_task(
     if status == "error" and failure is not None and failure.exit_code != ExitCode.AGENT_ERROR:
         # A refused key or a vanished model mid-task is "no engine", as at start.
         code = failure.exit_code
+    if session.transcript.failure is not None:
+        # Reported already, as a fatal error event: the run cannot be resumed as it is.
+        status, code = "error", ExitCode.AGENT_ERROR
     error: str | None = None
     if status == "interrupted":
         error = (

@@ -42,7 +42,8 @@ class ApprovalDecision(_Message):
 
     type: Literal["approval_decision"] = "approval_decision"
     request_id: str
-    decision: Literal["allow_once", "allow_prefix", "deny"]
+    decision: Literal["allow_once", "allow_prefix", "allow_file", "allow_edits", "deny"]
+    """``allow_file``: edits to this file, ``allow_edits``: all edits, for the session."""
     feedback: str | None = None
     """Text passed to the model with a denial."""
 
@@ -63,6 +64,17 @@ class Undo(_Message):
     type: Literal["undo"] = "undo"
     turns: int = 1
     force: bool = False
+    last_change: bool = False
+    """Undo back to (and including) the newest turn that changed files; ``turns`` is
+    then ignored."""
+
+
+class AllowCheckpoints(_Message):
+    """The answer to ``SessionStarted.checkpoint_warning``: snapshot the workspace
+    (``allow``) or turn checkpoints (undo, diff) off for the session."""
+
+    type: Literal["allow_checkpoints"] = "allow_checkpoints"
+    allow: bool
 
 
 class ShowDiff(_Message):
@@ -95,6 +107,7 @@ Op = Annotated[
     | ApprovalDecision
     | SetApprovalMode
     | Undo
+    | AllowCheckpoints
     | ShowDiff
     | Compact
     | ClearHistory
@@ -119,6 +132,9 @@ class SessionStarted(_Message):
     approval: str
     transcript: str
     resumed: bool = False
+    checkpoint_warning: str | None = None
+    """Why snapshotting this workspace needs a yes first (home directory, many files
+    outside git); turns are not checkpointed until ``AllowCheckpoints`` answers."""
 
 
 class TurnStarted(_Message):
@@ -207,6 +223,8 @@ class ApprovalRequested(_Message):
     arguments: dict[str, Any]
     prefix: str | None = None
     """The command prefix an ``allow_prefix`` decision would cover."""
+    diff: str | None = None
+    """For an edit: the unified diff it would make to the file as it is now."""
 
 
 class UsageReport(_Message):
@@ -243,6 +261,11 @@ class UndoDone(_Message):
     turns: int
     files: list[str]
     """Paths (relative to the workspace) that were restored or removed."""
+    turn: int | None = None
+    """The oldest turn undone (its number in the session)."""
+    forgotten: bool = False
+    """The undone turns were also removed from the conversation the model sees (not
+    possible when it was compacted or cleared since)."""
 
 
 class DiffReport(_Message):

@@ -5,7 +5,9 @@ same environment variables and config files apply); ``--terminal`` runs
 shell commands in the editor's terminal instead of the sandbox. Logs and
 problems go to stderr, which editors show in their agent log. End of input,
 SIGTERM or Ctrl+C close every session cleanly: running turns end as
-interrupted and transcripts are complete.
+interrupted (their prompts answer ``cancelled``), transcripts are complete,
+and every request still open gets an answer before the process exits (an
+error, for one that cannot complete).
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ __all__ = ["build_parser", "main", "serve"]
 
 _OWN_SETTINGS = ("approval", "max_turns", "timeout")
 """Settings this command has flags for besides the shared engine ones."""
+
+_ANSWER_WAIT = 5.0
+"""Seconds the requests still running at end of input get to answer."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -106,13 +111,21 @@ async def serve(agent: CloverAgent) -> int:
         loop.add_signal_handler(signal.SIGTERM, reader.feed_eof)
     # The SDK routes only the methods an agent defines; the rest answer
     # "method not found", so a partial ``Agent`` is what it expects.
-    connection = AgentSideConnection(
-        cast(Agent, agent), LineTransport(reader, pipe), listening=False
-    )
+    transport = LineTransport(reader, pipe)
+    connection = AgentSideConnection(cast(Agent, agent), transport, listening=False)
     try:
         await connection.listen()
     finally:
-        # Sessions first, while replies can still go out; then the connection.
+        # Sessions first, while replies can still go out: their running
+        # prompts end and answer "cancelled". Then every other request still
+        # running gets a moment to answer, and an error if it does not.
+        await agent.close()
+        if not await transport.settle(_ANSWER_WAIT):
+            reason = "the editor closed the agent's input (end of input)."
+            # An editor that no longer reads its end cannot hold the exit up.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(transport.refuse_open(reason), _ANSWER_WAIT)
+        # A session that a late session/new opened meanwhile is closed too.
         await agent.close()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(connection.close(), 5.0)

@@ -7,6 +7,11 @@ SDK would drop without a word: a line that is not JSON gets a "Parse error"
 reply, and JSON that is not a JSON-RPC message gets "Invalid request" (both
 with a null id, as JSON-RPC 2.0 says). End of input ends the stream.
 
+It also keeps the ids of the requests it handed on and not yet answered,
+so that at the end every one of them gets an answer: ``settle`` waits for
+the handlers still running, and ``refuse_open`` answers what is left with
+an error (a request is never dropped without a word).
+
 ``stdio_pipes`` takes the process's stdin and stdout for the protocol and
 points file descriptors 0 and 1 elsewhere (``/dev/null`` and stderr), so a
 stray ``print`` or a child process cannot corrupt or steal protocol bytes.
@@ -21,10 +26,13 @@ import os
 import sys
 from typing import Any, Protocol
 
-__all__ = ["LineTransport", "Sink", "StdoutPipe", "stdio_pipes"]
+__all__ = ["CANCELLED", "LineTransport", "Sink", "StdoutPipe", "stdio_pipes"]
 
 LINE_LIMIT = 50 * 1024 * 1024
 """Longest message accepted (prompts may embed whole files)."""
+
+CANCELLED = -32800
+"""The error code of a request cancelled before it completed (as in LSP)."""
 
 
 class Sink(Protocol):
@@ -94,15 +102,63 @@ class LineTransport:
         self._sink = sink
         self._lock = asyncio.Lock()
         self._closed = False
+        self._open: dict[Any, list[str]] = {}
+        """Requests received and not answered yet: id -> their methods (a client
+        may reuse an id; each request still gets its own answer)."""
+        self._all_answered = asyncio.Event()
+        self._all_answered.set()
 
     async def send(self, message: dict[str, Any]) -> None:
-        """Write one message as a line."""
+        """Write one message as a line (a second answer to one request is dropped)."""
         if self._closed:
             raise ConnectionResetError("the connection to the editor is closed")
+        is_answer = "method" not in message and ("result" in message or "error" in message)
+        request_id = _hashable(message.get("id"))
+        if is_answer and request_id is not None:
+            if request_id not in self._open:
+                return  # refused at shutdown already; the late handler's answer goes nowhere
+            self._answered(request_id)
         data = (json.dumps(message, separators=(",", ":")) + "\n").encode("utf-8")
         async with self._lock:
             self._sink.write(data)
             await self._sink.drain()
+
+    def _answered(self, request_id: Any) -> None:
+        methods = self._open.get(request_id)
+        if methods:
+            methods.pop(0)
+        if not methods:
+            self._open.pop(request_id, None)
+        if not self._open:
+            self._all_answered.set()
+
+    @property
+    def open_requests(self) -> list[tuple[Any, str]]:
+        """The requests not answered yet: (id, method)."""
+        return [(i, m) for i, methods in self._open.items() for m in methods]
+
+    async def settle(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for every open request to be answered."""
+        try:
+            await asyncio.wait_for(self._all_answered.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    async def refuse_open(self, reason: str) -> None:
+        """Answer every open request with a "cancelled" error saying ``reason``."""
+        for request_id, method in self.open_requests:
+            reply = {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "error": {"code": CANCELLED, "message": f"{method} was not completed: {reason}"},
+            }
+            if self._closed:
+                self._answered(request_id)
+                continue
+            # ``send`` counts the request as answered before it writes.
+            with contextlib.suppress(ConnectionError, OSError):
+                await self.send(reply)
 
     async def receive(self) -> dict[str, Any] | None:
         """The next well-formed message; None at end of input."""
@@ -122,6 +178,10 @@ class LineTransport:
             if problem is not None:
                 await self._reply_error(-32600, f"Invalid request: {problem}")
                 continue
+            request_id = _hashable(message.get("id"))
+            if "method" in message and request_id is not None:
+                self._open.setdefault(request_id, []).append(str(message["method"]))
+                self._all_answered.clear()
             return dict(message)
 
     async def close(self) -> None:
@@ -158,6 +218,13 @@ class LineTransport:
         reply = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
         with contextlib.suppress(ConnectionError, OSError):
             await self.send(reply)
+
+
+def _hashable(request_id: object) -> str | int | float | None:
+    """A request id usable as a key (JSON-RPC ids are strings or numbers)."""
+    if isinstance(request_id, str | int | float) and not isinstance(request_id, bool):
+        return request_id
+    return None
 
 
 def _shape_problem(message: object) -> str | None:

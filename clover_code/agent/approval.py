@@ -65,6 +65,8 @@ class Decision:
     allowed: bool
     remember_prefix: str | None = None
     feedback: str | None = None
+    remember_edits: Literal["file", "all"] | None = None
+    """Allow, for the rest of the session, edits to this file or all edits."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -79,6 +81,7 @@ class ApprovalRequest:
     prefix: str | None
     protected: bool = False
     """It writes one of the project's own config files (headless never does)."""
+    diff: str | None = None
 
 
 class Approver(Protocol):
@@ -112,8 +115,14 @@ class RefuseApprover:
         )
 
 
+_EDIT_SCOPES: dict[str, Literal["file", "all"]] = {"allow_file": "file", "allow_edits": "all"}
+
+
 class QueueApprover:
     """Asks through the event stream and waits for an ``ApprovalDecision`` op."""
+
+    shows_diff = True
+    """Edit requests carry the diff they would make (``ApprovalRequested.diff``)."""
 
     def __init__(self, emit: Callable[[p.Event], None]) -> None:
         self._emit = emit
@@ -132,6 +141,7 @@ class QueueApprover:
                 summary=request.summary,
                 arguments=request.arguments,
                 prefix=request.prefix,
+                diff=request.diff,
             )
         )
         try:
@@ -142,6 +152,7 @@ class QueueApprover:
             allowed=answer.decision != "deny",
             remember_prefix=request.prefix if answer.decision == "allow_prefix" else None,
             feedback=answer.feedback,
+            remember_edits=_EDIT_SCOPES.get(answer.decision),
         )
 
     def resolve(self, decision: p.ApprovalDecision) -> bool:

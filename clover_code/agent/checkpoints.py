@@ -145,6 +145,24 @@ class CheckpointStore:
         del self._turns[-turns:]
         return sorted(changed)
 
+    def first_of_last(self, turns: int) -> int | None:
+        """The number of the oldest of the newest ``turns`` turns (None if there are fewer)."""
+        return self._turns[-turns].turn if 0 < turns <= len(self._turns) else None
+
+    def turns_to_last_change(self) -> tuple[int, int]:
+        """``(turns, turn)``: how many of the newest turns to undo so that the newest turn
+        that changed files is undone, and that turn's number; ``(0, 0)`` when no turn
+        that can be undone changed a file."""
+        now: str | None = None
+        for back, t in enumerate(reversed(self._turns), 1):
+            after = t.after
+            if after is None:
+                now = now or self.shadow.capture(with_git=False)
+                after = now
+            if self.shadow.changed(t.before, after):
+                return back, t.turn
+        return 0, 0
+
     def diff_since_session_start(self) -> tuple[str, list[str]]:
         """The unified diff of the workspace since the first checkpoint, and its paths."""
         if self._start is None:
@@ -181,12 +199,19 @@ class CheckpointStore:
         more = f"\n- and {len(files) - 50} more" if len(files) > 50 else ""
         subject = message.strip() or "clover-code changes"
         full = f"{subject}\n\nChanged by clover-code:\n{body}{more}\n"
-        proc = run_git(*ident, "commit", "-q", "-F", "-", cwd=self.root, input=full, check=False)
-        if proc.returncode != 0:
-            if "nothing to commit" in proc.stdout + proc.stderr:
-                return None
-            raise CheckpointError(f"auto-commit failed: {last_line(proc.stderr)}.")
-        return self._user_git("rev-parse", "HEAD").strip()
+        # Plumbing rather than `git commit`: porcelain commit looks inside every
+        # submodule (a status run there, with that repository's own filters).
+        tree = self._user_git("write-tree").strip()
+        head = run_git("rev-parse", "-q", "--verify", "HEAD^{commit}", cwd=self.root, check=False)
+        parent = head.stdout.strip() if head.returncode == 0 else ""
+        if parent and self._user_git("rev-parse", f"{parent}^{{tree}}").strip() == tree:
+            return None
+        parents = ("-p", parent) if parent else ()
+        commit = self._user_git(*ident, "commit-tree", tree, *parents, "-F", "-", input=full)
+        commit = commit.strip()
+        reflog = f"commit: {subject.splitlines()[0]}"
+        self._user_git("update-ref", "-m", reflog, "HEAD", commit, parent)
+        return commit
 
     # --------------------------------------------------------------- restore
 
@@ -240,6 +265,7 @@ class CheckpointStore:
     def _user_git(self, *args: str, input: str | None = None) -> str:
         proc = run_git(*args, cwd=self.root, input=input, check=False)
         if proc.returncode != 0:
-            command = next(a for a in args if not a.startswith("-"))
+            words = [a for i, a in enumerate(args) if args[i - 1 : i] != ("-c",)]
+            command = next(a for a in words if not a.startswith("-"))
             raise CheckpointError(f"git {command} failed: {last_line(proc.stderr)}.")
         return proc.stdout

@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from clover_code.agent.frontmatter import FrontMatterError, split_front_matter
+from clover_code.agent.permissions import PermissionPolicy
+from clover_code.config import ApprovalMode
 from clover_code.errors import WorkspaceError
 from clover_code.tools.workspace import Workspace
 
@@ -37,6 +39,7 @@ __all__ = [
     "load_commands",
     "match",
     "prepare",
+    "read_rule",
 ]
 
 PROJECT_COMMANDS = ".clover/commands"
@@ -44,7 +47,7 @@ PROJECT_COMMANDS = ".clover/commands"
 BUILTIN_COMMANDS = frozenset(
     {
         "help", "model", "approval", "sandbox", "undo", "rewind", "diff", "compact", "clear",
-        "sessions", "resume", "cost", "quit", "exit", "skills", "fork", "plan",
+        "sessions", "resume", "retry", "cost", "quit", "exit", "skills", "fork", "plan",
     }
 )  # fmt: skip
 """The app's own slash commands (and a few it is getting): they win on a clash."""
@@ -189,6 +192,15 @@ def prepare(
     if found is None:
         return None
     return expand(found[0], found[1], root, may_read=may_read)
+
+
+def read_rule(policy: PermissionPolicy, mode: ApprovalMode) -> Callable[[str], bool]:
+    """Whether an ``@path`` may be included: not when a read deny rule covers it."""
+
+    def may_read(path: str) -> bool:
+        return policy.decide(mode, "read_file", "read", {"path": path}).verdict != "deny"
+
+    return may_read
 
 
 def expand(

@@ -1,14 +1,21 @@
 """Running the model's tool calls: validation, approval, execution, results.
 
-A malformed call (unknown tool, arguments that do not parse or do not match
-the schema) never runs: it becomes an error result that shows the model the
-schema, so it can correct itself.
+A malformed call (unknown tool, arguments that do not parse, hostile values
+that ``Tool.screen`` refuses, arguments that do not match the schema) never
+reaches the permission check or the tool: it becomes an error result that
+tells the model what to fix. ``screen`` runs before the call is recorded, so
+the transcript and the events only ever carry a safe copy of the arguments.
+
+No single call can end the session: an unexpected exception from the
+permission check, the approver or the tool becomes a failed result and an
+error event (its traceback goes to this module's logger at debug level).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -18,14 +25,18 @@ from pydantic import BaseModel, ValidationError
 
 from clover_code import protocol as p
 from clover_code.agent.approval import ApprovalRequest, Approver
+from clover_code.agent.edit_preview import EditAllowance, preview_diff
 from clover_code.agent.hooks import HookRunner
 from clover_code.agent.permissions import PermissionPolicy
 from clover_code.config import ApprovalMode
 from clover_code.errors import CloverError
+from clover_code.tools.arguments import CONTENT_LIMIT, screen_arguments
 from clover_code.tools.base import Tool, ToolContext, ToolResult
 from clover_code.tools.spill import OutputSpill
 
 Emit = Callable[[p.Event], None]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -38,6 +49,9 @@ class ToolCall:
     parse_error: str | None = None
     result: str | None = None
     malformed: bool = False
+    problem: str | None = None
+    """What ``ToolDispatcher.screen`` found wrong with the arguments."""
+    screened: bool = False
 
 
 class ToolDispatcher:
@@ -67,6 +81,23 @@ class ToolDispatcher:
         self.hooks = hooks
         self.allowed_tools: frozenset[str] | None = None
         """When set (a custom command's allowed-tools), calls of other tools are refused."""
+        self.edits = EditAllowance()
+
+    def screen(self, calls: list[ToolCall]) -> None:
+        """Check each call's raw arguments and keep only a safe copy of them.
+
+        Runs before the calls are recorded: lone surrogates, huge strings and
+        non-finite numbers never reach the transcript or the front ends.
+        """
+        for call in calls:
+            if call.screened:
+                continue
+            tool = self.tools.get(call.name)
+            if tool is not None:
+                screened = tool.screen(call.arguments)
+            else:
+                screened = screen_arguments(call.arguments, limits={}, default_limit=CONTENT_LIMIT)
+            call.arguments, call.problem, call.screened = screened.arguments, screened.problem, True
 
     async def run_calls(self, calls: list[ToolCall]) -> None:
         """Run calls in order; consecutive read-only calls run concurrently."""
@@ -84,6 +115,8 @@ class ToolDispatcher:
             await asyncio.gather(*(self.run_call(c) for c in batch))
 
     async def run_call(self, call: ToolCall) -> None:
+        """Validate, approve and run one call; its result is always set."""
+        self.screen([call])
         tool = self.tools.get(call.name)
         started = time.monotonic()
         if tool is None:
@@ -93,22 +126,29 @@ class ToolDispatcher:
         if call.parse_error:
             self._malformed(call, f"{call.parse_error}\n{self._schema_hint(tool)}")
             return
+        if call.problem:
+            self._malformed(call, f"invalid arguments for tool '{tool.name}': {call.problem}")
+            return
         try:
             args = tool.Args.model_validate(call.arguments)
         except ValidationError as exc:
-            problems = "; ".join(
-                f"'{'.'.join(str(x) for x in e['loc']) or '(arguments)'}': {e['msg']}"
-                for e in exc.errors()
-            )
+            problems = ", ".join(_problem(e) for e in exc.errors()[:5])
+            schema = json.dumps(tool.spec().parameters)
             self._malformed(
                 call,
-                f"invalid arguments for tool '{tool.name}': {problems}.\n{self._schema_hint(tool)}",
+                f"invalid arguments for tool '{tool.name}': {problems}; send arguments that "
+                f"match its JSON schema {schema}",
             )
             return
         hook_refusal, approved = None, False
         if self.hooks is not None and self.hooks.has("PreToolUse"):
             args, hook_refusal, approved = await self._pre_tool_hooks(call, tool, args)
-        summary = tool.summary(args)
+        try:
+            summary = tool.summary(args)
+        except Exception:
+            # Only the card's one-line label is lost; the call itself can go on.
+            log.debug("summary of %s failed", tool.name, exc_info=True)
+            summary = tool.name
         self.emit(
             p.ToolCallStarted(
                 call_id=call.id,
@@ -121,17 +161,28 @@ class ToolDispatcher:
         if self.allowed_tools is not None and tool.name not in self.allowed_tools:
             allowed = ", ".join(sorted(self.allowed_tools)) or "none"
             hook_refusal = f"refused: this command allows only these tools: {allowed}."
-        refusal = hook_refusal or await self._approve(call, tool, args, summary, approved)
+        try:
+            refusal = hook_refusal or await self._approve(call, tool, args, summary, approved)
+        except Exception as exc:
+            self._unexpected(call, tool, exc, "check", started)
+            return
         if refusal is not None:
             call.result = refusal
             self._finish(call, "denied", refusal, {}, started)
             return
+        started = time.monotonic()  # the duration is the run's, not the wait for the user
         streamed: list[str] = []
-        result = await self._execute(call, tool, args, streamed)
-        call.result = self.spill.fit(call.id, result.text, "".join(streamed) or None)
+        try:
+            result = await self._execute(call, tool, args, streamed)
+            call.result = self.spill.fit(call.id, result.text, "".join(streamed) or None)
+        except Exception as exc:
+            self._unexpected(call, tool, exc, "run", started)
+            return
         todo = result.display.get("todo")
         if isinstance(todo, list):
             self.on_todo(todo)
+        for notice in result.notices:
+            self.emit(p.Notice(level="warning", text=notice))
         status = "error" if result.is_error else "ok"
         if self.hooks is not None and self.hooks.has("PostToolUse"):
             response = {"result": result.text, "is_error": result.is_error}
@@ -152,17 +203,31 @@ class ToolDispatcher:
         if outcome.blocked:
             return args, f"refused by a PreToolUse hook: {outcome.reason}", False
         if outcome.tool_input is not None:
+            # Screened and validated like the model's own arguments.
+            screened = tool.screen(outcome.tool_input)
             try:
-                args = tool.Args.model_validate(outcome.tool_input)
-            except ValidationError as exc:
-                return (
-                    args,
-                    f"refused: a PreToolUse hook gave invalid arguments ({exc.error_count()} "
-                    "errors).",
-                    False,
-                )
-            call.arguments = dict(outcome.tool_input)
+                if screened.problem:
+                    raise ValueError(screened.problem)
+                args = tool.Args.model_validate(screened.arguments)
+            except (ValidationError, ValueError) as exc:
+                why = f"{exc.error_count()} errors" if isinstance(exc, ValidationError) else exc
+                return args, f"refused: a PreToolUse hook gave invalid arguments ({why}).", False
+            call.arguments = screened.arguments
         return args, None, outcome.approved
+
+    def _unexpected(
+        self, call: ToolCall, tool: Tool, exc: Exception, stage: str, started: float
+    ) -> None:
+        """An exception nobody meant to raise: a failed call and an error event, not a crash."""
+        log.debug("tool call %s (%s) failed to %s", call.id, tool.name, stage, exc_info=exc)
+        detail = f"{type(exc).__name__}: {exc}"[:300]
+        message = (
+            f"the '{tool.name}' call failed unexpectedly ({detail}); it did not complete, "
+            "so try another way (and report this as a bug)."
+        )
+        call.result = f"error: {message}"
+        self.emit(p.ErrorEvent(message=message))
+        self._finish(call, "error", call.result, {}, started)
 
     async def _approve(
         self, call: ToolCall, tool: Tool, args: BaseModel, summary: str, approved: bool = False
@@ -182,7 +247,13 @@ class ToolDispatcher:
             return f"refused: {ruling.reason}"
         if approved and not ruling.protected:
             return None
+        path = arguments.get("path") if tool.kind == "edit" else None
+        if self.edits.covers(path):
+            return None
         prefix = self.policy.session_prefix(command) if shell else None
+        # Only approvers that show it get the dry run (an editor's would cost a file read).
+        wants_diff = getattr(self.approver, "shows_diff", False)
+        diff = await preview_diff(tool, args, self.context) if wants_diff else None
         answer = await self.approver.request(
             ApprovalRequest(
                 call.id,
@@ -192,11 +263,13 @@ class ToolDispatcher:
                 call.arguments,
                 prefix,
                 protected=ruling.protected,
+                diff=diff,
             )
         )
         if answer.allowed:
             if answer.remember_prefix and shell:
                 self.policy.allow_for_session(answer.remember_prefix)
+            self.edits.remember(answer.remember_edits, path)
             return None
         reason = answer.feedback or "the user did not allow this call."
         return f"denied: {reason} ({ruling.reason})"
@@ -242,3 +315,18 @@ class ToolDispatcher:
         return f"The arguments of '{tool.name}' must match this JSON schema: " + json.dumps(
             tool.spec().parameters
         )
+
+
+_JSON_TYPES = {str: "a string", int: "an integer", float: "a number", bool: "a boolean"}
+_JSON_TYPES |= {list: "a list", dict: "an object", type(None): "null"}
+
+
+def _problem(error: Any) -> str:
+    """One validation error as a clause: which argument, what is wrong, what came."""
+    where = ".".join(str(x) for x in error["loc"]) or "(arguments)"
+    message = str(error["msg"])
+    message = message[:1].lower() + message[1:]
+    if error["type"] == "missing":
+        return f"'{where}' is missing"
+    got = _JSON_TYPES.get(type(error.get("input")), "")
+    return f"'{where}': {message}" + (f" (got {got})" if got else "")

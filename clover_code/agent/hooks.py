@@ -50,7 +50,7 @@ from typing import Any
 from clover_code import protocol as p
 from clover_code.config import HookConfig, HookEvent
 
-__all__ = ["HOOK_EVENTS", "HookOutcome", "HookRunner"]
+__all__ = ["HOOK_EVENTS", "HookOutcome", "HookRunner", "prompt_hooks", "stop_hooks"]
 
 HOOK_EVENTS: tuple[HookEvent, ...] = (
     "SessionStart",
@@ -309,6 +309,29 @@ class HookRunner:
                     text=f"{event} hook '{config.command}'{target} {verb}: {message}",
                 )
             )
+
+
+async def prompt_hooks(hooks: HookRunner | None, text: str) -> tuple[str, str | None]:
+    """Run the UserPromptSubmit hooks: the user message to record (the prompt and
+    any context they added) and, when one refused the prompt, its reason."""
+    if hooks is None or not hooks.has("UserPromptSubmit"):
+        return text, None
+    outcome = await hooks.run("UserPromptSubmit", {"prompt": text})
+    if outcome.blocked:
+        return text, outcome.reason
+    if not outcome.context:
+        return text, None
+    return "\n\n".join([text, "Context from a UserPromptSubmit hook:", *outcome.context]), None
+
+
+async def stop_hooks(hooks: HookRunner | None, active: bool, last: str) -> str | None:
+    """Run the Stop hooks: the instruction to send the model back to work with, or None.
+
+    ``active``: a Stop hook already did so in this turn (the hook may let go)."""
+    if hooks is None or not hooks.has("Stop"):
+        return None
+    outcome = await hooks.run("Stop", {"stop_hook_active": active, "last_message": last})
+    return f"[A Stop hook asks you to go on] {outcome.reason}" if outcome.blocked else None
 
 
 def _one_line(text: str) -> str:

@@ -21,7 +21,7 @@ from clover_code.agent.approval import Approver
 from clover_code.agent.compaction import compact
 from clover_code.agent.context import Budget, TokenCounter
 from clover_code.agent.dispatch import ToolCall, ToolDispatcher
-from clover_code.agent.hooks import HookRunner
+from clover_code.agent.hooks import HookRunner, prompt_hooks, stop_hooks
 from clover_code.agent.nested import NestedInstructions
 from clover_code.agent.permissions import PermissionPolicy
 from clover_code.config import ApprovalMode, Settings
@@ -105,6 +105,17 @@ class Agent:
         self.deadline: float | None = None
         """When set (event-loop time), turns end there instead of ``settings.timeout``
         after they start: headless mode's limit counts from the start of the run."""
+        self.stopped: str | None = None
+        """Why the session cannot go on (see ``stop``), if it cannot."""
+        self._turn_starts: dict[int, int] = {}
+        """Where each turn of this run begins in ``messages`` (until history is rewritten)."""
+
+    def stop(self, reason: str) -> None:
+        """End the running turn at its next step, and refuse later ones, as failed.
+
+        For trouble that makes going on pointless (the transcript cannot be
+        written); the reason is reported by whoever calls this."""
+        self.stopped = reason
 
     @property
     def approval_mode(self) -> ApprovalMode:
@@ -128,29 +139,15 @@ class Agent:
         self.messages.append(message)
         self._record(message)
 
-    async def run_turn(
-        self, text: str, *, allowed_tools: frozenset[str] | None = None
-    ) -> p.TurnFinished:
+    async def run_turn(self, text: str) -> p.TurnFinished:
         """Work on one user input until the model answers, a limit hits, or it is cancelled.
 
-        ``allowed_tools`` (a custom command's) narrows the tools for this turn only."""
-        self.dispatch.allowed_tools = allowed_tools
-        try:
-            return await self._turn(text)
-        finally:
-            self.dispatch.allowed_tools = None
-
-    async def _turn(self, text: str) -> p.TurnFinished:
+        ``dispatch.allowed_tools``, when set (a custom command's), narrows the tools."""
         self.turn += 1
-        content = text
-        if self.hooks is not None and self.hooks.has("UserPromptSubmit"):
-            submitted = await self.hooks.run("UserPromptSubmit", {"prompt": text})
-            if submitted.blocked:
-                return self._refused(text, submitted.reason)
-            if submitted.context:
-                content = "\n\n".join(
-                    [text, "Context from a UserPromptSubmit hook:", *submitted.context]
-                )
+        self._turn_starts[self.turn] = len(self.messages)
+        content, refusal = await prompt_hooks(self.hooks, text)
+        if refusal is not None:
+            return self._refused(text, refusal)
         self._add({"role": "user", "content": content})
         self.emit(p.TurnStarted(turn=self.turn, text=text))
         state = _TurnState()
@@ -191,20 +188,13 @@ class Agent:
         self.emit(finished)
         return finished
 
-    async def _stop_hooks(self, state: _TurnState) -> bool:
-        """Run the Stop hooks; True when one sends the model back to work."""
-        if self.hooks is None or not self.hooks.has("Stop"):
-            return False
-        data = {"stop_hook_active": state.stop_hook_active, "last_message": "".join(state.content)}
-        outcome = await self.hooks.run("Stop", data)
-        if not outcome.blocked:
-            return False
-        state.stop_hook_active = True
-        self._add({"role": "user", "content": f"[A Stop hook asks you to go on] {outcome.reason}"})
-        return True
-
     async def _loop(self, state: _TurnState) -> p.TurnStatus:
         while True:
+            if self.stopped is not None:
+                if state.requests == 0:
+                    # A turn asked for after the stop: say again why nothing happens.
+                    self.emit(p.ErrorEvent(message=self.stopped, fatal=True))
+                return "failed"
             if state.requests >= self.settings.max_turns:
                 self.emit(
                     p.ErrorEvent(
@@ -223,14 +213,21 @@ class Agent:
                 # Calls of a failed response never run; what text arrived is kept.
                 state.calls = []
             calls = state.calls
+            # Before the calls are recorded: only safe copies of the arguments are kept.
+            self.dispatch.screen(calls)
             self._add(self._assistant_message(state, calls))
             state.phase = "tools"
             if failure is not None:
                 self.emit(p.ErrorEvent(message=str(failure)))
                 return "failed"
+            if self.stopped is not None:
+                self._close_partial(state, "[stopped: the session cannot go on]")
+                return "failed"
             if not calls:
-                if await self._stop_hooks(state):
-                    state.content, state.reasoning = [], []
+                more = await stop_hooks(self.hooks, state.stop_hook_active, "".join(state.content))
+                if more is not None:
+                    self._add({"role": "user", "content": more})
+                    state.content, state.reasoning, state.stop_hook_active = [], [], True
                     continue
                 state.final_text = "".join(state.content)
                 return "completed"
@@ -370,6 +367,7 @@ class Agent:
         )
         self.nested.carry(history)
         self.messages = history
+        self._turn_starts.clear()
         self.counter.reset()
         self._record_history(history)
         after = self.counter.prompt(self.system_prompt, self.messages, self._specs)
@@ -378,9 +376,22 @@ class Agent:
     def clear(self) -> None:
         """Forget the conversation (the ``/clear`` command); the transcript keeps it."""
         self.messages = []
+        self._turn_starts.clear()
         self.todo = []
         self.counter.reset()
         self._record_history([])
+
+    def forget_from(self, turn: int) -> bool:
+        """Drop ``turn`` and every later turn from the conversation (after an undo);
+        False, changing nothing, when the history was compacted or cleared since."""
+        start = self._turn_starts.get(turn)
+        if start is None:
+            return False
+        self.messages = self.messages[:start]
+        self._turn_starts = {t: i for t, i in self._turn_starts.items() if t < turn}
+        self.counter.reset()
+        self._record_history(self.messages)
+        return True
 
     def _wire_messages(self) -> list[Message]:
         """The history as sent to the model (reasoning stays in the transcript only)."""

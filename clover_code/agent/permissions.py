@@ -6,8 +6,20 @@
 2. a mode that refuses the kind of tool (read-only) refuses it;
 3. a shell command that cannot be vouched for (see ``shell_parse``) is asked
    about, even in full-auto (fail closed);
-4. a call whose every part matches an allow rule runs without asking;
-5. otherwise the mode decides.
+4. a shell command the check does not fully understand (see ``shell_syntax``:
+   arithmetic on variables, ``eval``, ``${x@P}``...) is asked about whenever a
+   deny rule exists, even in full-auto, since a denied program could hide in
+   it; without deny rules the mode decides, and a mode that would ask gets the
+   construct named. Such a command is never approved by an allow rule;
+5. a shell command that writes outside the workspace (redirections, and
+   write options of known programs such as ``sort -o``, ``sed -i``,
+   ``git diff --output``; ``/dev/null`` and the like excepted) or to a path
+   known only at run time is never approved by a rule: it is asked about
+   unless the mode runs every command (full-auto);
+6. a call whose every part matches an allow rule runs without asking (a
+   shell command's writes also need the mode to allow edits or an ``edit``
+   allow rule, so ``git diff *`` never approves ``--output``);
+7. otherwise the mode decides.
 
 Between 1 and 2, a file tool writing one of the project's own config files
 (``clover_code.trust.PROTECTED_PATHS``: ``.clover/``, ``.mcp.json``) is
@@ -32,15 +44,16 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import re
 import shlex
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from clover_code.agent.approval import Verdict, command_prefix, verdict
-from clover_code.agent.shell_parse import Layer, SimpleCommand, parse_shell
+from clover_code.agent.shell_parse import Write, parse_shell
+from clover_code.agent.shell_rules import CommandPattern, allowed
+from clover_code.agent.shell_verdict import write_paths
 from clover_code.config import ApprovalMode, PermissionRules
 from clover_code.errors import ConfigError, ToolError
 from clover_code.tools.base import ToolKind
@@ -70,72 +83,6 @@ class Ruling:
     """The call writes a protected config file: only the user may approve it."""
 
 
-class _CommandPattern:
-    """A shell rule such as ``"git diff *"``, matched word by word."""
-
-    def __init__(self, text: str, parts: list[re.Pattern[str] | None]) -> None:
-        self.text = text
-        self.parts = parts
-
-    @classmethod
-    def parse(cls, text: str, where: str) -> _CommandPattern:
-        """A pattern as written in the config (shell quoting allowed)."""
-        try:
-            words = shlex.split(text)
-        except ValueError:
-            words = text.split()
-        if not words:
-            raise ConfigError(f"{where} has an empty pattern; remove it.")
-        parts = [None if w == "*" else re.compile(fnmatch.translate(w)) for w in words]
-        return cls(text, parts)
-
-    @classmethod
-    def prefix(cls, words: Sequence[str]) -> _CommandPattern:
-        """A pattern for exactly ``words`` followed by any arguments."""
-        parts: list[re.Pattern[str] | None] = [re.compile(re.escape(w) + r"\Z") for w in words]
-        return cls(" ".join([*words, "*"]), [*parts, None])
-
-    def matches(self, layer: Layer, *, deny: bool = False) -> bool:
-        """Whether the layer's words match.
-
-        Deny rules are read generously: a program given by path also matches
-        by its bare name, and when more arguments come at run time (``xargs``)
-        any rule the known words start is taken to match. Allow rules match
-        such a layer only when they end in a standalone ``*``.
-        """
-        candidates = [layer.argv]
-        if deny and "/" in layer.argv[0]:
-            candidates.append((os.path.basename(layer.argv[0]), *layer.argv[1:]))
-        for words in candidates:
-            ends = _match_words(self.parts, words)
-            if not layer.open_args and ends[-1]:
-                return True
-            if layer.open_args and (any(ends) if deny else ends[-1] and self.parts[-1] is None):
-                return True
-        return False
-
-
-def _match_words(parts: Sequence[re.Pattern[str] | None], words: Sequence[str]) -> list[bool]:
-    """For each ``i``, whether ``parts[:i]`` match all of ``words`` exactly."""
-    # reach[j]: the parts so far can consume exactly words[:j].
-    reach = [True] + [False] * len(words)
-    ends = [reach[-1]]
-    for part in parts:
-        nxt = [False] * (len(words) + 1)
-        if part is None:
-            seen = False
-            for j, ok in enumerate(reach):
-                seen = seen or ok
-                nxt[j] = seen
-        else:
-            for j, word in enumerate(words):
-                if reach[j] and part.match(word):
-                    nxt[j + 1] = True
-        reach = nxt
-        ends.append(reach[-1])
-    return ends
-
-
 @dataclass(frozen=True, slots=True)
 class _PathRule:
     text: str
@@ -148,7 +95,7 @@ class PermissionPolicy:
 
     def __init__(self, rules: PermissionRules, root: Path) -> None:
         self.root = Path(os.path.realpath(root))
-        self._commands: dict[str, dict[str, list[_CommandPattern]]] = {}
+        self._commands: dict[str, dict[str, list[CommandPattern]]] = {}
         self._paths: dict[str, dict[str, list[_PathRule]]] = {}
         for table, entries in (("allow", rules.allow), ("deny", rules.deny)):
             self._commands[table] = {}
@@ -157,9 +104,9 @@ class PermissionPolicy:
                 # A key's patterns are read both ways; which way applies depends
                 # on the tool a call goes to.
                 where = f"permissions.{table}.{key}"
-                self._commands[table][key] = [_CommandPattern.parse(p, where) for p in patterns]
+                self._commands[table][key] = [CommandPattern.parse(p, where) for p in patterns]
                 self._paths[table][key] = [_path_rule(p, where) for p in patterns]
-        self._session: list[_CommandPattern] = []
+        self._session: list[CommandPattern] = []
 
     # ---------------------------------------------------------------- decide
 
@@ -170,7 +117,8 @@ class PermissionPolicy:
         command = arguments.get("command")
         if kind == "execute" and isinstance(command, str):
             edits = verdict(mode, "edit") == "allow"
-            ruling = self.check_shell(command, edits_allowed=edits, tool=name)
+            runs = verdict(mode, kind) == "allow"
+            ruling = self.check_shell(command, edits_allowed=edits, runs_allowed=runs, tool=name)
         else:
             ruling = self.check_tool(name, kind, arguments)
         if ruling is not None and ruling.verdict == "deny":
@@ -191,12 +139,18 @@ class PermissionPolicy:
     # ----------------------------------------------------------------- shell
 
     def check_shell(
-        self, command: str, *, edits_allowed: bool = False, tool: str = SHELL_TOOL
+        self,
+        command: str,
+        *,
+        edits_allowed: bool = False,
+        runs_allowed: bool = False,
+        tool: str = SHELL_TOOL,
     ) -> Ruling | None:
         """What the rules say about a shell command line; None when no rule decides.
 
-        ``edits_allowed``: the mode lets files be written without asking, so a
-        redirection needs no allow rule of its own.
+        ``edits_allowed``: the mode lets files in the workspace be written without
+        asking, so a write there needs no allow rule of its own. ``runs_allowed``:
+        the mode runs every command (full-auto), so what no rule covers runs.
         """
         parsed = parse_shell(command)
         deny = self._command_rules("deny", tool)
@@ -206,46 +160,75 @@ class PermissionPolicy:
                     if not layer.dynamic and pattern.matches(layer, deny=True):
                         shown = shlex.join(layer.argv)
                         return Ruling("deny", f"the deny rule '{pattern.text}' forbids `{shown}`.")
-        targets = [w.target for w in parsed.writes]
-        for target in targets:
-            if target is not None:
-                denied = self._path_denied(target, "edit", SHELL_TOOL)
+        writes = write_paths(parsed, self.root)
+        for _write, paths in writes:
+            for path in paths or ():
+                denied = self._path_denied(path, "edit", SHELL_TOOL)
                 if denied is not None:
                     return denied
         if parsed.problem is not None:
             return Ruling("ask", f"{parsed.problem}, so it needs approval.")
+        edit_denials = self._has_path_rules("deny", "edit", SHELL_TOOL)
+        if parsed.opaque is not None and (deny or edit_denials):
+            return Ruling(
+                "ask",
+                f"the command uses {parsed.opaque}, which this check does not fully "
+                "understand, so a denied program could hide in it and it needs approval.",
+            )
         if deny and any(layer.dynamic for cmd in parsed.commands for layer in cmd.layers):
             return Ruling(
                 "ask",
                 "a program this command runs is only known at run time, so the deny rules "
                 "cannot be checked and it needs approval.",
             )
-        if None in targets and self._has_path_rules("deny", "edit", SHELL_TOOL):
+        unknown = next((w for w, paths in writes if paths is None), None)
+        if unknown is not None and edit_denials:
             return Ruling(
                 "ask",
                 "the command writes to a file named only at run time, so the deny rules "
                 "cannot be checked and it needs approval.",
             )
+        blocked = self._beyond_rules(parsed.opaque, writes)
+        if blocked is not None:
+            return None if runs_allowed else Ruling("ask", blocked)
         allow = self._command_rules("allow", tool) + self._session
-        if not parsed.commands or not all(_allowed(cmd, allow) for cmd in parsed.commands):
+        if not parsed.commands or not all(allowed(cmd, allow) for cmd in parsed.commands):
             return None
-        for target in targets:
-            if target is None and not edits_allowed:
-                return None
-            if (
-                target is not None
-                and not edits_allowed
-                and not self._path_allowed(target, "edit", SHELL_TOOL)
-            ):
-                return None
+        for _write, paths in writes:
+            for path in paths or ():
+                if not edits_allowed and not self._path_allowed(path, "edit", SHELL_TOOL):
+                    return None
         return Ruling("allow", "every program the command runs matches an allow rule.")
+
+    def _beyond_rules(
+        self, opaque: str | None, writes: list[tuple[Write, list[str] | None]]
+    ) -> str | None:
+        """Why no allow rule may approve the command (its reason), or None."""
+        if opaque is not None:
+            return (
+                f"the command uses {opaque}, which this check does not fully understand, "
+                "so no rule can approve it and it needs approval."
+            )
+        for write, paths in writes:
+            if paths is None:
+                return (
+                    f"the command writes (through {write.via}) to a path known only at "
+                    "run time, so it needs approval."
+                )
+            for path in paths:
+                if self._locate(path)[1] is None:
+                    return (
+                        f"the command writes (through {write.via}) to '{write.target}', "
+                        "outside the workspace, so it needs approval whatever the rules say."
+                    )
+        return None
 
     def session_prefix(self, command: str) -> str | None:
         """What "allow for this session" would cover for ``command``, e.g. ``git status``
         or ``cd && pytest``; None when no safe prefix exists (wrappers that add power,
         interpreters, programs only known at run time)."""
         parsed = parse_shell(command)
-        if parsed.problem is not None or not parsed.commands:
+        if parsed.problem is not None or parsed.opaque is not None or not parsed.commands:
             return None
         prefixes: list[str] = []
         for cmd in parsed.commands:
@@ -266,7 +249,7 @@ class PermissionPolicy:
         for part in prefix.split(" && "):
             words = shlex.split(part)
             if words:
-                self._session.append(_CommandPattern.prefix(words))
+                self._session.append(CommandPattern.prefix(words))
 
     # ------------------------------------------------------------ other tools
 
@@ -317,7 +300,7 @@ class PermissionPolicy:
             if key in (name, group) or (key not in _GROUPS and fnmatch.fnmatchcase(name, key))
         ]
 
-    def _command_rules(self, table: str, tool: str) -> list[_CommandPattern]:
+    def _command_rules(self, table: str, tool: str) -> list[CommandPattern]:
         rules = self._commands[table]
         return [p for key in self._keys(rules, None, tool) for p in rules[key]]
 
@@ -362,16 +345,6 @@ class PermissionPolicy:
         if inside is None:
             return False
         return any(rule.matches(inside) for rule in self._path_rules("allow", group, name))
-
-
-def _allowed(cmd: SimpleCommand, allow: list[_CommandPattern]) -> bool:
-    """Whether some layer matches an allow rule with only transparent wrappers around it."""
-    for layer in cmd.layers:
-        if not layer.dynamic and any(pattern.matches(layer) for pattern in allow):
-            return True
-        if not layer.transparent:
-            return False
-    return False
 
 
 def _path_rule(pattern: str, where: str) -> _PathRule:

@@ -16,13 +16,26 @@ from typing import TYPE_CHECKING, Any
 from clover_code import protocol as p
 from clover_code.agent.approval import Approver, QueueApprover
 from clover_code.agent.checkpoints import CheckpointError, CheckpointStore
-from clover_code.agent.commands import CustomCommand, ExpandedPrompt, load_commands, prepare
+from clover_code.agent.commands import (
+    CustomCommand,
+    ExpandedPrompt,
+    load_commands,
+    prepare,
+    read_rule,
+)
 from clover_code.agent.hooks import HookRunner
 from clover_code.agent.instructions import system_prompt
 from clover_code.agent.loop import Agent
 from clover_code.agent.mcp_config import declared_servers
+from clover_code.agent.session_checkpoints import (
+    checkpoints_answer,
+    held_notice,
+    show_diff,
+    undo,
+)
 from clover_code.agent.skills import Skill, load_skills, skills_prompt
-from clover_code.agent.transcript import Transcript, load, new_session_id
+from clover_code.agent.transcript import Transcript, TranscriptError, load, new_session_id
+from clover_code.agent.workspace_check import snapshot_warning
 from clover_code.config import ApprovalMode, Settings, user_config_path, user_data_dir
 from clover_code.engine.base import Backend
 from clover_code.errors import CloverError
@@ -110,11 +123,14 @@ class Session:
         self._emit = emit
         self._turn: asyncio.Task[p.TurnFinished] | None = None
         self.checkpoints = checkpoints
+        self._ending = False
+        self.checkpoints_held: str | None = None
+        """Why snapshots wait for the user's yes (``AllowCheckpoints``), if they do."""
         self.mcp = mcp
         self.skills: list[Skill] = []
+        """The skills this session offers (for a ``/skills`` listing)."""
         self.commands: list[CustomCommand] = []
         """Custom commands (``/name args`` prompts expand; for completion and ACP)."""
-        """The skills this session offers (for a ``/skills`` listing)."""
 
     @classmethod
     async def open(
@@ -184,6 +200,10 @@ class Session:
             startup_notices.append(f"{exc} Undo and diff are off for this session.")
         trust_notice = settings.project_trust.notice() if settings.project_trust else None
         startup_notices += [trust_notice] if trust_notice else []
+        held = await asyncio.to_thread(snapshot_warning, root) if checkpoints else None
+        if held and approver is not None:  # a front end that cannot be asked: go on, say so
+            startup_notices.append(f"{held} Snapshotting it anyway.")
+            held = None
         servers, mcp_notices = declared_servers(settings, root)
         startup_notices += mcp_notices
         mcp: McpManager | None = None
@@ -254,6 +274,8 @@ class Session:
             checkpoints=checkpoints,
             mcp=mcp,
         )
+        transcript.on_failure = session._transcript_failed
+        session.checkpoints_held = held
         record_and_emit(
             p.SessionStarted(
                 session_id=session_id,
@@ -264,6 +286,7 @@ class Session:
                 approval=approval_mode,
                 transcript=str(transcript.path),
                 resumed=resume is not None,
+                checkpoint_warning=held,
             )
         )
         if choice.notice:
@@ -284,6 +307,11 @@ class Session:
         session.skills, session.commands = skills, commands
         return session
 
+    def _transcript_failed(self, error: TranscriptError) -> None:
+        """A transcript write failed: say so once, and let no turn go on unrecorded."""
+        self._emit(p.ErrorEvent(message=str(error), fatal=True))
+        self.agent.stop(str(error))
+
     async def run_turn(self, text: str) -> p.TurnFinished:
         """Run one turn to its end (Interrupt ops cancel it)."""
         self._turn = asyncio.current_task()
@@ -296,6 +324,9 @@ class Session:
         """One agent turn between a snapshot before it and one after it (for undo)."""
         turn = self.agent.turn + 1  # run_turn numbers the turn it starts like this
         store = self.checkpoints
+        if store is not None and self.checkpoints_held:
+            self._emit(p.Notice(level="warning", text=held_notice(self.checkpoints_held)))
+            store = None
         if store is not None:
             try:
                 await asyncio.to_thread(store.snapshot, turn)
@@ -306,54 +337,32 @@ class Session:
                 self._emit(p.Notice(level="warning", text=notice))
         try:
             command = self._command(text)
-            if command is not None:
-                return await self.agent.run_turn(command.text, allowed_tools=command.allowed_tools)
-            return await self.agent.run_turn(text)
+            self.agent.dispatch.allowed_tools = command.allowed_tools if command else None
+            return await self.agent.run_turn(command.text if command else text)
         finally:
+            self.agent.dispatch.allowed_tools = None
+            self._ending = True  # TurnFinished is out; only the checkpoint is left
             if store is not None:
                 with contextlib.suppress(CheckpointError):
                     await asyncio.shield(asyncio.to_thread(store.end_turn, turn))
 
     def _command(self, text: str) -> ExpandedPrompt | None:
         """``text`` expanded when it runs a custom command (``/name args``)."""
-        policy, mode = self.agent.dispatch.policy, self.agent.approval_mode
-
-        def may_read(path: str) -> bool:
-            return policy.decide(mode, "read_file", "read", {"path": path}).verdict != "deny"
-
+        may_read = read_rule(self.agent.dispatch.policy, self.agent.approval_mode)
         root = self.agent.dispatch.context.workspace.root
         expanded = prepare(text, self.commands, root, may_read=may_read)
         for note in expanded.notes if expanded else ():
             self._emit(p.Notice(level="warning", text=note))
         return expanded
 
-    async def _undo(self, op: p.Undo) -> None:
-        if self.checkpoints is None:
-            self._emit(p.ErrorEvent(message="undo is off: checkpoints could not be set up."))
-            return
-        try:
-            files = await asyncio.to_thread(self.checkpoints.undo, op.turns, op.force)
-        except CheckpointError as exc:
-            self._emit(p.ErrorEvent(message=str(exc)))
-            return
-        self._emit(p.UndoDone(turns=op.turns, files=files))
-
-    async def _show_diff(self) -> None:
-        if self.checkpoints is None:
-            self._emit(p.ErrorEvent(message="diff is off: checkpoints could not be set up."))
-            return
-        try:
-            diff, files = await asyncio.to_thread(self.checkpoints.diff_since_session_start)
-        except CheckpointError as exc:
-            self._emit(p.ErrorEvent(message=str(exc)))
-            return
-        self._emit(p.DiffReport(diff=diff, files=files))
-
     async def submit(self, op: p.Op) -> None:
         """Act on an op from a front end."""
+        if not isinstance(op, p.Interrupt | p.ApprovalDecision):
+            await self._wind_down()
         if isinstance(op, p.UserInput):
             if self._busy():
                 return
+            self._ending = False
             self._turn = asyncio.create_task(self._checkpointed_turn(op.text))
             self._turn.add_done_callback(lambda _: setattr(self, "_turn", None))
         elif isinstance(op, p.Interrupt):
@@ -378,12 +387,25 @@ class Session:
             self._emit(p.Notice(text="the conversation was cleared; the old one stays saved."))
         elif isinstance(op, p.Undo):
             if not self._busy():
-                await self._undo(op)
+                await undo(self.checkpoints, op, self._emit, self.agent.forget_from)
+        elif isinstance(op, p.AllowCheckpoints):
+            self.checkpoints_held = None
+            self.checkpoints = self.checkpoints if op.allow else None
+            self._emit(p.Notice(text=checkpoints_answer(op.allow)))
         elif isinstance(op, p.ShowDiff):
             if not self._busy():
-                await self._show_diff()
+                await show_diff(self.checkpoints, self._emit)
         elif isinstance(op, p.Shutdown):
             await self.close()
+
+    async def _wind_down(self) -> None:
+        """A turn that already reported its end may still be saving its checkpoint: an op
+        sent right after (a queued prompt, /undo) waits for that, instead of being refused."""
+        turn = self._turn
+        if turn is not None and self._ending:
+            await asyncio.gather(asyncio.shield(turn), return_exceptions=True)
+            if self._turn is turn:
+                self._turn = None
 
     def _busy(self) -> bool:
         if self._turn is None:

@@ -99,6 +99,7 @@ class ShadowStore:
         self._head: str | None = None
         self._cache: dict[str, tuple[_Stat, str]] = {}
         self._git_too_big = False
+        self._skipped: set[str] = set()
         self.notices: list[str] = []
         """Things the user should know (``.git`` too large to snapshot); drain it."""
         if not (git_dir / "HEAD").is_file():
@@ -202,6 +203,8 @@ class ShadowStore:
             elif stat.S_ISREG(st.st_mode) and (limit is None or st.st_size <= limit):
                 mode = "100755" if st.st_mode & 0o111 else "100644"
             else:
+                if stat.S_ISREG(st.st_mode):
+                    self._skip_large(name.removeprefix(FILES), st.st_size)
                 continue
             sig = _Stat(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode)
             cached = self._cache.get(name)
@@ -220,6 +223,20 @@ class ShadowStore:
             if name in entries and now - sig.mtime > _RACY_NS:
                 self._cache[name] = (sig, entries[name][1])
         return entries
+
+    def _skip_large(self, rel: str, size: int) -> None:
+        """Say once per file that it is too large to checkpoint."""
+        if rel in self._skipped:
+            return
+        self._skipped.add(rel)
+        if len(self._skipped) > 5:
+            if len(self._skipped) == 6:
+                self.notices.append("More files over the checkpoint limit are not snapshotted.")
+            return
+        self.notices.append(
+            f"{rel} is {size // 2**20} MiB, over the {MAX_FILE_BYTES // 2**20} MiB checkpoint "
+            "limit: it is not snapshotted, so undo leaves it as it is."
+        )
 
     def _missing(self, shas: set[str]) -> set[str]:
         """Which of these blobs the store lacks."""

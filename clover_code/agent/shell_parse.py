@@ -19,6 +19,14 @@ as written and marked as not literal. Anything the parse cannot vouch for
 sets ``problem``, and callers then ask the user (fail closed): syntax errors,
 control characters such as a carriage return (``ls\\rrm`` shows as ``rm``),
 an unknown wrapper option, or a line past the complexity caps.
+
+Every node is also held against the allow-list in ``shell_syntax``: syntax
+through which bash could run text the walk does not see (arithmetic on
+variables, ``eval``, ``${x@P}``, function definitions, unknown node types...)
+sets ``opaque``. The programs and writes are still listed, so deny rules keep
+working, but such a line is never approved by a rule nor counted read-only.
+``chdirs`` lists where ``cd`` may move (None: only known at run time), for
+judging relative write targets.
 """
 
 from __future__ import annotations
@@ -31,7 +39,11 @@ from functools import cache
 import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
 
+from clover_code.agent.shell_programs import NOT_FILES, Write, operands, program_problem
+from clover_code.agent.shell_programs import program_writes as _program_writes
+from clover_code.agent.shell_syntax import arithmetic_tripwire, builtin_problem, node_problem
 from clover_code.agent.shell_wrappers import (
+    ASSIGNMENT,
     FIND_EXEC,
     RISKY_VARS,
     SHELLS,
@@ -52,7 +64,6 @@ MAX_SCRIPT_DEPTH = 4
 """How deep ``bash -c "bash -c '...'"`` may nest."""
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-_NOT_FILES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
 _WRITE_OPS = frozenset({">", ">>", ">|", "&>", "&>>", "<>"})
 
 
@@ -83,20 +94,15 @@ class SimpleCommand:
 
 
 @dataclass(frozen=True, slots=True)
-class Write:
-    """A file a redirection (or ``tee``) writes; ``target`` None when it is only
-    known at run time."""
-
-    target: str | None
-
-
-@dataclass(frozen=True, slots=True)
 class ParsedShell:
-    """What a command line runs and writes, and why it cannot be vouched for."""
+    """What a command line runs and writes, why it cannot be vouched for
+    (``problem``), and what in it the check does not fully understand (``opaque``)."""
 
     commands: tuple[SimpleCommand, ...]
     writes: tuple[Write, ...]
     problem: str | None = None
+    opaque: str | None = None
+    chdirs: tuple[str | None, ...] = ()
 
 
 @cache
@@ -117,7 +123,13 @@ def parse_shell(command: str) -> ParsedShell:
     problem = extractor.problem
     if problem is None and len(extractor.commands) > MAX_COMMANDS:
         problem = f"the command runs more than {MAX_COMMANDS} programs"
-    return ParsedShell(tuple(extractor.commands), tuple(extractor.writes), problem)
+    return ParsedShell(
+        tuple(extractor.commands),
+        tuple(extractor.writes),
+        problem,
+        extractor.opaque,
+        tuple(extractor.chdirs),
+    )
 
 
 def _text(node: Node) -> str:
@@ -183,11 +195,18 @@ class _Extractor:
     commands: list[SimpleCommand] = field(default_factory=list)
     writes: list[Write] = field(default_factory=list)
     problem: str | None = None
+    opaque: str | None = None
+    chdirs: list[str | None] = field(default_factory=list)
     nodes: int = 0
 
     def fail(self, reason: str) -> None:
         if self.problem is None:
             self.problem = reason
+
+    def unclear(self, reason: str | None) -> None:
+        """Note the first construct the check does not fully understand."""
+        if reason is not None and self.opaque is None:
+            self.opaque = reason
 
     def script(self, source: str, outer: tuple[Layer, ...], depth: int) -> None:
         """Walk one script: the command line itself, or a ``bash -c`` string."""
@@ -199,6 +218,7 @@ class _Extractor:
             self.fail("bash cannot parse part of the command")
         # An explicit stack: a long chain nests one level per operator.
         stack: list[Node] = [tree.root_node]
+        quoted: list[tuple[int, int]] = []
         while stack:
             node = stack.pop()
             self.nodes += 1
@@ -206,6 +226,11 @@ class _Extractor:
                 self.fail("the command is too complex to check")
                 return
             kind = node.type
+            self.unclear(node_problem(node))
+            if kind in ("raw_string", "ansi_c_string", "comment") or (
+                kind == "heredoc_body" and not node.named_children
+            ):
+                quoted.append((node.start_byte, node.end_byte))
             if kind == "command":
                 self.command(node, outer, depth)
             elif kind in ("declaration_command", "unset_command"):
@@ -219,6 +244,7 @@ class _Extractor:
             elif kind == "file_redirect":
                 self.redirect(node)
             stack.extend(reversed(node.children))
+        self.unclear(arithmetic_tripwire(source, quoted))
 
     def command(self, node: Node, outer: tuple[Layer, ...], depth: int) -> None:
         assignments: list[str] = []
@@ -251,6 +277,8 @@ class _Extractor:
             head = words[0]
             name = os.path.basename(head.value)
             layer_argv = tuple(w.value for w in words)
+            self.unclear(builtin_problem(words, open_args=open_args))
+            self.unclear(program_problem(words))
             if not head.literal:
                 layers.append(Layer(layer_argv, dynamic=True, open_args=open_args))
                 break
@@ -260,6 +288,7 @@ class _Extractor:
                     layers.append(Layer(layer_argv, transparent=True, open_args=open_args))
                     self.script_word(script, tuple(layers), depth)
                     return
+                self.unclear(f"{name} reading a script from a file or standard input")
             if name == "eval" and len(words) > 1:
                 layers.append(Layer(layer_argv, transparent=True, open_args=open_args))
                 joined = Word(" ".join(w.value for w in words[1:]), all(w.literal for w in words))
@@ -269,6 +298,7 @@ class _Extractor:
                 # Global options such as -c can run programs: not transparent,
                 # but deny rules still see the "git push" underneath.
                 layers.append(Layer(layer_argv, open_args=open_args))
+                self.writes.extend(_program_writes(words[:sub]))
                 words = [words[0], *words[sub:]]
                 continue
             spec = WRAPPERS.get(name)
@@ -280,18 +310,35 @@ class _Extractor:
             if spec is None or start is None or start >= len(words):
                 layers.append(Layer(layer_argv, open_args=open_args))
                 break
-            transparent = spec.transparent and not any(
-                RISKY_VARS.match(w.value.partition("=")[0]) for w in words[1:start]
-            )
+            risky = [
+                w.value.partition("=")[0]
+                for w in words[1:start]
+                if ASSIGNMENT.match(w.value) and RISKY_VARS.match(w.value.partition("=")[0])
+            ]
+            if risky:
+                self.unclear(f"{name} setting {risky[0]}, which changes how programs run")
+            transparent = spec.transparent and not risky
             layers.append(Layer(layer_argv, transparent=transparent, open_args=open_args))
             open_args = open_args or spec.open_args
             words = words[start:]
         self.commands.append(SimpleCommand(tuple(layers)))
         program = layers[-1].argv
-        if os.path.basename(program[0]) == "tee":
-            self.writes.extend(Write(a) for a in program[1:] if not a.startswith("-"))
+        if not layers[-1].dynamic:
+            self.writes.extend(_program_writes(words))
+        if os.path.basename(program[0]) == "cd":
+            self.chdir(words)
         if os.path.basename(program[0]) == "find":
             self.find_exec(words, tuple(layers), depth)
+
+    def chdir(self, words: list[Word]) -> None:
+        """Where ``cd`` may move: its operand, home without one, None when unknown."""
+        args = operands(words)
+        if not args:
+            self.chdirs.append("~")
+        elif not args[0].literal or args[0].value == "-":
+            self.chdirs.append(None)
+        else:
+            self.chdirs.append(args[0].value)
 
     def script_word(self, script: Word, layers: tuple[Layer, ...], depth: int) -> None:
         if script.literal:
@@ -310,6 +357,12 @@ class _Extractor:
                 while end < len(words) and words[end].value not in (";", "+"):
                     end += 1
                 inner = words[i + 1 : end]
+                if inner and "{}" in inner[0].value:
+                    self.unclear("find -exec whose program is a file name found at run time")
+                shell = bool(inner) and os.path.basename(inner[0].value) in SHELLS
+                script = shell_script(inner) if shell else None
+                if script is not None and "{}" in script.value:
+                    self.unclear("find -exec running a file name as a shell script")
                 if inner:
                     wrapper = Layer(layers[-1].argv, transparent=True)
                     self.add((*layers[:-1], wrapper), inner, depth)
@@ -329,5 +382,5 @@ class _Extractor:
             return
         if not target.literal:
             self.writes.append(Write(None))
-        elif target.value not in _NOT_FILES and not target.value.startswith("/dev/fd/"):
+        elif target.value not in NOT_FILES and not target.value.startswith("/dev/fd/"):
             self.writes.append(Write(target.value))

@@ -26,7 +26,9 @@ __all__ = [
     "skip_options",
 ]
 
-ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\+?=")
+# env and sudo take any NAME=VALUE word before the program as an assignment,
+# names bash cannot spell among them (BASH_FUNC_f%%=... defines a function).
+ASSIGNMENT = re.compile(r"^[^=\-][^=]*=")
 FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "ash"})
 # Variables that change which program runs or what it loads: a command that
@@ -34,7 +36,7 @@ SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "ash"})
 RISKY_VARS = re.compile(
     r"^(PATH|IFS|ENV|BASH_ENV|SHELLOPTS|BASHOPTS|PS4|PROMPT_COMMAND|CDPATH|HOME|"
     r"LD_\w*|DYLD_\w*|GIT_\w*|PYTHON\w*|NODE_\w*|PERL\w*|RUBY\w*|JAVA_TOOL_OPTIONS|"
-    r"BASH_FUNC_\w*)$"
+    r"BASH_FUNC_.*|.*[^A-Za-z0-9_].*)$"
 )
 
 

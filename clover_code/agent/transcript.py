@@ -7,20 +7,55 @@ Line 1 is a ``meta`` record (id, cwd, model, created). After it come
 loading replaces the messages read so far with the record's. A crash
 can only tear the last line; loading drops a torn last line and keeps the
 rest of the session.
+
+A failed write (disk full, quota, I/O error, no permission) never tears
+the file: the file is cut back to where the record began, so what was
+written before stays intact and loadable. Creating or reopening a
+transcript raises ``TranscriptError``; a later failed write is reported
+once to ``on_failure`` and the transcript records nothing more.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from clover_code.errors import UsageError
+from clover_code.errors import CloverError, UsageError
+
+_WHY = {
+    errno.ENOSPC: ("the disk is full", "free some space there"),
+    errno.EDQUOT: ("the disk quota is used up", "free some space there"),
+    errno.EIO: ("the disk reported an input/output error", "check the disk"),
+    errno.EROFS: ("the file system is read-only", "make it writable"),
+    errno.EACCES: ("clover-code may not write there", "fix the permissions"),
+    errno.EPERM: ("clover-code may not write there", "fix the permissions"),
+}
+
+
+class TranscriptError(CloverError):
+    """The session transcript could not be written; the session cannot go on."""
+
+
+def _write_failure(path: Path, error: OSError, resumable: bool) -> TranscriptError:
+    why, fix = _WHY.get(error.errno or 0, (error.strerror or str(error), "fix that"))
+    if resumable:
+        then = (
+            f"{fix}, then resume with `clover-code --resume {path.stem}` "
+            "(what was saved before is intact)"
+        )
+    else:
+        then = f"{fix} or set sessions_dir (CLOVER_SESSIONS_DIR) to another place, then start again"
+    return TranscriptError(
+        f"could not save the session transcript {path}: {why} ({path.parent}); {then}."
+    )
 
 
 def new_session_id() -> str:
@@ -44,28 +79,80 @@ class Transcript:
     def __init__(self, path: Path, fh: IO[bytes]) -> None:
         self.path = path
         self._fh = fh
+        self.failure: TranscriptError | None = None
+        """The write failure that stopped recording, if one happened."""
+        self.on_failure: Callable[[TranscriptError], None] | None = None
+        """Told once, when a write fails after the transcript was opened."""
+        self._resumable = True
+        """Whether the file holds a session to resume (not before ``create``'s header)."""
 
     @classmethod
     def create(cls, directory: Path, meta: dict[str, Any]) -> Transcript:
         """Start a new transcript in ``directory`` with the given meta record."""
-        directory.mkdir(parents=True, exist_ok=True)
         path = directory / f"{meta['id']}.jsonl"
-        transcript = cls(path, path.open("ab"))
-        transcript.append({"kind": "meta", **meta})
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            fh = path.open("ab", buffering=0)
+        except OSError as exc:
+            raise _write_failure(path, exc, resumable=False) from None
+        transcript = cls(path, fh)
+        transcript._resumable = False
+        try:
+            transcript._write({"kind": "meta", **meta})
+        except TranscriptError:
+            transcript.close()
+            with contextlib.suppress(OSError):
+                if path.stat().st_size == 0:
+                    path.unlink()  # nothing in it to resume
+            raise
+        transcript._resumable = True
         return transcript
 
     @classmethod
     def reopen(cls, path: Path) -> Transcript:
         """Continue appending to an existing transcript, first cutting a torn tail."""
-        _truncate_torn_tail(path)
-        return cls(path, path.open("ab"))
+        try:
+            _truncate_torn_tail(path)
+            fh = path.open("ab", buffering=0)
+        except OSError as exc:
+            raise _write_failure(path, exc, resumable=True) from None
+        return cls(path, fh)
 
     def append(self, record: dict[str, Any]) -> None:
-        """Write one record and make it durable before returning."""
-        line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
-        self._fh.write(line.encode("utf-8"))
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
+        """Write one record and make it durable before returning.
+
+        After a failed write nothing more is recorded; the failure goes to
+        ``on_failure`` (raised when there is none)."""
+        if self.failure is not None:
+            return
+        try:
+            self._write(record)
+        except TranscriptError as exc:
+            self.failure = exc
+            if self.on_failure is None:
+                raise
+            self.on_failure(exc)
+
+    def _write(self, record: dict[str, Any]) -> None:
+        try:
+            line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+            data = line.encode("utf-8")
+        except UnicodeEncodeError:
+            # A lone surrogate (from a server's JSON escapes) is not UTF-8; the
+            # escaped form loads back to the same string.
+            data = (json.dumps(record, separators=(",", ":")) + "\n").encode("ascii")
+        fd = self._fh.fileno()
+        start = os.lseek(fd, 0, os.SEEK_END)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        except OSError as exc:
+            # Cut a partly written record away: the file ends on a whole line.
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, start)
+            raise _write_failure(self.path, exc, resumable=self._resumable) from None
 
     def message(self, message: dict[str, Any]) -> None:
         """Record a chat message."""
@@ -81,7 +168,8 @@ class Transcript:
 
     def close(self) -> None:
         """Close the file; every record is already on disk."""
-        self._fh.close()
+        with contextlib.suppress(OSError):
+            self._fh.close()
 
 
 def _truncate_torn_tail(path: Path) -> None:

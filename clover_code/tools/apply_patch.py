@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -23,6 +23,7 @@ from typing import ClassVar
 from pydantic import BaseModel, Field
 
 from clover_code.errors import ToolError
+from clover_code.tools.arguments import CONTENT_LIMIT
 from clover_code.tools.base import Tool, ToolContext, ToolKind, ToolResult
 from clover_code.tools.edit_file import closest_match
 from clover_code.tools.fileio import (
@@ -337,6 +338,7 @@ class ApplyPatchTool(Tool):
     )
     kind: ClassVar[ToolKind] = "edit"
     Args: ClassVar[type[BaseModel]] = ApplyPatchArgs
+    argument_limits: ClassVar[Mapping[str, int]] = {"patch": CONTENT_LIMIT}
 
     def summary(self, args: BaseModel) -> str:
         """The files the patch touches."""

@@ -1,14 +1,15 @@
 """What a tool is: a name, a pydantic argument model, a kind, and ``run``.
 
-The agent validates the model's arguments against ``Args`` before anything
-runs; a tool raises ``ToolError`` (or returns ``ToolResult(is_error=True)``)
+The agent screens the model's raw arguments (``screen``: hostile values,
+size caps, unknown names) and then validates them against ``Args`` before
+anything runs; a tool raises ``ToolError`` (or returns ``ToolResult(is_error=True)``)
 for failures the model should see and correct.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import BaseModel
 
 from clover_code.engine.base import ToolSpec
+from clover_code.tools.arguments import TEXT_LIMIT, Screened, screen_arguments
 
 if TYPE_CHECKING:
     from clover_code.tools.fileio import FileAccess
@@ -37,6 +39,8 @@ class ToolResult:
     text: str
     is_error: bool = False
     display: dict[str, Any] = field(default_factory=dict)
+    notices: list[str] = field(default_factory=list)
+    """Warnings for the user (each becomes a notice event), besides the text."""
 
 
 def _local_files() -> FileAccess:
@@ -68,6 +72,26 @@ class Tool(ABC):
     description: ClassVar[str]
     kind: ClassVar[ToolKind]
     Args: ClassVar[type[BaseModel]]
+    argument_limits: ClassVar[Mapping[str, int]] = {}
+    """Size caps in bytes for string arguments, by name (see ``tools.arguments``)."""
+    default_argument_limit: ClassVar[int] = TEXT_LIMIT
+    """The cap for string arguments not named in ``argument_limits``."""
+
+    def screen(self, arguments: object) -> Screened:
+        """Check raw arguments for hostile values before ``Args`` validates them."""
+        known: set[str] | None = None
+        if self.Args.model_config.get("extra") != "allow":
+            known = set()
+            for name, info in self.Args.model_fields.items():
+                known.add(name)
+                if info.alias:
+                    known.add(info.alias)
+        return screen_arguments(
+            arguments,
+            limits=self.argument_limits,
+            default_limit=self.default_argument_limit,
+            known=known,
+        )
 
     def spec(self) -> ToolSpec:
         """The JSON-schema description sent to the model."""

@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import difflib
 import re
+from collections.abc import Mapping
 from typing import ClassVar
 
 from pydantic import BaseModel, Field
 
 from clover_code.errors import ToolError
+from clover_code.tools.arguments import CONTENT_LIMIT
 from clover_code.tools.base import Tool, ToolContext, ToolKind, ToolResult
 from clover_code.tools.fileio import (
     FileAccess,
@@ -197,6 +199,10 @@ class EditFileTool(Tool):
     )
     kind: ClassVar[ToolKind] = "edit"
     Args: ClassVar[type[BaseModel]] = EditFileArgs
+    argument_limits: ClassVar[Mapping[str, int]] = {
+        "old_string": CONTENT_LIMIT,
+        "new_string": CONTENT_LIMIT,
+    }
 
     async def run(self, args: EditFileArgs, ctx: ToolContext) -> ToolResult:
         """Apply the replacement."""

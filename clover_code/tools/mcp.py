@@ -39,6 +39,7 @@ import clover_code
 from clover_code.agent.mcp_config import DeclaredServer
 from clover_code.engine.base import ToolSpec
 from clover_code.errors import ToolError
+from clover_code.tools.arguments import CONTENT_LIMIT
 from clover_code.tools.base import Tool, ToolContext, ToolKind, ToolResult
 
 __all__ = ["Approve", "McpArgs", "McpManager", "McpTool", "tool_name"]
@@ -93,6 +94,8 @@ class McpTool(Tool):
     server: ClassVar[str]
     remote_name: ClassVar[str]
     schema: ClassVar[dict[str, Any]]
+    # A server's arguments may be file contents, not only names and paths.
+    default_argument_limit: ClassVar[int] = CONTENT_LIMIT
 
     def __init__(self, connection: _Server, timeout: float) -> None:
         self._connection = connection

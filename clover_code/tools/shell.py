@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Mapping
 from typing import ClassVar
 
 from pydantic import BaseModel, Field
 
 from clover_code.errors import ToolError
+from clover_code.tools.arguments import COMMAND_LIMIT
 from clover_code.tools.base import Tool, ToolContext, ToolKind, ToolResult
+from clover_code.tools.sandbox.git_guard import GitGuard
 from clover_code.tools.sandbox.output import cap_head_tail
 
 __all__ = ["ShellArgs", "ShellTool"]
@@ -39,6 +43,10 @@ def _footer(exit_code: int | None, duration: float, timed_out: bool, timeout: fl
     return f"exit code {exit_code} ({duration:.1f} s)"
 
 
+def _capital(sentence: str) -> str:
+    return sentence[:1].upper() + sentence[1:]
+
+
 class ShellTool(Tool):
     """Runs a command in the sandbox."""
 
@@ -51,10 +59,13 @@ class ShellTool(Tool):
         "same command that needs them. A background job survives the command only with its "
         "output redirected (`cmd > log 2>&1 &`), and not at all under bubblewrap. Stdin is "
         "closed, so interactive programs will not work; pass flags like `--yes` instead. "
+        "In the Docker and bubblewrap sandboxes `.git` is read-only: git commands that read "
+        "work, those that write (commit, add, config) fail; leave commits to the user. "
         "Use the file tools to read, search and edit files."
     )
     kind: ClassVar[ToolKind] = "execute"
     Args: ClassVar[type[BaseModel]] = ShellArgs
+    argument_limits: ClassVar[Mapping[str, int]] = {"command": COMMAND_LIMIT}
 
     def summary(self, args: BaseModel) -> str:
         """The description if given, else the command."""
@@ -71,11 +82,29 @@ class ShellTool(Tool):
         timeout = ctx.shell_timeout
         if args.timeout is not None:
             timeout = min(args.timeout, ctx.shell_timeout)
-        result = await ctx.sandbox.exec(args.command, timeout=timeout, on_output=ctx.on_output)
+        # Every sandbox (the host and the editor's terminal too) passes here: .git is
+        # checked after each command, and put back if the command changed it.
+        guard = await asyncio.to_thread(GitGuard.before_command, ctx.workspace.root)
+        try:
+            result = await ctx.sandbox.exec(args.command, timeout=timeout, on_output=ctx.on_output)
+        except ToolError as exc:
+            restored = await asyncio.to_thread(guard.check)
+            if restored is None:
+                raise
+            raise ToolError(f"{exc} {_capital(restored)}") from None
+        except BaseException:  # cancelled: .git is still put back before the call ends
+            await asyncio.shield(asyncio.to_thread(guard.check))
+            raise
+        restored = await asyncio.to_thread(guard.check)
         output, cut = cap_head_tail(result.output, ctx.output_limit)
         footer = _footer(result.exit_code, result.duration, result.timed_out, timeout)
         body = output if output.strip() else "(no output)\n"
         text = body + ("" if body.endswith("\n") else "\n") + footer
+        notices: list[str] = []
+        if restored is not None:
+            notice = _capital(restored)
+            text += f"\n{notice}"
+            notices.append(notice)
         display = {
             "command": args.command,
             "description": args.description,
@@ -85,4 +114,4 @@ class ShellTool(Tool):
             "truncated": result.truncated or cut,
             "sandbox": ctx.sandbox.kind,
         }
-        return ToolResult(text, is_error=result.timed_out, display=display)
+        return ToolResult(text, is_error=result.timed_out, display=display, notices=notices)

@@ -24,13 +24,18 @@ class OutputSpill:
         if len(text) <= self.limit and whole is text:
             return text
         path = self.directory / f"{_safe(call_id)}.txt"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(whole, encoding="utf-8", errors="replace")
-        self.saved[call_id] = path
         kept, _ = cap_head_tail(text, self.limit)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(whole, encoding="utf-8", errors="replace")
+        except OSError as exc:
+            # The disk being full must not cost the model the result itself.
+            return f"{kept}\n[the rest of the output could not be saved: {exc.strerror or exc}]"
+        self.saved[call_id] = path
         lines = whole.count("\n") + 1
+        # ``whole`` is what the tool kept or streamed live, not always all a command printed.
         return (
-            f"{kept}\n[the full output ({len(whole)} characters, {lines} lines) is saved; "
+            f"{kept}\n[the output as received ({len(whole)} characters, {lines} lines) is saved; "
             f"read it in parts with read_output(id='{call_id}', offset=LINE, limit=LINES)]"
         )
 

@@ -31,6 +31,10 @@ __all__ = ["Workspace"]
 GIT_DIR = ".git"
 
 
+_NAME_MAX = 255
+"""Longest file name (one path component) in bytes on Linux and macOS file systems."""
+
+
 def _has_git_component(parts: tuple[str, ...]) -> bool:
     return any(part.casefold() == GIT_DIR for part in parts)
 
@@ -66,6 +70,11 @@ class Workspace:
         if "\x00" in path:
             raise WorkspaceError(f"path {path!r} contains a NUL character; give a plain path")
         given = Path(path)
+        if any(len(part.encode("utf-8", "replace")) > _NAME_MAX for part in given.parts):
+            raise WorkspaceError(
+                f"path '{path[:80]}…' has a name longer than {_NAME_MAX} bytes, which file "
+                "systems do not allow; use shorter names"
+            )
         joined = given if given.is_absolute() else self.root / given
         lexical = Path(os.path.normpath(joined))
         if self.contains(lexical) and _has_git_component(lexical.relative_to(self.root).parts):

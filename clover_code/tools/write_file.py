@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import ClassVar
 
 from pydantic import BaseModel, Field
 
 from clover_code.errors import ToolError
+from clover_code.tools.arguments import CONTENT_LIMIT
 from clover_code.tools.base import Tool, ToolContext, ToolKind, ToolResult
 from clover_code.tools.fileio import FileAccess, LocalFiles, diff_counts, unified_diff
 from clover_code.tools.workspace import Workspace
@@ -75,6 +77,7 @@ class WriteFileTool(Tool):
     )
     kind: ClassVar[ToolKind] = "edit"
     Args: ClassVar[type[BaseModel]] = WriteFileArgs
+    argument_limits: ClassVar[Mapping[str, int]] = {"content": CONTENT_LIMIT}
 
     async def run(self, args: WriteFileArgs, ctx: ToolContext) -> ToolResult:
         """Write the file."""

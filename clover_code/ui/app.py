@@ -9,6 +9,7 @@ the user asks for leaves as a protocol ``Op``. Slash commands live in
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 from typing import ClassVar
 
@@ -20,16 +21,20 @@ from textual.worker import Worker, WorkerState
 from clover_code import protocol as p
 from clover_code.ui.bridge import EventBridge, SessionEvents, SessionFactory, SessionFailed
 from clover_code.ui.clock import Clock
-from clover_code.ui.commands import APPROVAL_MODES, SlashCommandProvider
+from clover_code.ui.commands import SlashCommandProvider
 from clover_code.ui.file_index import FileIndex
+from clover_code.ui.reports import alert, apply_report, session_started
+from clover_code.ui.server_wait import delay, not_ready
 from clover_code.ui.slash import SlashCommands
 from clover_code.ui.turn_stats import TurnStats
 from clover_code.ui.widgets.approval import ApprovalScreen
 from clover_code.ui.widgets.composer import Composer
 from clover_code.ui.widgets.prompt_input import PromptInput
+from clover_code.ui.widgets.queued import QueuedPrompts
 from clover_code.ui.widgets.status_bar import StatusBar
 from clover_code.ui.widgets.transcript import Transcript
 from clover_code.ui.widgets.trust import TrustQuestion, TrustScreen
+from clover_code.ui.widgets.working_line import WorkingLine
 
 QUIT_WINDOW = 2.0
 """Seconds within which a second Ctrl+C quits."""
@@ -51,9 +56,11 @@ class CloverApp(App[int]):
         Binding("ctrl+q", "quit", "Quit", priority=True, show=False),
         Binding("shift+tab", "cycle_approval", "Approval mode", show=False, priority=True),
         Binding("f2", "toggle_denoise", "Denoising view", show=False),
+        Binding("alt+up", "edit_queued", "Edit queued prompt", show=False),
     ]
     """escape: interrupt the turn; ctrl+c: interrupt, twice to quit; ctrl+q: quit;
-    shift+tab: next approval mode; f2: live denoising view on/off; ctrl+p: commands."""
+    shift+tab: next approval mode; f2: live denoising view on/off; ctrl+p: commands;
+    alt+up: take the last queued prompt back into the prompt."""
 
     def __init__(
         self,
@@ -85,13 +92,18 @@ class CloverApp(App[int]):
         self._speed_shown = -1e9
         self._open_failed = False
         self._early: list[p.UserInput] = []
+        self._retry_now = asyncio.Event()
         self.transcript = Transcript(id="transcript")
+        self.working = WorkingLine(id="working")
+        self.queued = QueuedPrompts(id="queued")
         self.composer = Composer(id="composer")
         self.status_bar = StatusBar(id="status")
         self.slash = SlashCommands(self)
 
     def compose(self) -> ComposeResult:
         yield self.transcript
+        yield self.working
+        yield self.queued
         yield self.composer
         yield self.status_bar
 
@@ -117,21 +129,49 @@ class CloverApp(App[int]):
 
     @work(group="session", exclusive=True)
     async def open_session(self, resume: Path | None) -> None:
-        """Open (or resume) the session; a failure is shown, and the app stays."""
+        """Open (or resume) the session; a server still starting is retried with backoff
+        (what the user types meanwhile is kept), any other failure is shown and the app stays."""
         from clover_code.errors import CloverError
 
         if resume is not None:
             self.slash.show_history(resume)
-        try:
-            await self.bridge.open(resume)
-        except CloverError as exc:
-            self._open_failed = True
-            self._early.clear()
-            self.post_message(SessionFailed(str(exc), int(exc.exit_code)))
-            return
-        for op in self._early[:1]:  # one turn at a time; later ones would be refused
+        self._open_failed = False
+        attempt = 0
+        while True:
+            try:
+                await self.bridge.open(resume)
+                break
+            except CloverError as exc:
+                attempt += 1
+                if not not_ready(exc):
+                    self._open_failed = True
+                    self.post_message(SessionFailed(str(exc), int(exc.exit_code)))
+                    return
+                wait = delay(attempt)
+                self.status_bar.model = "waiting for the server…"
+                self.transcript.waiting_note(
+                    f"The model server is not ready ({exc}). Retrying in {wait:.0f} s "
+                    f"(attempt {attempt}); /retry tries now. What you type is kept "
+                    "and sent once it answers."
+                )
+                self._retry_now.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._retry_now.wait(), wait)
+        if attempt:
+            self.transcript.waiting_done(f"The model server answered after {attempt} retries.")
+        for op in self._early[:1]:  # one turn at a time; the rest are queued
             await self.bridge.submit(op)
         self._early.clear()
+
+    def retry_open(self) -> bool:
+        """``/retry`` with no session: try to connect now (False when a session is open)."""
+        if self.bridge.session is not None:
+            return False
+        if self._open_failed:
+            self.open_session(self._resume)
+        else:
+            self._retry_now.set()
+        return True
 
     @work(thread=True, group="files", exclusive=True)
     def _index_files(self) -> None:
@@ -172,8 +212,8 @@ class CloverApp(App[int]):
     def _worker_failed(self, event: Worker.StateChanged) -> None:
         if event.state == WorkerState.ERROR and event.worker.group in ("bridge", "session"):
             error = event.worker.error
+            alert(self, str(error), "internal error")
             self.transcript.add_note(f"internal error: {error!r}; the session stopped.", "error")
-            self.notify(str(error), title="internal error", severity="error")
 
     # ------------------------------------------------------------ events
 
@@ -181,8 +221,9 @@ class CloverApp(App[int]):
     def _session_failed(self, event: SessionFailed) -> None:
         self.exit_code = event.exit_code
         self.status_bar.model = "no engine"
+        alert(self, event.message, "clover-code cannot start")
         self.transcript.add_note(event.message, "error")
-        self.notify(event.message, title="clover-code cannot start", severity="error", timeout=10)
+        self.queued.restore_all(self.composer.input)  # kept for /retry, never dropped
 
     @on(SessionEvents)
     def _session_events(self, message: SessionEvents) -> None:
@@ -210,9 +251,13 @@ class CloverApp(App[int]):
                     self.stats.committed(event)
                 else:
                     self.apply_event(event)
+            if self.turn_running:
+                self.working.saw(event)
         self._flush_outputs(outputs)
         if draft is not None:
             self.transcript.denoise.show(draft)
+            if self.turn_running:
+                self.working.saw(draft)
         now = Clock.now()
         if self.turn_running and now - self._speed_shown >= SPEED_EVERY:
             self._speed_shown = now
@@ -245,6 +290,7 @@ class CloverApp(App[int]):
         elif isinstance(event, p.TurnStarted):
             self.turn_running = True
             self.status_bar.busy = True
+            self.working.start()
             self.stats.reset()
             self.turn_files.append([])
         elif isinstance(event, p.TurnFinished):
@@ -255,55 +301,13 @@ class CloverApp(App[int]):
             self.status_bar.context_used = event.prompt_tokens + event.completion_tokens
             self.status_bar.context_window = event.context_window
         elif isinstance(event, p.SessionStarted):
-            self._session_started(event)
+            session_started(self, event)
         else:
             self.apply_report(event)
 
     def apply_report(self, event: p.Event) -> None:
         """Events that become a line (or a diff) in the transcript."""
-        t = self.transcript
-        if isinstance(event, p.Notice):
-            t.add_note(event.text, event.level)
-            if event.text.startswith("approval mode is now"):
-                self.status_bar.approval = event.text.split()[-1].rstrip(".")
-        elif isinstance(event, p.ErrorEvent):
-            t.add_note(event.message, "error")
-            self.notify(event.message, title="error", severity="error", timeout=8)
-        elif isinstance(event, p.DiffReport):
-            files = ", ".join(event.files) or "no files"
-            t.add_diff(f"Changes this session ({files}):", event.diff)
-        elif isinstance(event, p.UndoDone):
-            files = ", ".join(event.files) or "no files"
-            t.add_note(f"Reverted the last {event.turns} turn(s): {files}.")
-            del self.turn_files[len(self.turn_files) - event.turns :]
-            self.refresh_git()
-        elif isinstance(event, p.Compacted):
-            t.add_note(
-                f"Compacted the conversation: {event.tokens_before:,} → "
-                f"{event.tokens_after:,} tokens."
-            )
-            self.status_bar.context_used = event.tokens_after
-        elif isinstance(event, p.TodoUpdated):
-            marks = {"pending": "☐", "in_progress": "◐", "done": "☑"}
-            items = [f"{marks[i.status]} {i.text}" for i in event.items]
-            t.add_note("\n  ".join(["Plan:", *items]))
-
-    def _session_started(self, event: p.SessionStarted) -> None:
-        self.started = event
-        bar = self.status_bar
-        bar.engine, bar.model, bar.sandbox, bar.approval = (
-            event.engine,
-            event.model,
-            event.sandbox,
-            event.approval,
-        )
-        verb = "Resumed" if event.resumed else "Session"
-        self.transcript.add_note(f"{verb} {event.session_id} in {event.cwd}")
-        if not event.resumed:
-            self.transcript.add_note(
-                "Ask for a change or a question · @ mentions a file · /help lists commands"
-            )
-        self.refresh_git()
+        apply_report(self, event)
 
     def _turn_finished(self, event: p.TurnFinished) -> None:
         for screen in reversed(self.screen_stack):
@@ -312,12 +316,22 @@ class CloverApp(App[int]):
         self._approvals.clear()
         self.turn_running = False
         self.status_bar.busy = False
+        self.working.stop()
         self.transcript.end_turn()
         if event.status == "interrupted":
             self.transcript.add_note("Interrupted; what arrived is kept.", "warning")
+            if self.queued.restore_all(self.composer.input):  # not sent after an interrupt
+                self.transcript.add_note("The queued prompts are back in the prompt.")
         elif event.status in ("max_turns", "timeout"):
             self.transcript.add_note(f"The turn stopped: {event.status}.", "warning")
         self.refresh_git()
+        following = self.queued.take_next()
+        if following is not None:
+            self.call_after_refresh(self.send_text, following)
+
+    def action_edit_queued(self) -> None:
+        """Take the newest queued prompt back into the prompt (edit it, or clear it)."""
+        self.queued.restore_last(self.composer.input)
 
     def _decided(self, decision: p.ApprovalDecision | None) -> None:
         if decision is not None:
@@ -334,16 +348,13 @@ class CloverApp(App[int]):
         if text.startswith("/") and not text.startswith("//"):
             self.run_slash_command(text.strip())
             return
-        if self.turn_running:
-            self.notify("A turn is running: wait, or press Esc to interrupt it.", timeout=4)
-            if not self.composer.input.text:
-                self.composer.input.load_text(text)
-            return
         if self.bridge.session is None and self._open_failed:
             self.notify("No session is open; see the error above.", severity="error")
+            if not self.composer.input.text:
+                self.composer.input.load_text(text)  # never drop what was typed
             return
-        if self.bridge.session is None and self._early:
-            self.notify("A prompt is already waiting for the session to open.", timeout=4)
+        if self.turn_running or (self.bridge.session is None and self._early):
+            self.queued.push(text)  # sent when the running (or waiting) turn ends
             return
         self.transcript.add_user(text)
         self.transcript.anchor()
@@ -392,15 +403,9 @@ class CloverApp(App[int]):
         """Switch to the next approval mode (on the main screen; dialogs keep Shift+Tab)."""
         if len(self.screen_stack) > 1:
             self.screen.focus_previous()
-            return
-        current = self.status_bar.approval or "ask"
-        index = APPROVAL_MODES.index(current) if current in APPROVAL_MODES else 0
-        mode = APPROVAL_MODES[(index + 1) % len(APPROVAL_MODES)]
-        self.send(p.SetApprovalMode(mode=mode))
-        self.status_bar.approval = mode
+        else:
+            self.slash.cycle_approval()
 
     def action_toggle_denoise(self) -> None:
         """Show or hide the live denoising view."""
-        denoise = self.transcript.denoise
-        denoise.enabled = not denoise.enabled
-        self.notify(f"Denoising view {'on' if denoise.enabled else 'off'}.", timeout=2)
+        self.slash.toggle_denoise()

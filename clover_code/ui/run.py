@@ -18,6 +18,7 @@ from clover_code.errors import CloverError
 from clover_code.ui.bridge import Emit, SessionFactory, SessionLike
 
 if TYPE_CHECKING:
+    from clover_code.ui.app import CloverApp
     from clover_code.ui.widgets.trust import TrustQuestion
 
 
@@ -121,7 +122,17 @@ def run_app(
     finally:
         if shared.loaded:
             asyncio.run(shared.close())
+    hint = resume_hint(app)
+    if hint:
+        print(hint)
     return int(code) if code is not None else 0
 
 
-__all__ = ["run_app", "session_factory", "trust_question"]
+def resume_hint(app: CloverApp) -> str | None:
+    """The line printed after the app closes: how to continue this session."""
+    if app.started is None:
+        return None
+    return f"Session saved. Resume it with: clover-code --resume {app.started.session_id}"
+
+
+__all__ = ["resume_hint", "run_app", "session_factory", "trust_question"]

@@ -13,7 +13,8 @@ if TYPE_CHECKING:
     from clover_code.ui.app import CloverApp
 
 KEYS_HELP = (
-    "Keys: Enter send · Shift+Enter/Ctrl+J newline · ↑/↓ history · Tab complete · "
+    "Keys: Enter send (queued while a turn runs) · Alt+↑ edit the last queued · "
+    "Shift+Enter/Ctrl+J newline · ↑/↓ history · Tab complete · "
     "@ file · Esc interrupt · Ctrl+C twice quit · Shift+Tab approval mode · "
     "F2 denoising view · Ctrl+P commands"
 )
@@ -77,7 +78,9 @@ class SlashCommands:
         self.app.transcript.add_note(f"Shell commands run in: {kind}.{hint}")
 
     def _cmd_undo(self, arg: str) -> None:
-        self._revert(1, arg)
+        # the last turn that changed files (the core finds it in its checkpoints)
+        back = next((n for n, files in enumerate(reversed(self.app.turn_files), 1) if files), 1)
+        self._revert(back, arg, last_change=True)
 
     def _cmd_rewind(self, arg: str) -> None:
         words = arg.split()
@@ -91,7 +94,7 @@ class SlashCommands:
             return
         self._revert(int(count), " ".join(words[1:]))
 
-    def _revert(self, turns: int, arg: str) -> None:
+    def _revert(self, turns: int, arg: str, *, last_change: bool = False) -> None:
         force = "--force" in arg.split()
         if self.app.turn_running:
             self.app.transcript.add_note(
@@ -102,15 +105,33 @@ class SlashCommands:
         files = sorted({path for turn in recent for path in turn})
         details = [f"  {path}" for path in files] or ["  (no file edits recorded in this view)"]
         what = "the last turn" if turns == 1 else f"the last {turns} turns"
+        if last_change:
+            what = "the last turn that changed files" + (
+                f" ({turns} turns back)" if turns > 1 else ""
+            )
 
         def answered(yes: bool | None) -> None:
             if yes:
-                self.app.send(p.Undo(turns=turns, force=force))
+                self.app.send(p.Undo(turns=turns, force=force, last_change=last_change))
                 self.app.transcript.add_note("Undo requested…")
 
         self.app.push_screen(
             ConfirmScreen(f"Revert the changes {what} made to these files?", details), answered
         )
+
+    def _cmd_retry(self, arg: str) -> None:
+        app = self.app
+        if app.retry_open():
+            app.transcript.add_note("Connecting to the model server…")
+            return
+        if app.turn_running:
+            app.transcript.add_note("A turn is running; Esc interrupts it.", "warning")
+            return
+        last = next((op for op in reversed(app.bridge.sent) if isinstance(op, p.UserInput)), None)
+        if last is None:
+            app.transcript.add_note("Nothing to retry: no prompt was sent yet.")
+            return
+        app.send_text(last.text if not last.text.startswith("/") else "/" + last.text)
 
     def _cmd_diff(self, arg: str) -> None:
         self.app.send(p.ShowDiff())
@@ -132,37 +153,59 @@ class SlashCommands:
         self.app.run_worker(clear())
 
     def _cmd_sessions(self, arg: str) -> None:
-        from clover_code.agent.transcript import iter_sessions
+        self._pick(arg)
+
+    def _pick(self, arg: str) -> None:
+        """The session picker: this repository's sessions, or every one with ``--all``."""
+        from clover_code.agent.session import find_root
+        from clover_code.agent.session_list import list_sessions
+        from clover_code.ui.widgets.session_picker import SessionPicker
 
         if self.app.sessions_dir is None:
             self.app.transcript.add_note("No sessions directory is configured.", "warning")
             return
-        rows = []
-        for number, path in enumerate(iter_sessions(self.app.sessions_dir)):
-            if number >= 15:
-                rows.append("  …")
-                break
-            rows.append(f"  {path.stem}  {_first_prompt(path)}")
-        if not rows:
-            self.app.transcript.add_note("No earlier sessions.")
+        every = "--all" in arg.split()
+        root, _ = find_root(self.app.cwd)
+        sessions = list_sessions(self.app.sessions_dir, None if every else root)
+        current = self.app.bridge.session.id if self.app.bridge.session else None
+        sessions = [s for s in sessions if s.id != current]
+        if not sessions:
+            where = "" if every else f" in {root} (/sessions --all lists every directory)"
+            self.app.transcript.add_note(f"No earlier sessions{where}.")
             return
-        self.app.transcript.add_note("\n".join(["Sessions (newest first; /resume ID):", *rows]))
+        title = "Every directory's sessions" if every else "This repository's sessions"
+        title += ", newest first" + ("" if every else " · --all: every directory")
+
+        def chosen(info: object) -> None:
+            path = getattr(info, "path", None)
+            if isinstance(path, Path):
+                self._resume_path(path)
+
+        self.app.push_screen(SessionPicker(sessions, title), chosen)
 
     def _cmd_resume(self, arg: str) -> None:
         from clover_code.agent.session import find_root
         from clover_code.agent.transcript import find_session
         from clover_code.errors import CloverError
 
-        if self.app.turn_running:
-            self.app.transcript.add_note("Interrupt the running turn before resuming.", "warning")
-            return
         if self.app.sessions_dir is None:
+            self.app.transcript.add_note("No sessions directory is configured.", "warning")
+            return
+        words = [w for w in arg.split() if w != "--all"]
+        if not words:
+            self._pick(arg)
             return
         try:
             root, _ = find_root(self.app.cwd)
-            path = find_session(self.app.sessions_dir, arg or None, root)
+            path = find_session(self.app.sessions_dir, words[0], root)
         except CloverError as exc:
             self.app.transcript.add_note(str(exc), "error")
+            return
+        self._resume_path(path)
+
+    def _resume_path(self, path: Path) -> None:
+        if self.app.turn_running:
+            self.app.transcript.add_note("Interrupt the running turn before resuming.", "warning")
             return
         self.app.turn_files.clear()
 
@@ -182,6 +225,20 @@ class SlashCommands:
 
     def _cmd_quit(self, arg: str) -> None:
         self.app.run_worker(self.app.action_quit())
+
+    def cycle_approval(self) -> None:
+        """Shift+Tab: the next approval mode."""
+        current = self.app.status_bar.approval or "ask"
+        index = APPROVAL_MODES.index(current) if current in APPROVAL_MODES else 0
+        mode = APPROVAL_MODES[(index + 1) % len(APPROVAL_MODES)]
+        self.app.send(p.SetApprovalMode(mode=mode))
+        self.app.status_bar.approval = mode
+
+    def toggle_denoise(self) -> None:
+        """F2: the live denoising view on or off."""
+        denoise = self.app.transcript.denoise
+        denoise.enabled = not denoise.enabled
+        self.app.notify(f"Denoising view {'on' if denoise.enabled else 'off'}.", timeout=2)
 
     def show_history(self, path: Path) -> None:
         """Draw a resumed session's earlier messages."""
@@ -204,19 +261,3 @@ class SlashCommands:
                     name = call.get("function", {}).get("name", "?")
                     self.app.transcript.add_note(f"(called {name})")
         self.app.transcript.end_turn()
-
-
-def _first_prompt(path: Path) -> str:
-    """The first user message of a transcript, cut to one short line."""
-    import json
-
-    try:
-        with path.open(encoding="utf-8") as fh:
-            for _, line in zip(range(200), fh, strict=False):
-                record = json.loads(line)
-                message = record.get("message") or {}
-                if record.get("kind") == "message" and message.get("role") == "user":
-                    return str(message.get("content", "")).replace("\n", " ")[:60]
-    except (OSError, ValueError):
-        pass
-    return ""

@@ -6,6 +6,17 @@ from clover_code import protocol as p
 from clover_code.ui.clock import Clock
 from clover_code.ui.widgets.status_bar import Speed
 
+INSTANT_SECONDS = 0.25
+"""A response generated faster than this has no rate worth showing."""
+INSTANT_TOKENS = 16
+"""Nor does one this short (a cached or one-word reply)."""
+
+
+def _instant(report: p.UsageReport) -> bool:
+    rate = report.tokens_per_second or 0.0
+    tokens = report.completion_tokens
+    return tokens < INSTANT_TOKENS or rate <= 0 or tokens / rate < INSTANT_SECONDS
+
 
 class TurnStats:
     """Counts committed blocks as they arrive; usage reports replace the estimate."""
@@ -53,7 +64,11 @@ class TurnStats:
         if report is not None and report.tokens_per_forward is not None:
             per_forward = report.tokens_per_forward
         if report is not None and report.tokens_per_second is not None:
+            if _instant(report):
+                return Speed(None, None, None)
             return Speed(report.tokens_per_second, report.blocks_per_second, per_forward)
+        if report is not None and report.completion_tokens < INSTANT_TOKENS:
+            return Speed(None, None, None)
         if self._first is None or self._blocks < 2:
             return Speed(None, None, per_forward)
         elapsed = max(Clock.now(), self._last) - self._first

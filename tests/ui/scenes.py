@@ -129,3 +129,87 @@ def error() -> list[Any]:
         ),
         p.TurnFinished(turn=1, status="failed"),
     ]
+
+
+def running_command() -> list[Any]:
+    """A turn running a shell command: the working line says which."""
+    args = {"command": "python -m pytest -q tests/test_calc.py"}
+    return [
+        p.TurnStarted(turn=1, text="run the tests"),
+        p.ContentDelta(text="Running the tests."),
+        p.BlockCommitted(block=0, text="Running the tests.", token_count=8, steps=3),
+        p.ToolCallStarted(
+            call_id="c1", name="shell", kind="execute", arguments=args, summary=args["command"]
+        ),
+        p.ToolOutput(call_id="c1", text="test_calc.py::test_add "),
+    ]
+
+
+def long_edit_diff(lines: int = 60) -> str:
+    """A real-looking diff of one file with many changed lines."""
+    body = "".join(
+        f"-    value_{i} = compute({i})\n+    value_{i} = compute({i}, fast=True)\n"
+        for i in range(lines // 2)
+    )
+    return (
+        "--- a/src/engine.py\n+++ b/src/engine.py\n"
+        f"@@ -40,{lines // 2 + 2} +40,{lines // 2 + 2} @@\n def run():\n"
+        + body
+        + "     return value_0\n"
+    )
+
+
+def edit_approval() -> list[Any]:
+    """An edit waiting for approval, with a diff longer than the screen."""
+    args = {"path": "src/engine.py", "old_string": "x", "new_string": "y"}
+    return [
+        p.TurnStarted(turn=1, text="make it fast"),
+        p.ToolCallStarted(
+            call_id="c1", name="edit_file", kind="edit", arguments=args, summary="src/engine.py"
+        ),
+        p.ApprovalRequested(
+            request_id="r1",
+            call_id="c1",
+            name="edit_file",
+            kind="edit",
+            summary="src/engine.py",
+            arguments=args,
+            diff=long_edit_diff(),
+        ),
+    ]
+
+
+def failed_command() -> list[Any]:
+    """A finished turn whose command exited 1."""
+    args = {"command": "python -m pytest -q"}
+    return [
+        p.TurnStarted(turn=1, text="run the tests"),
+        p.ToolCallStarted(
+            call_id="c1", name="shell", kind="execute", arguments=args, summary=args["command"]
+        ),
+        p.ToolCallFinished(
+            call_id="c1",
+            name="shell",
+            status="ok",
+            result="F.\nFAILED test_calc.py::test_add - assert -1 == 3\n1 failed, 1 passed\n",
+            display={"command": args["command"], "exit_code": 1, "duration": 0.8},
+            duration=0.8,
+        ),
+        p.ContentDelta(text="One test fails: `add` subtracts."),
+        p.BlockCommitted(block=0, text="x", token_count=3, steps=1),
+        p.UsageReport(
+            prompt_tokens=900, completion_tokens=3, context_window=131072, tokens_per_second=9000.0
+        ),
+        p.TurnFinished(turn=1, status="completed", final_text="One test fails."),
+    ]
+
+
+LONG_MODEL = p.SessionStarted(
+    session_id="20260101-000000-abcdef",
+    cwd="/work/demo",
+    engine="remote",
+    model="Qwen/Qwen3-Coder-480B-A35B-Instruct-FP8-dynamic-preview",
+    sandbox="docker",
+    approval="auto-edit",
+    transcript="/tmp/x.jsonl",
+)

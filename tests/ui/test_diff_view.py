@@ -23,7 +23,14 @@ def _style(text: Text, snippet: str) -> Style:
 
 def test_code_is_highlighted_and_changes_are_marked() -> None:
     text = render_diff(DIFF, 40)
-    assert text.plain == DIFF.rstrip("\n")
+    assert text.plain.splitlines() == [
+        "--- a/app.py",
+        "+++ b/app.py",
+        "@@ -1,2 +1,2 @@",
+        "   1  def add(a, b):",
+        "   2 -    return a - b",
+        "   2 +    return a + b",
+    ]
     keyword = _style(text, "def")
     assert keyword.color is not None and keyword.color.name != "default", "no syntax colour"
     assert keyword.bgcolor is None or keyword.bgcolor.is_default
@@ -37,3 +44,9 @@ def test_a_five_megabyte_line_is_cut() -> None:
     huge = "--- a/x.min.js\n+++ b/x.min.js\n@@ -1 +1 @@\n-" + "a" * 5_000_000 + "\n+b\n"
     text = render_diff(huge, 40)
     assert len(text.plain) < LINE_LIMIT + 200
+
+
+def test_line_numbers_follow_each_hunk() -> None:
+    diff = "--- a/m.py\n+++ b/m.py\n@@ -10,3 +10,4 @@\n x\n-y\n+y1\n+y2\n z\n"
+    numbers = [line.split()[0] for line in render_diff(diff, 40).plain.splitlines()[3:]]
+    assert numbers == ["10", "11", "11", "12", "13"]

@@ -98,7 +98,7 @@ async def test_escape_interrupts_and_app_stays_usable(repo: Path, settings: Sett
         await until(pilot, lambda: "Second answer." in answers(app))
 
 
-async def test_engine_error_is_notified_and_app_still_usable(
+async def test_engine_error_is_shown_once_and_app_still_usable(
     repo: Path, settings: Settings
 ) -> None:
     from clover_code.errors import StreamInterrupted
@@ -120,7 +120,8 @@ async def test_engine_error_is_notified_and_app_still_usable(
         await until(pilot, lambda: not app.turn_running and app.stats.responses == 1)
         errors = [n for n in app.query(NoticeLine) if getattr(n, "level", "") == "error"]
         assert errors and "closed the stream" in str(errors[0].text)
-        assert any("closed the stream" in str(n.message) for n in app._notifications)
+        # the reader is at the end, where the line shows: no toast repeats it
+        assert not any("closed the stream" in str(n.message) for n in app._notifications)
         await type_and_send(pilot, "again")
         await until(pilot, lambda: "Recovered." in answers(app))
 
@@ -176,6 +177,25 @@ async def test_no_engine_is_shown_and_quit_returns_its_exit_code(tmp_path: Path)
         assert "No model engine is configured" in notes
         await type_and_send(pilot, "hello")
         assert not app.bridge.sent
+        assert app.composer.input.text == "hello"  # kept, not dropped
+        app.composer.input.load_text("")
         await type_and_send(pilot, "/quit")
         await pilot.pause(0.2)
     assert app.return_value == 3
+
+
+async def test_an_error_is_toasted_only_when_the_reader_scrolled_up() -> None:
+    from tests.ui import scenes
+    from tests.ui.fakes_ui import long_markdown, replay_app
+
+    app = replay_app(scenes.OPEN)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.started is not None)
+        app.transcript.add_answer(long_markdown(6000))
+        app.transcript.end_turn()
+        await until(pilot, lambda: app.transcript.max_scroll_y > 10)
+        app.transcript.scroll_home(animate=False)
+        await until(pilot, lambda: app.transcript.scroll_y == 0)
+        app.bridge.emit(p.ErrorEvent(message="the server went away"))
+        await until(pilot, lambda: bool(app._notifications))
+        assert "the server went away" in str(next(iter(app._notifications)).message)

@@ -65,7 +65,7 @@ async def test_slash_completion_and_help() -> None:
         app.composer.input.insert("/help")
         await pilot.press("enter")
         await pilot.pause(0.1)
-        assert "/resume [ID]" in notes(app) and "Esc interrupt" in notes(app)
+        assert "/resume [ID|--all]" in notes(app) and "Esc interrupt" in notes(app)
 
 
 async def test_at_completes_workspace_files(tmp_path: Path) -> None:
@@ -116,7 +116,7 @@ async def test_diff_compact_clear_send_ops_and_render_replies() -> None:
         await pilot.pause(0.2)
         text = notes(app)
         assert "Changes this session (calc.py)" in text
-        assert "9,000 → 1,200" in text and "Reverted the last 1 turn(s): calc.py" in text
+        assert "9,000 → 1,200" in text and "Undid the last turn: restored calc.py" in text
 
 
 async def test_ctrl_c_twice_quits(monkeypatch: object) -> None:

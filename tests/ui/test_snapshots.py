@@ -7,6 +7,7 @@ cursor does not blink, so each picture is the same on every run.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -64,3 +65,121 @@ def test_approval_modal(snap_compare: SnapCompare) -> None:
 def test_engine_error(snap_compare: SnapCompare) -> None:
     app = with_turn(scenes.error(), "explain calc.py")
     assert snap_compare(app, terminal_size=(100, 30), run_before=send_prompt)
+
+
+SIZES = pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+
+
+@SIZES
+def test_working_line_running_a_command(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
+    app = with_turn(scenes.running_command(), "run the tests")
+    assert snap_compare(app, terminal_size=size, run_before=send_prompt)
+
+
+async def queue_two(pilot: Pilot[Any]) -> None:
+    await send_prompt(pilot)
+    app = pilot.app
+    assert isinstance(app, CloverApp)
+    for text in ("then update the changelog", "and open a pull request"):
+        app.composer.input.insert(text)
+        await pilot.press("enter")
+    await pilot.pause(0.2)
+
+
+@SIZES
+def test_queued_prompts(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
+    app = with_turn(scenes.running_command(), "run the tests")
+    assert snap_compare(app, terminal_size=size, run_before=queue_two)
+
+
+@SIZES
+def test_edit_approval_long_diff(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
+    app = with_turn(scenes.edit_approval(), "make it fast")
+    assert snap_compare(app, terminal_size=size, run_before=send_prompt)
+
+
+@SIZES
+def test_failed_command_card(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
+    app = with_turn(scenes.failed_command(), "run the tests")
+    assert snap_compare(app, terminal_size=size, run_before=send_prompt)
+
+
+@SIZES
+def test_status_bar_long_model(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
+    app = replay_app([scenes.LONG_MODEL], [scenes.tool_with_diff()])
+    assert snap_compare(app, terminal_size=size, run_before=send_prompt)
+
+
+def waiting_app() -> CloverApp:
+    """An app whose server is still loading (the connection is refused)."""
+    from clover_code.errors import EngineUnavailable
+
+    async def factory(emit: object, resume: object) -> Any:
+        raise EngineUnavailable(
+            "cannot reach the model server at http://localhost:30000/v1 (connection refused)"
+        )
+
+    return CloverApp(factory, cwd=Path("/work/demo"), sessions_dir=None, git_status=False)
+
+
+async def type_while_waiting(pilot: Pilot[Any]) -> None:
+    app = pilot.app
+    assert isinstance(app, CloverApp)
+    await pilot.pause(0.3)
+    app.composer.input.insert("fix the failing test")
+    await pilot.press("enter")
+    await pilot.pause(0.2)
+
+
+@SIZES
+def test_waiting_for_the_server(
+    snap_compare: SnapCompare, size: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from clover_code.ui import app as app_module
+
+    monkeypatch.setattr(app_module, "delay", lambda attempt: 60.0)  # no retry mid-picture
+    assert snap_compare(waiting_app(), terminal_size=size, run_before=type_while_waiting)
+
+
+def picker_app(tmp_path: Path) -> CloverApp:
+    """An app with three earlier sessions of its directory (and one elsewhere)."""
+    from clover_code.agent.transcript import Transcript
+
+    repo = Path("/work/demo")  # not on disk: the workspace root is the directory itself
+    sessions = tmp_path / "sessions"
+    other = Transcript.create(sessions, {"id": "20260104-090000-ffffff", "cwd": "/srv/other"})
+    other.message({"role": "user", "content": "not listed without --all"})
+    other.close()
+    prompts = ["fix the failing test in calc.py", "add a --verbose flag", "explain the parser"]
+    for day, prompt in enumerate(prompts, 1):
+        meta = {"id": f"2026010{day}-09{day}000-abcde{day}", "cwd": str(repo)}
+        transcript = Transcript.create(sessions, meta)
+        transcript.message({"role": "user", "content": prompt})
+        transcript.close()
+    app = replay_app(scenes.OPEN, cwd=repo)
+    app.sessions_dir = sessions
+    return app
+
+
+async def open_picker(pilot: Pilot[Any]) -> None:
+    app = pilot.app
+    assert isinstance(app, CloverApp)
+    await pilot.pause(0.2)
+    app.composer.input.insert("/sessions")
+    await pilot.press("enter")
+    await pilot.pause(0.3)
+
+
+@SIZES
+def test_session_picker(snap_compare: SnapCompare, size: tuple[int, int], tmp_path: Path) -> None:
+    app = picker_app(tmp_path)
+    assert snap_compare(app, terminal_size=size, run_before=open_picker)
+
+
+@SIZES
+def test_checkpoint_question(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
+    warning = (
+        "/home/u is your home directory: undo would copy every file under it before each turn."
+    )
+    started = scenes.STARTED.model_copy(update={"checkpoint_warning": warning})
+    assert snap_compare(replay_app([started]), terminal_size=size, run_before=settle)

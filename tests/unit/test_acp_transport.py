@@ -56,3 +56,31 @@ async def test_messages_pass_and_bad_lines_get_errors() -> None:
     assert sink.lines[-1] == {"jsonrpc": "2.0", "id": 1, "result": None}
     await t.close()
     assert sink.closed
+
+
+async def test_open_requests_are_tracked_and_the_rest_refused_at_the_end() -> None:
+    t, sink = transport(
+        b'{"jsonrpc": "2.0", "id": 1, "method": "session/prompt", "params": {}}\n',
+        b'{"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {}}\n',
+        b'{"jsonrpc": "2.0", "id": 2, "method": "session/list", "params": {}}\n',
+        b'{"jsonrpc": "2.0", "method": "session/cancel", "params": {}}\n',
+        b'{"jsonrpc": "2.0", "id": 7, "result": {}}\n',  # the client answering the agent
+    )
+    while await t.receive() is not None:
+        pass
+    assert t.open_requests == [(1, "session/prompt"), (2, "session/new"), (2, "session/list")]
+    assert not await t.settle(0.01)
+    await t.send({"jsonrpc": "2.0", "id": 1, "result": {"stopReason": "cancelled"}})
+    await t.send({"jsonrpc": "2.0", "id": 2, "result": {}})  # one of the two id-2 requests
+    assert t.open_requests == [(2, "session/list")]
+    await t.refuse_open("the input closed.")
+    assert await t.settle(0.01)
+    assert sink.lines[-1] == {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "error": {"code": -32800, "message": "session/list was not completed: the input closed."},
+    }
+    # A handler that answers after the refusal is not heard twice.
+    count = len(sink.lines)
+    await t.send({"jsonrpc": "2.0", "id": 2, "result": {}})
+    assert len(sink.lines) == count

@@ -170,13 +170,14 @@ def test_argv_carries_the_hardening_and_safe_diff_flags(trapped: tuple[Path, Pat
     assert f"--git-dir={repo / '.git'}" in argv
     assert f"--work-tree={repo}" in argv
     tail = argv[argv.index("diff") :]
-    assert tail == ["diff", "--no-ext-diff", "--no-textconv", "HEAD"]
+    assert tail == ["diff", "--no-ext-diff", "--no-textconv", "--ignore-submodules=all", "HEAD"]
 
 
 def test_safe_diff_flags_follow_global_options(trapped: tuple[Path, Path]) -> None:
     repo, markers = trapped
     argv = git_argv(["-c", "color.ui=never", "log", "-p"], cwd=repo)
-    assert argv[argv.index("log") :] == ["log", "--no-ext-diff", "--no-textconv", "-p"]
+    safe = ["--no-ext-diff", "--no-textconv", "--ignore-submodules=all"]
+    assert argv[argv.index("log") :] == ["log", *safe, "-p"]
     run_git("-c", "color.ui=never", "diff", cwd=repo)
     run_git("stash", "show", "-p", cwd=repo, check=False)
     assert list(markers.iterdir()) == []

@@ -136,3 +136,27 @@ def test_big_input_is_fast() -> None:
     started = time.perf_counter()
     parse_shell(command)
     assert time.perf_counter() - started < 2.0
+
+
+def test_what_is_not_understood_is_named_and_still_walked() -> None:
+    parsed = parse_shell("f() { rm x; }; ls")
+    assert parsed.opaque == "a function definition"
+    assert programs(parsed) == [("rm", "x"), ("ls",)]  # deny rules still see rm
+    assert parse_shell("ls -la | grep x && echo $HOME").opaque is None
+
+
+def test_cd_targets_are_kept_for_judging_relative_writes() -> None:
+    parsed = parse_shell("cd src && cd && cd $D; cd - ; ls > out")
+    assert parsed.chdirs == ("src", "~", None, None)
+
+
+def test_write_options_of_known_programs() -> None:
+    line = "sort -o s.txt a | tee -a t.txt; dd if=a of=d.bin; git -C sub diff --output=g"
+    parsed = parse_shell(line)
+    assert [(w.target, w.via) for w in parsed.writes] == [
+        ("s.txt", "sort -o"),
+        ("t.txt", "tee"),
+        ("d.bin", "dd of="),
+        ("sub", "git -C"),
+        ("g", "git --output"),
+    ]

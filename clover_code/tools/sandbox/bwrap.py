@@ -3,10 +3,10 @@
 Each command is its own ``bwrap`` process:
 
 - the host's root filesystem read-only; the workspace read-write at its own
-  path, with ``.git/hooks`` and ``.git/config`` read-only; /tmp a private
-  tmpfs; /home, /root, the user's home and /run hidden behind empty read-only
-  tmpfs (so no dotfile credentials, Docker socket or SSH agent socket is
-  reachable); HOME a private tmpfs at /home/sandbox;
+  path, with ``.git`` read-only as a whole (``git_state.read_only_paths``);
+  /tmp a private tmpfs; /home, /root, the user's home and /run hidden behind
+  empty read-only tmpfs (so no dotfile credentials, Docker socket or SSH agent
+  socket is reachable); HOME a private tmpfs at /home/sandbox;
 - new user, pid, network (unless ``network=True``), ipc and uts namespaces,
   every capability dropped, a new session, ``--die-with-parent``;
 - the environment is ``policy.sandbox_env`` only; limits are rlimits set
@@ -49,6 +49,7 @@ from typing import Any
 
 from clover_code.errors import ToolError
 from clover_code.tools.sandbox.base import ExecResult, SerialSandbox
+from clover_code.tools.sandbox.git_state import read_only_paths
 from clover_code.tools.sandbox.host import OutputSink
 from clover_code.tools.sandbox.policy import (
     DEFAULT_PASSTHROUGH,
@@ -201,11 +202,9 @@ class BwrapSandbox(SerialSandbox):
         # HOME's mount point is made inside the /home tmpfs, before it turns read-only.
         args += ["--tmpfs", self.env["HOME"]]
         args += ["--bind", str(self.root), str(self.root)]
-        git = self.root / ".git"
-        for protected in (git / "hooks", git / "config"):
-            real = os.path.realpath(protected)
-            if protected.exists() and not git.is_symlink() and _under(real, str(self.root)):
-                args += ["--ro-bind", real, str(protected)]
+        # .git as a whole, read-only: a mount point cannot be renamed, removed or replaced.
+        for protected in read_only_paths(self.root):
+            args += ["--ro-bind", str(protected), str(protected)]
         args += ["--bind", str(cwd_file), str(cwd_file)]
         for path in hidden:
             args += ["--remount-ro", path]

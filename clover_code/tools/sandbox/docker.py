@@ -5,7 +5,9 @@ and removed on close; containers whose owner died are removed when the next
 session starts. Inside it:
 
 - the workspace is bind-mounted read-write at the same path as on the host
-  (``.git/hooks`` and ``.git/config`` read-only); nothing else of the host is;
+  (``.git`` read-only as a whole, see ``git_state.read_only_paths``; when a
+  ``.git`` appears or is replaced, the next command gets a fresh container
+  that mounts it so); nothing else of the host is;
 - commands run as the host user's uid:gid (the workspace owner's when
   clover-code runs as root), with every capability dropped,
   ``no-new-privileges``, a read-only root filesystem, tmpfs /tmp and HOME,
@@ -52,6 +54,7 @@ from clover_code.tools.sandbox.docker_setup import (
     remove_container,
     short_error,
 )
+from clover_code.tools.sandbox.git_state import read_only_paths
 from clover_code.tools.sandbox.host import OutputSink
 from clover_code.tools.sandbox.policy import (
     DEFAULT_PASSTHROUGH,
@@ -124,6 +127,8 @@ class DockerSandbox(SerialSandbox):
         self._ids = itertools.count(1)
         self._restarted = False
         self._cleaned = False
+        self._protected: tuple[tuple[str, int], ...] = ()
+        """The read-only mounts of the running container (``_protection`` at its start)."""
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -172,8 +177,17 @@ class DockerSandbox(SerialSandbox):
             self._discard()
             raise ToolError(DOCKER_DOWN.format(detail=short_error(exc))) from None
 
+    def _protection(self) -> tuple[tuple[str, int], ...]:
+        """What the container must mount read-only now: each path, with its inode."""
+        key = []
+        for path in read_only_paths(self.root):
+            with contextlib.suppress(OSError):
+                key.append((str(path), os.stat(path).st_ino))
+        return tuple(key)
+
     def _launch_with(self, client: Any) -> RunnerLink:
         client.ping()
+        self._protected = self._protection()
         if not self._cleaned:
             self._cleaned = True
             clean_stale_containers(client)
@@ -214,8 +228,17 @@ class DockerSandbox(SerialSandbox):
     async def _exec(
         self, command: str, timeout: float, on_output: Callable[[str], None] | None
     ) -> ExecResult:
-        link = await self._ensure()
         notes: list[str] = []
+        if self._link is not None and self._protected != self._protection():
+            # .git appeared or was replaced since the container started (`git init` in
+            # it, say): a fresh container mounts the new one read-only too.
+            await asyncio.to_thread(self._discard)
+            notes.append(
+                "[.git changed since the sandbox started, so the container was started again "
+                "to keep .git read-only: background processes and files outside the workspace "
+                "are gone]"
+            )
+        link = await self._ensure()
         if self._restarted:
             self._restarted = False
             notes.append(

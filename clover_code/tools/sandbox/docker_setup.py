@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from clover_code.errors import ToolError
+from clover_code.tools.sandbox.git_state import read_only_paths
 from clover_code.tools.sandbox.policy import SANDBOX_HOME, SandboxLimits
 
 __all__ = [
@@ -184,7 +185,9 @@ def container_spec(
         Mount("/etc/group", str(state / "group"), type="bind", read_only=True),
         Mount(RUNNER_PATH, str(state / "runner.py"), type="bind", read_only=True),
     ]
-    mounts += [Mount(str(p), str(p), type="bind", read_only=True) for p in _git_protected(root)]
+    # .git as a whole, read-only: a mount point cannot be renamed, removed or replaced.
+    protected = read_only_paths(root)
+    mounts += [Mount(str(p), str(p), type="bind", read_only=True) for p in protected]
     home_opts = f"rw,nosuid,nodev,size={limits.home_mb}m,uid={uid},gid={gid},mode=0700"
     host_config = api.create_host_config(
         network_mode="bridge" if network else "none",
@@ -216,14 +219,3 @@ def container_spec(
         "labels": {LABEL: _owner(), f"{LABEL}.workspace": str(root)},
         "host_config": host_config,
     }
-
-
-def _git_protected(root: Path) -> list[Path]:
-    """``.git/hooks`` and ``.git/config``, when they are real and inside the workspace."""
-    git = root / ".git"
-    found = []
-    for path in (git / "hooks", git / "config"):
-        real = Path(os.path.realpath(path))
-        if path.exists() and not git.is_symlink() and real.is_relative_to(root):
-            found.append(path)
-    return found

@@ -107,9 +107,10 @@ class OutputSink:
 
     def feed(self, data: bytes, final: bool = False) -> None:
         text = self._decoder.decode(data, final)
+        # Counted here, as read: the marker then says how much the command printed.
+        self.buffer.write(text, len(data))
         if not text:
             return
-        self.buffer.write(text)
         if self._on_output is None or self._stream_left <= 0:
             return
         piece = text[: self._stream_left]

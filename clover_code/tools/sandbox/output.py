@@ -3,19 +3,41 @@
 Every sandbox collects output through ``HeadTailBuffer`` so that memory stays
 bounded whatever a command prints, and the model sees the start (where
 commands report what they are doing) and the end (where errors and
-summaries are).
+summaries are). The marker between them says how much was dropped in bytes
+(``[... 512.3 MB omitted ...]``), counted where the output is read (the
+sandbox tells the buffer how many bytes each piece came from), so that a
+command that printed half a gigabyte is not reported as a few characters.
+Capping an already capped text again (the shell tool and the output spill
+do) folds the old marker into the new one instead of cutting it away.
 """
 
 from __future__ import annotations
 
+import re
 from collections import deque
 
-__all__ = ["HeadTailBuffer", "cap_head_tail", "omission_marker"]
+from clover_code.tools.arguments import human_size
+
+__all__ = ["HeadTailBuffer", "cap_head_tail", "omission_marker", "omitted_bytes"]
+
+_UNITS = {"byte": 1, "bytes": 1, "kB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
+_MARKER = re.compile(r"\n\[\.\.\. ([0-9]+(?:\.[0-9])?) (bytes?|kB|MB|GB|TB) omitted \.\.\.\]\n")
+_MARKER_MAX = 40
+"""Longest marker text, for looking just past a cut."""
 
 
 def omission_marker(count: int) -> str:
-    """The line that stands in for ``count`` dropped characters."""
-    return f"\n[... {count} characters omitted ...]\n"
+    """The line that stands in for ``count`` dropped bytes."""
+    return f"\n[... {human_size(count)} omitted ...]\n"
+
+
+def omitted_bytes(text: str) -> int:
+    """The bytes the markers in ``text`` stand for (to the precision they show)."""
+    return sum(round(float(m[1]) * _UNITS[m[2]]) for m in _MARKER.finditer(text))
+
+
+def _utf8_len(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
 class HeadTailBuffer:
@@ -33,9 +55,12 @@ class HeadTailBuffer:
         self._tail_size = 0
         self.total = 0
         """Characters written so far."""
+        self.total_bytes = 0
+        """Bytes the written text came from, as the writers counted them."""
 
-    def write(self, text: str) -> None:
-        """Append ``text``."""
+    def write(self, text: str, size: int | None = None) -> None:
+        """Append ``text``, decoded from ``size`` bytes (default: its UTF-8 length)."""
+        self.total_bytes += _utf8_len(text) if size is None else size
         if not text:
             return
         self.total += len(text)
@@ -58,21 +83,29 @@ class HeadTailBuffer:
         return self.total > self._head_limit + self._tail_limit
 
     def text(self) -> str:
-        """The kept output, with a marker where characters were dropped."""
+        """The kept output, with a marker saying how many bytes were dropped."""
         head = "".join(self._head)
         tail = "".join(self._tail)
         if len(tail) > self._tail_limit:
             tail = tail[len(tail) - self._tail_limit :]
-        omitted = self.total - len(head) - len(tail)
-        if omitted <= 0:
+        if self.total - len(head) - len(tail) <= 0:
             return head + tail
-        return head + omission_marker(omitted) + tail
+        dropped = self.total_bytes - _utf8_len(head) - _utf8_len(tail)
+        return head + omission_marker(max(dropped, 1)) + tail
 
 
 def cap_head_tail(text: str, limit: int) -> tuple[str, bool]:
-    """``text`` cut to about ``limit`` characters, head and tail kept; and whether it was cut."""
+    """``text`` cut to about ``limit`` characters, head and tail kept; and whether it was cut.
+
+    Markers of earlier cuts inside the dropped part are counted in the new
+    marker (one that straddles the cut is dropped whole)."""
     if len(text) <= limit:
         return text, False
-    buffer = HeadTailBuffer(limit)
-    buffer.write(text)
-    return buffer.text(), True
+    start, end = limit // 2, len(text) - (limit - limit // 2)
+    window = max(0, start - _MARKER_MAX)
+    for found in _MARKER.finditer(text, window, min(len(text), end + _MARKER_MAX)):
+        if found.start() < end and found.end() > start:
+            start, end = min(start, found.start()), max(end, found.end())
+    middle = text[start:end]
+    dropped = omitted_bytes(middle) + _utf8_len(_MARKER.sub("", middle))
+    return text[:start] + omission_marker(max(dropped, 1)) + text[end:], True

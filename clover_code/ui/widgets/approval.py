@@ -1,8 +1,10 @@
 """The approval modal: the exact command or diff, and the user's answer.
 
-y allows once, a allows the command prefix for the rest of the session, n
-or Esc denies; text typed in the feedback field goes to the model with a
-denial (Enter there denies with it).
+y allows once; for a command, a allows its prefix for the rest of the
+session (when one is safe to offer); for an edit, a allows edits to this
+file and A all edits for the session; n or Esc denies. Text typed in the
+feedback field goes to the model with a denial (Enter there denies with it).
+The buttons and key hints always show: a long diff scrolls inside the modal.
 """
 
 from __future__ import annotations
@@ -46,8 +48,9 @@ def proposed_diff(request: p.ApprovalRequested) -> str | None:
 
 
 def request_body(request: p.ApprovalRequested) -> Static:
-    """The widget showing what would run or change."""
-    diff = proposed_diff(request)
+    """The widget showing what would run or change (for an edit, the core's diff of the
+    file as it is now, the one the card shows after)."""
+    diff = request.diff or proposed_diff(request)
     if diff is not None:
         return DiffView(diff, short_lines=300)
     if request.name == "shell":
@@ -63,13 +66,46 @@ def request_body(request: p.ApprovalRequested) -> Static:
     return Static(Text("\n".join(lines)), classes="command")
 
 
+FIXED_ROWS = 14
+"""Rows of the modal that are not the body: border, title, buttons, hints, feedback."""
+
+
+def one_file(request: p.ApprovalRequested) -> bool:
+    """Whether the edit names one file ("this file" can be offered; a patch names none)."""
+    return isinstance(request.arguments.get("path"), str)
+
+
+def key_hints(request: p.ApprovalRequested) -> Text:
+    """The keys line, saying when no session-wide answer is offered and why."""
+    out = Text(no_wrap=True, overflow="ellipsis")
+    out.append("y", style="bold")
+    out.append(" allow once · ")
+    if request.kind == "edit":
+        if one_file(request):
+            out.append("a", style="bold")
+            out.append(" this file · ")
+        out.append("A", style="bold")
+        out.append(" all edits this session · ")
+    elif request.prefix:
+        out.append("a", style="bold")
+        out.append(f" `{clean(request.prefix)[:30]}` this session · ")
+    elif request.name == "shell":
+        out.append("no session rule for this command · ", style="dim")
+    out.append("n", style="bold")
+    out.append("/")
+    out.append("Esc", style="bold")
+    out.append(" deny")
+    return out
+
+
 class ApprovalScreen(ModalScreen[p.ApprovalDecision]):
     """Asks whether one tool call may run; dismisses with the decision."""
 
     DEFAULT_CSS = sibling_css(__file__)
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y", "decide('allow_once')", "Allow once"),
-        Binding("a", "decide('allow_prefix')", "Allow prefix"),
+        Binding("a", "decide('allow_prefix')", "Allow for the session"),
+        Binding("A", "decide('allow_edits')", "Allow all edits"),
         Binding("n", "decide('deny')", "Deny"),
         Binding("escape", "decide('deny')", "Deny", priority=True),
     ]
@@ -77,28 +113,40 @@ class ApprovalScreen(ModalScreen[p.ApprovalDecision]):
     def __init__(self, request: p.ApprovalRequested) -> None:
         super().__init__()
         self.request = request
-        self._allow = Button("Allow once (y)", id="allow_once", variant="success")
+        self._allow = Button("Allow once (y)", id="allow_once", variant="success", compact=True)
 
     def compose(self) -> ComposeResult:
         r = self.request
         with Vertical(id="dialog"):
-            title = Text("Allow ", style="bold")
+            title = Text("Allow ", style="bold", no_wrap=True, overflow="ellipsis")
             title.append(r.name, style="bold yellow")
-            title.append(f"?  {clean(r.summary)[:200]}", style="")
+            title.append(f"?  {clean(r.summary).splitlines()[0][:200] if r.summary else ''}")
             yield Static(title, id="title")
             with VerticalScroll(id="body"):
                 yield request_body(r)
             with Horizontal(id="buttons"):
                 yield self._allow
-                if r.prefix:
-                    yield Button(
-                        f"Allow `{clean(r.prefix)[:40]}` this session (a)", id="allow_prefix"
-                    )
-                yield Button("Deny (n)", id="deny", variant="error")
+                if r.kind == "edit":
+                    if one_file(r):
+                        yield Button("This file (a)", id="allow_file", compact=True)
+                    yield Button("All edits (A)", id="allow_edits", compact=True)
+                elif r.prefix:
+                    label = f"Allow `{clean(r.prefix)[:40]}` this session (a)"
+                    yield Button(label, id="allow_prefix", compact=True)
+                yield Button("Deny (n)", id="deny", variant="error", compact=True)
+            yield Static(key_hints(r), id="hints")
             yield Input(placeholder="Feedback for the model with a denial (optional)", id="fb")
 
     def on_mount(self) -> None:
         self._allow.focus()
+        self._fit()
+
+    def on_resize(self) -> None:
+        self._fit()
+
+    def _fit(self) -> None:
+        # The body takes what is left, so the buttons and hints are never pushed off.
+        self.query_one("#body").styles.max_height = max(3, self.size.height - FIXED_ROWS)
 
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:
@@ -109,15 +157,24 @@ class ApprovalScreen(ModalScreen[p.ApprovalDecision]):
         self.action_decide("deny")
 
     def action_decide(self, decision: str) -> None:
-        """Answer and close."""
-        if decision == "allow_prefix" and not self.request.prefix:
+        """Answer and close (a key for an answer not offered here does nothing)."""
+        r = self.request
+        if decision == "allow_prefix" and r.kind == "edit":
+            if not one_file(r):
+                return
+            decision = "allow_file"
+        if decision == "allow_prefix" and not r.prefix:
+            if r.name == "shell":
+                self.notify("No session rule is offered for this command.", timeout=3)
             return
-        if decision not in ("allow_once", "allow_prefix", "deny"):
+        if decision == "allow_edits" and r.kind != "edit":
+            return
+        if decision not in ("allow_once", "allow_prefix", "allow_file", "allow_edits", "deny"):
             decision = "deny"
         feedback = self.query_one("#fb", Input).value.strip() or None
         self.dismiss(
             p.ApprovalDecision(
-                request_id=self.request.request_id,
+                request_id=r.request_id,
                 decision=decision,
                 feedback=feedback if decision == "deny" else None,
             )

@@ -7,6 +7,8 @@ than a small one.
 
 from __future__ import annotations
 
+import re
+
 from rich.style import Style
 from rich.syntax import Syntax
 from rich.text import Span, Text
@@ -16,6 +18,10 @@ from clover_code.ui.css import sibling_css
 from clover_code.ui.text import clean, cut_lines
 
 LINE_LIMIT = 400
+GUTTER = 4
+"""Columns of the line number before each code line (the new file's, the old one's for
+a removed line)."""
+_HUNK = re.compile(r"@@ -(\d+)(?:,\d+)? \+(\d+)")
 
 _STYLES = {
     "+": "green",
@@ -32,11 +38,16 @@ def render_diff(diff: str, max_lines: int) -> Text:
     lines, left_out = cut_lines(clean(diff), max_lines, LINE_LIMIT)
     out = Text(no_wrap=False)
     code = _highlight_code(lines)
+    old_no = new_no = 0
     for index, line in enumerate(lines):
         if line.startswith(("+++", "---")):
             out.append(line + "\n", style="bold")
         elif index in code:
             mark = line[:1]
+            number = old_no if mark == "-" else new_no
+            old_no += mark != "+"
+            new_no += mark != "-"
+            out.append(f"{number:>{GUTTER}} ", style="dim")
             body = code[index].copy()
             if mark in _BACKGROUNDS:
                 body.stylize(_BACKGROUNDS[mark])
@@ -44,6 +55,8 @@ def render_diff(diff: str, max_lines: int) -> Text:
             out.append_text(body)
             out.append("\n")
         else:
+            if hunk := _HUNK.match(line):
+                old_no, new_no = int(hunk.group(1)), int(hunk.group(2))
             out.append(line + "\n", style=_STYLES.get(line[:1], ""))
     if left_out:
         out.append(f"… {left_out:,} more diff lines not shown\n", style="dim italic")

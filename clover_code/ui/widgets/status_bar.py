@@ -43,34 +43,63 @@ class StatusBar(Static):
 
     def render(self) -> Text:
         wide = self.size.width >= 110
+        width = max(20, self.size.width - 2)  # the padding
         sep = ("  │  ", "dim") if wide else (" │ ", "dim")
-        out = Text(no_wrap=True, overflow="ellipsis")
-        out.append(f"{self.engine}:" if self.engine else "", style="dim")
-        out.append(self.model, style="bold")
+        # (priority, text): when the line is too long, the lowest priorities go first;
+        # the approval mode and the sandbox always stay.
+        parts: list[tuple[int, Text]] = []
         s = self.speed
         if s.tokens_per_second is not None:
-            out.append(*sep)
-            out.append(f"{s.tokens_per_second:,.0f} tok/s")
+            rate = Text(f"{s.tokens_per_second:,.0f} tok/s")
             if s.blocks_per_second is not None and wide:
-                out.append(f" {s.blocks_per_second:,.1f} blk/s", style="dim")
+                rate.append(f" {s.blocks_per_second:,.1f} blk/s", style="dim")
             if s.tokens_per_forward is not None and wide:
-                out.append(f" {s.tokens_per_forward:.1f} tok/fwd", style="dim")
+                rate.append(f" {s.tokens_per_forward:.1f} tok/fwd", style="dim")
+            parts.append((1, rate))
         if self.context_used:
             share = 100 * self.context_used / max(1, self.context_window)
-            out.append(*sep)
             style = "bold red" if share > 90 else "yellow" if share > 70 else ""
-            out.append(f"ctx {share:.0f}%", style=style)
+            ctx = Text(f"ctx {share:.0f}%", style=style)
             if wide:
-                out.append(f" {human_count(self.context_used)}", style="dim")
+                ctx.append(f" {human_count(self.context_used)}", style="dim")
+            parts.append((3, ctx))
         if self.sandbox:
-            out.append(*sep)
             host = self.sandbox in ("host", "none")
             label = ("sandbox " if wide else "") + self.sandbox + (" ⚠" if host else "")
-            out.append(label, style="bold black on yellow" if host else "")
+            parts.append((9, Text(label, style="bold black on yellow" if host else "")))
         if self.approval:
-            out.append(*sep)
-            out.append(self.approval, style="bold red" if self.approval == "full-auto" else "")
+            style = "bold red" if self.approval == "full-auto" else ""
+            parts.append((9, Text(self.approval, style=style)))
         if self.branch:
+            parts.append((2, Text(f"⎇ {self.branch}" + ("*" if self.dirty else ""))))
+        engine = f"{self.engine}:" if self.engine else ""
+
+        def room(kept: list[tuple[int, Text]]) -> int:
+            return width - len(engine) - sum(len(t) + len(sep[0]) for _, t in kept)
+
+        while room(parts) < MIN_MODEL and any(priority < 9 for priority, _ in parts):
+            lowest = min(priority for priority, _ in parts)
+            parts = [(q, t) for q, t in parts if q != lowest]
+        out = Text(no_wrap=True, overflow="ellipsis")
+        out.append(engine, style="dim")
+        out.append(shorten_middle(self.model, max(MIN_MODEL, room(parts))), style="bold")
+        for _, text in parts:
             out.append(*sep)
-            out.append(f"⎇ {self.branch}" + ("*" if self.dirty else ""))
+            out.append_text(text)
         return out
+
+
+MIN_MODEL = 12
+"""The fewest columns the model id is cut to before other parts are dropped."""
+
+
+def shorten_middle(text: str, limit: int) -> str:
+    """``text`` cut in the middle to at most ``limit`` characters (the ends say the most:
+    the family and the size or quantisation)."""
+    if len(text) <= limit:
+        return text
+    if limit < 5:
+        return text[:limit]
+    head = (limit - 1) // 2
+    tail = limit - 1 - head
+    return f"{text[:head]}…{text[-tail:]}"

@@ -32,6 +32,16 @@ _ICONS = {"ok": ("✓", "green"), "error": ("✗", "red"), "denied": ("⊘", "ye
 _ICONS["cancelled"] = ("■", "yellow")
 
 
+def failed(done: p.ToolCallFinished) -> bool:
+    """Whether the call failed: an error, or a command that exited non-zero or was killed."""
+    if done.status == "error":
+        return True
+    code = done.display.get("exit_code", 0)
+    return done.status == "ok" and (
+        code is None or code != 0 or bool(done.display.get("timed_out"))
+    )
+
+
 def headline(name: str, summary: str, arguments: dict[str, Any]) -> str:
     """What the card's first line says after the tool name."""
     if name == "shell":
@@ -77,7 +87,8 @@ class ToolCard(Vertical, can_focus=True):
         if self.finished is None:
             line.append(f"{spinner_frame()} ", style="bold cyan")
         else:
-            icon, colour = _ICONS.get(self.finished.status, ("?", "white"))
+            shown = "error" if failed(self.finished) else self.finished.status
+            icon, colour = _ICONS.get(shown, ("?", "white"))
             line.append(f"{icon} ", style=f"bold {colour}")
         line.append(self.tool_name, style="bold")
         text = clean(headline(self.tool_name, self.started.summary, self.started.arguments))
@@ -142,7 +153,7 @@ class ToolCard(Vertical, can_focus=True):
             return
         limit = LONG_LINES if self.expanded else SHORT_LINES
         lines, left_out = cut_lines(clean(result).rstrip("\n"), limit)
-        body = Text("\n".join(lines), style="red" if self.finished.status == "error" else "")
+        body = Text("\n".join(lines), style="red" if failed(self.finished) else "")
         if left_out:
             hint = "click or Enter to show more" if not self.expanded else "cut"
             body.append(f"\n… {left_out:,} more lines ({hint})", style="dim italic")

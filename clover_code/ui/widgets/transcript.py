@@ -6,11 +6,13 @@ put when they scroll up. The live denoising view is always its last child.
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widget import Widget
 
 from clover_code import protocol as p
 from clover_code.ui.css import sibling_css
+from clover_code.ui.text import clean
 from clover_code.ui.widgets.answer import Answer
 from clover_code.ui.widgets.denoise import DenoiseView
 from clover_code.ui.widgets.diff_view import DiffView
@@ -31,6 +33,7 @@ class Transcript(VerticalScroll, can_focus=False):
         self.answer: Answer | None = None
         self.reasoning: Reasoning | None = None
         self.cards: dict[str, ToolCard] = {}
+        self._waiting: NoticeLine | None = None
 
     def on_mount(self) -> None:
         self.mount(self.denoise)
@@ -82,6 +85,23 @@ class Transcript(VerticalScroll, can_focus=False):
     def add_note(self, text: str, level: Level = "info") -> None:
         """A note line."""
         self._add(NoticeLine(text, level))
+
+    def waiting_note(self, text: str) -> None:
+        """A note about waiting for the server, replaced in place by the next one."""
+        if self._waiting is not None and self._waiting.is_attached:
+            self._waiting.text = text
+            self._waiting.update(Text(f"⚠ {clean(text)}"))
+            return
+        self._waiting = NoticeLine(text, "warning")
+        self._add(self._waiting)
+
+    def waiting_done(self, text: str) -> None:
+        """The wait is over: the waiting note says so and the next wait starts a new one."""
+        if self._waiting is not None:
+            self._waiting.text = text
+            self._waiting.update(Text(f"• {clean(text)}"))
+            self._waiting.set_classes("-info")
+        self._waiting = None
 
     def add_diff(self, title: str, diff: str) -> None:
         """A diff with a title line (``/diff``)."""

@@ -1,0 +1,58 @@
+"""The session's undo and diff ops, on its checkpoint store (None when checkpoints are off)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from clover_code import protocol as p
+from clover_code.agent.checkpoints import CheckpointError, CheckpointStore
+
+Emit = Callable[[p.Event], None]
+
+
+async def undo(
+    store: CheckpointStore | None, op: p.Undo, emit: Emit, forget: Callable[[int], bool]
+) -> None:
+    """Revert the turns ``op`` names (or back to the last that changed files), drop them
+    from the conversation with ``forget(first turn)`` where it can, and report."""
+    if store is None:
+        emit(p.ErrorEvent(message="undo is off: checkpoints could not be set up."))
+        return
+    try:
+        turns, turn = op.turns, store.first_of_last(op.turns)
+        if op.last_change:
+            turns, turn = await asyncio.to_thread(store.turns_to_last_change)
+            if not turns:
+                emit(p.Notice(text="no turn of this session changed a file: nothing to undo."))
+                return
+        files = await asyncio.to_thread(store.undo, turns, op.force)
+    except CheckpointError as exc:
+        emit(p.ErrorEvent(message=str(exc)))
+        return
+    forgotten = turn is not None and forget(turn)
+    emit(p.UndoDone(turns=turns, files=files, turn=turn, forgotten=forgotten))
+
+
+async def show_diff(store: CheckpointStore | None, emit: Emit) -> None:
+    """Report what the agent changed since the session began."""
+    if store is None:
+        emit(p.ErrorEvent(message="diff is off: checkpoints could not be set up."))
+        return
+    try:
+        diff, files = await asyncio.to_thread(store.diff_since_session_start)
+    except CheckpointError as exc:
+        emit(p.ErrorEvent(message=str(exc)))
+        return
+    emit(p.DiffReport(diff=diff, files=files))
+
+
+def checkpoints_answer(allow: bool) -> str:
+    """The notice after the user answered whether to snapshot a huge workspace."""
+    state = "on: each turn can be undone" if allow else "off: /undo and /diff will not work"
+    return f"Checkpoints are {state} in this session."
+
+
+def held_notice(why: str) -> str:
+    """The notice for a turn that starts before the user allowed snapshots."""
+    return f"{why} Not snapshotted until you allow it: this turn cannot be undone."

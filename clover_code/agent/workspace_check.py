@@ -1,0 +1,57 @@
+"""Whether a workspace is too big to snapshot without asking first.
+
+Checkpoints copy every file git would show (tracked, and untracked but not
+ignored) before each turn. In the home directory, or a folder with tens of
+thousands of loose files, that is slow and fills the disk, so the user is
+asked before the first snapshot.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from clover_code.gitsafe import run_git
+
+LOOSE_FILES_LIMIT = 5_000
+"""More files than this outside git's tracking (and not ignored) asks first."""
+
+
+def _loose_files(root: Path, stop_at: int) -> int:
+    """Files a snapshot would take that git does not track (counting stops past ``stop_at``)."""
+    if (root / ".git").exists():
+        proc = run_git(
+            "ls-files", "-z", "--others", "--exclude-standard", cwd=root, check=False, timeout=30
+        )
+        if proc.returncode == 0:
+            return proc.stdout.count("\0")
+    count = 0
+    for _, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        count += len(files)
+        if count > stop_at:
+            break
+    return count
+
+
+def snapshot_warning(
+    root: Path, *, home: Path | None = None, limit: int | None = None
+) -> str | None:
+    """Why snapshotting ``root`` needs the user's yes, or None when it does not."""
+    home = home if home is not None else Path.home()
+    limit = limit if limit is not None else LOOSE_FILES_LIMIT
+    try:
+        at_home = root.resolve() == home.resolve()
+    except OSError:
+        at_home = False
+    if at_home:
+        return (
+            f"{root} is your home directory: undo would copy every file under it before each turn."
+        )
+    loose = _loose_files(root, limit)
+    if loose > limit:
+        return (
+            f"{root} has more than {limit:,} files outside git: undo would copy them all "
+            "before each turn (add them to .gitignore, or start in a smaller folder)."
+        )
+    return None

@@ -1,0 +1,98 @@
+"""Events that become a line (or a diff) in the transcript: notices, errors, undo, compaction."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from clover_code import protocol as p
+
+if TYPE_CHECKING:
+    from clover_code.ui.app import CloverApp
+
+
+def apply_report(app: CloverApp, event: p.Event) -> None:
+    """Events that become a line (or a diff) in the transcript."""
+    t = app.transcript
+    if isinstance(event, p.Notice):
+        t.add_note(event.text, event.level)
+        if event.text.startswith("approval mode is now"):
+            app.status_bar.approval = event.text.split()[-1].rstrip(".")
+    elif isinstance(event, p.ErrorEvent):
+        alert(app, event.message, "error")
+        t.add_note(event.message, "error")
+    elif isinstance(event, p.DiffReport):
+        files = ", ".join(event.files) or "no files"
+        t.add_diff(f"Changes this session ({files}):", event.diff)
+    elif isinstance(event, p.UndoDone):
+        t.add_note(undo_text(event))
+        del app.turn_files[len(app.turn_files) - event.turns :]
+        app.refresh_git()
+    elif isinstance(event, p.Compacted):
+        t.add_note(
+            f"Compacted the conversation: {event.tokens_before:,} → {event.tokens_after:,} tokens."
+        )
+        app.status_bar.context_used = event.tokens_after
+    elif isinstance(event, p.TodoUpdated):
+        marks = {"pending": "☐", "in_progress": "◐", "done": "☑"}
+        items = [f"{marks[i.status]} {i.text}" for i in event.items]
+        t.add_note("\n  ".join(["Plan:", *items]))
+
+
+def session_started(app: CloverApp, event: p.SessionStarted) -> None:
+    """A session opened: the status bar and the first lines of the transcript."""
+    app.started = event
+    bar = app.status_bar
+    bar.engine, bar.model, bar.sandbox, bar.approval = (
+        event.engine,
+        event.model,
+        event.sandbox,
+        event.approval,
+    )
+    verb = "Resumed" if event.resumed else "Session"
+    app.transcript.add_note(f"{verb} {event.session_id} in {event.cwd}")
+    if not event.resumed:
+        app.transcript.add_note(
+            "Ask for a change or a question · @ mentions a file · /help lists commands"
+        )
+    app.refresh_git()
+    if event.checkpoint_warning:
+        ask_checkpoints(app, event.checkpoint_warning)
+
+
+def undo_text(event: p.UndoDone) -> str:
+    """Which turns were undone, which files came back, and that the model still knows."""
+    files = ", ".join(event.files) or "no files"
+    if event.turn is None:
+        which = "the last turn" if event.turns == 1 else f"the last {event.turns} turns"
+    else:
+        which = f"turn {event.turn}"
+        if event.turns > 1:
+            which += f" and the {event.turns - 1} after it"
+    those = "that turn" if event.turns == 1 else "those turns"
+    if event.forgotten:
+        return f"Undid {which}: restored {files}, and removed {those} from the conversation."
+    return (
+        f"Undid {which}: restored {files}. The conversation still holds {those} (it was "
+        "compacted or cleared since), so tell the model what was undone if it matters."
+    )
+
+
+def ask_checkpoints(app: CloverApp, warning: str) -> None:
+    """Ask before the first snapshot of a huge workspace; the answer goes to the core."""
+    from clover_code.ui.widgets.confirm import ConfirmScreen
+
+    def answered(yes: bool | None) -> None:
+        app.send(p.AllowCheckpoints(allow=bool(yes)))
+
+    details = [warning, "", "No: work without checkpoints (no /undo, no /diff)."]
+    app.push_screen(
+        ConfirmScreen("Snapshot this folder so turns can be undone?", details), answered
+    )
+
+
+def alert(app: CloverApp, text: str, title: str) -> None:
+    """An error the transcript is about to show: a toast as well only when the reader has
+    scrolled away from the end, where the line would not be seen (else it is said twice)."""
+    t = app.transcript
+    if t.max_scroll_y - max(0, t.scroll_offset.y) > 1:
+        app.notify(text, title=title, severity="error", timeout=8)
