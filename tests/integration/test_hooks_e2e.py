@@ -298,3 +298,30 @@ async def test_acp_shows_a_blocked_call(
     assert "PreToolUse hook" in text and "writes are frozen today" in text
     failed = [u for u in client.updates if u.session_update == "tool_call_update" and u.status]
     assert [u.status for u in failed] == ["failed"]
+
+
+async def test_approve_spares_asking_but_never_beats_a_deny_rule(
+    scripted_server: ScriptedServer, repo: Path, home: Path, tmp_path: Path
+) -> None:
+    approve = script(
+        tmp_path / "hooks", "approve.py", "print(json.dumps({'decision': 'approve'}))\n"
+    )
+    user_config(
+        home,
+        '[permissions.deny]\nshell = ["touch *"]\n' + hook("PreToolUse", approve, "shell"),
+    )
+    scripted_server.enqueue(
+        sglang(lambda s: s.tool_call("shell", {"command": "echo APPROVED-RAN"})),
+        sglang(lambda s: s.tool_call("shell", {"command": "touch PWNED"})),
+        sglang(lambda s: s.content("Done.")),
+    )
+    args = ("--sandbox", "none", "--approval", "ask", "--output-format", "stream-json")
+    code, out, err = await run_clover(
+        repo, "--task", "run", "--base-url", scripted_server.base_url, *args, home=home
+    )
+    assert code == 0, err
+    events, _ = events_of(out)
+    ran, denied = [e for e in events if isinstance(e, p.ToolCallFinished)]
+    # headless cannot ask: without the hook this call would be refused in "ask" mode
+    assert ran.status == "ok" and "APPROVED-RAN" in ran.result
+    assert denied.status == "denied" and not (repo / "PWNED").exists()
