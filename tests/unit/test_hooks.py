@@ -4,14 +4,18 @@ interruption, argv split without a shell, every run reported."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from clover_code import protocol as p
 from clover_code.agent.hooks import HookRunner
-from clover_code.config import HookConfig
+from clover_code.config import HookConfig, Settings
+from tests.fakes import ScriptedBackend, text_response
+from tests.unit.test_agent_loop import open_session
 
 SPAWNER = """\
 import subprocess, sys, time
@@ -95,3 +99,36 @@ async def test_the_matcher_is_a_full_match(tmp_path: Path) -> None:
     assert events == []
     await hooks.run("PreToolUse", {}, tool="write_file")
     assert [e.outcome for e in events if isinstance(e, p.HookRan)] == ["ok"]
+
+
+async def test_pre_compact_runs_before_a_compaction(
+    make_settings: Callable[..., Settings], repo: Path, tmp_path: Path
+) -> None:
+    log = tmp_path / "log.jsonl"
+    (tmp_path / "log.py").write_text(
+        f"import sys\nopen({str(log)!r}, 'a').write(sys.stdin.read() + '\\n')\n"
+    )
+    hooks = {"PreCompact": [{"command": f"{sys.executable} {tmp_path / 'log.py'}"}]}
+    backend = ScriptedBackend([text_response("one")], summary="S")
+    session = await open_session(make_settings(hooks=hooks), backend, repo, [])
+    await session.run_turn("first")
+    await session.agent.compact()
+    await session.close()
+    (logged,) = [json.loads(line) for line in log.read_text().splitlines()]
+    assert logged["hook_event_name"] == "PreCompact" and logged["trigger"] == "manual"
+    assert logged["session_id"] == session.id
+
+
+def test_a_bad_matcher_is_one_config_error(tmp_path: Path) -> None:
+    import pytest
+
+    from clover_code.config import load_settings
+    from clover_code.errors import ConfigError
+
+    user = tmp_path / "config.toml"
+    user.write_text('[[hooks.PreToolUse]]\nmatcher = "shell("\ncommand = "x"\n')
+    with pytest.raises(ConfigError, match="matcher is not a regular expression"):
+        load_settings(user_config=user, env={})
+    user.write_text('[[hooks.AfterEverything]]\ncommand = "x"\n')
+    with pytest.raises(ConfigError, match="hooks"):
+        load_settings(user_config=user, env={})
