@@ -250,7 +250,11 @@ def _include_files(
         if may_read is not None and not may_read(given):
             notes.append(f"@{given} was not included: a deny rule covers it.")
             continue
-        data = path.read_bytes()[:MAX_INCLUDE_BYTES]
+        try:
+            data = path.read_bytes()[:MAX_INCLUDE_BYTES]
+        except OSError as exc:
+            notes.append(f"@{given} was not included: it cannot be read ({exc.strerror}).")
+            continue
         if b"\x00" in data:
             notes.append(f"@{given} was not included: it is a binary file.")
             continue

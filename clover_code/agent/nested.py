@@ -50,10 +50,13 @@ class NestedInstructions:
         """The instruction files not added before that apply to ``paths``."""
         found: list[tuple[str, str]] = []
         for given in paths:
-            target = Path(os.path.realpath(self.root / given))
-            if not target.is_relative_to(self.root) or target == self.root:
-                continue
-            directory = target if target.is_dir() else target.parent
+            try:
+                target = Path(os.path.realpath(self.root / given))
+                if not target.is_relative_to(self.root) or target == self.root:
+                    continue
+                directory = target if target.is_dir() else target.parent
+            except (OSError, ValueError):
+                continue  # a path the file system refuses (too long, a NUL) has no folder
             chain: list[Path] = []
             while directory != self.root and directory.is_relative_to(self.root):
                 chain.append(directory)
@@ -67,10 +70,12 @@ class NestedInstructions:
         found = []
         for name in INSTRUCTION_FILES:
             path = folder / name
-            if path in self.seen or not path.is_file():
+            if path in self.seen:
                 continue
             self.seen.add(path)
             try:
+                if not path.is_file():
+                    continue
                 text = path.read_text("utf-8", errors="replace")
             except OSError:
                 continue

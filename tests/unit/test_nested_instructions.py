@@ -34,6 +34,7 @@ def test_each_file_between_root_and_target_once(tmp_path: Path) -> None:
     assert [rel for rel, _ in found] == ["pkg/AGENTS.md", "pkg/sub/AGENTS.md"]
     assert nested.discover(["pkg/other.py", "pkg/sub/mod.py"]) == []
     assert nested.discover(["AGENTS.md", "../outside.py", "/etc/passwd"]) == []
+    assert nested.discover(["pkg/" + "n" * 300 + "/x.py", "pkg/\x00"]) == []
     os.symlink(tmp_path / "elsewhere", tmp_path / "pkg" / "link")
     # judged by where the link leads
     assert [rel for rel, _ in nested.discover(["pkg/link/x.py"])] == ["elsewhere/AGENTS.md"]
