@@ -440,6 +440,11 @@ def load_settings(
         judge = ProjectJudge(repo_root, store or trust_store(), record=trust_project)
         defaults = {name: f.default for name, f in Settings.model_fields.items()}
         project, report = judge.read(defaults, user_values, env_values, ENV_PREFIX)
+        if project is not None and "hooks" in project:
+            project = {
+                **project,
+                "hooks": _joined_hooks(user_values.get("hooks"), project["hooks"]),
+            }
         if project is not None:
             layers.append((f"config file {repo_root / REPO_CONFIG}", project))
     if user_path.is_file():
@@ -453,6 +458,20 @@ def load_settings(
         raise ConfigError(_explain(exc, cli_values, layers)) from None
     finally:
         _LAYERS.reset(token)
+
+
+def _joined_hooks(user: Any, project: Any) -> Any:
+    """A trusted project's hooks run after the user's, never instead of them (the
+    layers would otherwise replace the user's list for an event)."""
+    if not isinstance(user, dict) or not isinstance(project, dict):
+        return project
+    joined = dict(user)
+    for event, hooks in project.items():
+        mine = user.get(event)
+        joined[event] = (
+            mine + hooks if isinstance(mine, list) and isinstance(hooks, list) else hooks
+        )
+    return joined
 
 
 def _env_value(raw: str) -> Any:

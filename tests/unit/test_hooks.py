@@ -132,3 +132,24 @@ def test_a_bad_matcher_is_one_config_error(tmp_path: Path) -> None:
     user.write_text('[[hooks.AfterEverything]]\ncommand = "x"\n')
     with pytest.raises(ConfigError, match="hooks"):
         load_settings(user_config=user, env={})
+
+
+def test_trusted_project_hooks_run_after_the_users(tmp_path: Path) -> None:
+    from clover_code import trust
+    from clover_code.config import load_settings
+
+    (tmp_path / "repo" / ".clover").mkdir(parents=True)
+    (tmp_path / "repo" / ".clover" / "config.toml").write_text(
+        '[[hooks.PreToolUse]]\ncommand = "project-check"\n'
+    )
+    user = tmp_path / "user.toml"
+    user.write_text('[[hooks.PreToolUse]]\ncommand = "my-policy"\n[[hooks.Stop]]\ncommand = "s"\n')
+    store = trust.TrustStore(tmp_path / "store.json")
+
+    def commands(**kw: bool) -> dict[str, list[str]]:
+        s = load_settings(repo_root=tmp_path / "repo", user_config=user, env={}, store=store, **kw)
+        return {event: [h.command for h in hooks] for event, hooks in s.hooks.items()}
+
+    assert commands() == {"PreToolUse": ["my-policy"], "Stop": ["s"]}  # not trusted yet
+    trusted = commands(trust_project=True)
+    assert trusted == {"PreToolUse": ["my-policy", "project-check"], "Stop": ["s"]}
