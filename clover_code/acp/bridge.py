@@ -15,11 +15,15 @@ from typing import cast, get_args
 
 from acp import Client, RequestError
 from acp.schema import (
+    AvailableCommand,
+    AvailableCommandInput,
+    AvailableCommandsUpdate,
     ClientCapabilities,
     CurrentModeUpdate,
     PromptResponse,
     SessionMode,
     SessionModeState,
+    UnstructuredCommandInput,
 )
 
 from clover_code import protocol as p
@@ -28,7 +32,7 @@ from clover_code.acp.replay import replay_updates
 from clover_code.acp.terminal import EditorTerminal
 from clover_code.acp.updates import EventMapper, stop_reason
 from clover_code.agent.engines import Engines
-from clover_code.agent.open import LoadedSession, Session, open_session, verdict
+from clover_code.agent.open import CustomCommand, LoadedSession, Session, open_session, verdict
 from clover_code.config import ApprovalMode, Settings
 from clover_code.tools.base import ToolKind
 
@@ -54,6 +58,23 @@ _TERMINAL_NOTICE = (
 )
 _CLOSE_TIMEOUT = 5.0
 _TOOL_KINDS = frozenset(get_args(ToolKind))
+
+
+def available_commands(commands: list[CustomCommand]) -> AvailableCommandsUpdate:
+    """The custom commands, as the editor's slash-command menu shows them."""
+    return AvailableCommandsUpdate(
+        session_update="available_commands_update",
+        available_commands=[
+            AvailableCommand(
+                name=c.name,
+                description=c.description or f"custom command ({c.source})",
+                input=AvailableCommandInput(root=UnstructuredCommandInput(hint=c.argument_hint))
+                if c.argument_hint
+                else None,
+            )
+            for c in commands
+        ],
+    )
 
 
 class LiveSession:
@@ -137,6 +158,8 @@ class LiveSession:
             files=live.files,
         )
         live.outbox.start(live._session.id)
+        if live._session.commands:
+            live.outbox.put(available_commands(live._session.commands))
         return live
 
     @property

@@ -27,12 +27,15 @@ from clover_code.agent.approval import (
     verdict,
 )
 from clover_code.agent.checkpoints import CheckpointError, CheckpointStore
+from clover_code.agent.commands import CustomCommand, load_commands
 from clover_code.agent.engines import Engines, WatchedBackend
+from clover_code.agent.hooks import HookRunner
 from clover_code.agent.instructions import system_prompt
 from clover_code.agent.loop import Agent
 from clover_code.agent.mcp_config import declared_servers
 from clover_code.agent.session import NOT_RECORDED, Session, caused, find_root, repo_map_for
 from clover_code.agent.session_list import SessionInfo, iter_infos, list_sessions
+from clover_code.agent.skills import load_skills, skills_prompt
 from clover_code.agent.steps import Steps
 from clover_code.agent.transcript import (
     LoadedSession,
@@ -42,7 +45,7 @@ from clover_code.agent.transcript import (
     new_session_id,
 )
 from clover_code.agent.workspace_check import snapshot_warning
-from clover_code.config import ApprovalMode, Settings, user_data_dir
+from clover_code.config import ApprovalMode, Settings, user_config_path, user_data_dir
 from clover_code.engine.base import Backend
 from clover_code.engine.select import open_backend
 from clover_code.errors import SandboxUnavailable
@@ -51,6 +54,7 @@ from clover_code.tools.fileio import FileAccess, LocalFiles
 from clover_code.tools.registry import default_tools
 from clover_code.tools.sandbox.base import Sandbox
 from clover_code.tools.sandbox.select import SandboxChoice, choose_from_settings
+from clover_code.tools.skill import SkillTool
 from clover_code.tools.spill import OutputSpill
 from clover_code.tools.workspace import Workspace
 
@@ -60,6 +64,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ApprovalRequest",
     "Approver",
+    "CustomCommand",
     "Decision",
     "Engines",
     "FileAccess",
@@ -273,8 +278,14 @@ async def _assemble(
             transcript.event(event.model_dump(mode="json"))
         emit(event)
 
+    hooks = HookRunner.create(settings.hooks, root, session_id, transcript.path, record_and_emit)
+    skills, skill_notes = load_skills(root, user_config_path().parent)
+    startup_notices += skill_notes
+    commands = load_commands(root, config_dir=user_config_path().parent, notes=startup_notices)
+    tools += [SkillTool(skills)] if skills else []
     agent = Agent(
         backend=backend,
+        hooks=hooks,
         tools=tools,
         context=ToolContext(
             workspace=Workspace(root),
@@ -292,6 +303,8 @@ async def _assemble(
             shell=choice.sandbox.kind if choice.sandbox else None,
             tools=[t.name for t in tools],
             repo_map=map_text,
+            config_dir=user_config_path().parent,
+            extra=[skills_prompt(skills)],
         ),
         emit=record_and_emit,
         record_message=transcript.message,
@@ -338,4 +351,7 @@ async def _assemble(
                 "(run `git init` to enable it)."
             )
         )
+    if hooks is not None:
+        agent.system_prompt += await hooks.session_start(resume is not None)
+    session.skills, session.commands = skills, commands
     return session

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from clover_code import protocol as p
 from clover_code.agent.approval import Approver, QueueApprover
 from clover_code.agent.checkpoints import CheckpointError, CheckpointStore
+from clover_code.agent.commands import CustomCommand, ExpandedPrompt, prepare, read_rule
 from clover_code.agent.loop import Agent
 from clover_code.agent.session_checkpoints import (
     auto_commit,
@@ -24,6 +25,7 @@ from clover_code.agent.session_checkpoints import (
     show_diff,
     undo,
 )
+from clover_code.agent.skills import Skill
 from clover_code.agent.steps import Step, run_all
 from clover_code.agent.transcript import Transcript, TranscriptError
 from clover_code.config import ApprovalMode, Settings, user_data_dir
@@ -123,6 +125,10 @@ class Session:
         self.checkpoints_held: str | None = None
         """Why snapshots wait for the user's yes (``AllowCheckpoints``), if they do."""
         self.mcp = mcp
+        self.skills: list[Skill] = []
+        """The skills this session offers (for a ``/skills`` listing)."""
+        self.commands: list[CustomCommand] = []
+        """Custom commands (``/name args`` prompts expand; for completion and ACP)."""
 
     @classmethod
     async def open(
@@ -198,12 +204,24 @@ class Session:
             for notice in store.take_notices() if store else []:
                 self._emit(p.Notice(level="warning", text=notice))
         try:
-            return await self.agent.run_turn(text)
+            command = self._command(text)
+            self.agent.dispatch.allowed_tools = command.allowed_tools if command else None
+            return await self.agent.run_turn(command.text if command else text)
         finally:
+            self.agent.dispatch.allowed_tools = None
             self._ending = True  # TurnFinished is out; only the checkpoint is left
             if store is not None:
                 with contextlib.suppress(CheckpointError):
                     await asyncio.shield(asyncio.to_thread(store.end_turn, turn))
+
+    def _command(self, text: str) -> ExpandedPrompt | None:
+        """``text`` expanded when it runs a custom command (``/name args``)."""
+        may_read = read_rule(self.agent.dispatch.policy, self.agent.approval_mode)
+        root = self.agent.dispatch.context.workspace.root
+        expanded = prepare(text, self.commands, root, may_read=may_read)
+        for note in expanded.notes if expanded else ():
+            self._emit(p.Notice(level="warning", text=note))
+        return expanded
 
     async def submit(self, op: p.Op) -> None:
         """Act on an op from a front end; the events it causes carry its id."""
@@ -288,6 +306,9 @@ class Session:
             self._turn.cancel()
             await asyncio.gather(self._turn, return_exceptions=True)
         steps: list[tuple[str, Step]] = []
+        hooks = self.agent.hooks
+        if hooks is not None and hooks.has("SessionEnd"):
+            steps.append(("SessionEnd hook", lambda: hooks.run("SessionEnd", {"reason": "exit"})))
         if self.mcp is not None:
             steps.append(("MCP servers", self.mcp.aclose))
         if self.sandbox is not None:
