@@ -1,7 +1,8 @@
 """A session: one conversation in one workspace, with its engine, tools and transcript.
 
-Front ends talk to it only through protocol ``Op``s (``submit``) and
-``Event``s (the ``emit`` callback they pass in).
+Front ends talk to it only through protocol ``Op``s (``submit``, or
+``run_turn`` with a ``UserInput``) and ``Event``s (the ``emit`` callback they
+pass in); each event an op causes carries the op's id as ``op_id``.
 """
 
 from __future__ import annotations
@@ -97,7 +98,8 @@ async def repo_map_for(root: Path, budget: int) -> tuple[RepoMap | None, str, li
 
 
 class Session:
-    """Everything one conversation needs; build it with ``Session.open``."""
+    """Everything one conversation needs; front ends open one with
+    ``clover_code.agent.open.open_session`` (tests on a given engine: ``Session.open``)."""
 
     def __init__(
         self,
