@@ -63,7 +63,7 @@ async def test_exit_codes(sandbox: Sandbox) -> None:
 async def test_the_readmes_example_can_run_the_projects_tests(
     sandbox: Sandbox, space: Space
 ) -> None:
-    """"Fix the failing test" needs pytest: the built-in image has it. (Bubblewrap
+    """ "Fix the failing test" needs pytest: the built-in image has it. (Bubblewrap
     shows the user's own toolchain: test_sandbox_host_view.py runs pytest there.)"""
     (space.root / "test_calc.py").write_text("def test_add():\n    assert 1 + 1 == 3\n")
     result = await sandbox.exec("python3 -m pytest -q -p no:cacheprovider", timeout=120)
