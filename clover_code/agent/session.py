@@ -18,7 +18,6 @@ from clover_code.agent.approval import Approver, QueueApprover
 from clover_code.agent.checkpoints import CheckpointError, CheckpointStore
 from clover_code.agent.instructions import system_prompt
 from clover_code.agent.loop import Agent
-from clover_code.agent.mcp_config import declared_servers
 from clover_code.agent.session_checkpoints import (
     checkpoints_answer,
     held_notice,
@@ -33,6 +32,7 @@ from clover_code.errors import CloverError
 from clover_code.repomap import RepoMap
 from clover_code.tools.base import ToolContext
 from clover_code.tools.fileio import FileAccess, LocalFiles
+from clover_code.tools.mcp_config import declared_servers
 from clover_code.tools.registry import default_tools
 from clover_code.tools.sandbox.base import Sandbox
 from clover_code.tools.sandbox.policy import SandboxLimits
