@@ -39,6 +39,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from clover_code import trust
 from clover_code.errors import ConfigError
 from clover_code.project_files import ProjectJudge
+from clover_code.protocol import ApprovalMode as ApprovalMode  # the settings name it too
 
 APP_NAME = "clover-code"
 REPO_CONFIG = Path(trust.PROJECT_CONFIG)
@@ -46,7 +47,6 @@ ENV_PREFIX = "CLOVER_"
 
 EngineKind = Literal["auto", "remote", "sglang", "hf"]
 SandboxKind = Literal["auto", "docker", "bwrap", "none"]
-ApprovalMode = Literal["read-only", "ask", "auto-edit", "full-auto"]
 
 
 def user_config_path() -> Path:
@@ -251,7 +251,8 @@ class Settings(BaseSettings):
     """Docker image for the sandbox; unset means clover-code's own, built on first use."""
 
     approval: ApprovalMode | None = None
-    """read-only, ask, auto-edit or full-auto; unset means ask in the app and auto-edit headless."""
+    """What may run without asking (an approval mode, strictest first: read-only, ask,
+    auto-edit, full-auto); unset means ask in the app and auto-edit headless."""
 
     permissions: PermissionRules = Field(default_factory=PermissionRules)
     """Allow and deny rules per tool, e.g. [permissions.allow] shell = ["pytest *"]."""

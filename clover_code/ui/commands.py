@@ -34,7 +34,6 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("quit", "save and leave"),
 )
 BY_NAME = {command.name: command for command in COMMANDS}
-APPROVAL_MODES = ("read-only", "ask", "auto-edit", "full-auto")
 
 
 def parse(text: str) -> tuple[SlashCommand, str] | None:

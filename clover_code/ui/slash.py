@@ -6,7 +6,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from clover_code import protocol as p
-from clover_code.ui.commands import APPROVAL_MODES, COMMANDS, parse
+from clover_code.protocol import APPROVAL_MODES
+from clover_code.ui.commands import COMMANDS, parse
 from clover_code.ui.widgets.confirm import ConfirmScreen
 
 if TYPE_CHECKING:
