@@ -13,15 +13,10 @@ project file always applies.
 
 from __future__ import annotations
 
-import difflib
-import json
 import os
-import tomllib
 from collections.abc import Mapping
-from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 import platformdirs
 from pydantic import (
@@ -33,17 +28,24 @@ from pydantic import (
     ValidationError,
     field_validator,
 )
-from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from clover_code import trust
+from clover_code.config_sources import (
+    ENV_PREFIX,
+    LAYERS,
+    DictSource,
+    check_base_url,
+    env_value,
+    explain,
+    read_toml,
+)
 from clover_code.errors import ConfigError
 from clover_code.project_files import ProjectJudge
 from clover_code.protocol import ApprovalMode as ApprovalMode  # the settings name it too
 
 APP_NAME = "clover-code"
 REPO_CONFIG = Path(trust.PROJECT_CONFIG)
-ENV_PREFIX = "CLOVER_"
 
 EngineKind = Literal["auto", "remote", "sglang", "hf"]
 SandboxKind = Literal["auto", "docker", "bwrap", "none"]
@@ -319,62 +321,12 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        layers = _LAYERS.get()
-        return (init_settings, *(_DictSource(settings_cls, data) for _, data in layers))
+        layers = LAYERS.get()
+        return (init_settings, *(DictSource(settings_cls, data) for _, data in layers))
 
     def resolved_sessions_dir(self) -> Path:
         """The directory transcripts go to."""
         return self.sessions_dir or user_data_dir() / "sessions"
-
-
-def check_base_url(value: str | None) -> str | None:
-    """A server address must be an http:// or https:// URL with a host (blank means unset)."""
-    if value is None or not value.strip():
-        return value
-    url = value.strip()
-    example = "e.g. http://localhost:30000/v1"
-    if "://" not in url:
-        raise ValueError(f"the URL has no scheme; write it with http:// or https://, {example}")
-    parts = urlsplit(url)
-    if parts.scheme.lower() not in ("http", "https"):
-        raise ValueError(
-            f"the scheme '{parts.scheme}' is not supported; use http:// or https://, {example}"
-        )
-    if not parts.hostname:
-        raise ValueError(f"the URL has no host, {example}")
-    return url
-
-
-class _DictSource(PydanticBaseSettingsSource):
-    """One already-read layer (environment or a config file) as a settings source."""
-
-    def __init__(self, settings_cls: type[BaseSettings], data: dict[str, Any]):
-        super().__init__(settings_cls)
-        self.data = data
-
-    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
-        return self.data.get(field_name), field_name, False
-
-    def __call__(self) -> dict[str, Any]:
-        return dict(self.data)
-
-
-# The layers below the flags, highest first, for the load in progress: pydantic
-# builds the sources itself, so they are handed over through a context variable.
-_LAYERS: ContextVar[tuple[tuple[str, dict[str, Any]], ...]] = ContextVar("_LAYERS", default=())
-
-
-def read_toml(path: Path) -> dict[str, Any]:
-    """Parse one config file, turning syntax errors into a ``ConfigError``."""
-    try:
-        with path.open("rb") as fh:
-            data = tomllib.load(fh)
-    except tomllib.TOMLDecodeError as exc:
-        msg = f"config file {path} is not valid TOML ({exc}); fix or remove it."
-        raise ConfigError(msg) from None
-    except OSError as exc:
-        raise ConfigError(f"config file {path} cannot be read ({exc.strerror}).") from None
-    return data
 
 
 def load_settings(
@@ -395,7 +347,7 @@ def load_settings(
     environ = os.environ if env is None else env
     fields = Settings.model_fields
     env_values = {
-        k[len(ENV_PREFIX) :].lower(): _env_value(v)
+        k[len(ENV_PREFIX) :].lower(): env_value(v)
         for k, v in environ.items()
         if k.startswith(ENV_PREFIX) and k[len(ENV_PREFIX) :].lower() in fields
     }
@@ -411,50 +363,12 @@ def load_settings(
             layers.append((f"config file {repo_root / REPO_CONFIG}", project))
     if user_path.is_file():
         layers.append((f"config file {user_path}", user_values))
-    token = _LAYERS.set(tuple(layers))
+    token = LAYERS.set(tuple(layers))
     try:
         settings = Settings(**cli_values)
         settings._project_trust = report
         return settings
     except ValidationError as exc:
-        raise ConfigError(_explain(exc, cli_values, layers)) from None
+        raise ConfigError(explain(exc, cli_values, layers, list(Settings.model_fields))) from None
     finally:
-        _LAYERS.reset(token)
-
-
-def _env_value(raw: str) -> Any:
-    """Structured settings (rules, server tables) come from the environment as JSON."""
-    if raw.lstrip()[:1] in ("{", "["):
-        try:
-            return json.loads(raw)
-        except ValueError:
-            return raw
-    return raw
-
-
-def _explain(
-    exc: ValidationError, cli: Mapping[str, Any], layers: list[tuple[str, dict[str, Any]]]
-) -> str:
-    """One sentence per bad key, naming where the value came from."""
-    lines = []
-    for err in exc.errors():
-        key = str(err["loc"][0]) if err["loc"] else "?"
-        if key in cli:
-            where = f"command-line option --{key.replace('_', '-')}"
-        else:
-            where = next((name for name, data in layers if key in data), "settings")
-            if where == "environment":
-                where = f"environment variable {ENV_PREFIX}{key.upper()}"
-        if err["type"] == "extra_forbidden":
-            close = difflib.get_close_matches(key, list(Settings.model_fields), n=1)
-            if close:
-                lines.append(f"{where}: unknown key '{key}'; did you mean '{close[0]}'?")
-            else:
-                known = ", ".join(sorted(Settings.model_fields))
-                lines.append(f"{where}: unknown key '{key}' (known keys: {known}).")
-        else:
-            got = err.get("input")
-            # A validator's own sentence, without pydantic's "Value error, " prefix.
-            cause = (err.get("ctx") or {}).get("error") if err["type"] == "value_error" else None
-            lines.append(f"{where}: bad value {got!r} for '{key}': {cause or err['msg']}.")
-    return " ".join(lines)
+        LAYERS.reset(token)
