@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
+from typing import Protocol, runtime_checkable
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
@@ -50,6 +51,15 @@ def complete(prefix: str) -> list[SlashCommand]:
     return [c for c in COMMANDS if c.name.startswith(prefix.lower())]
 
 
+@runtime_checkable
+class RunsSlashCommands(Protocol):
+    """An app that runs slash commands typed in its prompt (``CloverApp``)."""
+
+    def run_slash_command(self, text: str) -> None:
+        """Run ``/name args`` as if typed."""
+        ...
+
+
 class SlashCommandProvider(Provider):
     """Lists the slash commands in the command palette (Ctrl+P)."""
 
@@ -72,6 +82,5 @@ class SlashCommandProvider(Provider):
                 )
 
     def _run(self, name: str) -> None:
-        run = getattr(self.app, "run_slash_command", None)
-        if run is not None:
-            run(f"/{name}")
+        if isinstance(self.app, RunsSlashCommands):
+            self.app.run_slash_command(f"/{name}")

@@ -138,3 +138,13 @@ async def test_unknown_command_says_so() -> None:
         await pilot.pause(0.1)
         assert "unknown command /frobnicate" in notes(app)
         assert not app.bridge.sent
+
+
+async def test_the_palette_runs_a_slash_command() -> None:
+    app = replay_app(scenes.OPEN)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.started is not None)
+        await pilot.press("ctrl+p")
+        await until(pilot, lambda: len(app.screen_stack) > 1)
+        await pilot.press(*"/cost", "enter")
+        await until(pilot, lambda: "This session:" in notes(app))
