@@ -252,6 +252,10 @@ class Settings(BaseSettings):
     sandbox_image: str | None = None
     """Docker image for the sandbox; unset means clover-code's own, built on first use."""
 
+    sandbox_setup: list[str] = Field(default_factory=list)
+    """Shell commands run once per Docker sandbox image, as root with the network on and
+    the workspace mounted (e.g. ``pip install -e '.[test]'``); the result is cached."""
+
     approval: ApprovalMode | None = None
     """What may run without asking (an approval mode, strictest first: read-only, ask,
     auto-edit, full-auto); unset means ask in the app and auto-edit headless."""
