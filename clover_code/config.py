@@ -20,8 +20,6 @@ from typing import Any, Literal
 
 import platformdirs
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     PrivateAttr,
     SecretStr,
@@ -31,6 +29,10 @@ from pydantic import (
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from clover_code import trust
+from clover_code.config_sections import HookConfig as HookConfig
+from clover_code.config_sections import HookEvent as HookEvent
+from clover_code.config_sections import McpServerConfig as McpServerConfig
+from clover_code.config_sections import PermissionRules as PermissionRules
 from clover_code.config_sources import (
     ENV_PREFIX,
     LAYERS,
@@ -64,52 +66,6 @@ def user_data_dir() -> Path:
 def trust_store() -> trust.TrustStore:
     """The user's project trust records (in the user data dir, outside every workspace)."""
     return trust.TrustStore(user_data_dir() / "trusted-projects.json")
-
-
-class PermissionRules(BaseModel):
-    """Allow and deny rules on top of the approval mode; deny beats allow.
-
-    Keys are tool names (``shell``, ``write_file``, an MCP tool's name; a
-    ``*`` glob may stand for part of a name) or ``edit`` (every file write,
-    shell redirections included) and ``read``. Shell rules are command
-    patterns (``"pytest *"``, ``"git status"``); the others are path globs
-    relative to the workspace (``"docs/**"``, ``".env"``).
-    """
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
-    allow: dict[str, list[str]] = Field(default_factory=dict)
-    """Calls that run without asking, e.g. shell = ["pytest *", "git status"]."""
-
-    deny: dict[str, list[str]] = Field(default_factory=dict)
-    """Calls that are always refused, e.g. shell = ["git push *"], edit = [".env"]."""
-
-
-class McpServerConfig(BaseModel):
-    """One stdio MCP server: the program to start and how (the ``.mcp.json`` entry shape)."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
-    type: Literal["stdio"] = "stdio"
-    """Transport; only stdio servers are supported."""
-
-    command: str = Field(min_length=1)
-    """The program that runs the server, e.g. npx or uvx."""
-
-    args: list[str] = Field(default_factory=list)
-    """Its command-line arguments."""
-
-    env: dict[str, str] = Field(default_factory=dict)
-    """Extra environment variables (the server gets only PATH, HOME and a few more otherwise)."""
-
-    cwd: str | None = None
-    """Directory to start it in; unset means the workspace root."""
-
-    enabled: bool = True
-    """Start this server (false keeps it declared but off)."""
-
-    startup_timeout: float = Field(30.0, gt=0)
-    """Seconds to wait for the server to start and list its tools."""
 
 
 class Settings(BaseSettings):
@@ -270,6 +226,9 @@ class Settings(BaseSettings):
     """Servers in the project's .mcp.json: ask (start them once you trust that file's
     content), trust (start them without asking), or ignore them."""
 
+    hooks: dict[HookEvent, list[HookConfig]] = Field(default_factory=dict)
+    """Programs run at lifecycle points, e.g. [[hooks.PreToolUse]] command = "./check"."""
+
     mcp_timeout: float = Field(120.0, gt=0)
     """Longest an MCP tool call may take, in seconds."""
 
@@ -363,6 +322,11 @@ def load_settings(
         judge = ProjectJudge(repo_root, store or trust_store(), record=trust_project)
         defaults = {name: f.default for name, f in Settings.model_fields.items()}
         project, report = judge.read(defaults, user_values, env_values, ENV_PREFIX)
+        if project is not None and "hooks" in project:
+            project = {
+                **project,
+                "hooks": _joined_hooks(user_values.get("hooks"), project["hooks"]),
+            }
         if project is not None:
             layers.append((f"config file {repo_root / REPO_CONFIG}", project))
     if user_path.is_file():
@@ -376,3 +340,17 @@ def load_settings(
         raise ConfigError(explain(exc, cli_values, layers, list(Settings.model_fields))) from None
     finally:
         LAYERS.reset(token)
+
+
+def _joined_hooks(user: Any, project: Any) -> Any:
+    """A trusted project's hooks run after the user's, never instead of them (the
+    layers would otherwise replace the user's list for an event)."""
+    if not isinstance(user, dict) or not isinstance(project, dict):
+        return project
+    joined = dict(user)
+    for event, hooks in project.items():
+        mine = user.get(event)
+        joined[event] = (
+            mine + hooks if isinstance(mine, list) and isinstance(hooks, list) else hooks
+        )
+    return joined

@@ -23,7 +23,7 @@ KEYS_HELP = (
 
 
 class SlashCommands:
-    """``run`` and one ``_cmd_*`` method per command, acting on ``app``."""
+    """``run`` and one method per command (the ``handlers`` table), acting on ``app``."""
 
     def __init__(self, app: SlashHost) -> None:
         self.app = app
