@@ -32,7 +32,6 @@ from clover_code.agent.engines import Engines, WatchedBackend
 from clover_code.agent.hooks import HookRunner
 from clover_code.agent.instructions import system_prompt
 from clover_code.agent.loop import Agent
-from clover_code.agent.mcp_config import declared_servers
 from clover_code.agent.session import NOT_RECORDED, Session, caused, find_root, repo_map_for
 from clover_code.agent.session_list import SessionInfo, iter_infos, list_sessions
 from clover_code.agent.skills import load_skills, skills_prompt
@@ -51,6 +50,7 @@ from clover_code.engine.select import open_backend
 from clover_code.errors import SandboxUnavailable
 from clover_code.tools.base import ToolContext
 from clover_code.tools.fileio import FileAccess, LocalFiles
+from clover_code.tools.mcp_config import declared_servers
 from clover_code.tools.registry import default_tools
 from clover_code.tools.sandbox.base import Sandbox
 from clover_code.tools.sandbox.select import SandboxChoice, choose_from_settings

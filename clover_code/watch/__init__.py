@@ -23,9 +23,9 @@ from clover_code import protocol as p
 from clover_code.agent.open import RefuseApprover, Session, find_root, open_session
 from clover_code.config import ApprovalMode, Settings
 from clover_code.errors import CloverError, ExitCode, ToolError
+from clover_code.fs.atomic import atomic_write
+from clover_code.fs.ignore import IgnoreRules
 from clover_code.headless import TextRenderer
-from clover_code.tools.fileio import atomic_write
-from clover_code.tools.ignore import IgnoreRules
 from clover_code.watch.markers import Marker, find_markers, remove_marker
 
 __all__ = ["Watcher", "run_watch", "watch"]
