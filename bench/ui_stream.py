@@ -207,7 +207,7 @@ def echo_hook(app: App[Any], run: Run, pending: list[float]) -> Any:
 
 
 async def run_clover(blocks: list[list[str]], rate: float | None, extra: float) -> Run:
-    from clover_code.agent.session import Session
+    from clover_code.agent.open import open_with_backend
     from clover_code.ui.app import CloverApp
 
     run = Run()
@@ -221,7 +221,7 @@ async def run_clover(blocks: list[list[str]], rate: float | None, extra: float) 
         backend = PacedBackend(blocks, rate, run)
 
         async def factory(emit: Any, resume: Path | None) -> Any:
-            return await Session.open(settings, backend, Path(tmp), emit=emit)
+            return await open_with_backend(settings, backend, Path(tmp), emit=emit)
 
         def painted(answer: Answer, chars: int) -> None:
             now = time.perf_counter()

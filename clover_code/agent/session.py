@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from clover_code import protocol as p
-from clover_code.agent.approval import Approver, QueueApprover
+from clover_code.agent.approval import QueueApprover
 from clover_code.agent.checkpoints import CheckpointError, CheckpointStore
 from clover_code.agent.commands import CustomCommand, ExpandedPrompt, prepare, read_rule
 from clover_code.agent.loop import Agent
@@ -29,13 +29,11 @@ from clover_code.agent.session_checkpoints import (
 from clover_code.agent.skills import Skill
 from clover_code.agent.steps import Step, run_all
 from clover_code.agent.transcript import Transcript, TranscriptError
-from clover_code.config import ApprovalMode, Settings, user_data_dir
+from clover_code.config import Settings, user_data_dir
 from clover_code.engine.base import Backend
 from clover_code.errors import CloverError, EngineError
 from clover_code.repomap import RepoMap
-from clover_code.tools.fileio import FileAccess
 from clover_code.tools.sandbox.base import Sandbox
-from clover_code.tools.sandbox.select import SandboxChoice
 
 if TYPE_CHECKING:
     from clover_code.tools.mcp import McpManager
@@ -99,7 +97,8 @@ async def repo_map_for(root: Path, budget: int) -> tuple[RepoMap | None, str, li
 
 class Session:
     """Everything one conversation needs; front ends open one with
-    ``clover_code.agent.open.open_session`` (tests on a given engine: ``Session.open``)."""
+    ``clover_code.agent.open.open_session`` (on an engine of the caller's:
+    ``open_with_backend``)."""
 
     def __init__(
         self,
@@ -131,38 +130,6 @@ class Session:
         """The skills this session offers (for a ``/skills`` listing)."""
         self.commands: list[CustomCommand] = []
         """Custom commands (``/name args`` prompts expand; for completion and ACP)."""
-
-    @classmethod
-    async def open(
-        cls,
-        settings: Settings,
-        backend: Backend,
-        cwd: Path,
-        *,
-        emit: Callable[[p.Event], None],
-        approver: Approver | None = None,
-        approval_mode: ApprovalMode = "ask",
-        resume: Path | None = None,
-        sandbox: SandboxChoice | None = None,
-        files: FileAccess | None = None,
-    ) -> Session:
-        """Open a session on an engine the caller opened (tests, benches).
-
-        Front ends use ``clover_code.agent.open.open_session``, which also
-        selects the engine; this is its ``open_with_backend``."""
-        from clover_code.agent.open import open_with_backend
-
-        return await open_with_backend(
-            settings,
-            backend,
-            cwd,
-            emit=emit,
-            approver=approver,
-            approval_mode=approval_mode,
-            resume=resume,
-            sandbox=sandbox,
-            files=files,
-        )
 
     def _transcript_failed(self, error: TranscriptError) -> None:
         """A transcript write failed: say so once, and let no turn go on unrecorded."""

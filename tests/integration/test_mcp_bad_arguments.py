@@ -15,7 +15,7 @@ import pytest
 
 from clover_code import protocol as p
 from clover_code.agent.approval import RefuseApprover
-from clover_code.agent.session import Session
+from clover_code.agent.open import open_with_backend
 from clover_code.config import McpServerConfig, load_settings
 from tests.fakes import ScriptedBackend
 from tests.unit.test_tool_arguments import fuzz_tool
@@ -48,7 +48,7 @@ async def test_hostile_arguments_for_mcp_tools_fail_the_call_and_the_session_goe
     )
     events: list[p.Event] = []
     backend = ScriptedBackend([])
-    session = await Session.open(
+    session = await open_with_backend(
         settings,
         backend,
         repo,

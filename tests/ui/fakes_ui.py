@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from clover_code.agent.session import Session
+from clover_code.agent.open import open_with_backend
 from clover_code.config import Settings, load_settings
 from clover_code.engine import events as ev
 from clover_code.ui.app import CloverApp
@@ -90,7 +90,7 @@ def scripted_app(
     """The real app around a real Session whose model is ``backend``."""
 
     async def factory(emit: Emit, resume: Path | None) -> SessionLike:
-        return await Session.open(
+        return await open_with_backend(
             settings,
             backend,
             repo,

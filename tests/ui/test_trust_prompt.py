@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from clover_code import protocol as p
-from clover_code.agent.session import Session
+from clover_code.agent.open import open_with_backend
 from clover_code.config import Settings, load_settings, trust_store
 from clover_code.ui.app import CloverApp
 from clover_code.ui.bridge import Emit, SessionLike
@@ -31,7 +31,7 @@ def app_for(repo: Path, tmp_path: Path) -> CloverApp:
 
     async def factory(emit: Emit, resume: Path | None) -> SessionLike:
         settings = current()
-        return await Session.open(
+        return await open_with_backend(
             settings,
             ScriptedBackend([]),
             repo,

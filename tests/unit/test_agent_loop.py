@@ -12,6 +12,7 @@ import pytest
 
 from clover_code import protocol as p
 from clover_code.agent.approval import RefuseApprover
+from clover_code.agent.open import open_with_backend
 from clover_code.agent.session import Session
 from clover_code.agent.transcript import load
 from clover_code.config import Settings
@@ -30,7 +31,7 @@ async def open_session(
 ) -> Session:
     kwargs.setdefault("approver", RefuseApprover())
     kwargs.setdefault("approval_mode", "auto-edit")
-    return await Session.open(settings, backend, cwd, emit=events.append, **kwargs)
+    return await open_with_backend(settings, backend, cwd, emit=events.append, **kwargs)
 
 
 def of_type(events: list[p.Event], kind: type) -> list[Any]:
@@ -336,7 +337,7 @@ async def test_approval_through_ops(make_settings: Callable[..., Settings], repo
             text_response("done"),
         ]
     )
-    session = await Session.open(
+    session = await open_with_backend(
         make_settings(), backend, repo, emit=events.append, approval_mode="ask"
     )
     await session.submit(p.UserInput(text="write"))

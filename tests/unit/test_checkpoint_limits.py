@@ -14,7 +14,7 @@ from clover_code import protocol as p
 from clover_code.agent import shadow_store, workspace_check
 from clover_code.agent.approval import RefuseApprover
 from clover_code.agent.checkpoints import CheckpointStore
-from clover_code.agent.session import Session
+from clover_code.agent.open import open_with_backend
 from clover_code.agent.workspace_check import snapshot_warning
 from clover_code.config import Settings
 from tests.fakes import ScriptedBackend
@@ -82,7 +82,7 @@ async def test_a_front_end_that_cannot_ask_snapshots_anyway_and_says_so(
     for i in range(4):
         (repo / f"loose{i}.txt").write_text("x")
     events: list[p.Event] = []
-    session = await Session.open(
+    session = await open_with_backend(
         settings, ScriptedBackend([]), repo, emit=events.append, approver=RefuseApprover()
     )
     try:

@@ -9,6 +9,7 @@ from typing import Any
 from clover_code import protocol as p
 from clover_code.agent.approval import RefuseApprover
 from clover_code.agent.context import TokenCounter, estimate_tokens
+from clover_code.agent.open import open_with_backend
 from clover_code.agent.session import Session
 from clover_code.agent.transcript import load
 from clover_code.config import Settings
@@ -23,7 +24,7 @@ FIRST_TASK = "Rename every helper to snake_case and NEVER touch vendor/."
 async def open_session(
     settings: Settings, backend: ScriptedBackend, repo: Path, events: list[p.Event]
 ) -> Session:
-    return await Session.open(
+    return await open_with_backend(
         settings,
         backend,
         repo,
@@ -95,7 +96,7 @@ async def test_manual_compact_op_and_resume_keep_compacted_history(
     assert "first" in loaded[0]["content"]  # the first request, verbatim
 
     backend2 = ScriptedBackend([text_response("three")])
-    session2 = await Session.open(
+    session2 = await open_with_backend(
         settings, backend2, repo, emit=events.append, resume=session.transcript.path
     )
     await session2.run_turn("third")

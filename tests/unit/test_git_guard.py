@@ -17,7 +17,7 @@ import pytest
 
 from clover_code import protocol as p
 from clover_code.agent.approval import RefuseApprover
-from clover_code.agent.session import Session
+from clover_code.agent.open import open_with_backend
 from clover_code.config import Settings
 from clover_code.tools.sandbox.git_guard import GitGuard, read_only_paths
 from tests.fakes import ScriptedBackend, text_response, tool_response
@@ -141,7 +141,7 @@ async def test_the_session_tells_the_user_and_the_model(
     backend = ScriptedBackend(
         [tool_response(("shell", {"command": attack})), text_response("done")]
     )
-    session = await Session.open(
+    session = await open_with_backend(
         make_settings(sandbox="none"),
         backend,
         repo,

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from clover_code import protocol as p
 from clover_code.agent.approval import RefuseApprover
+from clover_code.agent.open import open_with_backend
 from clover_code.agent.session import Session
 from clover_code.config import Settings
 from tests.fakes import ScriptedBackend, text_response, tool_response
@@ -28,7 +29,7 @@ async def _until(check: Callable[[], bool]) -> None:
 async def _open(
     settings: Settings, backend: ScriptedBackend, repo: Path, events: list[p.Event]
 ) -> Session:
-    return await Session.open(
+    return await open_with_backend(
         settings,
         backend,
         repo,

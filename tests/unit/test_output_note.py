@@ -13,7 +13,7 @@ from pathlib import Path
 
 from clover_code import protocol as p
 from clover_code.agent.approval import RefuseApprover
-from clover_code.agent.session import Session
+from clover_code.agent.open import open_with_backend
 from clover_code.config import Settings
 from clover_code.tools.sandbox.host import HostSandbox
 from clover_code.tools.sandbox.output import (
@@ -50,7 +50,7 @@ async def test_the_model_sees_the_size_of_what_was_dropped(
 ) -> None:
     events: list[p.Event] = []
     backend = ScriptedBackend([tool_response(("shell", {"command": FLOOD})), text_response("ok")])
-    session = await Session.open(
+    session = await open_with_backend(
         make_settings(),
         backend,
         repo,

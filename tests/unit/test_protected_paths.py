@@ -11,8 +11,8 @@ import pytest
 
 from clover_code import protocol as p
 from clover_code.agent.approval import ApprovalRequest, Decision, RefuseApprover
+from clover_code.agent.open import open_with_backend
 from clover_code.agent.permissions import PermissionPolicy
-from clover_code.agent.session import Session
 from clover_code.config import ApprovalMode, PermissionRules, Settings
 from tests.fakes import ScriptedBackend, text_response, tool_response
 
@@ -74,7 +74,7 @@ async def test_headless_refuses_writing_project_config_in_full_auto(
         ]
     )
     events: list[p.Event] = []
-    session = await Session.open(
+    session = await open_with_backend(
         make_settings(),
         backend,
         repo,
@@ -108,7 +108,7 @@ async def test_an_approver_is_asked_and_its_yes_writes(
             text_response("Done."),
         ]
     )
-    session = await Session.open(
+    session = await open_with_backend(
         make_settings(),
         backend,
         repo,

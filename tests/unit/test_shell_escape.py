@@ -17,7 +17,7 @@ import pytest
 
 from clover_code import protocol as p
 from clover_code.agent.approval import RefuseApprover
-from clover_code.agent.session import Session
+from clover_code.agent.open import open_with_backend
 from clover_code.config import Settings
 from tests.fakes import ScriptedBackend, text_response, tool_response
 
@@ -29,7 +29,7 @@ async def run_shell(settings: Settings, repo: Path, mode: str, command: str) -> 
     backend = ScriptedBackend(
         [tool_response(("shell", {"command": command})), text_response("done")]
     )
-    session = await Session.open(
+    session = await open_with_backend(
         settings,
         backend,
         repo,

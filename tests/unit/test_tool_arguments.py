@@ -23,6 +23,7 @@ from pydantic import BaseModel
 
 from clover_code import protocol as p
 from clover_code.agent.approval import ApprovalRequest, Decision, RefuseApprover
+from clover_code.agent.open import open_with_backend
 from clover_code.agent.session import Session
 from clover_code.agent.transcript import load
 from clover_code.config import Settings
@@ -176,7 +177,7 @@ async def _open(
 ) -> Session:
     kwargs.setdefault("approver", RefuseApprover())
     kwargs.setdefault("approval_mode", "full-auto")
-    return await Session.open(settings, backend, repo, emit=events.append, **kwargs)
+    return await open_with_backend(settings, backend, repo, emit=events.append, **kwargs)
 
 
 def _git_status(repo: Path) -> str:

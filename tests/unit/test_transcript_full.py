@@ -14,7 +14,7 @@ import pytest
 
 from clover_code import protocol as p
 from clover_code.agent.approval import RefuseApprover
-from clover_code.agent.session import Session
+from clover_code.agent.open import open_with_backend
 from clover_code.agent.transcript import Transcript, TranscriptError, load
 from clover_code.config import Settings
 from tests.fakes import ScriptedBackend, text_response, tool_response
@@ -99,7 +99,7 @@ async def test_a_full_disk_mid_turn_stops_the_session_with_one_error(
             ]
         )
         settings = make_settings(sessions_dir=disk / "sessions")
-        session = await Session.open(
+        session = await open_with_backend(
             settings,
             backend,
             repo,

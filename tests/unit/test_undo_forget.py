@@ -7,7 +7,7 @@ from pathlib import Path
 
 from clover_code import protocol as p
 from clover_code.agent.approval import RefuseApprover
-from clover_code.agent.session import Session
+from clover_code.agent.open import open_with_backend
 from clover_code.config import Settings
 from tests.fakes import ScriptedBackend, text_response
 
@@ -19,7 +19,7 @@ async def test_forget_from_a_turn_and_not_after_a_compaction(
         [text_response("one"), text_response("two"), text_response("three")], summary="S"
     )
     events: list[p.Event] = []
-    session = await Session.open(
+    session = await open_with_backend(
         make_settings(), backend, repo, emit=events.append, approver=RefuseApprover()
     )
     try:
