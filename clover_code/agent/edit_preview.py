@@ -10,6 +10,7 @@ from typing import BinaryIO, Literal
 from pydantic import BaseModel
 
 from clover_code.errors import CloverError
+from clover_code.protocol import FileEdit
 from clover_code.tools.base import Tool, ToolContext
 from clover_code.tools.fileio import FileAccess
 
@@ -40,8 +41,8 @@ async def preview_diff(tool: Tool, args: BaseModel, context: ToolContext) -> str
         result = await tool.run(args, dry)
     except (CloverError, OSError):
         return None
-    diff = result.display.get("diff")
-    return diff if isinstance(diff, str) and diff and not result.is_error else None
+    edit = result.display
+    return edit.diff if isinstance(edit, FileEdit) and edit.diff and not result.is_error else None
 
 
 @dataclass(slots=True)
