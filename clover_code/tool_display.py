@@ -115,7 +115,7 @@ class SearchResult(_Display):
 
 
 class Listing(_Display):
-    """``list_dir`` / ``glob``: how many entries a listing found."""
+    """``list_files`` / ``glob``: how many entries a listing found."""
 
     kind: Literal["listing"] = "listing"
     path: str
