@@ -1,7 +1,7 @@
 """What a finished tool call shows a front end: one typed model per kind of result.
 
-Part of the protocol (``protocol.py`` re-exports every name here, and front
-ends use them from there): a tool returns one of these in
+Part of the protocol (``clover_code.protocol`` re-exports every name here,
+and front ends use them from there): a tool returns one of these in
 ``ToolResult.display``, the agent passes it on in ``ToolCallFinished.display``,
 and front ends read its attributes, choosing by type (``isinstance``) or by
 the ``kind`` field that tags it in JSON.

@@ -7,8 +7,9 @@ this stream and can be read back with ``EVENT_ADAPTER`` (there each text is
 sent once: block and turn-end events leave theirs out, and a final ``result``
 line from ``clover_code/result.py`` follows the events).
 
-This module imports nothing else of clover-code but ``tool_display``, the
-typed details of tool results, which imports nothing of it either.
+This package imports nothing else of clover-code. ``tool_display`` holds the
+typed details of tool results; its names are re-exported here, so front ends
+use ``protocol.FileEdit`` like any other protocol type.
 """
 
 from __future__ import annotations
@@ -17,19 +18,19 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
-from clover_code.tool_display import DISPLAY_ADAPTER as DISPLAY_ADAPTER
-from clover_code.tool_display import CommandRun as CommandRun
-from clover_code.tool_display import FileEdit as FileEdit
-from clover_code.tool_display import FileRead as FileRead
-from clover_code.tool_display import Listing as Listing
-from clover_code.tool_display import McpCall as McpCall
-from clover_code.tool_display import PatchApplied as PatchApplied
-from clover_code.tool_display import RepoMapBuilt as RepoMapBuilt
-from clover_code.tool_display import SearchResult as SearchResult
-from clover_code.tool_display import TodoItem as TodoItem
-from clover_code.tool_display import TodoList as TodoList
-from clover_code.tool_display import ToolDisplay as ToolDisplay
-from clover_code.tool_display import read_display
+from clover_code.protocol.tool_display import DISPLAY_ADAPTER as DISPLAY_ADAPTER
+from clover_code.protocol.tool_display import CommandRun as CommandRun
+from clover_code.protocol.tool_display import FileEdit as FileEdit
+from clover_code.protocol.tool_display import FileRead as FileRead
+from clover_code.protocol.tool_display import Listing as Listing
+from clover_code.protocol.tool_display import McpCall as McpCall
+from clover_code.protocol.tool_display import PatchApplied as PatchApplied
+from clover_code.protocol.tool_display import RepoMapBuilt as RepoMapBuilt
+from clover_code.protocol.tool_display import SearchResult as SearchResult
+from clover_code.protocol.tool_display import TodoItem as TodoItem
+from clover_code.protocol.tool_display import TodoList as TodoList
+from clover_code.protocol.tool_display import ToolDisplay as ToolDisplay
+from clover_code.protocol.tool_display import read_display
 
 
 class _Message(BaseModel):
