@@ -16,6 +16,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from contextvars import ContextVar
@@ -108,6 +109,36 @@ class McpServerConfig(BaseModel):
 
     startup_timeout: float = Field(30.0, gt=0)
     """Seconds to wait for the server to start and list its tools."""
+
+
+HookEvent = Literal[
+    "SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PreCompact", "Stop",
+    "SessionEnd",
+]  # fmt: skip
+
+
+class HookConfig(BaseModel):
+    """One hook: a program run at a lifecycle point (see ``clover_code.agent.hooks``)."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    matcher: str = ""
+    """Regular expression over tool names (PreToolUse, PostToolUse); empty means every tool."""
+
+    command: str = Field(min_length=1)
+    """The program and its arguments, split like a shell would (no shell runs it)."""
+
+    timeout: float = Field(60.0, gt=0)
+    """Seconds the program may run before it is killed."""
+
+    @field_validator("matcher")
+    @classmethod
+    def _matcher_compiles(cls, value: str) -> str:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"the matcher is not a regular expression ({exc})") from None
+        return value
 
 
 class Settings(BaseSettings):
@@ -250,6 +281,10 @@ class Settings(BaseSettings):
     sandbox_image: str | None = None
     """Docker image for the sandbox; unset means clover-code's own, built on first use."""
 
+    sandbox_setup: list[str] = Field(default_factory=list)
+    """Shell commands run once per Docker sandbox image, as root with the network on and
+    the workspace mounted (e.g. ``pip install -e '.[test]'``); the result is cached."""
+
     approval: ApprovalMode | None = None
     """read-only, ask, auto-edit or full-auto; unset means ask in the app and auto-edit headless."""
 
@@ -262,6 +297,9 @@ class Settings(BaseSettings):
     mcp_project: Literal["ask", "trust", "ignore"] = "ask"
     """Servers in the project's .mcp.json: ask (start them once you trust that file's
     content), trust (start them without asking), or ignore them."""
+
+    hooks: dict[HookEvent, list[HookConfig]] = Field(default_factory=dict)
+    """Programs run at lifecycle points, e.g. [[hooks.PreToolUse]] command = "./check"."""
 
     mcp_timeout: float = Field(120.0, gt=0)
     """Longest an MCP tool call may take, in seconds."""
@@ -406,6 +444,11 @@ def load_settings(
         judge = ProjectJudge(repo_root, store or trust_store(), record=trust_project)
         defaults = {name: f.default for name, f in Settings.model_fields.items()}
         project, report = judge.read(defaults, user_values, env_values, ENV_PREFIX)
+        if project is not None and "hooks" in project:
+            project = {
+                **project,
+                "hooks": _joined_hooks(user_values.get("hooks"), project["hooks"]),
+            }
         if project is not None:
             layers.append((f"config file {repo_root / REPO_CONFIG}", project))
     if user_path.is_file():
@@ -419,6 +462,20 @@ def load_settings(
         raise ConfigError(_explain(exc, cli_values, layers)) from None
     finally:
         _LAYERS.reset(token)
+
+
+def _joined_hooks(user: Any, project: Any) -> Any:
+    """A trusted project's hooks run after the user's, never instead of them (the
+    layers would otherwise replace the user's list for an event)."""
+    if not isinstance(user, dict) or not isinstance(project, dict):
+        return project
+    joined = dict(user)
+    for event, hooks in project.items():
+        mine = user.get(event)
+        joined[event] = (
+            mine + hooks if isinstance(mine, list) and isinstance(hooks, list) else hooks
+        )
+    return joined
 
 
 def _env_value(raw: str) -> Any:

@@ -27,6 +27,7 @@ from clover_code.protocol.tool_display import McpCall as McpCall
 from clover_code.protocol.tool_display import PatchApplied as PatchApplied
 from clover_code.protocol.tool_display import RepoMapBuilt as RepoMapBuilt
 from clover_code.protocol.tool_display import SearchResult as SearchResult
+from clover_code.protocol.tool_display import SkillLoaded as SkillLoaded
 from clover_code.protocol.tool_display import TodoItem as TodoItem
 from clover_code.protocol.tool_display import TodoList as TodoList
 from clover_code.protocol.tool_display import ToolDisplay as ToolDisplay
@@ -318,6 +319,23 @@ class ErrorEvent(_Message):
     fatal: bool = False
 
 
+class HookRan(_Message):
+    """A hook program ran (``clover_code.agent.hooks``); a blocked or failed one
+    is also reported as a warning ``Notice``."""
+
+    type: Literal["hook_ran"] = "hook_ran"
+    event: str
+    """The lifecycle point, e.g. ``PreToolUse``."""
+    command: str
+    outcome: Literal["ok", "blocked", "failed"]
+    """ok: it let things go on; blocked: exit 2 or a block decision; failed: it
+    could not start, crashed, timed out, printed bad JSON or exited with another
+    code (then clover-code went on)."""
+    message: str = ""
+    """The reason or problem, in one sentence."""
+    tool_name: str | None = None
+
+
 TurnStatus = Literal["completed", "interrupted", "failed", "max_turns", "timeout"]
 
 
@@ -356,6 +374,7 @@ Event = Annotated[
     | Compacted
     | Notice
     | ErrorEvent
+    | HookRan
     | TurnFinished
     | SessionEnded,
     Field(discriminator="type"),

@@ -29,6 +29,7 @@ __all__ = [
     "PatchApplied",
     "RepoMapBuilt",
     "SearchResult",
+    "SkillLoaded",
     "TodoItem",
     "TodoList",
     "ToolDisplay",
@@ -150,6 +151,15 @@ class RepoMapBuilt(_Display):
     notes: list[str] = Field(default_factory=list)
 
 
+class SkillLoaded(_Display):
+    """``skill``: which skill the model loaded."""
+
+    kind: Literal["skill"] = "skill"
+    skill: str
+    folder: str
+    """The skill's folder: relative to the workspace root when inside it."""
+
+
 ToolDisplay = Annotated[
     FileRead
     | FileEdit
@@ -159,7 +169,8 @@ ToolDisplay = Annotated[
     | Listing
     | McpCall
     | TodoList
-    | RepoMapBuilt,
+    | RepoMapBuilt
+    | SkillLoaded,
     Field(discriminator="kind"),
 ]
 """The details of a tool result, tagged by ``kind``."""
@@ -178,6 +189,7 @@ _LEGACY_KEYS: tuple[tuple[str, str], ...] = (
     ("parsed", "repo_map"),
     ("count", "listing"),
     ("total_lines", "file_read"),
+    ("skill", "skill"),
 )
 
 

@@ -25,6 +25,7 @@ EVERY_KIND: list[p.ToolDisplay] = [
     p.McpCall(server="docs", tool="lookup"),
     p.TodoList(todo=[p.TodoItem(text="fix", status="in_progress")]),
     p.RepoMapBuilt(files=9, parsed=8, notes=["one file skipped"]),
+    p.SkillLoaded(skill="release", folder=".clover/skills/release"),
 ]
 
 
@@ -89,6 +90,7 @@ OLD_FORMS: list[tuple[dict[str, object], p.ToolDisplay]] = [
         p.TodoList(todo=[p.TodoItem(text="x", status="done")]),
     ),
     ({"files": 3, "parsed": 2, "notes": []}, p.RepoMapBuilt(files=3, parsed=2)),
+    ({"skill": "release", "folder": "s"}, p.SkillLoaded(skill="release", folder="s")),
 ]
 
 

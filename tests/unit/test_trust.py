@@ -262,7 +262,7 @@ def test_protected_paths(path: str, protected: bool) -> None:
 
 
 def test_every_file_the_loader_trusts_is_protected_from_the_file_tools() -> None:
-    assert PROTECTED_PATHS == (".clover", ".mcp.json")
+    assert PROTECTED_PATHS == (".clover", ".mcp.json", ".agents/skills")
     assert is_protected(PROJECT_CONFIG) and is_protected(MCP_FILE)
 
 
