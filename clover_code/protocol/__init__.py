@@ -14,7 +14,7 @@ use ``protocol.FileEdit`` like any other protocol type.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
@@ -32,6 +32,12 @@ from clover_code.protocol.tool_display import TodoItem as TodoItem
 from clover_code.protocol.tool_display import TodoList as TodoList
 from clover_code.protocol.tool_display import ToolDisplay as ToolDisplay
 from clover_code.protocol.tool_display import read_display
+
+ApprovalMode = Literal["read-only", "ask", "auto-edit", "full-auto"]
+"""What may run without asking: nothing that changes anything, nothing without
+asking, file edits, or everything. The settings, the flags and every picker use this."""
+APPROVAL_MODES: tuple[ApprovalMode, ...] = get_args(ApprovalMode)
+"""The approval modes, strictest first (the order Shift+Tab cycles through)."""
 
 
 class _Message(BaseModel):
@@ -69,7 +75,7 @@ class SetApprovalMode(_Message):
     """Switch the approval mode for the rest of the session."""
 
     type: Literal["set_approval_mode"] = "set_approval_mode"
-    mode: Literal["read-only", "ask", "auto-edit", "full-auto"]
+    mode: ApprovalMode
 
 
 class Undo(_Message):
