@@ -162,6 +162,12 @@ class ScriptedLogits:
     def cache_length(self, cache: Any) -> int:
         return self.inner.cache_length(cache)
 
+    def prefill(self, ids: torch.Tensor, cache: Any) -> torch.Tensor:
+        before = self.inner.cache_length(cache)
+        self.calls.append(ids[0].tolist())
+        getattr(self.inner, "prefill", self.inner)(ids, cache)
+        return self.script(ids, before)
+
 
 def peaked(vocab: int, rows: Sequence[tuple[int, float]]) -> torch.Tensor:
     """Logits [1, len(rows), vocab] whose argmax is ``token`` with probability ``p``."""

@@ -4,7 +4,8 @@ The response is generated in blocks of ``block_size`` positions aligned to
 absolute positions (as SGLang does: the prompt's last partial block is the
 head of the first generated block). A block starts with its free positions
 masked; each denoising step runs the model over the block on top of the
-cached prefix and applies the ``LowConfidence`` rule (``rule.py``). The
+cached prefix (the prompt was prefilled causally; the block's positions attend
+to each other, see ``forward.py``) and applies the ``LowConfidence`` rule (``rule.py``). The
 step's forward must leave no trace in the cache, so the cache is restored
 from a ``CacheCheckpoint`` after every step. When no position is masked any
 more, one more forward over the finished block writes its keys/values and
@@ -116,9 +117,10 @@ class BlockDiffusion:
         self._checkpoint = None
         bs = opts.block_size
         aligned = len(prompt) // bs * bs
+        prefill = getattr(self.forward, "prefill", self.forward)
         for start in range(0, aligned, opts.prefill_chunk):
             chunk = prompt[start : min(aligned, start + opts.prefill_chunk)]
-            self.forward(self._tensor([chunk]), cache)
+            prefill(self._tensor([chunk]), cache)
             self.stats.prefill_forwards += 1
         head = prompt[aligned:]
         generated: list[int] = []
