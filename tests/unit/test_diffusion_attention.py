@@ -49,7 +49,7 @@ def test_chunked_prefill_and_block_equal_one_uncached_forward_with_the_mask(mode
     cache = forward.new_cache()
     forward.prefill(torch.tensor([PROMPT[:16]]), cache)
     forward.prefill(torch.tensor([PROMPT[16:32]]), cache)
-    block = PROMPT[32:] + [7, 8, 9]  # the prompt's tail heads the block
+    block = [*PROMPT[32:], 7, 8, 9]  # the prompt's tail heads the block
     cached = forward(torch.tensor([block]), cache)[0]
     whole = torch.tensor([PROMPT[:32] + block])
     with torch.no_grad():
