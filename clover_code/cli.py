@@ -33,6 +33,7 @@ ENGINE_SETTINGS = (
     "block_size",
     "thinking",
     "sandbox",
+    "decoder",
 )
 """The settings ``add_engine_arguments`` gives flags for (same names)."""
 
@@ -48,6 +49,12 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
     engine.add_argument("--block-size", type=int, metavar="N", help="tokens per block (32)")
     engine.add_argument(
         "--no-thinking", dest="thinking", action="store_const", const=False, help="no reasoning"
+    )
+    engine.add_argument(
+        "--decoder",
+        choices=("auto", "checkpoint", "builtin"),
+        help="hf engine: the checkpoint's own block decoding (auto: when it ships one) "
+        "or clover-code's loop (builtin)",
     )
     parser.add_argument(
         "--sandbox",

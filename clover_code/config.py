@@ -184,6 +184,11 @@ class Settings(BaseSettings):
     think_bias_per_1k: float = Field(1.0, ge=0.0)
     """Local engines: logit added to </think> per 1,000 thinking tokens past think_bias_after."""
 
+    decoder: Literal["auto", "checkpoint", "builtin"] = "auto"
+    """hf engine: who decodes. auto: the checkpoint's own block-decoding entry point
+    (diffusion_generate with a step hook, in its remote code) when it ships one, else
+    clover-code's loop; checkpoint: that entry point or an error; builtin: our loop."""
+
     tp_size: int = Field(1, ge=1)
     """SGLang engine: tensor-parallel GPUs."""
 

@@ -139,7 +139,7 @@ async def run_task(
     choice: SandboxChoice | None = None
     try:
         choice = await _explicit_sandbox(settings, cwd, emit)
-        backend = await open_backend(settings)
+        backend = await open_backend(settings, lambda text: emit(p.Notice(text=text)))
         session = await Session.open(
             settings,
             backend,

@@ -41,6 +41,9 @@ class HFOptions:
     drafts: bool = True
     trust_remote_code: bool = True
     stop_strings: Sequence[str] = field(default_factory=tuple)
+    decoder: str = "auto"
+    """auto: the checkpoint's own block-decoding entry point when it ships one, else
+    our loop; checkpoint: that entry point or an error; builtin: our loop."""
 
 
 def find_mask_id(config: Any, tokenizer: Any) -> int | None:
@@ -73,6 +76,14 @@ class HFBackend:
             )
         self.mask_id = mask_id
         self.controls = self.options.controls or _controls(self.path, self.options)
+        from clover_code.engine.diffusion.entry_point import choose_decoder
+
+        try:
+            self.decoder = choose_decoder(self._model, self.options.decoder, self.controls)
+        except ValueError as exc:
+            raise EngineUnavailable(f"{exc} ({self.path})") from None
+        self.notices: list[str] = [self.decoder.notice()]
+        """Said once at load (the app's notice, serve's log) and by ``status()``."""
         self._lock = asyncio.Lock()
         self._pieces: dict[int, str] = {}
         self.last_stats: Any = None
@@ -80,6 +91,10 @@ class HFBackend:
 
     async def check(self) -> None:
         """The model is loaded at construction; nothing left to check."""
+
+    def status(self) -> list[str]:
+        """What this engine does with the checkpoint: the decoder and why, and the rest."""
+        return list(self.notices)
 
     async def aclose(self) -> None:
         """Drop the model and free accelerator memory."""
@@ -116,10 +131,7 @@ class HFBackend:
                 render_prompt,
             )
             from clover_code.engine.diffusion.forward import HFForward
-            from clover_code.engine.diffusion.remote_generate import (
-                HookedGenerate,
-                has_step_hook,
-            )
+            from clover_code.engine.diffusion.remote_generate import HookedGenerate
 
             if self._model is None:
                 raise EngineUnavailable("the model was unloaded; restart clover-code")
@@ -142,15 +154,15 @@ class HFBackend:
                     tokens = draft_texts(item.ids, item.masked, self._piece, self.tokenizer.decode)
                     emit([BlockDraft(item.block, item.step, tokens, item.masked, item.confidences)])
 
-            if has_step_hook(self._model):
-                runner = HookedGenerate(self._model, options)
+            if self.decoder.kind == "checkpoint":
+                runner = HookedGenerate(self._model, options, self.decoder, stops)
                 runner.run(prompt, handle, stop_now)
                 self.last_stats = runner.stats
             else:
-                decoder = BlockDiffusion(HFForward(self._model), options)
-                for item in decoder.generate(prompt, stop_now):
+                loop = BlockDiffusion(HFForward(self._model), options)
+                for item in loop.generate(prompt, stop_now):
                     handle(item)
-                self.last_stats = decoder.stats
+                self.last_stats = loop.stats
             if not cancelled():
                 emit(assembler.finish(reason))
 

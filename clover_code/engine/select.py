@@ -109,6 +109,7 @@ def hf_options(settings: Settings) -> HFOptions:
         context_window=settings.context_window,
         control_overrides=explicit,
         confidences=settings.draft_confidences,
+        decoder=settings.decoder,
     )
 
 
@@ -142,6 +143,9 @@ async def open_backend(settings: Settings, notice: Callable[[str], None] | None 
     except BaseException:
         await backend.aclose()
         raise
+    if notice is not None:
+        for line in getattr(backend, "notices", ()):
+            notice(line)
     return backend
 
 

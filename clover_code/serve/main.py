@@ -45,6 +45,12 @@ def _parser() -> argparse.ArgumentParser:
             type=float,
             help="default for every request (unset: the checkpoint's generation_config.json)",
         )
+    parser.add_argument(
+        "--decoder",
+        choices=["auto", "checkpoint", "builtin"],
+        help="hf engine: the checkpoint's own block decoding (auto: when it ships one) "
+        "or clover-code's loop",
+    )
     parser.add_argument("--tp-size", type=int)
     parser.add_argument("--mem-fraction-static", type=float)
     parser.add_argument("--quantization")
@@ -79,6 +85,8 @@ def main(argv: list[str]) -> int:
 
     from clover_code.serve.app import build_app
 
+    for line in getattr(backend, "notices", ()):
+        print(f"clover-code serve: {line}", file=sys.stderr)
     app = build_app(backend, drafts=settings.serve_drafts)
     config = uvicorn.Config(
         app, host=settings.serve_host, port=settings.serve_port, log_level="warning"

@@ -110,6 +110,4 @@ def block_causal_mask(model: Any, length: int, cache: Any) -> Any:
     def in_block(batch: Any, head: Any, q: Any, kv: Any) -> Any:
         return kv >= start
 
-    return create_causal_mask(
-        config or model.config, stub, None, cache, or_mask_function=in_block
-    )
+    return create_causal_mask(config or model.config, stub, None, cache, or_mask_function=in_block)
