@@ -189,6 +189,11 @@ class Settings(BaseSettings):
     (diffusion_generate with a step hook, in its remote code) when it ships one, else
     clover-code's loop; checkpoint: that entry point or an error; builtin: our loop."""
 
+    logits_shift: Literal["auto", "none", "one"] = "auto"
+    """hf engine, our loop: none when the logits at position i predict token i, one when
+    they predict token i + 1 (models converted from autoregressive ones); auto reads the
+    checkpoint's config.json key logits_shift ("none" or "one"), else none."""
+
     tp_size: int = Field(1, ge=1)
     """SGLang engine: tensor-parallel GPUs."""
 

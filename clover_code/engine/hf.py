@@ -20,7 +20,12 @@ from clover_code.engine.base import ChatRequest
 from clover_code.engine.events import BlockDraft, EngineEvent, Failed, Finished
 from clover_code.errors import EngineError, EngineUnavailable
 
-__all__ = ["HFBackend", "HFOptions", "find_mask_id"]
+__all__ = ["HFBackend", "HFOptions", "find_mask_id", "logits_shift"]
+
+SHIFT_KEY = "logits_shift"
+"""The config.json key a checkpoint states its alignment with: "none" (position i
+predicts token i) or "one" (position i predicts token i + 1); true/false and 1/0
+are read the same way."""
 
 
 @dataclass(slots=True)
@@ -41,6 +46,9 @@ class HFOptions:
     drafts: bool = True
     trust_remote_code: bool = True
     stop_strings: Sequence[str] = field(default_factory=tuple)
+    logits_shift: str = "auto"
+    """none: the logits at position i predict token i; one: token i + 1; auto: the
+    checkpoint's config.json ``logits_shift`` key ("none" or "one"), else none."""
     decoder: str = "auto"
     """auto: the checkpoint's own block-decoding entry point when it ships one, else
     our loop; checkpoint: that entry point or an error; builtin: our loop."""
@@ -54,6 +62,16 @@ def find_mask_id(config: Any, tokenizer: Any) -> int | None:
             return value
     value = getattr(tokenizer, "mask_token_id", None)
     return value if isinstance(value, int) else None
+
+
+def logits_shift(config: Any, setting: str) -> bool:
+    """Whether logits are shifted by one: the setting, else the checkpoint's config."""
+    if setting in ("none", "one"):
+        return setting == "one"
+    value = getattr(config, SHIFT_KEY, None)
+    if isinstance(value, str):
+        return value.strip().lower() in ("one", "1", "true")
+    return bool(value) if isinstance(value, bool | int) else False
 
 
 class HFBackend:
@@ -84,6 +102,13 @@ class HFBackend:
             raise EngineUnavailable(f"{exc} ({self.path})") from None
         self.notices: list[str] = [self.decoder.notice()]
         """Said once at load (the app's notice, serve's log) and by ``status()``."""
+        self.logits_shift = logits_shift(self._model.config, self.options.logits_shift)
+        if self.logits_shift and self.decoder.kind == "builtin":
+            source = "setting" if self.options.logits_shift == "one" else "checkpoint's config"
+            self.notices.append(
+                "Logits are read shifted by one (position i predicts token i + 1), as the "
+                f"{source} says."
+            )
         self._lock = asyncio.Lock()
         self._pieces: dict[int, str] = {}
         self.last_stats: Any = None
@@ -185,6 +210,7 @@ class HFBackend:
             think_end_id=token_id(self.tokenizer, "</think>"),
             starts_in_reasoning=request.enable_thinking,
             confidences=opts.confidences,
+            logits_shift=self.logits_shift,
         )
 
     def _piece(self, token: int) -> str:

@@ -110,6 +110,7 @@ def hf_options(settings: Settings) -> HFOptions:
         control_overrides=explicit,
         confidences=settings.draft_confidences,
         decoder=settings.decoder,
+        logits_shift=settings.logits_shift,
     )
 
 

@@ -53,6 +53,10 @@ class DecodeOptions:
     starts_in_reasoning: bool = False
     confidences: bool = False
     prefill_chunk: int = 8192
+    logits_shift: bool = False
+    """True: the logits at position i predict the token at i + 1 (models converted
+    from autoregressive ones, e.g. Fast-dLLM v2); the block's first position then
+    reads the last row of the previous forward (prefill or commit)."""
 
 
 @dataclass(slots=True)
@@ -103,6 +107,7 @@ class BlockDiffusion:
         self.stats = DecodeStats()
         self._device = torch.device("cpu")
         self._checkpoint: CacheCheckpoint | None = None
+        self._last_row: torch.Tensor | None = None
 
     def generate(
         self, prompt: list[int], cancelled: Callable[[], bool] = lambda: False
@@ -118,9 +123,10 @@ class BlockDiffusion:
         bs = opts.block_size
         aligned = len(prompt) // bs * bs
         prefill = getattr(self.forward, "prefill", self.forward)
+        self._last_row = None
         for start in range(0, aligned, opts.prefill_chunk):
             chunk = prompt[start : min(aligned, start + opts.prefill_chunk)]
-            prefill(self._tensor([chunk]), cache)
+            self._keep_last(prefill(self._tensor([chunk]), cache))
             self.stats.prefill_forwards += 1
         head = prompt[aligned:]
         generated: list[int] = []
@@ -155,13 +161,28 @@ class BlockDiffusion:
                 else:
                     thinking += len(result.ids)
             if result.finish is None:
-                self.forward(self._tensor([head + result.ids]), cache)
+                self._keep_last(self.forward(self._tensor([head + result.ids]), cache))
                 self.stats.commit_forwards += 1
             yield result
             if result.finish is not None:
                 return
             head = []
             index += 1
+
+    def _keep_last(self, logits: torch.Tensor) -> None:
+        """Keep the last row of a prefill or commit forward (it predicts the next block's first
+        position when the logits are shifted)."""
+        if self.options.logits_shift:
+            self._last_row = logits[0, -1]
+
+    def _aligned(self, logits: torch.Tensor) -> torch.Tensor:
+        """Block logits [n, V] with row i predicting position i, whatever the model's alignment."""
+        if not self.options.logits_shift:
+            return logits
+        # No earlier forward only when the whole prompt heads the block: its first
+        # position is a prompt token then, and its row is never read.
+        first = self._last_row if self._last_row is not None else logits[0]
+        return torch.cat([first[None].to(logits.dtype), logits[:-1]])
 
     def _tensor(self, ids: list[int] | list[list[int]]) -> torch.Tensor:
         return torch.tensor(ids, dtype=torch.long, device=self._device)
@@ -193,7 +214,7 @@ class BlockDiffusion:
         while mask_id in gen:
             if cancelled():
                 return
-            logits = self.forward(ids[None], cache)[0]
+            logits = self._aligned(self.forward(ids[None], cache)[0])
             checkpoint.restore()
             self.stats.step_forwards += 1
             logits = opts.controls.apply(
