@@ -34,6 +34,7 @@ ENGINE_SETTINGS = (
     "thinking",
     "sandbox",
     "decoder",
+    "expert_mass",
 )
 """The settings ``add_engine_arguments`` gives flags for (same names)."""
 
@@ -55,6 +56,13 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
         choices=("auto", "checkpoint", "builtin"),
         help="hf engine: the checkpoint's own block decoding (auto: when it ships one) "
         "or clover-code's loop (builtin)",
+    )
+    engine.add_argument(
+        "--expert-mass",
+        type=float,
+        metavar="F",
+        help="hf engine: per block, route only to the experts holding this share of the "
+        "routing mass (0.9 = the model card's value; default off)",
     )
     parser.add_argument(
         "--sandbox",

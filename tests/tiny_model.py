@@ -91,9 +91,19 @@ def _byte_level_tokenizer() -> Any:
 
 
 def build_tiny_checkpoint(
-    path: Path, *, mask_token: bool = True, layers: Sequence[str] = ("linear", "full", "linear")
+    path: Path,
+    *,
+    mask_token: bool = True,
+    layers: Sequence[str] = ("linear", "full", "linear"),
+    experts: int = 4,
+    top_k: int = 2,
+    router_scale: float = 1.0,
 ) -> Path:
-    """Write a tiny random checkpoint (model + tokenizer + chat template) to ``path``."""
+    """Write a tiny random checkpoint (model + tokenizer + chat template) to ``path``.
+
+    ``router_scale`` multiplies the routers' random weights: a trained router is
+    far from uniform, and a larger scale makes the random one peaked like it.
+    """
     from transformers import PreTrainedTokenizerFast, Qwen3_5MoeForCausalLM, Qwen3_5MoeTextConfig
 
     path.mkdir(parents=True, exist_ok=True)
@@ -121,14 +131,19 @@ def build_tiny_checkpoint(
         linear_num_value_heads=2,
         moe_intermediate_size=8,
         shared_expert_intermediate_size=8,
-        num_experts=4,
-        num_experts_per_tok=2,
+        num_experts=experts,
+        num_experts_per_tok=top_k,
         max_position_embeddings=131_072,
         eos_token_id=fast.convert_tokens_to_ids("<|im_end|>"),
         pad_token_id=fast.pad_token_id,
     )
     torch.manual_seed(0)
     model = Qwen3_5MoeForCausalLM(config)
+    if router_scale != 1.0:
+        with torch.no_grad():
+            for name, param in model.named_parameters():
+                if name.endswith("mlp.gate.weight"):
+                    param.mul_(router_scale)
     model.save_pretrained(path)
     if mask_token:
         cfg = json.loads((path / "config.json").read_text())

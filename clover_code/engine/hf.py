@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from clover_code.engine.base import ChatRequest
-from clover_code.engine.events import BlockDraft, EngineEvent, Failed, Finished
+from clover_code.engine.events import BlockDraft, EngineEvent, Failed, Finished, Usage
 from clover_code.errors import EngineError, EngineUnavailable
 
 __all__ = ["HFBackend", "HFOptions", "find_mask_id", "logits_shift"]
@@ -49,6 +49,9 @@ class HFOptions:
     logits_shift: str = "auto"
     """none: the logits at position i predict token i; one: token i + 1; auto: the
     checkpoint's config.json ``logits_shift`` key ("none" or "one"), else none."""
+    expert_mass: float | None = None
+    """Block-level expert selection: keep the experts holding this share of a block's
+    routing mass (0.9 on the model card); None: off."""
     decoder: str = "auto"
     """auto: the checkpoint's own block-decoding entry point when it ships one, else
     our loop; checkpoint: that entry point or an error; builtin: our loop."""
@@ -97,11 +100,15 @@ class HFBackend:
         from clover_code.engine.diffusion.entry_point import choose_decoder
 
         try:
-            self.decoder = choose_decoder(self._model, self.options.decoder, self.controls)
+            self.decoder = choose_decoder(
+                self._model, self.options.decoder, self.controls, self.options.expert_mass
+            )
         except ValueError as exc:
             raise EngineUnavailable(f"{exc} ({self.path})") from None
         self.notices: list[str] = [self.decoder.notice()]
         """Said once at load (the app's notice, serve's log) and by ``status()``."""
+        self.routing = _routing(self._model, self.options.expert_mass, self.path)
+        """Hooks on the MoE routers: experts counted per block, selection when asked."""
         self.logits_shift = logits_shift(self._model.config, self.options.logits_shift)
         if self.logits_shift and self.decoder.kind == "builtin":
             source = "setting" if self.options.logits_shift == "one" else "checkpoint's config"
@@ -180,16 +187,23 @@ class HFBackend:
                     emit([BlockDraft(item.block, item.step, tokens, item.masked, item.confidences)])
 
             if self.decoder.kind == "checkpoint":
-                runner = HookedGenerate(self._model, options, self.decoder, stops)
+                runner = HookedGenerate(
+                    self._model, options, self.decoder, stops, self.options.expert_mass
+                )
                 runner.run(prompt, handle, stop_now)
                 self.last_stats = runner.stats
             else:
-                loop = BlockDiffusion(HFForward(self._model), options)
+                loop = BlockDiffusion(HFForward(self._model), options, self.routing)
                 for item in loop.generate(prompt, stop_now):
                     handle(item)
                 self.last_stats = loop.stats
             if not cancelled():
-                emit(assembler.finish(reason))
+                events = assembler.finish(reason)
+                experts = getattr(self.last_stats, "experts_per_layer", None)
+                for event in events:
+                    if isinstance(event, Usage):
+                        event.experts_per_layer = experts
+                emit(events)
 
         return produce
 
@@ -260,6 +274,20 @@ def _load(path: Path, options: HFOptions) -> tuple[Any, Any]:
         raise _load_error(path, exc) from None
     model.eval()
     return model, tokenizer
+
+
+def _routing(model: Any, mass: float | None, path: Path) -> Any:
+    from clover_code.engine.diffusion.experts import ExpertRouting, find_routers
+
+    routers = find_routers(model)
+    if not routers:
+        if mass is not None:
+            raise EngineUnavailable(
+                f"expert selection (expert_mass) needs MoE router modules and the model at "
+                f"{path} has none that clover-code can hook; unset expert_mass"
+            )
+        return None
+    return ExpertRouting(routers, mass)
 
 
 def _controls(path: Path, options: HFOptions) -> Any:

@@ -111,6 +111,7 @@ def hf_options(settings: Settings) -> HFOptions:
         confidences=settings.draft_confidences,
         decoder=settings.decoder,
         logits_shift=settings.logits_shift,
+        expert_mass=settings.expert_mass,
     )
 
 

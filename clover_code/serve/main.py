@@ -51,6 +51,13 @@ def _parser() -> argparse.ArgumentParser:
         help="hf engine: the checkpoint's own block decoding (auto: when it ships one) "
         "or clover-code's loop",
     )
+    parser.add_argument(
+        "--expert-mass",
+        type=float,
+        metavar="F",
+        help="hf engine: per block, route only to the experts holding this share of the "
+        "routing mass (0.9 = the model card's value; default off)",
+    )
     parser.add_argument("--tp-size", type=int)
     parser.add_argument("--mem-fraction-static", type=float)
     parser.add_argument("--quantization")

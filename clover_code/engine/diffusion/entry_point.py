@@ -37,6 +37,7 @@ ARGUMENTS: dict[str, tuple[str, ...]] = {
     "end_bias_per_1k": ("end_bias_per_1k",),
     "think_bias_after": ("think_bias_after",),
     "think_bias_per_1k": ("think_bias_per_1k",),
+    "expert_mass": ("expert_mass",),
 }
 """Our setting -> the parameter names an entry point may take it under (first match wins)."""
 
@@ -76,7 +77,9 @@ def parameters(model: Any) -> dict[str, inspect.Parameter] | None:
     return {n: p for n, p in params.items() if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
 
 
-def choose_decoder(model: Any, setting: str, controls: Any = None) -> DecoderChoice:
+def choose_decoder(
+    model: Any, setting: str, controls: Any = None, expert_mass: float | None = None
+) -> DecoderChoice:
     """The decoder for ``setting`` (auto, checkpoint or builtin) on ``model``.
 
     Raises ``ValueError`` (one sentence) when ``checkpoint`` is asked for and the
@@ -107,6 +110,9 @@ def choose_decoder(model: Any, setting: str, controls: Any = None) -> DecoderCho
         found = [n for n in names if n in params]
         if found:
             takes[ours] = found[0]
+        elif ours == "expert_mass":
+            if expert_mass is not None:
+                not_applied.append(ours)
         elif _matters(ours, controls):
             not_applied.append(ours)
     why = "decoder = checkpoint" if setting == "checkpoint" else "its remote code ships one"

@@ -26,6 +26,7 @@ from typing import Literal
 import torch
 
 from clover_code.engine.diffusion.controls import Controls
+from clover_code.engine.diffusion.experts import ExpertRouting
 from clover_code.engine.diffusion.forward import ModelForward
 from clover_code.engine.diffusion.rule import low_confidence_step
 from clover_code.engine.diffusion.state import CacheCheckpoint
@@ -88,6 +89,15 @@ class DecodeStats:
     step_forwards: int = 0
     commit_forwards: int = 0
     tokens: int = 0
+    experts: list[list[int]] = field(default_factory=list)
+    """Per committed block, the distinct routed experts each MoE layer used (empty
+    when the model's routers are not hooked)."""
+
+    @property
+    def experts_per_layer(self) -> float | None:
+        """Mean distinct experts per MoE layer per block, or None when not counted."""
+        counts = [n for block in self.experts for n in block]
+        return sum(counts) / len(counts) if counts else None
 
     @property
     def tokens_per_forward(self) -> float:
@@ -99,11 +109,16 @@ class DecodeStats:
 class BlockDiffusion:
     """Generates a response block by block with ``forward``."""
 
-    def __init__(self, forward: ModelForward, options: DecodeOptions) -> None:
+    def __init__(
+        self, forward: ModelForward, options: DecodeOptions, routing: ExpertRouting | None = None
+    ) -> None:
         if not 0.0 <= options.threshold <= 1.0:
             raise ValueError("threshold must be between 0 and 1")
         self.forward = forward
         self.options = options
+        self.routing = routing
+        """Hooks on the model's MoE routers: experts counted per block, and restricted
+        to the block's kept set when expert selection is on (``experts.py``)."""
         self.stats = DecodeStats()
         self._device = torch.device("cpu")
         self._checkpoint: CacheCheckpoint | None = None
@@ -113,6 +128,16 @@ class BlockDiffusion:
         self, prompt: list[int], cancelled: Callable[[], bool] = lambda: False
     ) -> Iterator[Step | Block]:
         """Yield a ``Step`` per denoising step and a ``Block`` per committed block."""
+        if self.routing is not None:
+            self.routing.release()
+        try:
+            yield from self._generate(prompt, cancelled)
+        finally:
+            # A cancelled block leaves no restriction behind for the next request.
+            if self.routing is not None:
+                self.routing.release()
+
+    def _generate(self, prompt: list[int], cancelled: Callable[[], bool]) -> Iterator[Step | Block]:
         opts = self.options
         budget = check_prompt(prompt, opts)
         self.stats = DecodeStats()
@@ -163,6 +188,8 @@ class BlockDiffusion:
             if result.finish is None:
                 self._keep_last(self.forward(self._tensor([head + result.ids]), cache))
                 self.stats.commit_forwards += 1
+            if self.routing is not None:
+                self.stats.experts.append(self.routing.end_block())
             yield result
             if result.finish is not None:
                 return
@@ -206,6 +233,8 @@ class BlockDiffusion:
             else self._checkpoint.retake(cache)
         )
         mask_id = opts.mask_id
+        if self.routing is not None:
+            self.routing.begin_block()
         penalty = opts.controls.penalty(counts) if generated else None
         gen = ids.tolist()[fixed:]
         step = 0

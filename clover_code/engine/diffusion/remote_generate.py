@@ -25,7 +25,11 @@ __all__ = ["HookedGenerate", "entry_arguments"]
 
 
 def entry_arguments(
-    choice: DecoderChoice, options: DecodeOptions, budget: int, stop_strings: Sequence[str]
+    choice: DecoderChoice,
+    options: DecodeOptions,
+    budget: int,
+    stop_strings: Sequence[str],
+    expert_mass: float | None = None,
 ) -> dict[str, Any]:
     """The keyword arguments for the entry point: our settings under its names."""
     values: dict[str, Any] = {
@@ -36,6 +40,8 @@ def entry_arguments(
     }
     if stop_strings:
         values["stop_strings"] = list(stop_strings)
+    if expert_mass is not None:
+        values["expert_mass"] = expert_mass
     for name in choice.takes:
         if hasattr(options.controls, name):
             values[name] = getattr(options.controls, name)
@@ -55,11 +61,13 @@ class HookedGenerate:
         options: DecodeOptions,
         choice: DecoderChoice,
         stop_strings: Sequence[str] = (),
+        expert_mass: float | None = None,
     ) -> None:
         self.model = model
         self.options = options
         self.choice = choice
         self.stop_strings = tuple(stop_strings)
+        self.expert_mass = expert_mass
         self.stats = DecodeStats()
         self.arguments: dict[str, Any] = {}
         """The keyword arguments of the latest call (tests and ``--verbose`` read them)."""
@@ -112,7 +120,9 @@ class HookedGenerate:
             return x
 
         input_ids = torch.tensor([prompt], device=getattr(self.model, "device", None))
-        self.arguments = entry_arguments(self.choice, opts, budget, self.stop_strings)
+        self.arguments = entry_arguments(
+            self.choice, opts, budget, self.stop_strings, self.expert_mass
+        )
         try:
             out = self.model.diffusion_generate(input_ids, **self.arguments, **{HOOK: hook})
         except _Abort:
