@@ -88,6 +88,7 @@ def build_backend(settings: Settings) -> Backend:
                 quantization=settings.quantization,
                 max_tokens=settings.max_tokens or 8192,
                 context_window=settings.context_window,
+                expert_mass=settings.expert_mass,
             ),
         )
     raise EngineUnavailable(f"unknown engine '{engine}'; use auto, remote, sglang or hf.")
