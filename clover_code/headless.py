@@ -139,7 +139,9 @@ async def run_task(
     choice: SandboxChoice | None = None
     try:
         choice = await _explicit_sandbox(settings, cwd, emit)
-        backend = await open_backend(settings, lambda text: emit(p.Notice(text=text)))
+        backend = await open_backend(settings)
+        for line in getattr(backend, "notices", ()):  # what a local engine does, said once
+            emit(p.Notice(text=line))
         session = await Session.open(
             settings,
             backend,
