@@ -82,6 +82,12 @@ def main() -> int:
             inner_times.append(time.perf_counter() - start)
             return out
 
+        def prefill(self, ids: torch.Tensor, cache: Any) -> torch.Tensor:
+            start = time.perf_counter()
+            out = forward.prefill(ids, cache)
+            inner_times.append(time.perf_counter() - start)
+            return out
+
     options = DecodeOptions(mask_id=mask, block_size=BLOCK, max_new_tokens=2 * BLOCK, threshold=1.0)
     decoder = BlockDiffusion(Timed(), options)
     overheads, model_times = [], []

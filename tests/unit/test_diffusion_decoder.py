@@ -110,3 +110,10 @@ async def test_the_choice_is_said_once_at_load(shipped: Path) -> None:
         assert said == [backend.status()[0]]  # type: ignore[attr-defined]
     finally:
         await backend.aclose()
+
+
+def test_expert_selection_the_entry_point_cannot_take_is_named(shipped: Path) -> None:
+    backend = HFBackend(str(shipped), HFOptions(expert_mass=0.9))
+    assert backend.decoder.kind == "checkpoint"
+    assert "expert_mass" in backend.decoder.not_applied
+    assert "expert_mass" in backend.notices[0]
