@@ -269,6 +269,8 @@ class UsageReport(_Message):
     blocks_per_second: float | None = None
     tokens_per_forward: float | None = None
     """Tokens per denoising forward pass, for a backend that reports steps per block."""
+    experts_per_layer: float | None = None
+    """Mean distinct routed experts per MoE layer per block (the local hf engine)."""
 
 
 class TodoUpdated(_Message):
