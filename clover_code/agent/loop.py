@@ -99,6 +99,8 @@ class Agent:
         after they start: headless mode's limit counts from the start of the run."""
         self.stopped: str | None = None
         """Why the session cannot go on (see ``stop``), if it cannot."""
+        self._turn_starts: dict[int, int] = {}
+        """Where each turn of this run begins in ``messages`` (until history is rewritten)."""
 
     def stop(self, reason: str) -> None:
         """End the running turn at its next step, and refuse later ones, as failed.
@@ -106,8 +108,6 @@ class Agent:
         For trouble that makes going on pointless (the transcript cannot be
         written); the reason is reported by whoever calls this."""
         self.stopped = reason
-        self._turn_starts: dict[int, int] = {}
-        """Where each turn of this run begins in ``messages`` (until history is rewritten)."""
 
     @property
     def approval_mode(self) -> ApprovalMode:

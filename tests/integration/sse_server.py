@@ -249,8 +249,12 @@ class ScriptedServer:
         assert self._server is not None
         await self._server.serve_forever()
 
-    async def wait_for_disconnect(self, timeout: float = 5.0) -> bool:
-        """True once a client abandoned a response, False after ``timeout``."""
+    async def wait_for_disconnect(self, timeout: float = 120.0) -> bool:
+        """True once a client abandoned a response, False after ``timeout`` seconds.
+
+        The default is generous: on a busy machine noticing a dropped
+        connection can take a while, and a healthy run returns at once.
+        """
         try:
             await asyncio.wait_for(self._disconnected.wait(), timeout)
         except TimeoutError:

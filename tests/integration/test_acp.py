@@ -25,6 +25,7 @@ from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementatio
 from tests.integration.sse_server import ScriptedResponse, ScriptedServer, sse_response
 from tests.integration.stream_shapes import SGLangStream
 from tests.integration.test_acp_harness import EditorClient, Wire, check_golden, spawn_acp
+from tests.waiting import within
 
 pytestmark = pytest.mark.integration
 
@@ -94,11 +95,13 @@ async def test_session_edit_permission_cancel_and_load(
         running = asyncio.create_task(
             conn.prompt(session_id=session_id, prompt=[text_block("Now add tests")])
         )
-        await client.wait_for(lambda: client.message_text().endswith("for add…"))
+        await client.wait_for(
+            lambda: client.message_text().endswith("for add…"), message="the streamed answer"
+        )
         await conn.cancel(session_id=session_id)
-        cancelled = await asyncio.wait_for(running, 15)
+        cancelled = await within(running, message="the cancelled prompt to answer")
         assert cancelled.stop_reason == "cancelled"
-        assert await scripted_server.wait_for_disconnect()
+        assert await scripted_server.wait_for_disconnect(), "the model request was not abandoned"
     assert proc.returncode == 0
 
     # A fresh agent process (the editor restarted) loads the session back.

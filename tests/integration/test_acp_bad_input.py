@@ -21,6 +21,7 @@ import pytest
 from tests.integration.sse_server import ScriptedServer, sse_response
 from tests.integration.stream_shapes import SGLangStream
 from tests.integration.test_acp_harness import agent_env
+from tests.waiting import PATIENCE, within
 
 pytestmark = pytest.mark.integration
 
@@ -42,7 +43,7 @@ class RawClient:
 
     async def reply(self, request_id: int | None) -> dict[str, Any]:
         """The next reply with ``request_id`` (None: a reply to an unreadable line)."""
-        async with asyncio.timeout(30):
+        async with asyncio.timeout(PATIENCE):
             while True:
                 line = await self.stdout.readline()
                 assert line, "the agent closed its output"
@@ -116,7 +117,7 @@ async def test_bad_input_gets_errors_and_eof_mid_turn_exits_cleanly(
         await client.send(
             {"jsonrpc": "2.0", "id": 10, "method": "session/prompt", "params": prompt}
         )
-        async with asyncio.timeout(30):
+        async with asyncio.timeout(PATIENCE):
             while not any(
                 n["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
                 for n in client.notifications
@@ -125,7 +126,7 @@ async def test_bad_input_gets_errors_and_eof_mid_turn_exits_cleanly(
                 assert line, "the agent closed its output before the turn streamed"
                 client.notifications.append(json.loads(line))
         client.stdin.close()
-        code = await asyncio.wait_for(proc.wait(), 20)
+        code = await within(proc.wait(), message="the agent to exit once stdin closed")
     finally:
         if proc.returncode is None:
             proc.kill()

@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from acp import RequestError, spawn_agent_process
 from acp.client.connection import ClientSideConnection
 from acp.connection import StreamDirection, StreamEvent
@@ -39,6 +40,8 @@ from acp.schema import (
     WaitForTerminalExitResponse,
     WriteTextFileResponse,
 )
+
+from tests.waiting import PATIENCE, env_flag, in_ci, within
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = Path(__file__).parent / "golden"
@@ -73,12 +76,20 @@ class EditorClient:
 
     # -- waiting ---------------------------------------------------------------------
 
-    async def wait_for(self, predicate: Callable[[], bool], timeout: float = 20.0) -> None:
-        """Wait until ``predicate()`` holds after some update arrived."""
-        async with asyncio.timeout(timeout):
+    async def wait_for(
+        self,
+        predicate: Callable[[], bool],
+        timeout: float = PATIENCE,
+        message: str = "the expected session updates",
+    ) -> None:
+        """Wait until ``predicate()`` holds after some update arrived; fail after ``timeout``."""
+
+        async def updated() -> None:
             while not predicate():
                 self._changed.clear()
                 await self._changed.wait()
+
+        await within(updated(), message=message, timeout=timeout)
 
     def message_text(self) -> str:
         """All agent message text received so far."""
@@ -218,13 +229,22 @@ class Wire:
 
 
 def check_golden(name: str, actual: list[dict[str, Any]]) -> None:
-    """Compare with ``golden/<name>``; ``UPDATE_GOLDEN=1`` rewrites it."""
+    """Compare with ``golden/<name>``; ``UPDATE_GOLDEN=1`` rewrites it.
+
+    A test that wrote its golden file compared nothing, so it never passes:
+    under CI a missing file (or a rewrite) fails, elsewhere the file is written
+    and the test is marked xfail saying so; the next run compares.
+    """
     path = GOLDEN / name
     text = json.dumps(actual, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
-    if os.environ.get("UPDATE_GOLDEN") == "1" or not path.exists():
+    rewrite = env_flag("UPDATE_GOLDEN")
+    if rewrite or not path.exists():
+        why = "UPDATE_GOLDEN is set" if rewrite else f"{path} is missing"
+        if in_ci():
+            pytest.fail(f"{why}; CI compares with the committed golden file", pytrace=False)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, "utf-8")
-        return
+        pytest.xfail(f"{why}: wrote {path}; check it, commit it and run again")
     expected = path.read_text("utf-8")
     if text != expected:
         diff = "".join(

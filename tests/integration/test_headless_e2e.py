@@ -24,6 +24,7 @@ from clover_code import protocol as p
 from clover_code.result import TaskResult, parse_stream_line
 from tests.integration.sse_server import ScriptedServer, error_response, sse_response
 from tests.integration.stream_shapes import SGLangStream
+from tests.waiting import read_until, within
 
 pytestmark = pytest.mark.integration
 
@@ -71,7 +72,7 @@ async def run_clover(
     repo: Path, *args: str, home: Path, extra_env: dict[str, str] | None = None
 ) -> tuple[int, str, str]:
     proc = await clover(repo, *args, home=home, extra_env=extra_env)
-    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    out, err = await within(proc.communicate(), message=f"clover-code {' '.join(args)} to exit")
     assert proc.returncode is not None
     return proc.returncode, out.decode(), err.decode()
 
@@ -243,15 +244,15 @@ async def test_ctrl_c_keeps_transcript_and_continue_resumes(
         repo, "--task", "explain", "--base-url", scripted_server.base_url, home=tmp_path
     )
     assert proc.stdout is not None
-    seen = b""
-    while b"Second block." not in seen:
-        seen += await asyncio.wait_for(proc.stdout.read(100), 30)
+    seen = await read_until(
+        proc.stdout, b"Second block.", message="the second streamed block on stdout"
+    )
     assert seen.startswith(b"Partial answer")
     proc.send_signal(signal.SIGINT)
-    _out, err = await asyncio.wait_for(proc.communicate(), 30)
+    _out, err = await within(proc.communicate(), message="clover-code to exit after Ctrl+C")
     assert proc.returncode == 130, err
     assert b"the transcript is saved" in err and b"Traceback" not in err
-    assert await scripted_server.wait_for_disconnect()
+    assert await scripted_server.wait_for_disconnect(), "the model request was not abandoned"
 
     sessions = list((tmp_path / "data/clover-code/sessions").glob("*.jsonl"))
     assert len(sessions) == 1

@@ -24,6 +24,7 @@ from clover_code.engine.events import (
 from clover_code.engine.remote import OpenAIBackend
 from clover_code.errors import ContextOverflow, ModelNotFound
 from tests.integration.llama_peer import LlamaServer
+from tests.waiting import within
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
@@ -112,13 +113,13 @@ async def test_cancelled_stream_leaves_the_server_usable(llama_server: LlamaServ
                     first_block.set()
 
         task = asyncio.create_task(consume())
-        await asyncio.wait_for(first_block.wait(), 60)
+        await within(first_block.wait(), message="the first block from the real server")
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
 
         # the server stopped generating for the closed stream and serves the next one
-        events = await asyncio.wait_for(stream_all(backend, PROMPT), 120)
+        events = await within(stream_all(backend, PROMPT), message="the whole real completion")
     finally:
         await backend.aclose()
     assert isinstance(events[-1], Finished) and events[-1].reason in ("stop", "length")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import Sequence
 from contextlib import aclosing
 from typing import Any, TypeVar
@@ -25,7 +24,7 @@ from clover_code.engine.events import (
     Usage,
 )
 from clover_code.engine.remote import OpenAIBackend, api_root
-from clover_code.engine.retry import parse_retry_after
+from clover_code.engine.retry import BackoffPolicy, parse_retry_after
 from clover_code.errors import (
     AuthError,
     ContextOverflow,
@@ -46,6 +45,7 @@ from tests.integration.sse_server import (
     sse_response,
 )
 from tests.integration.stream_shapes import LlamaCppStream, SGLangStream, chunk
+from tests.waiting import within
 
 E = TypeVar("E")
 
@@ -64,6 +64,19 @@ REQUEST = ChatRequest(messages=[{"role": "user", "content": "hi"}], tools=[READ_
 def make_backend(server: ScriptedServer, **options: Any) -> OpenAIBackend:
     options.setdefault("backoff_base", 0.01)
     return OpenAIBackend(server.base_url, "test-model", **options)
+
+
+class RecordedBackoff(BackoffPolicy):
+    """The backend's own policy, remembering each delay it chose before a retry."""
+
+    def __init__(self, policy: BackoffPolicy) -> None:
+        super().__init__(policy.max_retries, policy.base, policy.cap, policy.rng)
+        self.delays: list[float] = []
+
+    def delay(self, attempt: int, retry_after: float | None = None) -> float:
+        chosen = super().delay(attempt, retry_after)
+        self.delays.append(chosen)
+        return chosen
 
 
 async def collect(backend: OpenAIBackend, request: ChatRequest = REQUEST) -> list[EngineEvent]:
@@ -330,11 +343,11 @@ async def test_429_honours_retry_after(scripted_server: ScriptedServer) -> None:
         error_response(429, "slow down", retry_after="1"),
         sse_response(SGLangStream().content("done").chunks()),
     )
-    start = time.monotonic()
-    events = await collect(make_backend(scripted_server))
-    elapsed = time.monotonic() - start
+    backend = make_backend(scripted_server)
+    backend.backoff = waits = RecordedBackoff(backend.backoff)
+    events = await collect(backend)
 
-    assert elapsed >= 1.0
+    assert waits.delays == [1.0]  # the server's Retry-After, not the 0.01 s backoff
     assert text_of(events, ContentDelta) == "done"
     assert finished(events) == "stop"
     assert len(scripted_server.chat_requests) == 2
@@ -345,10 +358,11 @@ async def test_retry_after_is_capped_by_backoff_max(scripted_server: ScriptedSer
         error_response(503, "overloaded", retry_after="3600"),
         sse_response(SGLangStream().content("done").chunks()),
     )
-    start = time.monotonic()
-    events = await collect(make_backend(scripted_server, backoff_max=0.2))
+    backend = make_backend(scripted_server, backoff_max=0.2)
+    backend.backoff = waits = RecordedBackoff(backend.backoff)
+    events = await collect(backend)
 
-    assert time.monotonic() - start < 5
+    assert waits.delays == [0.2]
     assert text_of(events, ContentDelta) == "done"
 
 
@@ -510,11 +524,11 @@ async def test_cancelling_the_consumer_closes_the_connection(
                 got_output.set()
 
     task = asyncio.create_task(consume())
-    await asyncio.wait_for(got_output.wait(), 5)
+    await within(got_output.wait(), message="the first committed block")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert await scripted_server.wait_for_disconnect(timeout=2)
+    assert await scripted_server.wait_for_disconnect(), "the connection stayed open"
     await backend.aclose()
 
 
@@ -526,7 +540,7 @@ async def test_closing_the_stream_closes_the_connection(scripted_server: Scripte
         async for event in events:
             if isinstance(event, BlockCommitted):
                 break
-    assert await scripted_server.wait_for_disconnect(timeout=2)
+    assert await scripted_server.wait_for_disconnect(), "the connection stayed open"
     await backend.aclose()
 
 
@@ -614,7 +628,8 @@ def test_retry_after_forms() -> None:
 async def test_read_timeout_after_output_is_interrupted(scripted_server: ScriptedServer) -> None:
     stream = SGLangStream().content(*BLOCKS[:2])
     scripted_server.enqueue(sse_response(stream.chunks()[:3], hold=True))
-    events = await collect(make_backend(scripted_server, read_timeout=0.3))
+    # Long enough that a stalled machine does not time out before the first blocks arrive.
+    events = await collect(make_backend(scripted_server, read_timeout=1.0))
 
     assert [b.text for b in of(events, BlockCommitted)] == BLOCKS[:2]
     error = failure(events).error

@@ -27,6 +27,7 @@ from clover_code.engine.remote import OpenAIBackend
 from clover_code.errors import ContextOverflow
 from clover_code.serve.app import build_app
 from tests.tiny_model import build_tiny_checkpoint, script_text
+from tests.waiting import async_wait_until, within
 
 pytestmark = pytest.mark.integration
 
@@ -53,8 +54,12 @@ async def _serving(backend: HFBackend, drafts: bool) -> AsyncIterator[str]:
     config = uvicorn.Config(build_app(backend, drafts=drafts), port=port, log_level="warning")
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
-    while not server.started:
-        await asyncio.sleep(0.02)
+    await async_wait_until(
+        lambda: server.started or task.done(), message=f"the server to listen on port {port}"
+    )
+    if task.done():
+        task.result()  # serve() failed: its error, not a hang
+        raise AssertionError(f"the server on port {port} stopped before it started")
     try:
         yield f"http://127.0.0.1:{port}/v1"
     finally:
@@ -247,9 +252,9 @@ async def test_a_client_that_goes_away_stops_the_generation(checkpoint: Path) ->
             async for line in response.aiter_lines():
                 if line.startswith("data:"):
                     break
-        async with asyncio.timeout(60):
-            while backend._lock.locked():
-                await asyncio.sleep(0.05)
+        await async_wait_until(
+            lambda: not backend._lock.locked(), message="the abandoned generation to stop"
+        )
         assert backend.last_stats is None or backend.last_stats.tokens < 4000
         # The engine is free for the next client at once.
         async with httpx.AsyncClient(timeout=120) as client:
@@ -321,5 +326,5 @@ async def test_the_serve_command_loads_answers_and_stops_on_ctrl_c(
             assert reply.json()["usage"]["completion_tokens"] == 8
     finally:
         proc.send_signal(signal.SIGINT)
-        code = await asyncio.wait_for(proc.wait(), 60)
+        code = await within(proc.wait(), message="serve to exit on Ctrl+C")
     assert code in (0, 130), (code, "".join(lines))

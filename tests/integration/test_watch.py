@@ -20,6 +20,7 @@ from clover_code.config import load_settings
 from clover_code.watch import watch
 from tests.integration.sse_server import ScriptedResponse, ScriptedServer, sse_response
 from tests.integration.stream_shapes import SGLangStream
+from tests.waiting import async_wait_until, within
 
 pytestmark = pytest.mark.integration
 
@@ -28,12 +29,6 @@ def sglang(build: Callable[[SGLangStream], Any]) -> ScriptedResponse:
     stream = SGLangStream()
     build(stream)
     return sse_response(stream.chunks())
-
-
-async def wait_until(check: Callable[[], bool], timeout: float = 30.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not check():
-            await asyncio.sleep(0.05)
 
 
 async def test_ai_comments_are_acted_on_and_removed(
@@ -63,22 +58,33 @@ async def test_ai_comments_are_acted_on_and_removed(
         watch(settings, repo, out=out, err=err, stop=stop, ready=ready.set, debounce_ms=100)
     )
     try:
-        await asyncio.wait_for(ready.wait(), 20)
+        await within(ready.wait(), message="the watcher to be ready")
         calc = repo / "calc.py"
         calc.write_text(
             "def add(a, b):\n    # this should add, not subtract AI!\n    return a - b\n"
         )
-        await wait_until(lambda: calc.read_text() == "def add(a, b):\n    return a + b\n")
-        assert "Fixed add: it adds now." in out.getvalue()
+        # The answer is printed after the edit: wait for both.
+        await async_wait_until(
+            lambda: (
+                calc.read_text() == "def add(a, b):\n    return a + b\n"
+                and "Fixed add: it adds now." in out.getvalue()
+            ),
+            message="the fix and its answer",
+        )
 
         notes = repo / "notes.py"
         notes.write_text("from calc import add\n\nprint(add(1, 2))  # what does add return AI?\n")
-        await wait_until(lambda: "AI?" not in notes.read_text())
+        await async_wait_until(
+            lambda: (
+                "AI?" not in notes.read_text()
+                and "It returns the sum of its arguments." in out.getvalue()
+            ),
+            message="the question's comment removed and its answer",
+        )
         assert notes.read_text() == "from calc import add\n\nprint(add(1, 2))\n"
-        assert "It returns the sum of its arguments." in out.getvalue()
     finally:
         stop.set()
-        code = await asyncio.wait_for(task, 20)
+        code = await within(task, message="the watcher to stop")
     assert code == 0, err.getvalue()
 
     first = scripted_server.chat_requests[0].json()["messages"][-1]["content"]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
+import json
 from pathlib import Path
 
 from textual.pilot import Pilot
@@ -18,18 +20,35 @@ from clover_code.ui.widgets.notice_line import NoticeLine
 from clover_code.ui.widgets.tool_card import ToolCard
 from tests.fakes import ScriptedBackend, text_response, tool_response
 from tests.ui.fakes_ui import denoised_response, scripted_app
+from tests.waiting import PATIENCE
 
 SIZE = (100, 32)
 
 
-async def until(pilot: Pilot[int], check: object, timeout: float = 5.0) -> None:
-    """Let the app run until ``check()`` is true."""
+async def until(
+    pilot: Pilot[int], check: object, timeout: float = PATIENCE, message: str | None = None
+) -> None:
+    """Let the app run until ``check()`` is true; fail after ``timeout`` seconds.
+
+    The deadline is generous (a busy machine runs the app slowly); the failure
+    names what was awaited: ``message``, or else the source of ``check``.
+    """
     assert callable(check)
     deadline = asyncio.get_running_loop().time() + timeout
     while not check():
         if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out waiting for {check}")
+            shown = [str(n.text) for n in pilot.app.query(NoticeLine)]
+            raise AssertionError(
+                f"waited {timeout:g} s for {message or _source(check)}; notices: {shown}"
+            )
         await pilot.pause(0.02)
+
+
+def _source(check: object) -> str:
+    try:
+        return inspect.getsource(check).strip()  # type: ignore[arg-type]
+    except (OSError, TypeError):
+        return repr(check)
 
 
 async def type_and_send(pilot: Pilot[int], text: str) -> None:
@@ -134,11 +153,17 @@ async def test_quit_saves_transcript(repo: Path, settings: Settings) -> None:
         await type_and_send(pilot, "hi")
         await until(pilot, lambda: "Hi." in answers(app) and not app.turn_running)
         await type_and_send(pilot, "/quit")
-        await pilot.pause(0.2)
+        # /quit itself ends the app (leaving run_test would close it anyway).
+        await until(pilot, lambda: app.return_value is not None, message="the app to quit")
+    assert app.return_value == 0
     assert backend.closed
     saved = list(settings.resolved_sessions_dir().glob("*.jsonl"))
-    assert len(saved) == 1 and '"session_ended"' in saved[0].read_text()
-    assert isinstance(p.SessionEnded, type)
+    assert len(saved) == 1
+    records = [json.loads(line) for line in saved[0].read_text().splitlines()]
+    messages = [r["message"] for r in records if r["kind"] == "message"]
+    assert [m["role"] for m in messages] == ["user", "assistant"]
+    assert messages[-1]["content"] == "Hi."
+    assert records[-1]["kind"] == "event" and records[-1]["event"]["type"] == "session_ended"
 
 
 async def test_ctrl_c_during_approval_interrupts_and_closes_it(
@@ -180,7 +205,7 @@ async def test_no_engine_is_shown_and_quit_returns_its_exit_code(tmp_path: Path)
         assert app.composer.input.text == "hello"  # kept, not dropped
         app.composer.input.load_text("")
         await type_and_send(pilot, "/quit")
-        await pilot.pause(0.2)
+        await until(pilot, lambda: app.return_value is not None, message="the app to quit")
     assert app.return_value == 3
 
 

@@ -41,13 +41,13 @@ async def test_out_of_memory_is_one_sentence_and_the_next_prompt_decodes(
     async with app.run_test(size=(100, 30)) as pilot:
         await until(pilot, lambda: app.started is not None)
         await type_and_send(pilot, "hello")
-        await until(pilot, lambda: not app.turn_running, timeout=60)
+        await until(pilot, lambda: not app.turn_running)
         notes = [str(n.text) for n in app.query(NoticeLine)]
         oom = [n for n in notes if "ran out of memory" in n]
         assert len(oom) == 1 and "Traceback" not in oom[0], notes
         await type_and_send(pilot, "again")
-        await until(pilot, lambda: "engine answered" in answers(app), timeout=60)
-        await until(pilot, lambda: not app.turn_running, timeout=60)
+        await until(pilot, lambda: "engine answered" in answers(app))
+        await until(pilot, lambda: not app.turn_running)
         assert app.transcript.denoise.drafts_seen > 0  # the denoising was shown live
         assert app.is_running
     await backend.aclose()

@@ -54,18 +54,21 @@ async def test_slash_completion_and_help() -> None:
     app = replay_app(scenes.OPEN)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("/", "c")
-        await pilot.pause(0.05)
         menu = app.composer.menu
-        ids = [menu.get_option_at_index(i).id for i in range(menu.option_count)]
-        assert ids == ["/compact", "/clear", "/cost"]
+
+        def ids() -> list[str | None]:
+            return [menu.get_option_at_index(i).id for i in range(menu.option_count)]
+
+        await until(pilot, lambda: bool(ids()), message="the completion menu")
+        assert ids() == ["/compact", "/clear", "/cost"]
         await pilot.press("down", "tab")
         assert app.composer.input.text == "/clear "
         assert not menu.display
         app.composer.input.load_text("")
         app.composer.input.insert("/help")
         await pilot.press("enter")
-        await pilot.pause(0.1)
-        assert "/resume [ID|--all]" in notes(app) and "Esc interrupt" in notes(app)
+        await until(pilot, lambda: "/resume [ID|--all]" in notes(app), message="the help text")
+        assert "Esc interrupt" in notes(app)
 
 
 async def test_at_completes_workspace_files(tmp_path: Path) -> None:
@@ -73,7 +76,9 @@ async def test_at_completes_workspace_files(tmp_path: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         app.composer.files = FileIndex(["src/clover/app.py", "README.md", "docs/apple.md"])
         app.composer.input.insert("look at @clap")
-        await pilot.pause(0.05)
+        await until(
+            pilot, lambda: app.composer.menu.option_count > 0, message="the file completion menu"
+        )
         assert app.composer.menu.get_option_at_index(0).id == "@src/clover/app.py"
         await pilot.press("enter")
         assert app.composer.input.text == "look at @src/clover/app.py "
@@ -113,7 +118,9 @@ async def test_diff_compact_clear_send_ops_and_render_replies() -> None:
         app.bridge.emit(p.DiffReport(diff=scenes.DIFF, files=["calc.py"]))
         app.bridge.emit(p.Compacted(summary="s", tokens_before=9000, tokens_after=1200))
         app.bridge.emit(p.UndoDone(turns=1, files=["calc.py"]))
-        await pilot.pause(0.2)
+        await until(
+            pilot, lambda: "Undid the last turn" in notes(app), message="the three replies drawn"
+        )
         text = notes(app)
         assert "Changes this session (calc.py)" in text
         assert "9,000 → 1,200" in text and "Undid the last turn: restored calc.py" in text
@@ -123,11 +130,15 @@ async def test_ctrl_c_twice_quits(monkeypatch: object) -> None:
     app = replay_app(scenes.OPEN)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("ctrl+c")
-        await pilot.pause(0.05)
-        assert app.is_running
+        # The first press was handled (it noted the time) and did not quit.
+        await until(
+            pilot, lambda: app._last_ctrl_c == Clock.now(), message="the first Ctrl+C handled"
+        )
+        await pilot.pause()
+        assert app.is_running and app.return_value is None
         Clock.frozen = 1001.0
         await pilot.press("ctrl+c")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: app.return_value is not None, message="the app to quit")
     assert app.return_value == 0
 
 
@@ -136,8 +147,9 @@ async def test_unknown_command_says_so() -> None:
     async with app.run_test(size=SIZE) as pilot:
         app.composer.input.insert("/frobnicate now")
         await pilot.press("escape", "enter")
-        await pilot.pause(0.1)
-        assert "unknown command /frobnicate" in notes(app)
+        await until(
+            pilot, lambda: "unknown command /frobnicate" in notes(app), message="the notice"
+        )
         assert not app.bridge.sent
 
 

@@ -14,8 +14,10 @@ import pytest
 from textual.pilot import Pilot
 
 from clover_code.ui.app import CloverApp
+from clover_code.ui.widgets.answer import Answer
 from tests.ui import scenes
 from tests.ui.fakes_ui import replay_app
+from tests.ui.test_flows import until
 
 SnapCompare = Callable[..., bool]
 
@@ -26,19 +28,45 @@ def with_turn(events: list[Any], prompt: str = "fix add in calc.py") -> CloverAp
     return app
 
 
-async def send_prompt(pilot: Pilot[Any]) -> None:
+async def drawn(pilot: Pilot[Any], what: str) -> None:
+    """Wait until every replayed event reached the app and every answer is painted.
+
+    The bridge hands events over in batches: none queued and the last batch
+    handled means the app has them all. No fixed pause: a busy machine draws late.
+    """
     app = pilot.app
     assert isinstance(app, CloverApp)
-    await pilot.pause(0.1)
-    app.composer.input.insert(getattr(app, "_snapshot_prompt", "hello"))
-    await pilot.press("enter")
-    await pilot.pause(0.4)
+    bridge = app.bridge
+    await until(
+        pilot,
+        lambda: not bridge._queue and bridge._handled.is_set(),
+        message=f"{what} to reach the app",
+    )
+    for answer in app.query(Answer):
+        await answer.settle()
+    await pilot.pause()
     await pilot.wait_for_scheduled_animations()
     assert app.is_running and app._exception is None, "the app crashed"
 
 
+async def send_prompt(pilot: Pilot[Any]) -> None:
+    app = pilot.app
+    assert isinstance(app, CloverApp)
+    await until(pilot, lambda: app.started is not None, message="the session to open")
+    app.composer.input.insert(getattr(app, "_snapshot_prompt", "hello"))
+    await pilot.press("enter")
+    replay = app.replay  # type: ignore[attr-defined]
+    await until(
+        pilot,
+        lambda: any(getattr(op, "type", "") == "user_input" for op in replay.ops),
+        message="the prompt to be sent",
+    )
+    await drawn(pilot, "the replayed turn")
+
+
 async def settle(pilot: Pilot[Any]) -> None:
-    await pilot.pause(0.2)
+    await until(pilot, lambda: pilot.app.started is not None, message="the session to open")
+    await drawn(pilot, "the session's opening events")
 
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["narrow", "wide"])

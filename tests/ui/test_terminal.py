@@ -16,6 +16,7 @@ import pytest
 
 from tests.integration.sse_server import ScriptedServer, sse_response
 from tests.integration.stream_shapes import SGLangStream
+from tests.waiting import PATIENCE, async_wait_until, missing
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,7 +34,9 @@ def tmux(*args: str) -> str:
     ).stdout
 
 
-async def screen_until(session: str, check: Callable[[str], bool], timeout: float = 30) -> str:
+async def screen_until(
+    session: str, check: Callable[[str], bool], timeout: float = PATIENCE
+) -> str:
     deadline = asyncio.get_running_loop().time() + timeout
     while True:
         screen = tmux("capture-pane", "-p", "-t", session)
@@ -46,9 +49,10 @@ async def screen_until(session: str, check: Callable[[str], bool], timeout: floa
 
 async def test_edit_in_a_real_terminal(repo: Path, tmp_path: Path) -> None:
     if shutil.which("tmux") is None:
-        if os.environ.get("CI"):
-            pytest.fail("tmux is missing; CI must run the real-terminal test")
-        pytest.skip("tmux is not installed")
+        missing(
+            "tmux is not installed (scripts/install-system installs it)",
+            "CI must run the real-terminal test",
+        )
     server = ScriptedServer()
     await server.start()
     edit = {"path": "calc.py", "old_string": "return a - b", "new_string": "return a + b"}
@@ -81,12 +85,11 @@ async def test_edit_in_a_real_terminal(repo: Path, tmp_path: Path) -> None:
         assert "test-model" in screen  # status bar: the model the server lists
         tmux("send-keys", "-t", session, "-l", "/quit")
         tmux("send-keys", "-t", session, "Enter")
-        for _ in range(50):
-            if session not in tmux("list-sessions", "-F", "#{session_name}"):
-                break
-            await asyncio.sleep(0.2)
-        else:
-            raise AssertionError("the app did not quit on /quit")
+        await async_wait_until(
+            lambda: session not in tmux("list-sessions", "-F", "#{session_name}"),
+            message="the app to quit on /quit",
+            interval=0.2,
+        )
     finally:
         tmux("kill-session", "-t", session)
         await server.stop()

@@ -18,6 +18,7 @@ from clover_code.config import Settings
 from clover_code.engine import events as ev
 from clover_code.errors import StreamInterrupted
 from tests.fakes import ScriptedBackend, text_response, tool_response
+from tests.waiting import async_wait_until, within
 
 
 async def open_session(
@@ -253,10 +254,11 @@ async def test_interrupt_mid_stream_keeps_transcript_and_resumes(
     backend = ScriptedBackend([[ev.ContentDelta("Half an ans"), hang]])
     session = await open_session(settings, backend, repo, events)
     turn = asyncio.create_task(session.run_turn("go"))
-    while not of_type(events, p.ContentDelta):
-        await asyncio.sleep(0.01)
+    await async_wait_until(
+        lambda: bool(of_type(events, p.ContentDelta)), message="the first streamed text"
+    )
     await session.submit(p.Interrupt())
-    finished = await turn
+    finished = await within(turn, message="the interrupted turn to end")
     await session.close()
     assert finished.status == "interrupted"
     path = session.transcript.path
@@ -279,21 +281,27 @@ async def test_interrupt_during_tool_answers_every_call(
     make_settings: Callable[..., Settings], repo: Path
 ) -> None:
     events: list[p.Event] = []
-    backend = ScriptedBackend([tool_response(("shell", {"command": "sleep 30"}))])
+    # The first command says when it runs; it would run far longer than the test
+    # waits. The second must never start, yet its call is answered too.
+    command = "touch started; sleep 600"
+    backend = ScriptedBackend(
+        [tool_response(("shell", {"command": command}), ("shell", {"command": "touch second"}))]
+    )
     session = await open_session(
         make_settings(sandbox="none"), backend, repo, events, approval_mode="full-auto"
     )
     turn = asyncio.create_task(session.run_turn("go"))
-    while not of_type(events, p.ToolCallStarted):
-        await asyncio.sleep(0.01)
-    await asyncio.sleep(0.2)
+    await async_wait_until((repo / "started").exists, message="the shell command to start")
     await session.submit(p.Interrupt())
-    finished = await asyncio.wait_for(turn, 5)
+    finished = await within(turn, message="the turn to end on the interrupt")
     await session.close()
     assert finished.status == "interrupted"
     messages = load(session.transcript.path).messages
     assert_valid_conversation(messages)
-    assert messages[-1]["content"].startswith("cancelled")
+    answers = [m for m in messages if m["role"] == "tool"]
+    assert len(answers) == 2
+    assert all(m["content"].startswith("cancelled") for m in answers), answers
+    assert not (repo / "second").exists()
 
 
 async def test_stream_dropped_after_output_keeps_partial(
@@ -332,16 +340,20 @@ async def test_approval_through_ops(make_settings: Callable[..., Settings], repo
         make_settings(), backend, repo, emit=events.append, approval_mode="ask"
     )
     await session.submit(p.UserInput(text="write"))
-    for decision, feedback in (("allow_once", None), ("deny", "not that file")):
-        while not (asks := of_type(events, p.ApprovalRequested)) or len(asks) < (
-            1 if decision == "allow_once" else 2
-        ):
-            await asyncio.sleep(0.01)
+    for count, (decision, feedback) in enumerate(
+        (("allow_once", None), ("deny", "not that file")), start=1
+    ):
+        await async_wait_until(
+            lambda n=count: len(of_type(events, p.ApprovalRequested)) >= n,
+            message=f"approval request {count}",
+        )
+        asks = of_type(events, p.ApprovalRequested)
         await session.submit(
             p.ApprovalDecision(request_id=asks[-1].request_id, decision=decision, feedback=feedback)
         )
-    while not of_type(events, p.TurnFinished):
-        await asyncio.sleep(0.01)
+    await async_wait_until(
+        lambda: bool(of_type(events, p.TurnFinished)), message="the turn to finish"
+    )
     await session.close()
     assert (repo / "new.txt").read_text() == "hi\n"
     assert not (repo / "no.txt").exists()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -24,8 +23,13 @@ from clover_code.tools.sandbox.host import HostSandbox
 from clover_code.tools.shell import ShellArgs, ShellTool
 from clover_code.tools.workspace import Workspace
 from clover_code.tools.write_file import WriteFileArgs, WriteFileTool
+from tests.waiting import need_program
 
-pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+@pytest.fixture(autouse=True)
+def _git_installed() -> None:
+    need_program("git")
+
 
 ORIGINAL = "def add(a, b):\n    return a - b\n"
 

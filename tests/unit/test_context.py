@@ -14,6 +14,7 @@ from clover_code.agent.transcript import load
 from clover_code.config import Settings
 from tests.fakes import ScriptedBackend, text_response, tool_response
 from tests.unit.test_agent_loop import assert_valid_conversation, of_type
+from tests.waiting import async_wait_until
 
 SMALL = {"context_window": 12_000, "response_reserve": 1000, "compact_threshold": 0.5}
 FIRST_TASK = "Rename every helper to snake_case and NEVER touch vendor/."
@@ -85,10 +86,9 @@ async def test_manual_compact_op_and_resume_keep_compacted_history(
     await session.run_turn("first")
     await session.run_turn("second")
     await session.submit(p.Compact())
-    while not of_type(events, p.Compacted):
-        import asyncio
-
-        await asyncio.sleep(0.01)
+    await async_wait_until(
+        lambda: bool(of_type(events, p.Compacted)), message="the compaction to finish"
+    )
     await session.close()
     loaded = load(session.transcript.path).messages
     assert loaded[0]["content"].startswith("[The earlier part")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 from pathlib import Path
 
@@ -18,8 +17,13 @@ from clover_code.tools.read_file import MAX_LINES, ReadFileArgs, ReadFileTool
 from clover_code.tools.registry import default_tools
 from clover_code.tools.workspace import Workspace
 from clover_code.tools.write_file import WriteFileArgs, WriteFileTool
+from tests.waiting import need_program
 
-HAS_RG = shutil.which("rg") is not None
+
+@pytest.fixture
+def rg_installed() -> None:
+    """Ripgrep is here (scripts/install-system installs it): skipped without it, failed in CI."""
+    need_program("rg", "ripgrep")
 
 
 @pytest.fixture
@@ -422,7 +426,7 @@ GREP_CASES = [
 ]
 
 
-@pytest.mark.skipif(not HAS_RG, reason="ripgrep (rg) is not installed")
+@pytest.mark.usefixtures("rg_installed")
 @pytest.mark.parametrize(
     "args", GREP_CASES, ids=lambda a: repr(a.model_dump(exclude_defaults=True))
 )
@@ -439,8 +443,8 @@ async def test_grep_backends_give_identical_output(
 
 @pytest.mark.parametrize("backend", ["python", "rg"])
 async def test_grep_output_format(ctx: ToolContext, root: Path, backend: Backend) -> None:
-    if backend == "rg" and not HAS_RG:
-        pytest.skip("ripgrep (rg) is not installed")
+    if backend == "rg":
+        need_program("rg", "ripgrep")
     _grep_tree(root)
     plain = await grep_files(ctx.workspace, GrepArgs(pattern="needle"), backend=backend)
     assert plain.text.splitlines() == [
@@ -476,7 +480,7 @@ async def test_grep_output_format(ctx: ToolContext, root: Path, backend: Backend
     )
 
 
-@pytest.mark.skipif(not HAS_RG, reason="ripgrep (rg) is not installed")
+@pytest.mark.usefixtures("rg_installed")
 async def test_grep_falls_back_to_python_for_patterns_rg_rejects(
     ctx: ToolContext, root: Path
 ) -> None:
@@ -495,7 +499,7 @@ async def test_grep_invalid_regex_is_one_clear_error(
         await grep_files(ctx.workspace, GrepArgs(pattern="needle("), backend=backend)
 
 
-@pytest.mark.skipif(not HAS_RG, reason="ripgrep (rg) is not installed")
+@pytest.mark.usefixtures("rg_installed")
 async def test_grep_uses_python_when_ignore_files_above_the_root_would_leak_in(
     tmp_path: Path,
 ) -> None:

@@ -24,8 +24,13 @@ from clover_code.gitsafe import (
     run_git,
     safe_repo,
 )
+from tests.waiting import need_program
 
-pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+@pytest.fixture(autouse=True)
+def _git_installed() -> None:
+    need_program("git")
+
 
 TRAP = """#!/bin/sh
 touch "{markers}/$(basename "$0")-$$"

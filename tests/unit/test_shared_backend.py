@@ -5,17 +5,20 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from clover_code.config import Settings
+from clover_code.engine import hf
 from clover_code.engine.hf import HFBackend
 from clover_code.engine.select import is_local, open_backend
 from clover_code.engine.shared import SharedBackend
 from tests.fakes import ScriptedBackend
 from tests.tiny_model import build_tiny_checkpoint
+from tests.waiting import PATIENCE, async_wait_until, within
 
 
 @pytest.fixture(scope="module")
@@ -44,28 +47,51 @@ async def test_one_backend_lent_to_many_sessions_and_closed_once() -> None:
     await shared.close()
 
 
-async def test_the_hf_engine_loads_off_the_event_loop_after_a_notice(checkpoint: Path) -> None:
+async def test_the_hf_engine_loads_off_the_event_loop_after_a_notice(
+    checkpoint: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     settings = Settings(engine="hf", model_path=str(checkpoint), block_size=8)
     assert is_local(settings) and not is_local(Settings(base_url="http://x/v1"))
+    # The real load, held at its start until the test has seen the event loop
+    # run on: a load that blocked the loop would never be released.
+    entered = threading.Event()
+    release = threading.Event()
+    notices: list[str] = []
+    seen_at_start: list[str] = []
+    real_load = hf._load
+
+    def held_load(path: Path, options: Any) -> Any:
+        seen_at_start.extend(notices)
+        entered.set()
+        if not release.wait(timeout=PATIENCE):
+            raise AssertionError("the load was never released: it blocked the event loop")
+        return real_load(path, options)
+
+    monkeypatch.setattr(hf, "_load", held_load)
     ticks = 0
 
     async def ticker() -> None:
         nonlocal ticks
         while True:
-            await asyncio.sleep(0.005)
+            await asyncio.sleep(0.001)
             ticks += 1
 
-    notices: list[str] = []
-    task = asyncio.create_task(ticker())
-    await asyncio.sleep(0.02)
-    before = ticks
-    backend = await open_backend(settings, notices.append)
-    during = ticks - before
-    task.cancel()
+    loading = asyncio.create_task(open_backend(settings, notices.append))
+    ticking = asyncio.create_task(ticker())
+    try:
+        await async_wait_until(entered.is_set, message="the load to start")
+        during = ticks
+        await async_wait_until(
+            lambda: ticks >= during + 3, message="the event loop to run while the load is held"
+        )
+        release.set()
+        backend = await within(loading, message="the load to finish once released")
+    finally:
+        release.set()
+        ticking.cancel()
     assert isinstance(backend, HFBackend)
-    assert notices and notices[0].startswith(f"Loading {checkpoint} with the hf engine")
-    # Loading takes a good part of a second; the loop ran all the while.
-    assert during >= 5, during
+    # The notice came before the load began.
+    assert seen_at_start and seen_at_start[0].startswith(f"Loading {checkpoint} with the hf engine")
     await backend.aclose()
 
 
@@ -103,17 +129,18 @@ async def test_acp_sessions_share_one_loaded_checkpoint(checkpoint: Path, tmp_pa
 
 
 def test_quitting_during_a_load_does_not_wait_for_it() -> None:
-    # asyncio.to_thread would keep the process alive until the 60 s "load" ended.
+    # asyncio.to_thread would keep the process alive until the 600 s "load" ended;
+    # the deadline is far shorter than that and far longer than a healthy exit.
     script = (
         "import asyncio, time\n"
         "from clover_code.engine.local_worker import in_daemon_thread\n"
         "async def main():\n"
-        "    task = asyncio.create_task(in_daemon_thread(lambda: time.sleep(60)))\n"
+        "    task = asyncio.create_task(in_daemon_thread(lambda: time.sleep(600)))\n"
         "    await asyncio.sleep(0.2)\n"
         "    task.cancel()\n"
         "asyncio.run(main())\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], timeout=30, capture_output=True)
+    done = subprocess.run([sys.executable, "-c", script], timeout=PATIENCE, capture_output=True)
     assert done.returncode == 0, done.stderr
 
 
