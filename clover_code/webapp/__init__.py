@@ -1,0 +1,1 @@
+"""``clover-code web``: the Textual app served as a web page (textual-serve)."""
