@@ -283,6 +283,10 @@ class Settings(BaseSettings):
     sandbox_image: str | None = None
     """Docker image for the sandbox; unset means clover-code's own, built on first use."""
 
+    sandbox_setup: list[str] = Field(default_factory=list)
+    """Shell commands run once per Docker sandbox image, as root with the network on and
+    the workspace mounted (e.g. ``pip install -e '.[test]'``); the result is cached."""
+
     approval: ApprovalMode | None = None
     """read-only, ask, auto-edit or full-auto; unset means ask in the app and auto-edit headless."""
 

@@ -1,6 +1,7 @@
 """Reading the project's config files under trust: what applies and what is ignored.
 
-``ProjectJudge.read`` reads ``.clover/config.toml`` and ``.mcp.json`` once,
+``ProjectJudge.read`` reads ``.clover/config.toml`` and ``.mcp.json`` once
+(and fingerprints the sandbox image definition, which runs programs when built),
 hashes the bytes it parses (so the content judged is the content used), and
 drops the settings that loosen safety (``clover_code.trust.loosening``) from
 a file whose exact content the user has not trusted.
@@ -18,6 +19,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from clover_code import trust
 from clover_code.errors import ConfigError
+from clover_code.tools.sandbox.project_definition import IMAGE_TRUST_NOTE, trust_fingerprint
 
 __all__ = ["ProjectJudge"]
 
@@ -70,6 +72,10 @@ class ProjectJudge:
             found = trust.mcp_loosening(mcp_raw) if policy != "ignore" else []
             trusted = trust_all or policy == "trust"
             files.append(self._judge(trust.MCP_FILE, mcp_path, mcp_raw, found, trusted))
+        image = trust_fingerprint(self.root)
+        if image is not None:  # the sandbox image it defines runs programs at build time
+            rel, path, fingerprint = image
+            files.append(self._judge(rel, path, fingerprint, [IMAGE_TRUST_NOTE], trust_all))
         return data, trust.TrustReport(self.root, tuple(files))
 
     def _judge(

@@ -1,11 +1,15 @@
 """``clover-code sandbox``: build the sandbox image, or show what would run commands.
 
-    clover-code sandbox build [--offline | --dockerfile] [--force]
+    clover-code sandbox build [--offline | --dockerfile] [--force] [--trust-project]
     clover-code sandbox status
 
 ``build`` without a method builds from the Dockerfile when the base image is
 present or can be pulled, else offline (debootstrap, needs root). It does
-nothing when the current image already exists, unless ``--force``.
+nothing when the current image already exists, unless ``--force``. Then, in a
+project with its own image definition (a devcontainer or
+``.clover/sandbox/Dockerfile``) or ``sandbox_setup`` commands, it builds the
+project's image on top (``project_image.py``); the definition runs programs,
+so it is built only for a trusted project.
 """
 
 from __future__ import annotations
@@ -14,9 +18,12 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clover_code.errors import CloverError, ExitCode
+
+if TYPE_CHECKING:
+    from clover_code.config import Settings
 
 __all__ = ["main"]
 
@@ -44,6 +51,11 @@ def _parser() -> argparse.ArgumentParser:
         help="build from sandbox/Dockerfile (pulls the Debian base image)",
     )
     build.add_argument("--force", action="store_true", help="rebuild even if the image exists")
+    build.add_argument(
+        "--trust-project",
+        action="store_true",
+        help="build this project's image definition (it runs the programs it names)",
+    )
     build.set_defaults(method="auto")
     sub.add_parser("status", help="show Docker, bubblewrap and image status")
     return parser
@@ -57,7 +69,7 @@ def main(argv: list[str]) -> int:
         return int(exc.code) if isinstance(exc.code, int) else int(ExitCode.USAGE)
     try:
         if args.command == "build":
-            return _build(args.method, args.force)
+            return _build(args.method, args.force, args.trust_project)
         return _status()
     except CloverError as exc:
         print(f"clover-code: {exc}", file=sys.stderr)
@@ -67,9 +79,10 @@ def main(argv: list[str]) -> int:
         return int(ExitCode.INTERRUPTED)
 
 
-def _build(method: Any, force: bool) -> int:
+def _build(method: Any, force: bool, trust_project: bool = False) -> int:
     from clover_code.tools.sandbox.docker_setup import docker_client
     from clover_code.tools.sandbox.image import build_image
+    from clover_code.tools.sandbox.project_image import image_trusted_by, resolve_image
 
     started = time.monotonic()
 
@@ -79,7 +92,31 @@ def _build(method: Any, force: bool) -> int:
     client = docker_client()
     tag = build_image(client, method=method, force=force, progress=progress)
     print(f"sandbox image ready: {tag} ({time.monotonic() - started:.0f}s)")
+    root, settings = _project(trust_project)
+    chosen = resolve_image(
+        client,
+        root,
+        setup=tuple(settings.sandbox_setup),
+        trusted=image_trusted_by(settings.project_trust),
+        progress=progress,
+        force=force,
+        builtin=tag,
+    )
+    if chosen.notice:
+        print(f"clover-code: {chosen.notice}", file=sys.stderr)
+    if chosen.tag != tag:
+        print(f"project sandbox image ready: {chosen.tag} ({time.monotonic() - started:.0f}s)")
     return 0
+
+
+def _project(trust_project: bool = False) -> tuple[Path, Settings]:
+    """The workspace here (its git top level) and its settings, the project's judged
+    under trust (``--trust-project`` records that the user trusts them as they are)."""
+    from clover_code.agent.session import find_root
+    from clover_code.config import load_settings
+
+    root, _ = find_root(Path.cwd())
+    return root, load_settings(repo_root=root, trust_project=trust_project)
 
 
 def _status() -> int:
@@ -104,6 +141,7 @@ def _status() -> int:
         rows.append(("containers", f"{len(running)} sandbox container(s) on this engine"))
     else:
         rows.append(("image", f"{tag} (cannot check without Docker)"))
+    rows.append(("project image", _project_line(client, tag)))
     as_root = runs_as_root(sandbox_user(Path.cwd()))
     problem = bwrap_problem(user=sandbox_user(Path.cwd()))
     rows.append(("bubblewrap", "works" if problem is None else problem))
@@ -120,6 +158,30 @@ def _status() -> int:
     for name, value in rows:
         print(f"{name.ljust(width)}  {value}")
     return 0
+
+
+def _project_line(client: Any, builtin: str) -> str:
+    """What the project here defines for the Docker sandbox, and whether it is built."""
+    from clover_code.errors import ToolError
+    from clover_code.tools.sandbox.image import image_present
+    from clover_code.tools.sandbox.project_definition import find_definition, setup_commands
+    from clover_code.tools.sandbox.project_image import project_tag
+
+    root, settings = _project()
+    setup = tuple(settings.sandbox_setup)
+    try:
+        definition = find_definition(root)
+        commands = setup_commands(definition, setup)
+        if definition is None and not commands:
+            return "none: the built-in image is used"
+        tag = project_tag(root, definition, commands, builtin)
+    except ToolError as exc:
+        return str(exc)
+    what = str(definition.source) if definition is not None else "sandbox_setup"
+    if client is None:
+        return f"{what}: {tag} (cannot check without Docker)"
+    state = "present" if image_present(client, tag) else "not built yet"
+    return f"{what}: {tag} {state} (built for a trusted project: --trust-project)"
 
 
 def _image_line(client: Any, tag: str) -> str:

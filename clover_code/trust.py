@@ -152,6 +152,7 @@ _LOOSER: dict[str, Callable[[Any, Any], bool]] = {
     "mcp_project": _ranked(_MCP_PROJECT_ORDER),
     "model_path": _changed,  # checkpoints load with their own code (trust_remote_code)
     "sessions_dir": _changed,  # where the harness writes on the host
+    "sandbox_setup": _any,  # commands run with the network on when the image is built
     "web_allow_private": _more_private,  # web_fetch reaching the host's own network
     "search_url": _changed,  # where web_search sends the model's queries
 }

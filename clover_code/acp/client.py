@@ -25,10 +25,17 @@ from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
-from acp import Client, RequestError, update_tool_call
+from acp import (
+    Client,
+    RequestError,
+    text_block,
+    tool_content,
+    tool_diff_content,
+    update_tool_call,
+)
 from acp.schema import AllowedOutcome, PermissionOption, ToolCallUpdate
 
-from clover_code.acp.updates import Update, acp_kind, tool_title
+from clover_code.acp.updates import ToolContent, Update, acp_kind, fenced, tool_title
 from clover_code.agent.approval import ApprovalRequest, Decision
 from clover_code.errors import ToolError
 from clover_code.tools.fileio import BINARY_SAMPLE, atomic_write, looks_binary
@@ -107,6 +114,10 @@ class Outbox:
 class EditorApprover:
     """Asks the editor's user through ``session/request_permission``."""
 
+    shows_diff = True
+    """An edit request carries the change as a diff the editor draws (costs one read
+    of the file through the editor, which also sees unsaved buffers)."""
+
     def __init__(
         self,
         client: Client,
@@ -141,6 +152,7 @@ class EditorApprover:
             kind=acp_kind(request.kind),
             status="pending",
             raw_input=dict(request.arguments),
+            content=_change(request),
         )
         await self._outbox.drain()
         try:
@@ -277,3 +289,14 @@ def _binary_on_disk(path: Path) -> bool:
             return looks_binary(handle.read(BINARY_SAMPLE))
     except OSError:
         return False
+
+
+def _change(request: ApprovalRequest) -> list[ToolContent] | None:
+    """An edit's change as ACP diff content (the editor draws it with context and line
+    numbers); the unified diff as text where only that is known."""
+    if request.preview is not None:
+        change = request.preview
+        return [tool_diff_content(str(change.path), change.after, change.before)]
+    if request.diff:
+        return [tool_content(text_block(fenced(request.diff, "diff")))]
+    return None

@@ -22,11 +22,14 @@ import secrets
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from clover_code import protocol as p
 from clover_code.config import ApprovalMode
 from clover_code.tools.base import ToolKind
+
+if TYPE_CHECKING:
+    from clover_code.agent.edit_preview import EditPreview
 
 Verdict = Literal["allow", "ask", "deny"]
 
@@ -86,6 +89,9 @@ class ApprovalRequest:
     protected: bool = False
     """It writes one of the project's own config files (headless never does)."""
     diff: str | None = None
+    """The unified diff an edit would make (approvers with ``shows_diff``)."""
+    preview: EditPreview | None = None
+    """The same change as whole-file text, before and after."""
 
 
 class Approver(Protocol):

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ValidationError
 
 from clover_code import protocol as p
 from clover_code.agent.approval import ApprovalRequest, Approver
-from clover_code.agent.edit_preview import EditAllowance, preview_diff
+from clover_code.agent.edit_preview import EditAllowance, preview_edit
 from clover_code.agent.permissions import PermissionPolicy
 from clover_code.config import ApprovalMode
 from clover_code.errors import CloverError
@@ -208,7 +208,7 @@ class ToolDispatcher:
         prefix = self.policy.session_prefix(command) if shell else None
         # Only approvers that show it get the dry run (an editor's would cost a file read).
         wants_diff = getattr(self.approver, "shows_diff", False)
-        diff = await preview_diff(tool, args, self.context) if wants_diff else None
+        preview = await preview_edit(tool, args, self.context) if wants_diff else None
         answer = await self.approver.request(
             ApprovalRequest(
                 call.id,
@@ -218,7 +218,8 @@ class ToolDispatcher:
                 call.arguments,
                 prefix,
                 protected=ruling.protected,
-                diff=diff,
+                diff=preview.diff if preview else None,
+                preview=preview,
             )
         )
         if answer.allowed:

@@ -3,6 +3,7 @@ for the rest of the session (one file, or all of them)."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import BinaryIO, Literal
@@ -18,30 +19,62 @@ PREVIEWED = frozenset({"edit_file", "write_file"})
 
 
 class _DryRun:
-    """``FileAccess`` that reads the real files and writes nowhere."""
+    """``FileAccess`` that reads the real files and writes nowhere (but keeps what
+    would have been written)."""
 
     def __init__(self, inner: FileAccess) -> None:
         self._inner = inner
+        self.written: dict[Path, bytes] = {}
 
     def open_read(self, path: Path) -> BinaryIO:
         return self._inner.open_read(path)
 
     def write_bytes(self, path: Path, data: bytes) -> None:
-        return None
+        self.written[path] = data
 
 
-async def preview_diff(tool: Tool, args: BaseModel, context: ToolContext) -> str | None:
-    """The unified diff (with context) ``tool`` would make, the same one its result
-    shows after it runs; None for other tools or when the edit would fail."""
+@dataclass(frozen=True, slots=True)
+class EditPreview:
+    """What an edit would do: the unified diff its result will show, and the whole
+    file before (None: a new file) and after, for front ends that draw diffs
+    themselves (an editor's permission dialog)."""
+
+    diff: str
+    path: Path
+    before: str | None
+    after: str
+
+
+async def preview_edit(tool: Tool, args: BaseModel, context: ToolContext) -> EditPreview | None:
+    """The change ``tool`` would make, found by a dry run; None for other tools, when
+    the edit would fail, or when it is not one text file."""
     if tool.name not in PREVIEWED:
         return None
-    dry = replace(context, files=_DryRun(context.files), on_output=None)
+    files = _DryRun(context.files)
+    dry = replace(context, files=files, on_output=None)
     try:
         result = await tool.run(args, dry)
     except (CloverError, OSError):
         return None
     diff = result.display.get("diff")
-    return diff if isinstance(diff, str) and diff and not result.is_error else None
+    if not isinstance(diff, str) or not diff or result.is_error or len(files.written) != 1:
+        return None
+    ((path, data),) = files.written.items()
+    try:
+        after = data.decode()
+        # Off the event loop: an editor's file access blocks on a round trip.
+        before = await asyncio.to_thread(_read_text, context.files, path)
+    except (UnicodeDecodeError, OSError):
+        return None
+    return EditPreview(diff=diff, path=path, before=before, after=after)
+
+
+def _read_text(files: FileAccess, path: Path) -> str | None:
+    try:
+        with files.open_read(path) as handle:
+            return handle.read().decode()
+    except FileNotFoundError:
+        return None
 
 
 @dataclass(slots=True)

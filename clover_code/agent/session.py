@@ -35,8 +35,7 @@ from clover_code.tools.base import ToolContext
 from clover_code.tools.fileio import FileAccess, LocalFiles
 from clover_code.tools.registry import default_tools
 from clover_code.tools.sandbox.base import Sandbox
-from clover_code.tools.sandbox.policy import SandboxLimits
-from clover_code.tools.sandbox.select import SandboxChoice, choose_sandbox
+from clover_code.tools.sandbox.select import SandboxChoice, choose_from_settings
 from clover_code.tools.spill import OutputSpill
 from clover_code.tools.workspace import Workspace
 
@@ -147,21 +146,7 @@ class Session:
         if sandbox is not None:
             choice = sandbox
         else:
-            choice = await asyncio.to_thread(
-                choose_sandbox,
-                settings.sandbox,
-                root,
-                network=settings.sandbox_network,
-                limits=SandboxLimits(
-                    memory_mb=settings.sandbox_memory_mb,
-                    pids=settings.sandbox_pids,
-                    cpus=settings.sandbox_cpus,
-                ),
-                passthrough=settings.sandbox_env,
-                output_limit=settings.output_limit,
-                progress=progress,
-                image=settings.sandbox_image,
-            )
+            choice = await asyncio.to_thread(choose_from_settings, settings, root, progress)
         messages: list[dict[str, Any]] = []
         if resume is not None:
             loaded = load(resume)

@@ -86,6 +86,14 @@ async def test_session_edit_permission_cancel_and_load(
             "allow_always",
             "reject_once",
         ]
+        # Each permission request shows the change the edit would make, as a diff the
+        # editor draws (the editor's own file text before, the edited text after).
+        for asked, _options in client.permission_requests:
+            assert asked.content is not None and len(asked.content) == 1
+            change = asked.content[0]
+            assert change.type == "diff" and change.path == str(repo / "calc.py")
+            assert change.old_text == "def add(a, b):\n    return a - b\n"
+            assert change.new_text == "def add(a, b):\n    return a + b\n"
         ends = [u for u in client.updates if u.session_update == "tool_call_update" and u.status]
         assert [u.status for u in ends] == ["failed", "in_progress", "completed"]
         diff = ends[-1].content[0]

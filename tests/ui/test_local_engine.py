@@ -41,8 +41,15 @@ async def test_out_of_memory_is_one_sentence_and_the_next_prompt_decodes(
     async with app.run_test(size=(100, 30)) as pilot:
         await until(pilot, lambda: app.started is not None)
         await type_and_send(pilot, "hello")
+
+        def notes_now() -> list[str]:
+            return [str(n.text) for n in app.query(NoticeLine)]
+
+        # The turn may not have started yet when the prompt is sent: wait for its end
+        # as the user sees it, the error line, then for the turn to be over.
+        await until(pilot, lambda: any("ran out of memory" in n for n in notes_now()))
         await until(pilot, lambda: not app.turn_running)
-        notes = [str(n.text) for n in app.query(NoticeLine)]
+        notes = notes_now()
         oom = [n for n in notes if "ran out of memory" in n]
         assert len(oom) == 1 and "Traceback" not in oom[0], notes
         await type_and_send(pilot, "again")

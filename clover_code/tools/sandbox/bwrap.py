@@ -25,6 +25,10 @@ Each command is its own ``bwrap`` process:
   can be left in the workspace. Workspace files, owned by root, are the
   command's own; what it makes lands on the host owned by root.
 
+With ``toolchain`` (the default) the user's own tools are visible too, as in
+their shell: their home read-only minus credential places, ``PATH`` and the
+project's virtualenv (``host_view.py``); HOME is then their real home.
+
 A timeout or a cancellation kills bwrap's process group; bwrap's own init
 then dies and the kernel kills everything else in the pid namespace. For the
 same reason background processes end when the command's shell exits: nothing
@@ -51,6 +55,7 @@ from clover_code.errors import ToolError
 from clover_code.tools.sandbox.base import ExecResult, SerialSandbox
 from clover_code.tools.sandbox.git_state import read_only_paths
 from clover_code.tools.sandbox.host import OutputSink
+from clover_code.tools.sandbox.host_view import HostView, host_view
 from clover_code.tools.sandbox.policy import (
     DEFAULT_PASSTHROUGH,
     INNER_ID,
@@ -162,6 +167,7 @@ class BwrapSandbox(SerialSandbox):
         stream_limit: int = 1_000_000,
         drain_timeout: float = 0.5,
         bwrap: str = "bwrap",
+        toolchain: bool = True,
     ) -> None:
         self.root = Path(os.path.realpath(root))
         self.cwd = self.root
@@ -176,6 +182,10 @@ class BwrapSandbox(SerialSandbox):
         self.env = sandbox_env(passthrough)
         if not os.path.isdir("/home") or os.path.islink("/home"):
             self.env["HOME"] = "/tmp/home"  # no /home to hide and reuse: keep HOME in /tmp
+        self._private_home = self.env["HOME"]
+        self._base_env = dict(self.env)
+        self.toolchain = toolchain
+        """Show the user's toolchain (``host_view.py``): home minus credentials, PATH, venv."""
         self._bwrap = shutil.which(bwrap) or bwrap
         self._user = sandbox_user(self.root)
         self._lock = asyncio.Lock()
@@ -192,6 +202,7 @@ class BwrapSandbox(SerialSandbox):
         if home != "/" and os.path.isdir(home) and not any(_under(home, h) for h in hidden):
             hidden.append(home)
         secret_files: list[str] = []
+        concealed = [*hidden, "/tmp"]  # where the user's tools may need binding back in
         if as_root:
             secret_dirs, secret_files = _root_hidden()
             hidden += [d for d in secret_dirs if not any(_under(d, h) for h in hidden)]
@@ -200,18 +211,31 @@ class BwrapSandbox(SerialSandbox):
         for path in secret_files:
             args += ["--ro-bind", "/dev/null", path]
         # HOME's mount point is made inside the /home tmpfs, before it turns read-only.
-        args += ["--tmpfs", self.env["HOME"]]
+        args += ["--tmpfs", self._private_home]
+        view = self._view(concealed)
+        args += view.binds
         args += ["--bind", str(self.root), str(self.root)]
         # .git as a whole, read-only: a mount point cannot be renamed, removed or replaced.
         for protected in read_only_paths(self.root):
             args += ["--ro-bind", str(protected), str(protected)]
+        args += view.hides
         args += ["--bind", str(cwd_file), str(cwd_file)]
         for path in hidden:
             args += ["--remount-ro", path]
+        args += view.remounts
         if as_root:
             args += ["--remount-ro", "/proc"]
         args += ["--chdir", str(self.cwd), "--", "/bin/bash", "-c", script]
         return args
+
+    def _view(self, concealed: list[str]) -> HostView:
+        """The user's toolchain as this command sees it; sets the command's environment."""
+        if self.toolchain:
+            view = host_view(self.root, self._user, concealed=tuple(concealed))
+        else:
+            view = HostView()
+        self.env = {**self._base_env, **view.env}
+        return view
 
     def _script(self, command: str, cwd_file: Path) -> str:
         lim = self.limits

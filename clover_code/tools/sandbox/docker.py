@@ -62,6 +62,7 @@ from clover_code.tools.sandbox.policy import (
     sandbox_env,
     sandbox_user,
 )
+from clover_code.tools.sandbox.project_image import image_env
 
 __all__ = ["DockerSandbox"]
 
@@ -192,6 +193,7 @@ class DockerSandbox(SerialSandbox):
             self._cleaned = True
             clean_stale_containers(client)
         client.images.get(self.image)
+        self.env.update(image_env(client, self.image))  # the image's PATH and tool variables
         spec = container_spec(
             client.api,
             image=self.image,
@@ -201,6 +203,7 @@ class DockerSandbox(SerialSandbox):
             limits=self.limits,
             path=self.env["PATH"],
         )
+        spec["entrypoint"] = ""  # a project image's ENTRYPOINT must not wrap the runner
         self.container_id = client.api.create_container(**spec)["Id"]
         link = RunnerLink(*open_attach_stream(client.api, self.container_id))
         self._link = link

@@ -16,7 +16,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from clover_code.config import SandboxKind, Settings
@@ -29,6 +29,7 @@ from clover_code.tools.sandbox.policy import (
     runs_as_root,
     sandbox_user,
 )
+from clover_code.tools.sandbox.project_image import image_trusted_by, project_image_trusted
 
 __all__ = ["SandboxChoice", "choose_from_settings", "choose_sandbox"]
 
@@ -59,6 +60,10 @@ class _Options:
     output_limit: int
     progress: Callable[[str], None] | None
     image: str | None
+    setup: tuple[str, ...] = ()
+    trusted: Callable[[Path], bool] = project_image_trusted
+    notes: list[str] = field(default_factory=list)
+    """What the Docker image choice has to say (a project image passed over, or in use)."""
 
 
 def choose_sandbox(
@@ -71,11 +76,16 @@ def choose_sandbox(
     output_limit: int = 30_000,
     progress: Callable[[str], None] | None = None,
     image: str | None = None,
+    setup: Iterable[str] = (),
+    project_trusted: Callable[[Path], bool] | bool = project_image_trusted,
 ) -> SandboxChoice:
     """Open the sandbox ``kind`` names for the workspace at ``root``.
 
     May build the Docker image (minutes, the first time): ``progress`` gets
     its lines. ``image`` overrides the image tag (then nothing is built).
+    Otherwise Docker uses the project's image when it has one and
+    ``project_trusted`` says so, and runs the ``setup`` commands in it once
+    (``project_image.py``).
     """
     if kind == "none":
         from clover_code.tools.sandbox.host import HostSandbox
@@ -86,8 +96,18 @@ def choose_sandbox(
             "nothing isolates them from your files, network or credentials.",
             warning=True,
         )
+    trusted = project_trusted
+    if isinstance(trusted, bool):
+        trusted = (lambda _root: True) if trusted else (lambda _root: False)
     opts = _Options(
-        network, limits or SandboxLimits(), tuple(passthrough), output_limit, progress, image
+        network,
+        limits or SandboxLimits(),
+        tuple(passthrough),
+        output_limit,
+        progress,
+        image,
+        tuple(setup),
+        trusted,
     )
     as_root = _writes_as_root(root)
     if kind in ("docker", "bwrap"):
@@ -96,13 +116,13 @@ def choose_sandbox(
             why = f"--sandbox {kind} cannot run here: {problem}"
             notice = f"the shell tool is off: {why}"
             return SandboxChoice(None, notice, warning=True, unavailable=why)
-        return SandboxChoice(sandbox, _describe(sandbox.kind, network, as_root))
+        return SandboxChoice(sandbox, _describe(sandbox.kind, network, as_root, opts.notes))
     order = ("bwrap", "docker") if as_root else ("docker", "bwrap")
     problems: dict[str, str] = {}
     for candidate in order:
         sandbox, problem = (_docker if candidate == "docker" else _bwrap)(root, opts)
         if sandbox is not None:
-            notice = _describe(candidate, network, as_root)
+            notice = _describe(candidate, network, as_root, opts.notes)
             if problems:
                 ((other, why),) = problems.items()
                 notice += f" ({_NAMES[other]}: {_unsentence(why)})"
@@ -133,6 +153,8 @@ def choose_from_settings(
         output_limit=settings.output_limit,
         progress=progress,
         image=settings.sandbox_image,
+        setup=settings.sandbox_setup,
+        project_trusted=image_trusted_by(settings.project_trust),
     )
 
 
@@ -147,7 +169,18 @@ def _writes_as_root(root: Path) -> bool:
         return False
 
 
-def _describe(kind: str, network: bool, as_root: bool = False) -> str:
+def _describe(
+    kind: str, network: bool, as_root: bool = False, notes: list[str] | None = None
+) -> str:
+    text = _describe_kind(kind, network, as_root)
+    if kind == "docker" and notes:
+        text += "; " + "; ".join(notes)
+    if kind == "bwrap":
+        text += "; your PATH, virtualenv and home are readable there, credentials hidden"
+    return text
+
+
+def _describe_kind(kind: str, network: bool, as_root: bool) -> str:
     where = {"docker": "a Docker container", "bwrap": "a bubblewrap sandbox"}[kind]
     net = "with network access" if network else "without network access"
     if not as_root:
@@ -162,6 +195,10 @@ def _describe(kind: str, network: bool, as_root: bool = False) -> str:
     return f"shell commands run in {where} {who}, {net}"
 
 
+def _shown(path: Path, root: Path) -> str:
+    return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+
+
 def _unsentence(text: str) -> str:
     return text.rstrip(".")
 
@@ -170,11 +207,22 @@ def _docker(root: Path, opts: _Options) -> tuple[Sandbox | None, str]:
     """A DockerSandbox, building the image if needed; or None and why not."""
     from clover_code.tools.sandbox.docker import DockerSandbox
     from clover_code.tools.sandbox.docker_setup import docker_client
-    from clover_code.tools.sandbox.image import build_image
+    from clover_code.tools.sandbox.project_image import resolve_image
 
     try:
         client = docker_client(timeout=10.0)
-        tag = opts.image or build_image(client, progress=opts.progress)
+        tag = opts.image
+        if tag is None:
+            chosen = resolve_image(
+                client, root, setup=opts.setup, trusted=opts.trusted, progress=opts.progress
+            )
+            tag = chosen.tag
+            if chosen.definition is not None:
+                opts.notes.append(f"image {tag}, from {_shown(chosen.definition, root)}")
+            elif opts.setup:
+                opts.notes.append(f"image {tag}, the built-in one with sandbox_setup run")
+            if chosen.notice:
+                opts.notes.append(chosen.notice)
         sandbox = DockerSandbox(
             root,
             image=tag,
