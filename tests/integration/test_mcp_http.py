@@ -126,3 +126,61 @@ def test_mcp_json_declares_http_servers(tmp_path: Path) -> None:
 
 def test_the_environment_stays_out_of_the_test() -> None:
     assert "CLOVER_TEST_UNSET_VAR" not in os.environ
+
+
+OAUTH_SERVER = Path(__file__).with_name("mcp_oauth_server.py")
+
+
+async def test_oauth_sign_in_through_the_sdk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server answers 401; the SDK's OAuth client registers, the "browser"
+    (a script that follows the sign-in redirects) brings the code back to the
+    loopback listener, and the tokens are kept for the next session."""
+    import webbrowser
+
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, str(OAUTH_SERVER), str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else b""
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the OAuth MCP server did not start"
+                time.sleep(0.1)
+        opened = tmp_path / "opened.txt"
+        browser = tmp_path / "browser.sh"
+        browser.write_text(
+            '#!/bin/sh\necho "$1" >> "' + str(opened) + '"\n(curl -s -L -o /dev/null "$1" &)\n'
+        )
+        browser.chmod(0o755)
+        webbrowser.register(
+            "clover-test", None, webbrowser.GenericBrowser([str(browser), "%s"]), preferred=True
+        )
+        monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+        locked = _server(
+            "locked", url=f"http://127.0.0.1:{port}/mcp", oauth=True, startup_timeout=60
+        )
+        for _session in range(2):
+            async with McpManager([locked], root=tmp_path) as manager:
+                assert manager.notices == []
+                tool = manager.tools[0]
+                assert tool.name == "mcp__locked__secret"
+                ctx = ToolContext(workspace=Workspace(tmp_path))
+                result = await tool.run(tool.Args.model_validate({}), ctx)
+                assert result.text == "the vault is open"
+        # Signed in once: the second session used the kept tokens.
+        assert len(opened.read_text().splitlines()) == 1
+        stored = list((tmp_path / "data" / "clover-code" / "mcp-oauth").iterdir())
+        assert len(stored) == 1 and oct(stored[0].stat().st_mode & 0o777) == "0o600"
+        assert "access_token" in stored[0].read_text()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
