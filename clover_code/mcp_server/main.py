@@ -25,6 +25,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"clover-code {__version__}")
     add_engine_arguments(parser)
+    parser.add_argument(
+        "--approval",
+        choices=("read-only", "ask", "auto-edit", "full-auto"),
+        default="auto-edit",
+        help="the loosest approval mode a call may ask for (auto-edit); --sandbox none "
+        "lets calls run commands on this machine",
+    )
     return parser
 
 
@@ -35,7 +42,7 @@ def main(argv: list[str]) -> int:
     from clover_code.mcp_server.server import build_server
 
     base = {k: getattr(args, k) for k in ENGINE_SETTINGS if getattr(args, k, None) is not None}
-    server = build_server(base)
+    server = build_server(base, args.approval)
     try:
         server.run("stdio")
     except KeyboardInterrupt:

@@ -6,6 +6,11 @@ approver that refuses what it cannot ask (so ``approval`` decides what runs;
 anything that would need asking is refused and the model is told why), and
 the same result. Calls run one at a time: two agents editing one tree at
 once would tangle their patches.
+
+The caller is another agent, so what a call may ask for is capped by what
+the user started the server with: an approval mode no looser than the
+server's ``--approval`` (auto-edit unless given), and commands on the host
+(``sandbox = "none"``) only when the server was started with ``--sandbox none``.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from pydantic import BaseModel, Field
 from clover_code import __version__
 from clover_code.errors import CloverError
 from clover_code.mcp_server.patch import patch_between, tree_of
+from clover_code.trust import looser_approval
 
 __all__ = ["TaskOutcome", "build_server"]
 
@@ -43,8 +49,9 @@ class TaskOutcome(BaseModel):
     warnings: list[str] = Field(default_factory=list)
 
 
-def build_server(base: Mapping[str, Any]) -> MCPServer:
-    """The server, with ``base`` (engine flags) under every call's settings."""
+def build_server(base: Mapping[str, Any], ceiling: Approval = "auto-edit") -> MCPServer:
+    """The server, with ``base`` (engine flags) under every call's settings and
+    ``ceiling`` the loosest approval mode a call may ask for."""
     server = MCPServer(
         "clover-code",
         version=__version__,
@@ -63,6 +70,9 @@ def build_server(base: Mapping[str, Any]) -> MCPServer:
         sandbox: Sandbox | None,
         session_id: str | None,
     ) -> TaskOutcome:
+        refused = _beyond_limits(base, ceiling, approval, sandbox)
+        if refused is not None:
+            return _failed(refused)
         async with lock:
             return await _run(base, prompt, cwd, approval, sandbox, session_id)
 
@@ -146,6 +156,23 @@ async def _run(
         exit_code=result.exit_code,
         warnings=result.warnings,
     )
+
+
+def _beyond_limits(
+    base: Mapping[str, Any], ceiling: Approval, approval: Approval, sandbox: Sandbox | None
+) -> str | None:
+    """Why a call asks for more than the user started the server with, or None."""
+    if looser_approval(approval, ceiling):
+        return (
+            f"approval '{approval}' is looser than this server allows ('{ceiling}'); the "
+            f"user can start it with --approval {approval} to allow it."
+        )
+    if sandbox == "none" and base.get("sandbox") != "none":
+        return (
+            "sandbox 'none' runs commands on the host, which this server does not allow; "
+            "the user can start it with --sandbox none to allow it."
+        )
+    return None
 
 
 def _failed(message: str, code: int = 2) -> TaskOutcome:

@@ -41,7 +41,7 @@ def repo(tmp_path: Path) -> Path:
     return root
 
 
-def _params(server: ScriptedServer, home: Path) -> StdioServerParameters:
+def _params(server: ScriptedServer, home: Path, *flags: str) -> StdioServerParameters:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLOVER_")}
     env.update(
         XDG_DATA_HOME=str(home / "data"),
@@ -50,7 +50,7 @@ def _params(server: ScriptedServer, home: Path) -> StdioServerParameters:
     )
     return StdioServerParameters(
         command=sys.executable,
-        args=["-m", "clover_code", "mcp-server", "--base-url", server.base_url],
+        args=["-m", "clover_code", "mcp-server", "--base-url", server.base_url, *flags],
         env=env,
         cwd=home,
     )
@@ -66,7 +66,7 @@ async def test_run_a_task_then_continue_the_session(
         sglang(lambda s: s.tool_call("write_file", {"path": "second.txt", "content": "x\n"})),
         sglang(lambda s: s.content("Could not write second.txt.")),
     )
-    async with Client(_params(scripted_server, tmp_path)) as client:
+    async with Client(_params(scripted_server, tmp_path, "--sandbox", "none")) as client:
         listed = await client.list_tools()
         assert {t.name for t in listed.tools} >= {"run_task", "continue_session"}
         first = await client.call_tool(
@@ -111,4 +111,21 @@ async def test_a_bad_directory_is_one_sentence(
         missing = await client.call_tool("continue_session", {"session_id": "nope", "prompt": "x"})
         assert missing.structured_content is not None
         assert "no session 'nope'" in missing.structured_content["error"]
+    assert scripted_server.chat_requests == []
+
+
+async def test_a_call_cannot_ask_for_more_than_the_server_was_started_with(
+    scripted_server: ScriptedServer, repo: Path, tmp_path: Path
+) -> None:
+    async with Client(_params(scripted_server, tmp_path)) as client:
+        looser = await client.call_tool(
+            "run_task", {"prompt": "x", "cwd": str(repo), "approval": "full-auto"}
+        )
+        assert looser.structured_content is not None
+        assert "looser than this server allows ('auto-edit')" in looser.structured_content["error"]
+        host = await client.call_tool(
+            "run_task", {"prompt": "x", "cwd": str(repo), "sandbox": "none"}
+        )
+        assert host.structured_content is not None
+        assert "--sandbox none" in host.structured_content["error"]
     assert scripted_server.chat_requests == []
