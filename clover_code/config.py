@@ -13,41 +13,44 @@ project file always applies.
 
 from __future__ import annotations
 
-import difflib
-import json
 import os
-import tomllib
 from collections.abc import Mapping
-from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 import platformdirs
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     PrivateAttr,
     SecretStr,
     ValidationError,
     field_validator,
-    model_validator,
 )
-from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from clover_code import trust
+from clover_code.config_sections import HookConfig as HookConfig
+from clover_code.config_sections import HookEvent as HookEvent
+from clover_code.config_sections import McpServerConfig as McpServerConfig
+from clover_code.config_sections import PermissionRules as PermissionRules
+from clover_code.config_sources import (
+    ENV_PREFIX,
+    LAYERS,
+    DictSource,
+    check_base_url,
+    env_value,
+    explain,
+    read_toml,
+)
 from clover_code.errors import ConfigError
 from clover_code.project_files import ProjectJudge
+from clover_code.protocol import ApprovalMode as ApprovalMode  # the settings name it too
 
 APP_NAME = "clover-code"
 REPO_CONFIG = Path(trust.PROJECT_CONFIG)
-ENV_PREFIX = "CLOVER_"
 
 EngineKind = Literal["auto", "remote", "sglang", "hf"]
 SandboxKind = Literal["auto", "docker", "bwrap", "none"]
-ApprovalMode = Literal["read-only", "ask", "auto-edit", "full-auto"]
 
 
 def user_config_path() -> Path:
@@ -63,84 +66,6 @@ def user_data_dir() -> Path:
 def trust_store() -> trust.TrustStore:
     """The user's project trust records (in the user data dir, outside every workspace)."""
     return trust.TrustStore(user_data_dir() / "trusted-projects.json")
-
-
-class PermissionRules(BaseModel):
-    """Allow and deny rules on top of the approval mode; deny beats allow.
-
-    Keys are tool names (``shell``, ``write_file``, an MCP tool's name; a
-    ``*`` glob may stand for part of a name) or ``edit`` (every file write,
-    shell redirections included) and ``read``. Shell rules are command
-    patterns (``"pytest *"``, ``"git status"``); the others are path globs
-    relative to the workspace (``"docs/**"``, ``".env"``).
-    """
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
-    allow: dict[str, list[str]] = Field(default_factory=dict)
-    """Calls that run without asking, e.g. shell = ["pytest *", "git status"]."""
-
-    deny: dict[str, list[str]] = Field(default_factory=dict)
-    """Calls that are always refused, e.g. shell = ["git push *"], edit = [".env"]."""
-
-
-class McpServerConfig(BaseModel):
-    """One MCP server: a program to start (stdio) or a URL to reach (http, sse);
-    the ``.mcp.json`` entry shape."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
-    type: Literal["stdio", "http", "sse"] = "stdio"
-    """Transport: stdio (a program), http (streamable HTTP) or sse (the older SSE
-    transport); an entry with a url and no type is http."""
-
-    command: str | None = Field(None, min_length=1)
-    """The program that runs the server, e.g. npx or uvx (stdio)."""
-
-    url: str | None = None
-    """The server's endpoint, e.g. https://mcp.example.com/mcp (http, sse)."""
-
-    headers: dict[str, str] = Field(default_factory=dict)
-    """HTTP headers sent with every request (http, sse), e.g. Authorization =
-    "Bearer ${TOKEN}": ${VAR} is taken from the environment."""
-
-    oauth: bool = False
-    """Sign in with OAuth when the server asks for it (http, sse): the SDK's OAuth
-    client opens the browser and waits for the sign-in on a loopback port."""
-
-    args: list[str] = Field(default_factory=list)
-    """Its command-line arguments."""
-
-    env: dict[str, str] = Field(default_factory=dict)
-    """Extra environment variables (the server gets only PATH, HOME and a few more otherwise)."""
-
-    cwd: str | None = None
-    """Directory to start it in; unset means the workspace root."""
-
-    enabled: bool = True
-    """Start this server (false keeps it declared but off)."""
-
-    startup_timeout: float = Field(30.0, gt=0)
-    """Seconds to wait for the server to start and list its tools."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _url_means_http(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("url") and "type" not in data:
-            return {**data, "type": "http"}
-        return data
-
-    @model_validator(mode="after")
-    def _transport_needs(self) -> McpServerConfig:
-        if self.type == "stdio" and not self.command:
-            raise ValueError("a stdio server needs a command")
-        if self.type != "stdio":
-            parts = urlsplit(self.url or "")
-            if not self.url:
-                raise ValueError(f"an {self.type} server needs a url")
-            if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
-                raise ValueError(f"the url '{self.url}' is not an http:// or https:// address")
-        return self
 
 
 class Settings(BaseSettings):
@@ -288,7 +213,8 @@ class Settings(BaseSettings):
     the workspace mounted (e.g. ``pip install -e '.[test]'``); the result is cached."""
 
     approval: ApprovalMode | None = None
-    """read-only, ask, auto-edit or full-auto; unset means ask in the app and auto-edit headless."""
+    """What may run without asking (an approval mode, strictest first: read-only, ask,
+    auto-edit, full-auto); unset means ask in the app and auto-edit headless."""
 
     permissions: PermissionRules = Field(default_factory=PermissionRules)
     """Allow and deny rules per tool, e.g. [permissions.allow] shell = ["pytest *"]."""
@@ -299,6 +225,9 @@ class Settings(BaseSettings):
     mcp_project: Literal["ask", "trust", "ignore"] = "ask"
     """Servers in the project's .mcp.json: ask (start them once you trust that file's
     content), trust (start them without asking), or ignore them."""
+
+    hooks: dict[HookEvent, list[HookConfig]] = Field(default_factory=dict)
+    """Programs run at lifecycle points, e.g. [[hooks.PreToolUse]] command = "./check"."""
 
     mcp_timeout: float = Field(120.0, gt=0)
     """Longest an MCP tool call may take, in seconds."""
@@ -396,62 +325,12 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        layers = _LAYERS.get()
-        return (init_settings, *(_DictSource(settings_cls, data) for _, data in layers))
+        layers = LAYERS.get()
+        return (init_settings, *(DictSource(settings_cls, data) for _, data in layers))
 
     def resolved_sessions_dir(self) -> Path:
         """The directory transcripts go to."""
         return self.sessions_dir or user_data_dir() / "sessions"
-
-
-def check_base_url(value: str | None) -> str | None:
-    """A server address must be an http:// or https:// URL with a host (blank means unset)."""
-    if value is None or not value.strip():
-        return value
-    url = value.strip()
-    example = "e.g. http://localhost:30000/v1"
-    if "://" not in url:
-        raise ValueError(f"the URL has no scheme; write it with http:// or https://, {example}")
-    parts = urlsplit(url)
-    if parts.scheme.lower() not in ("http", "https"):
-        raise ValueError(
-            f"the scheme '{parts.scheme}' is not supported; use http:// or https://, {example}"
-        )
-    if not parts.hostname:
-        raise ValueError(f"the URL has no host, {example}")
-    return url
-
-
-class _DictSource(PydanticBaseSettingsSource):
-    """One already-read layer (environment or a config file) as a settings source."""
-
-    def __init__(self, settings_cls: type[BaseSettings], data: dict[str, Any]):
-        super().__init__(settings_cls)
-        self.data = data
-
-    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
-        return self.data.get(field_name), field_name, False
-
-    def __call__(self) -> dict[str, Any]:
-        return dict(self.data)
-
-
-# The layers below the flags, highest first, for the load in progress: pydantic
-# builds the sources itself, so they are handed over through a context variable.
-_LAYERS: ContextVar[tuple[tuple[str, dict[str, Any]], ...]] = ContextVar("_LAYERS", default=())
-
-
-def read_toml(path: Path) -> dict[str, Any]:
-    """Parse one config file, turning syntax errors into a ``ConfigError``."""
-    try:
-        with path.open("rb") as fh:
-            data = tomllib.load(fh)
-    except tomllib.TOMLDecodeError as exc:
-        msg = f"config file {path} is not valid TOML ({exc}); fix or remove it."
-        raise ConfigError(msg) from None
-    except OSError as exc:
-        raise ConfigError(f"config file {path} cannot be read ({exc.strerror}).") from None
-    return data
 
 
 def load_settings(
@@ -472,7 +351,7 @@ def load_settings(
     environ = os.environ if env is None else env
     fields = Settings.model_fields
     env_values = {
-        k[len(ENV_PREFIX) :].lower(): _env_value(v)
+        k[len(ENV_PREFIX) :].lower(): env_value(v)
         for k, v in environ.items()
         if k.startswith(ENV_PREFIX) and k[len(ENV_PREFIX) :].lower() in fields
     }
@@ -484,54 +363,35 @@ def load_settings(
         judge = ProjectJudge(repo_root, store or trust_store(), record=trust_project)
         defaults = {name: f.default for name, f in Settings.model_fields.items()}
         project, report = judge.read(defaults, user_values, env_values, ENV_PREFIX)
+        if project is not None and "hooks" in project:
+            project = {
+                **project,
+                "hooks": _joined_hooks(user_values.get("hooks"), project["hooks"]),
+            }
         if project is not None:
             layers.append((f"config file {repo_root / REPO_CONFIG}", project))
     if user_path.is_file():
         layers.append((f"config file {user_path}", user_values))
-    token = _LAYERS.set(tuple(layers))
+    token = LAYERS.set(tuple(layers))
     try:
         settings = Settings(**cli_values)
         settings._project_trust = report
         return settings
     except ValidationError as exc:
-        raise ConfigError(_explain(exc, cli_values, layers)) from None
+        raise ConfigError(explain(exc, cli_values, layers, list(Settings.model_fields))) from None
     finally:
-        _LAYERS.reset(token)
+        LAYERS.reset(token)
 
 
-def _env_value(raw: str) -> Any:
-    """Structured settings (rules, server tables) come from the environment as JSON."""
-    if raw.lstrip()[:1] in ("{", "["):
-        try:
-            return json.loads(raw)
-        except ValueError:
-            return raw
-    return raw
-
-
-def _explain(
-    exc: ValidationError, cli: Mapping[str, Any], layers: list[tuple[str, dict[str, Any]]]
-) -> str:
-    """One sentence per bad key, naming where the value came from."""
-    lines = []
-    for err in exc.errors():
-        key = str(err["loc"][0]) if err["loc"] else "?"
-        if key in cli:
-            where = f"command-line option --{key.replace('_', '-')}"
-        else:
-            where = next((name for name, data in layers if key in data), "settings")
-            if where == "environment":
-                where = f"environment variable {ENV_PREFIX}{key.upper()}"
-        if err["type"] == "extra_forbidden":
-            close = difflib.get_close_matches(key, list(Settings.model_fields), n=1)
-            if close:
-                lines.append(f"{where}: unknown key '{key}'; did you mean '{close[0]}'?")
-            else:
-                known = ", ".join(sorted(Settings.model_fields))
-                lines.append(f"{where}: unknown key '{key}' (known keys: {known}).")
-        else:
-            got = err.get("input")
-            # A validator's own sentence, without pydantic's "Value error, " prefix.
-            cause = (err.get("ctx") or {}).get("error") if err["type"] == "value_error" else None
-            lines.append(f"{where}: bad value {got!r} for '{key}': {cause or err['msg']}.")
-    return " ".join(lines)
+def _joined_hooks(user: Any, project: Any) -> Any:
+    """A trusted project's hooks run after the user's, never instead of them (the
+    layers would otherwise replace the user's list for an event)."""
+    if not isinstance(user, dict) or not isinstance(project, dict):
+        return project
+    joined = dict(user)
+    for event, hooks in project.items():
+        mine = user.get(event)
+        joined[event] = (
+            mine + hooks if isinstance(mine, list) and isinstance(hooks, list) else hooks
+        )
+    return joined

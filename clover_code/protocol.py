@@ -12,9 +12,15 @@ This module imports nothing else of clover-code.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+ApprovalMode = Literal["read-only", "ask", "auto-edit", "full-auto"]
+"""What may run without asking: nothing that changes anything, nothing without
+asking, file edits, or everything. The settings, the flags and every picker use this."""
+APPROVAL_MODES: tuple[ApprovalMode, ...] = get_args(ApprovalMode)
+"""The approval modes, strictest first (the order Shift+Tab cycles through)."""
 
 
 class _Message(BaseModel):
@@ -52,7 +58,7 @@ class SetApprovalMode(_Message):
     """Switch the approval mode for the rest of the session."""
 
     type: Literal["set_approval_mode"] = "set_approval_mode"
-    mode: Literal["read-only", "ask", "auto-edit", "full-auto"]
+    mode: ApprovalMode
 
 
 class Undo(_Message):
@@ -301,6 +307,23 @@ class ErrorEvent(_Message):
     fatal: bool = False
 
 
+class HookRan(_Message):
+    """A hook program ran (``clover_code.agent.hooks``); a blocked or failed one
+    is also reported as a warning ``Notice``."""
+
+    type: Literal["hook_ran"] = "hook_ran"
+    event: str
+    """The lifecycle point, e.g. ``PreToolUse``."""
+    command: str
+    outcome: Literal["ok", "blocked", "failed"]
+    """ok: it let things go on; blocked: exit 2 or a block decision; failed: it
+    could not start, crashed, timed out, printed bad JSON or exited with another
+    code (then clover-code went on)."""
+    message: str = ""
+    """The reason or problem, in one sentence."""
+    tool_name: str | None = None
+
+
 TurnStatus = Literal["completed", "interrupted", "failed", "max_turns", "timeout"]
 
 
@@ -339,6 +362,7 @@ Event = Annotated[
     | Compacted
     | Notice
     | ErrorEvent
+    | HookRan
     | TurnFinished
     | SessionEnded,
     Field(discriminator="type"),

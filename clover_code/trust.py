@@ -28,6 +28,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from clover_code.errors import ConfigError
+from clover_code.protocol import APPROVAL_MODES
 
 __all__ = [
     "APPROVAL_ORDER",
@@ -53,16 +54,20 @@ PROJECT_CONFIG = ".clover/config.toml"
 MCP_FILE = ".mcp.json"
 """The project's MCP server list, relative to the workspace root."""
 
-PROTECTED_PATHS: tuple[str, ...] = (PurePosixPath(PROJECT_CONFIG).parent.as_posix(), MCP_FILE)
+PROTECTED_PATHS: tuple[str, ...] = (
+    PurePosixPath(PROJECT_CONFIG).parent.as_posix(),  # config, commands/, skills/
+    MCP_FILE,
+    ".agents/skills",
+)
 """Project files and directories that configure clover-code itself (a directory
-covers everything under it). The agent's file tools never write them without
-the user's approval, in any mode; headless refuses. Add hook and command files
-here when the project gains them."""
+covers everything under it): settings (hooks included), custom commands and
+skills. The agent's file tools never write them without the user's approval,
+in any mode; headless refuses."""
 
 TRUST_SWITCH = "trust_project_settings"
 """The setting that trusts every project; never read from a project file."""
 
-APPROVAL_ORDER: tuple[str, ...] = ("read-only", "ask", "auto-edit", "full-auto")
+APPROVAL_ORDER: tuple[str, ...] = APPROVAL_MODES
 """Approval modes, strictest first."""
 DEFAULT_APPROVAL = "ask"
 """The mode an unset ``approval`` is judged against: the app's default, the
@@ -149,6 +154,7 @@ _LOOSER: dict[str, Callable[[Any, Any], bool]] = {
     "sandbox_pids": _more,
     "sandbox_cpus": _more,
     "mcp_servers": _any,  # programs started on the host
+    "hooks": _any,  # programs run on the host at lifecycle points
     "mcp_project": _ranked(_MCP_PROJECT_ORDER),
     "model_path": _changed,  # checkpoints load with their own code (trust_remote_code)
     "sessions_dir": _changed,  # where the harness writes on the host

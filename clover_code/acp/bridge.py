@@ -15,11 +15,15 @@ from typing import cast, get_args
 
 from acp import Client, RequestError
 from acp.schema import (
+    AvailableCommand,
+    AvailableCommandInput,
+    AvailableCommandsUpdate,
     ClientCapabilities,
     CurrentModeUpdate,
     PromptResponse,
     SessionMode,
     SessionModeState,
+    UnstructuredCommandInput,
 )
 
 from clover_code import protocol as p
@@ -28,6 +32,7 @@ from clover_code.acp.replay import replay_updates
 from clover_code.acp.terminal import EditorTerminal
 from clover_code.acp.updates import EventMapper, stop_reason
 from clover_code.agent.approval import verdict
+from clover_code.agent.commands import CustomCommand
 from clover_code.agent.session import Session
 from clover_code.agent.transcript import LoadedSession
 from clover_code.config import ApprovalMode, Settings
@@ -57,6 +62,23 @@ _TERMINAL_NOTICE = (
 )
 _CLOSE_TIMEOUT = 5.0
 _TOOL_KINDS = frozenset(get_args(ToolKind))
+
+
+def available_commands(commands: list[CustomCommand]) -> AvailableCommandsUpdate:
+    """The custom commands, as the editor's slash-command menu shows them."""
+    return AvailableCommandsUpdate(
+        session_update="available_commands_update",
+        available_commands=[
+            AvailableCommand(
+                name=c.name,
+                description=c.description or f"custom command ({c.source})",
+                input=AvailableCommandInput(root=UnstructuredCommandInput(hint=c.argument_hint))
+                if c.argument_hint
+                else None,
+            )
+            for c in commands
+        ],
+    )
 
 
 class LiveSession:
@@ -138,6 +160,8 @@ class LiveSession:
             files=live.files,
         )
         live.outbox.start(live._session.id)
+        if live._session.commands:
+            live.outbox.put(available_commands(live._session.commands))
         return live
 
     @property

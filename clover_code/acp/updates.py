@@ -38,6 +38,7 @@ from acp.schema import (
     AgentMessageChunk,
     AgentPlanUpdate,
     AgentThoughtChunk,
+    AvailableCommandsUpdate,
     ContentToolCallContent,
     CurrentModeUpdate,
     FileEditToolCallContent,
@@ -75,6 +76,7 @@ Update = (
     | AgentPlanUpdate
     | UsageUpdate
     | CurrentModeUpdate
+    | AvailableCommandsUpdate
 )
 """The session updates this front end sends."""
 

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ValidationError
 from clover_code import protocol as p
 from clover_code.agent.approval import ApprovalRequest, Approver
 from clover_code.agent.edit_preview import EditAllowance, preview_edit
+from clover_code.agent.hooks import HookRunner
 from clover_code.agent.permissions import PermissionPolicy
 from clover_code.config import ApprovalMode
 from clover_code.errors import CloverError
@@ -67,6 +68,7 @@ class ToolDispatcher:
         spill: OutputSpill,
         emit: Emit,
         on_todo: Callable[[list[dict[str, Any]]], None],
+        hooks: HookRunner | None = None,
     ) -> None:
         self.tools = {tool.name: tool for tool in tools}
         self.context = context
@@ -76,6 +78,9 @@ class ToolDispatcher:
         self.spill = spill
         self.emit = emit
         self.on_todo = on_todo
+        self.hooks = hooks
+        self.allowed_tools: frozenset[str] | None = None
+        """When set (a custom command's allowed-tools), calls of other tools are refused."""
         self.edits = EditAllowance()
 
     def screen(self, calls: list[ToolCall]) -> None:
@@ -135,6 +140,9 @@ class ToolDispatcher:
                 f"match its JSON schema {schema}",
             )
             return
+        hook_refusal, approved = None, False
+        if self.hooks is not None and self.hooks.has("PreToolUse"):
+            args, hook_refusal, approved = await self._pre_tool_hooks(call, tool, args)
         try:
             summary = tool.summary(args)
         except Exception:
@@ -150,8 +158,11 @@ class ToolDispatcher:
                 summary=summary,
             )
         )
+        if self.allowed_tools is not None and tool.name not in self.allowed_tools:
+            allowed = ", ".join(sorted(self.allowed_tools)) or "none"
+            hook_refusal = f"refused: this command allows only these tools: {allowed}."
         try:
-            refusal = await self._approve(call, tool, args, summary)
+            refusal = hook_refusal or await self._approve(call, tool, args, summary, approved)
         except Exception as exc:
             self._unexpected(call, tool, exc, "check", started)
             return
@@ -173,7 +184,36 @@ class ToolDispatcher:
         for notice in result.notices:
             self.emit(p.Notice(level="warning", text=notice))
         status = "error" if result.is_error else "ok"
+        if self.hooks is not None and self.hooks.has("PostToolUse"):
+            response = {"result": result.text, "is_error": result.is_error}
+            data = {"tool_name": tool.name, "tool_input": call.arguments, "tool_response": response}
+            after = await self.hooks.run("PostToolUse", data, tool=tool.name)
+            if after.blocked:
+                call.result = f"{call.result}\n\n[PostToolUse hook] {after.reason}"
         self._finish(call, status, result.text, result.display, started)
+
+    async def _pre_tool_hooks(
+        self, call: ToolCall, tool: Tool, args: BaseModel
+    ) -> tuple[BaseModel, str | None, bool]:
+        """Run the PreToolUse hooks: the arguments to use, a refusal, and whether
+        a hook approved the call (which only spares asking the user)."""
+        assert self.hooks is not None
+        data = {"tool_name": tool.name, "tool_input": call.arguments}
+        outcome = await self.hooks.run("PreToolUse", data, tool=tool.name)
+        if outcome.blocked:
+            return args, f"refused by a PreToolUse hook: {outcome.reason}", False
+        if outcome.tool_input is not None:
+            # Screened and validated like the model's own arguments.
+            screened = tool.screen(outcome.tool_input)
+            try:
+                if screened.problem:
+                    raise ValueError(screened.problem)
+                args = tool.Args.model_validate(screened.arguments)
+            except (ValidationError, ValueError) as exc:
+                why = f"{exc.error_count()} errors" if isinstance(exc, ValidationError) else exc
+                return args, f"refused: a PreToolUse hook gave invalid arguments ({why}).", False
+            call.arguments = screened.arguments
+        return args, None, outcome.approved
 
     def _unexpected(
         self, call: ToolCall, tool: Tool, exc: Exception, stage: str, started: float
@@ -190,9 +230,12 @@ class ToolDispatcher:
         self._finish(call, "error", call.result, {}, started)
 
     async def _approve(
-        self, call: ToolCall, tool: Tool, args: BaseModel, summary: str
+        self, call: ToolCall, tool: Tool, args: BaseModel, summary: str, approved: bool = False
     ) -> str | None:
-        """None when the call may run, else the refusal the model sees."""
+        """None when the call may run, else the refusal the model sees.
+
+        ``approved`` (a hook's "approve") spares asking the user, never more:
+        deny rules, the mode's refusals and protected paths still stand."""
         arguments = args.model_dump()
         command = arguments.get("command")
         shell = tool.name == "shell" and isinstance(command, str)
@@ -202,6 +245,8 @@ class ToolDispatcher:
             return None
         if ruling.verdict == "deny":
             return f"refused: {ruling.reason}"
+        if approved and not ruling.protected:
+            return None
         path = arguments.get("path") if tool.kind == "edit" else None
         if self.edits.covers(path):
             return None

@@ -8,7 +8,8 @@ from importlib import resources
 from pathlib import Path
 
 INSTRUCTION_FILES = ("AGENTS.md", "CLOVER.md")
-"""Files in the repository root whose text the model always sees."""
+"""Files in the repository root whose text the model always sees (those of
+sub-directories join once the agent works there: ``clover_code.agent.nested``)."""
 
 MAX_INSTRUCTION_CHARS = 40_000
 
@@ -31,10 +32,32 @@ def repo_instructions(root: Path) -> list[tuple[str, str]]:
     return found
 
 
+def user_instructions(config_dir: Path | None) -> str:
+    """The user's own ``AGENTS.md`` in the config dir (every repository), or ""."""
+    if config_dir is None:
+        return ""
+    path = config_dir / "AGENTS.md"
+    try:
+        text = path.read_text("utf-8", errors="replace")
+    except OSError:
+        return ""
+    return text[:MAX_INSTRUCTION_CHARS]
+
+
 def system_prompt(
-    root: Path, *, is_git: bool, shell: str | None, tools: list[str], repo_map: str = ""
+    root: Path,
+    *,
+    is_git: bool,
+    shell: str | None,
+    tools: list[str],
+    repo_map: str = "",
+    config_dir: Path | None = None,
+    extra: list[str] | None = None,
 ) -> str:
-    """Assemble the full system prompt for a session in ``root``."""
+    """Assemble the full system prompt for a session in ``root``.
+
+    ``config_dir`` is the user config dir (its ``AGENTS.md`` applies to every
+    repository); ``extra`` are further sections (e.g. the skills list)."""
     parts = [base_prompt().strip()]
     env = [
         f"- Repository root: {root}",
@@ -49,8 +72,12 @@ def system_prompt(
         ),
     ]
     parts.append("Environment:\n" + "\n".join(env))
+    mine = user_instructions(config_dir).strip()
+    if mine:
+        parts.append(f"Instructions from your user AGENTS.md (follow them):\n{mine}")
     for name, text in repo_instructions(root):
         parts.append(f"Instructions from {name} (follow them):\n{text.strip()}")
+    parts += [section.strip() for section in extra or () if section.strip()]
     if repo_map:
         parts.append(
             "Repository map (the most referenced definitions, by file; use the repo_map "

@@ -21,6 +21,8 @@ from clover_code.agent.approval import Approver
 from clover_code.agent.compaction import compact
 from clover_code.agent.context import Budget, TokenCounter
 from clover_code.agent.dispatch import ToolCall, ToolDispatcher
+from clover_code.agent.hooks import HookRunner, prompt_hooks, stop_hooks
+from clover_code.agent.nested import NestedInstructions
 from clover_code.agent.permissions import PermissionPolicy
 from clover_code.config import ApprovalMode, Settings
 from clover_code.engine import events as ev
@@ -45,6 +47,8 @@ class _TurnState:
     calls: list[ToolCall] = field(default_factory=list)
     phase: Literal["idle", "streaming", "tools"] = "idle"
     final_text: str = ""
+    stop_hook_active: bool = False
+    """A Stop hook already sent the model back to work in this turn."""
 
 
 class Agent:
@@ -66,6 +70,7 @@ class Agent:
         spill: OutputSpill,
         messages: list[Message] | None = None,
         count_text: Callable[[str], int] | None = None,
+        hooks: HookRunner | None = None,
     ) -> None:
         self.backend = backend
         self.settings = settings
@@ -82,7 +87,10 @@ class Agent:
             spill=spill,
             emit=emit,
             on_todo=self._set_todo,
+            hooks=hooks,
         )
+        self.hooks = hooks
+        self.nested = NestedInstructions(context.workspace.root)
         self.turn = sum(1 for m in self.messages if m.get("role") == "user")
         self._specs = [tool.spec() for tool in tools]
         self._block = 0
@@ -132,10 +140,15 @@ class Agent:
         self._record(message)
 
     async def run_turn(self, text: str) -> p.TurnFinished:
-        """Work on one user input until the model answers, a limit hits, or it is cancelled."""
+        """Work on one user input until the model answers, a limit hits, or it is cancelled.
+
+        ``dispatch.allowed_tools``, when set (a custom command's), narrows the tools."""
         self.turn += 1
         self._turn_starts[self.turn] = len(self.messages)
-        self._add({"role": "user", "content": text})
+        content, refusal = await prompt_hooks(self.hooks, text)
+        if refusal is not None:
+            return self._refused(text, refusal)
+        self._add({"role": "user", "content": content})
         self.emit(p.TurnStarted(turn=self.turn, text=text))
         state = _TurnState()
         status: p.TurnStatus
@@ -164,6 +177,14 @@ class Agent:
             final_text=state.final_text,
             model_requests=state.requests,
         )
+        self.emit(finished)
+        return finished
+
+    def _refused(self, text: str, reason: str) -> p.TurnFinished:
+        """A prompt a UserPromptSubmit hook refused: the model never sees it."""
+        self.emit(p.TurnStarted(turn=self.turn, text=text))
+        self.emit(p.ErrorEvent(message=f"a UserPromptSubmit hook refused the prompt: {reason}"))
+        finished = p.TurnFinished(turn=self.turn, status="failed")
         self.emit(finished)
         return finished
 
@@ -203,9 +224,17 @@ class Agent:
                 self._close_partial(state, "[stopped: the session cannot go on]")
                 return "failed"
             if not calls:
+                more = await stop_hooks(self.hooks, state.stop_hook_active, "".join(state.content))
+                if more is not None:
+                    self._add({"role": "user", "content": more})
+                    state.content, state.reasoning, state.stop_hook_active = [], [], True
+                    continue
                 state.final_text = "".join(state.content)
                 return "completed"
             await self.dispatch.run_calls(calls)
+            added = self.nested.annotate(calls)
+            if added:
+                self.emit(p.Notice(text=f"added the instructions of {', '.join(added)}."))
             for call in calls:
                 self._add({"role": "tool", "tool_call_id": call.id, "content": call.result or ""})
             state.phase = "idle"
@@ -227,9 +256,10 @@ class Agent:
 
     async def _respond(self, state: _TurnState) -> CloverError | None:
         """Stream one model response into ``state``; return the failure, if any."""
+        allowed = self.dispatch.allowed_tools
         request = ChatRequest(
             messages=[{"role": "system", "content": self.system_prompt}, *self._wire_messages()],
-            tools=self._specs,
+            tools=[s for s in self._specs if allowed is None or s.name in allowed],
             max_tokens=self.settings.max_tokens,
             temperature=self.settings.temperature,
             enable_thinking=self.settings.thinking,
@@ -323,6 +353,8 @@ class Agent:
     async def compact(self, size: int | None = None) -> None:
         """Summarise older turns into one message (the ``/compact`` command)."""
         before = size or self.counter.prompt(self.system_prompt, self.messages, self._specs)
+        if self.hooks is not None and self.hooks.has("PreCompact"):
+            await self.hooks.run("PreCompact", {"trigger": "auto" if size else "manual"})
         # The system prompt and tool schemas are always sent: only the rest of
         # the budget is there for the history.
         fixed = TokenCounter(self.counter.count_text).prompt(self.system_prompt, [], self._specs)
@@ -333,6 +365,7 @@ class Agent:
             keep_tokens=max(256, (self.budget.compact_at - fixed) // 3),
             todo=self.todo,
         )
+        self.nested.carry(history)
         self.messages = history
         self._turn_starts.clear()
         self.counter.reset()

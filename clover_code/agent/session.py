@@ -16,26 +16,36 @@ from typing import TYPE_CHECKING, Any
 from clover_code import protocol as p
 from clover_code.agent.approval import Approver, QueueApprover
 from clover_code.agent.checkpoints import CheckpointError, CheckpointStore
+from clover_code.agent.commands import (
+    CustomCommand,
+    ExpandedPrompt,
+    load_commands,
+    prepare,
+    read_rule,
+)
+from clover_code.agent.hooks import HookRunner
 from clover_code.agent.instructions import system_prompt
 from clover_code.agent.loop import Agent
-from clover_code.agent.mcp_config import declared_servers
 from clover_code.agent.session_checkpoints import (
     checkpoints_answer,
     held_notice,
     show_diff,
     undo,
 )
+from clover_code.agent.skills import Skill, load_skills, skills_prompt
 from clover_code.agent.transcript import Transcript, TranscriptError, load, new_session_id
 from clover_code.agent.workspace_check import snapshot_warning
-from clover_code.config import ApprovalMode, Settings, user_data_dir
+from clover_code.config import ApprovalMode, Settings, user_config_path, user_data_dir
 from clover_code.engine.base import Backend
 from clover_code.errors import CloverError
 from clover_code.repomap import RepoMap
 from clover_code.tools.base import ToolContext
 from clover_code.tools.fileio import FileAccess, LocalFiles
+from clover_code.tools.mcp_config import declared_servers
 from clover_code.tools.registry import default_tools
 from clover_code.tools.sandbox.base import Sandbox
 from clover_code.tools.sandbox.select import SandboxChoice, choose_from_settings
+from clover_code.tools.skill import SkillTool
 from clover_code.tools.spill import OutputSpill
 from clover_code.tools.workspace import Workspace
 
@@ -116,6 +126,10 @@ class Session:
         self.checkpoints_held: str | None = None
         """Why snapshots wait for the user's yes (``AllowCheckpoints``), if they do."""
         self.mcp = mcp
+        self.skills: list[Skill] = []
+        """The skills this session offers (for a ``/skills`` listing)."""
+        self.commands: list[CustomCommand] = []
+        """Custom commands (``/name args`` prompts expand; for completion and ACP)."""
 
     @classmethod
     async def open(
@@ -200,8 +214,16 @@ class Session:
                 transcript.event(event.model_dump(mode="json"))
             emit(event)
 
+        hooks = HookRunner.create(
+            settings.hooks, root, session_id, transcript.path, record_and_emit
+        )
+        skills, skill_notes = load_skills(root, user_config_path().parent)
+        startup_notices += skill_notes
+        commands = load_commands(root, config_dir=user_config_path().parent, notes=startup_notices)
+        tools += [SkillTool(skills)] if skills else []
         agent = Agent(
             backend=backend,
+            hooks=hooks,
             tools=tools,
             context=ToolContext(
                 workspace=Workspace(root),
@@ -219,6 +241,8 @@ class Session:
                 shell=choice.sandbox.kind if choice.sandbox else None,
                 tools=[t.name for t in tools],
                 repo_map=map_text,
+                config_dir=user_config_path().parent,
+                extra=[skills_prompt(skills)],
             ),
             emit=record_and_emit,
             record_message=transcript.message,
@@ -265,6 +289,9 @@ class Session:
                     "(run `git init` to enable it)."
                 )
             )
+        if hooks is not None:
+            agent.system_prompt += await hooks.session_start(resume is not None)
+        session.skills, session.commands = skills, commands
         return session
 
     def _transcript_failed(self, error: TranscriptError) -> None:
@@ -296,12 +323,24 @@ class Session:
             for notice in store.take_notices() if store else []:
                 self._emit(p.Notice(level="warning", text=notice))
         try:
-            return await self.agent.run_turn(text)
+            command = self._command(text)
+            self.agent.dispatch.allowed_tools = command.allowed_tools if command else None
+            return await self.agent.run_turn(command.text if command else text)
         finally:
+            self.agent.dispatch.allowed_tools = None
             self._ending = True  # TurnFinished is out; only the checkpoint is left
             if store is not None:
                 with contextlib.suppress(CheckpointError):
                     await asyncio.shield(asyncio.to_thread(store.end_turn, turn))
+
+    def _command(self, text: str) -> ExpandedPrompt | None:
+        """``text`` expanded when it runs a custom command (``/name args``)."""
+        may_read = read_rule(self.agent.dispatch.policy, self.agent.approval_mode)
+        root = self.agent.dispatch.context.workspace.root
+        expanded = prepare(text, self.commands, root, may_read=may_read)
+        for note in expanded.notes if expanded else ():
+            self._emit(p.Notice(level="warning", text=note))
+        return expanded
 
     async def submit(self, op: p.Op) -> None:
         """Act on an op from a front end."""
@@ -373,6 +412,9 @@ class Session:
         if self._turn is not None and self._turn is not asyncio.current_task():
             self._turn.cancel()
             await asyncio.gather(self._turn, return_exceptions=True)
+        hooks = self.agent.hooks
+        if hooks is not None and hooks.has("SessionEnd"):
+            await hooks.run("SessionEnd", {"reason": "exit"})
         if self.mcp is not None:
             await self.mcp.aclose()
         if self.sandbox is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel
@@ -59,6 +60,9 @@ class ToolContext:
     output_limit: int = 30_000
     on_output: Callable[[str], None] | None = None
     files: FileAccess = field(default_factory=_local_files)
+    read_roots: list[Path] = field(default_factory=list)
+    """Folders outside the workspace that read_file may read (skills loaded this
+    session); shared by every copy of the context, so a loaded skill stays readable."""
 
 
 class Tool(ABC):

@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import os
+from pathlib import Path
 from typing import BinaryIO, ClassVar
 
 from pydantic import BaseModel, Field
 
 from clover_code.errors import ToolError
+from clover_code.fs.binary import BINARY_SAMPLE, looks_binary
 from clover_code.tools.base import Tool, ToolContext, ToolKind, ToolResult
-from clover_code.tools.fileio import (
-    BINARY_SAMPLE,
-    FileAccess,
-    LocalFiles,
-    looks_binary,
-    missing_path_error,
-)
+from clover_code.tools.fileio import FileAccess, LocalFiles, missing_path_error
 from clover_code.tools.workspace import Workspace
 
 __all__ = ["ReadFileArgs", "ReadFileTool"]
@@ -130,6 +127,19 @@ class ReadFileTool(Tool):
 
     async def run(self, args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
         """Read the requested window of the file."""
+        workspace, files = ctx.workspace, ctx.files
+        outside = _loaded_skill_folder(args.path, ctx.read_roots)
+        if outside is not None:
+            # Confined to that one folder, read from the disk (not an editor's buffers).
+            workspace, files = Workspace(outside), LocalFiles()
         return await asyncio.to_thread(
-            read_window, ctx.workspace, args.path, args.offset, args.limit, ctx.files
+            read_window, workspace, args.path, args.offset, args.limit, files
         )
+
+
+def _loaded_skill_folder(path: str, roots: list[Path]) -> Path | None:
+    """The loaded skill folder an absolute ``path`` names, if any."""
+    if not roots or not os.path.isabs(path):
+        return None
+    lexical = Path(os.path.normpath(path))
+    return next((root for root in roots if lexical.is_relative_to(root)), None)

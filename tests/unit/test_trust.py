@@ -9,9 +9,9 @@ from typing import get_args
 
 import pytest
 
-from clover_code.agent.mcp_config import declared_servers
 from clover_code.config import ApprovalMode, Settings, load_settings, trust_store
 from clover_code.errors import ConfigError
+from clover_code.tools.mcp_config import declared_servers
 from clover_code.trust import (
     APPROVAL_ORDER,
     LOOSENING_KEYS,
@@ -262,7 +262,7 @@ def test_protected_paths(path: str, protected: bool) -> None:
 
 
 def test_every_file_the_loader_trusts_is_protected_from_the_file_tools() -> None:
-    assert PROTECTED_PATHS == (".clover", ".mcp.json")
+    assert PROTECTED_PATHS == (".clover", ".mcp.json", ".agents/skills")
     assert is_protected(PROJECT_CONFIG) and is_protected(MCP_FILE)
 
 

@@ -1,0 +1,39 @@
+"""YAML front matter of Markdown files (skills and custom commands)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+__all__ = ["FrontMatterError", "split_front_matter"]
+
+
+class FrontMatterError(ValueError):
+    """The front matter is not a YAML mapping; the message says why."""
+
+
+def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
+    """The front matter (empty when there is none) and the body of a Markdown file."""
+    text = text.removeprefix("\ufeff")
+    lines = text.splitlines(keepends=True)
+    if not lines or lines[0].strip() != "---":
+        return {}, text
+    for index in range(1, len(lines)):
+        if lines[index].strip() in ("---", "..."):
+            raw = "".join(lines[1:index])
+            body = "".join(lines[index + 1 :])
+            break
+    else:
+        raise FrontMatterError("the front matter that starts with '---' never ends")
+    try:
+        data = yaml.safe_load(raw)
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        line = f" at line {where.line + 2}" if where is not None else ""
+        raise FrontMatterError(f"the front matter is not valid YAML{line}") from None
+    if data is None:
+        return {}, body
+    if not isinstance(data, dict):
+        raise FrontMatterError("the front matter is not a mapping of keys to values")
+    return {str(k): v for k, v in data.items()}, body
