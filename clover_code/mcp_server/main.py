@@ -12,7 +12,7 @@ __all__ = ["main"]
 
 def build_parser() -> argparse.ArgumentParser:
     """The mcp-server command's flags: the engine flags of the main command."""
-    from clover_code.cli import add_engine_arguments
+    from clover_code.cli_flags import add_engine_arguments
 
     parser = argparse.ArgumentParser(
         prog="clover-code mcp-server",
@@ -38,10 +38,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     """Run the server until the client closes stdin."""
     args = build_parser().parse_args(argv)
-    from clover_code.cli import ENGINE_SETTINGS
+    from clover_code.cli_flags import ENGINE_FLAGS, flag_values, setting_names
     from clover_code.mcp_server.server import build_server
 
-    base = {k: getattr(args, k) for k in ENGINE_SETTINGS if getattr(args, k, None) is not None}
+    base = flag_values(args, setting_names(ENGINE_FLAGS))
     server = build_server(base, args.approval)
     try:
         server.run("stdio")

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from clover_code.errors import CloverError
+from clover_code.webapp import CHECK
 
 __all__ = ["main"]
 
@@ -22,7 +23,16 @@ def main(argv: list[str]) -> int:
     from clover_code.config import Settings, load_settings
     from clover_code.ui.run import run_app
 
-    args = build_parser().parse_args(argv)
+    checking = argv[:1] == [CHECK]
+    args = build_parser().parse_args(argv[1:] if checking else argv)
+    if args.task is not None or args.watch or args.task_file is not None:
+        sys.stderr.write(
+            "clover-code: clover-code web serves the interactive app; --task and --watch "
+            "do not apply.\n"
+        )
+        return 2
+    if checking:
+        return 0
     cwd = (args.cd or Path.cwd()).resolve()
     try:
         root, _ = find_root(cwd)

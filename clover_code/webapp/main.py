@@ -10,9 +10,10 @@ from __future__ import annotations
 import argparse
 import secrets
 import shlex
+import subprocess
 import sys
 
-from clover_code.errors import UsageError
+from clover_code.webapp import CHECK
 from clover_code.webapp.guard import is_loopback
 
 __all__ = ["build_parser", "child_command", "main"]
@@ -41,18 +42,19 @@ def child_command(app_args: list[str]) -> str:
 def main(argv: list[str]) -> int:
     """Serve until Ctrl+C; returns the exit code."""
     args, rest = build_parser().parse_known_args(argv)
-    from clover_code.cli import build_parser as app_parser
-
-    try:
-        app_args = app_parser().parse_args(rest)
-        if app_args.task is not None or app_args.watch or app_args.task_file is not None:
-            raise UsageError(
-                "clover-code web serves the interactive app; --task and --watch do not apply."
-            )
-        if not 0 < args.port < 65536:
-            raise UsageError(f"--port {args.port} is not a port number (1-65535).")
-    except UsageError as exc:
-        sys.stderr.write(f"clover-code: {exc}\n")
+    if not 0 < args.port < 65536:
+        sys.stderr.write(f"clover-code: --port {args.port} is not a port number (1-65535).\n")
+        return 2
+    # The app's flags are checked now, by the app's own parser, rather than in
+    # each tab; it runs as its own process, as the tabs' apps will.
+    check = subprocess.run(
+        [sys.executable, "-m", "clover_code.webapp.child", CHECK, *rest],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if check.returncode != 0:
+        sys.stderr.write(check.stderr)
         return 2
     try:
         from clover_code.webapp.server import GuardedServer
