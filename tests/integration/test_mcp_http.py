@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from clover_code.tools.mcp_config import DeclaredServer, read_project_servers
 from clover_code.config import McpServerConfig
 from clover_code.tools.base import ToolContext
 from clover_code.tools.mcp import McpManager
+from clover_code.tools.mcp_config import DeclaredServer, read_project_servers
 from clover_code.tools.workspace import Workspace
 
 SERVER = Path(__file__).with_name("mcp_http_server.py")
