@@ -173,9 +173,9 @@ NEUTRAL_KEYS = frozenset(
         "serve_host", "serve_port", "serve_drafts", "response_reserve",
         "compact_threshold", "repo_map_tokens", "show_denoising", "draft_confidences",
         "mcp_timeout", "auto_commit", "max_turns", "timeout", "shell_timeout",
-        "output_limit", "tool_retries", "max_retries", "request_timeout",
-        "web_max_bytes", "web_timeout", "web_max_redirects", "search_provider",
-        "search_api_key",
+        "output_limit", "tool_retries", "max_retries", "request_timeout", "decoder",
+        "logits_shift", "expert_mass", "web_max_bytes", "web_timeout", "web_max_redirects",
+        "search_provider", "search_api_key",
     }
 )  # fmt: skip
 """Settings that never weaken safety (``permissions`` is split: allow rules
