@@ -20,6 +20,7 @@ from clover_code.net.domains import matching_rule
 from clover_code.net.fetch import Fetcher, FetchLimits
 from clover_code.net.guard import AddressGuard
 from clover_code.net.search import SearchProvider, search
+from clover_code.protocol import WebPage, WebSearch
 from clover_code.tools.base import Tool, ToolContext, ToolKind, ToolResult
 
 if TYPE_CHECKING:
@@ -76,7 +77,7 @@ class WebFetchTool(Tool):
                     f"{page.url} redirects (HTTP {page.status}) to {page.redirect}, another "
                     "host, which was not followed; call web_fetch with that URL to read it."
                 ),
-                display={"url": page.url, "redirect": page.redirect},
+                display=WebPage(url=page.url, status=page.status, redirect=page.redirect),
             )
         body = await _to_text(page.text, page.is_html)
         facts = f"HTTP {page.status}, {page.content_type}, {len(body)} characters"
@@ -90,7 +91,12 @@ class WebFetchTool(Tool):
         return ToolResult(
             text=text,
             is_error=page.status >= 400,
-            display={"url": page.url, "status": page.status, "content_type": page.content_type},
+            display=WebPage(
+                url=page.url,
+                status=page.status,
+                content_type=page.content_type,
+                truncated=page.truncated,
+            ),
         )
 
 
@@ -133,7 +139,7 @@ class WebSearchTool(Tool):
         framed = frame_untrusted("a web search", "\n".join(lines))
         return ToolResult(
             text=f"{len(results)} results for {args.query!r}.\n{framed}",
-            display={"results": len(results)},
+            display=WebSearch(query=args.query, results=len(results)),
         )
 
 

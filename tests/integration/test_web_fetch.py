@@ -21,6 +21,7 @@ import pytest
 
 from clover_code.config import Settings
 from clover_code.errors import ToolError
+from clover_code.protocol import WebPage
 from clover_code.tools.base import Tool, ToolContext, ToolResult
 from clover_code.tools.spill import OutputSpill
 from clover_code.tools.web import WebFetchTool, web_tools
@@ -71,6 +72,7 @@ async def test_html_becomes_markdown_framed_as_untrusted(
 ) -> None:
     result = await _fetch(tmp_path, server.url("/page"))
     assert not result.is_error
+    assert result.display == WebPage(url=server.url("/page"), status=200, content_type="text/html")
     body = _framed(result.text)
     assert "# Install" in body and "`pip install thing`" in body
     assert "steal()" not in result.text  # scripts are not page content
