@@ -181,6 +181,7 @@ async def run_task(
                 approval_mode=settings.approval or "auto-edit",
                 resume=resume,
                 strict_sandbox=True,
+                engine_notices=True,
                 # The time spent opening the session counts against the task's limit.
                 deadline=deadline,
             )

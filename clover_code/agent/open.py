@@ -99,6 +99,7 @@ async def open_session(
     engines: Engines | None = None,
     loading: Callable[[str], None] | None = None,
     strict_sandbox: bool = False,
+    engine_notices: bool = False,
     terminal: Sandbox | None = None,
     terminal_notice: str | None = None,
     files: FileAccess | None = None,
@@ -108,7 +109,8 @@ async def open_session(
 
     - ``engines``: lend a loaded local engine (else the engine is opened for
       this session alone and closed with it); ``loading`` hears that a local
-      checkpoint is loading.
+      checkpoint is loading; ``engine_notices``: without ``loading``, what a
+      local engine says once it is loaded (its decoder choice) is still said.
     - ``strict_sandbox``: a ``docker`` or ``bwrap`` sandbox asked for
       explicitly is opened before the engine, and ``SandboxUnavailable``
       (exit 3) is raised when it cannot run, instead of going on without a
@@ -137,6 +139,9 @@ async def open_session(
         else:
             inner = await open_backend(settings, loading)
         opened.add("engine", inner.aclose)
+        if engine_notices and loading is None:
+            for line in getattr(inner, "notices", ()):  # a local engine's, said once
+                emit(p.Notice(text=line))
         backend = WatchedBackend(inner)
         if choice is None:
             choice = await _open_sandbox(settings, root, emit, opened)
@@ -269,7 +274,9 @@ async def _assemble(
         startup_notices += await mcp.start()
     repo_map, map_text, map_notes = await repo_map_for(root, settings.repo_map_tokens)
     startup_notices += map_notes
-    tools = default_tools(shell=choice.sandbox is not None, spill=spill, repo_map=repo_map)
+    tools = default_tools(
+        shell=choice.sandbox is not None, spill=spill, repo_map=repo_map, settings=settings
+    )
     tools += mcp.tools if mcp is not None else []
 
     def record_and_emit(event: p.Event) -> None:
