@@ -37,7 +37,10 @@ from clover_code.errors import (
     SandboxUnavailable,
 )
 from clover_code.headless_record import RunRecord
-from clover_code.result import STATUS_FOR_TURN, ResultStatus, TaskResult
+from clover_code.output_schema import MAX_RETRIES, OutputSchema, answer_to_schema
+from clover_code.result import STATUS_FOR_TURN, ExitReason, ResultStatus, TaskResult
+from clover_code.result_patch import RunPatch, run_patch
+from clover_code.telemetry import TelemetrySink, telemetry_from_environment
 from clover_code.tools.sandbox.select import SandboxChoice, choose_from_settings
 
 OutputFormat = Literal["text", "json", "stream-json"]
@@ -197,6 +200,7 @@ async def run_task(
     out: TextIO | None = None,
     err: TextIO | None = None,
     started: float | None = None,
+    output_schema: OutputSchema | None = None,
 ) -> int:
     """Run one task to its end and return the process exit code."""
     out = out or sys.stdout
@@ -205,8 +209,48 @@ async def run_task(
     record = RunRecord()
     render = _renderer(output_format, out, err)
 
+    def warn(text: str) -> None:
+        err.write(f"clover-code: {text}\n")
+
+    telemetry = telemetry_from_environment(warn)
+    try:
+        return await _run_task(
+            settings,
+            task,
+            cwd,
+            output_format,
+            resume,
+            out,
+            err,
+            started,
+            output_schema,
+            record,
+            render,
+            telemetry,
+        )
+    finally:
+        if telemetry is not None:
+            await asyncio.shield(asyncio.to_thread(telemetry.shutdown))
+
+
+async def _run_task(
+    settings: Settings,
+    task: str,
+    cwd: Path,
+    output_format: OutputFormat,
+    resume: Path | None,
+    out: TextIO,
+    err: TextIO,
+    started: float,
+    output_schema: OutputSchema | None,
+    record: RunRecord,
+    render: Callable[[p.Event], None] | None,
+    telemetry: TelemetrySink | None,
+) -> int:
     def emit(event: p.Event) -> None:
         record(event)
+        if telemetry is not None:
+            telemetry(event)
         if render is not None:
             render(event)
 
@@ -254,14 +298,27 @@ async def run_task(
         return _finish_interrupted_early(output_format, out, err, started, record)
     # The time spent opening the session counts against the task's limit.
     session.agent.deadline = deadline
+    prompt = task if output_schema is None else task + output_schema.instructions()
+    structured: object = None
+    schema_problem: str | None = None
+    changes = RunPatch()
     try:
-        finished = await session.run_turn(task)
-        if settings.auto_commit and finished.status == "completed":
+        finished = await session.run_turn(prompt)
+        if output_schema is not None:
+            outcome = await answer_to_schema(session, output_schema, finished)
+            finished, structured, schema_problem = outcome.finished, outcome.value, outcome.problem
+        if settings.auto_commit and finished.status == "completed" and schema_problem is None:
             await _auto_commit(session, task, emit)
+        changes = await asyncio.shield(run_patch(session.checkpoints))
+        if changes.warning is not None:
+            emit(p.Notice(level="warning", text=changes.warning))
     finally:
         await asyncio.shield(session.close())
     status = STATUS_FOR_TURN[finished.status]
     code = _STATUS_EXIT[status]
+    reason: ExitReason | None = None
+    if schema_problem is not None:
+        status, code, reason = "error", ExitCode.AGENT_ERROR, "output_schema"
     failure = backend.failure
     if status == "error" and failure is not None and failure.exit_code != ExitCode.AGENT_ERROR:
         # A refused key or a vanished model mid-task is "no engine", as at start.
@@ -276,6 +333,12 @@ async def run_task(
             f"Resume with: clover-code --resume {session.id} --task ..."
         )
         err.write(f"clover-code: {error}\n")
+    elif schema_problem is not None:
+        error = (
+            f"the final answer never matched --output-schema "
+            f"(after {MAX_RETRIES} retries): {schema_problem}."
+        )
+        err.write(f"clover-code: {error}\n")
     elif status != "success":
         error = record.last_error() or f"the task ended with status {finished.status}."
     _write_result(
@@ -288,9 +351,22 @@ async def run_task(
             version=__version__,
             duration_s=_since(started),
             final_text=finished.final_text if status == "success" else None,
+            reason=reason or _turn_reason(finished.status, int(code)),
+            patch=changes.patch,
+            files_changed=changes.files,
+            structured_output=structured,
         ),
     )
     return int(code)
+
+
+def _turn_reason(status: p.TurnStatus, code: int) -> ExitReason | None:
+    """The precise reason a turn's status gives (None: let the exit code say)."""
+    if status in ("max_turns", "timeout"):
+        return status
+    if code == ExitCode.INTERRUPTED:
+        return "interrupted"
+    return None
 
 
 async def _explicit_sandbox(
