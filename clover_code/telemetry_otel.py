@@ -147,7 +147,7 @@ class OtelSink:
         elif isinstance(event, p.ToolCallFinished):
             self._tool_finished(event, now)
         elif isinstance(event, p.ErrorEvent):
-            error = {"message": event.message, "fatal": event.fatal}
+            error: dict[str, str | bool] = {"message": event.message, "fatal": event.fatal}
             for open_span in (self._request, self._turn):
                 if open_span is not None:
                     open_span.add_event("clover.error", error)
