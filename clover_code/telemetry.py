@@ -10,9 +10,10 @@ counters are made in ``clover_code.telemetry_otel``.
 
 from __future__ import annotations
 
+import atexit
 import os
 from collections.abc import Callable, Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
 from clover_code import protocol as p
 
@@ -61,3 +62,58 @@ def telemetry_from_environment(
             )
         return None
     return OtelSink.from_environment()
+
+
+_shared_providers: list[Any] = []
+"""The process-wide providers of the app and ACP (made on first use, stopped at exit)."""
+
+
+def session_telemetry(
+    warn: Callable[[str], None] | None = None, env: Mapping[str, str] | None = None
+) -> TelemetrySink | None:
+    """A sink for one session of a long-lived front end (the app, ACP), or None when off.
+
+    Sessions share the process's providers, which are flushed when it exits.
+    """
+    if not telemetry_wanted(env):
+        return None
+    try:
+        from clover_code.telemetry_otel import (
+            OtelSink,
+            environment_providers,
+            shutdown_providers,
+        )
+    except ImportError:
+        if warn is not None:
+            warn(
+                "OpenTelemetry variables are set but the otel extra is not installed; "
+                "install clover-code[otel] to export traces."
+            )
+        return None
+    if not _shared_providers:
+        _shared_providers.extend(environment_providers())
+        atexit.register(shutdown_providers, tuple(_shared_providers))
+    tracer_provider, meter_provider = _shared_providers
+    return OtelSink(tracer_provider, meter_provider)
+
+
+def observed(emit: Callable[[p.Event], None]) -> Callable[[p.Event], None]:
+    """``emit``, with each event also fed to this session's telemetry when it is on.
+
+    A telemetry failure turns it off for the session and never reaches the
+    session: traces are not worth a broken turn.
+    """
+    sink = session_telemetry()
+    if sink is None:
+        return emit
+    active = [sink]
+
+    def emit_observed(event: p.Event) -> None:
+        if active:
+            try:
+                active[0](event)
+            except Exception:
+                active.clear()
+        emit(event)
+
+    return emit_observed

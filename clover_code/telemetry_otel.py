@@ -50,7 +50,7 @@ class OtelSink:
         tracer_provider: TracerProvider,
         meter_provider: MeterProvider,
         *,
-        owned: tuple[Any, ...] = (),
+        owned: tuple[TracerProvider, MeterProvider] | None = None,
     ) -> None:
         self._tracer = tracer_provider.get_tracer("clover_code", __version__)
         meter = meter_provider.get_meter("clover_code", __version__)
@@ -71,40 +71,9 @@ class OtelSink:
 
     @classmethod
     def from_environment(cls) -> OtelSink:
-        """SDK providers with the exporters the ``OTEL_*`` variables choose (OTLP/HTTP default)."""
-        import os
-
-        from opentelemetry.sdk.metrics import MeterProvider as SdkMeterProvider
-        from opentelemetry.sdk.metrics.export import (
-            ConsoleMetricExporter,
-            MetricReader,
-            PeriodicExportingMetricReader,
-        )
-        from opentelemetry.sdk.resources import Resource
-        from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
-        from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
-
-        resource = Resource.create({"service.name": "clover-code", "service.version": __version__})
-        tracer_provider = SdkTracerProvider(resource=resource)
-        traces = os.environ.get("OTEL_TRACES_EXPORTER", "otlp").strip().lower() or "otlp"
-        if traces == "console":
-            tracer_provider.add_span_processor(BatchSpanProcessor(ConsoleSpanExporter()))
-        elif traces != "none":
-            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-
-            tracer_provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
-        readers: list[MetricReader] = []
-        metrics = os.environ.get("OTEL_METRICS_EXPORTER", "otlp").strip().lower() or "otlp"
-        if metrics == "console":
-            readers.append(PeriodicExportingMetricReader(ConsoleMetricExporter()))
-        elif metrics != "none":
-            from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
-                OTLPMetricExporter,
-            )
-
-            readers.append(PeriodicExportingMetricReader(OTLPMetricExporter()))
-        meter_provider = SdkMeterProvider(resource=resource, metric_readers=readers)
-        return cls(tracer_provider, meter_provider, owned=(tracer_provider, meter_provider))
+        """A sink with providers of its own, which its ``shutdown`` flushes and stops."""
+        providers = environment_providers()
+        return cls(*providers, owned=providers)
 
     def shutdown(self) -> None:
         """End spans left open (a crash, an interruption), then flush and stop the exporters."""
@@ -115,8 +84,8 @@ class OtelSink:
                 span.end(end_time=now)
         self._tools.clear()
         self._request = self._turn = self._session = None
-        for provider in self._owned:
-            provider.shutdown()
+        if self._owned is not None:
+            shutdown_providers(self._owned)
 
     def __call__(self, event: p.Event) -> None:
         now = time.time_ns()
@@ -231,3 +200,45 @@ class OtelSink:
             self._turn.set_status(Status(StatusCode.ERROR, event.status))
         self._turn.end(end_time=now)
         self._turn = None
+
+
+def environment_providers() -> tuple[TracerProvider, MeterProvider]:
+    """SDK providers with the exporters the ``OTEL_*`` variables choose (OTLP/HTTP default)."""
+    import os
+
+    from opentelemetry.sdk.metrics import MeterProvider as SdkMeterProvider
+    from opentelemetry.sdk.metrics.export import (
+        ConsoleMetricExporter,
+        MetricReader,
+        PeriodicExportingMetricReader,
+    )
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
+
+    resource = Resource.create({"service.name": "clover-code", "service.version": __version__})
+    tracer_provider = SdkTracerProvider(resource=resource)
+    traces = os.environ.get("OTEL_TRACES_EXPORTER", "otlp").strip().lower() or "otlp"
+    if traces == "console":
+        tracer_provider.add_span_processor(BatchSpanProcessor(ConsoleSpanExporter()))
+    elif traces != "none":
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+        tracer_provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    readers: list[MetricReader] = []
+    metrics = os.environ.get("OTEL_METRICS_EXPORTER", "otlp").strip().lower() or "otlp"
+    if metrics == "console":
+        readers.append(PeriodicExportingMetricReader(ConsoleMetricExporter()))
+    elif metrics != "none":
+        from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+
+        readers.append(PeriodicExportingMetricReader(OTLPMetricExporter()))
+    return tracer_provider, SdkMeterProvider(resource=resource, metric_readers=readers)
+
+
+def shutdown_providers(providers: tuple[TracerProvider, MeterProvider]) -> None:
+    """Flush and stop SDK providers (API-only providers have nothing to stop)."""
+    for provider in providers:
+        stop = getattr(provider, "shutdown", None)
+        if stop is not None:
+            stop()
