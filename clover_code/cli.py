@@ -21,6 +21,7 @@ SUBCOMMANDS_HELP = """commands:
   clover-code acp             serve the Agent Client Protocol on stdin/stdout (editors)
   clover-code serve           serve a local checkpoint as an OpenAI-compatible server
   clover-code sandbox         build or check the sandbox image (sandbox --help)
+  clover-code batch TASKS.jsonl --out DIR   many tasks, each in its own clone (batch --help)
   clover-code schema result|events   JSON Schema of the headless JSON result / stream lines
   each command has its own --help
 
@@ -191,6 +192,10 @@ def run(argv: list[str]) -> int:
         from clover_code.sandbox_cli import main as sandbox_main
 
         return sandbox_main(argv[1:])
+    if argv[:1] == ["batch"]:
+        from clover_code.batch.main import main as batch_main
+
+        return batch_main(argv[1:])
     if argv[:1] == ["schema"]:
         from clover_code.schema_cli import main as schema_main
 
