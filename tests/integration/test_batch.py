@@ -9,6 +9,7 @@ time limit, and a rerun that skips what is done.
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,8 @@ from tests.integration.sse_server import (
     ScriptedServer,
     json_response,
 )
-from tests.integration.test_headless_e2e import run_clover, sglang
+from tests.integration.test_headless_e2e import clover, run_clover, sglang
+from tests.waiting import async_wait_until, within
 
 pytestmark = pytest.mark.integration
 
@@ -63,7 +65,7 @@ def answer(request: RecordedRequest) -> ScriptedResponse:
         return json_response({"object": "list", "data": [{"id": "test-model"}]})
     messages: list[dict[str, Any]] = request.json()["messages"]
     task = next(m["content"] for m in messages if m["role"] == "user")
-    if "hang" in task:
+    if "HANG-FOREVER" in task:
         return ScriptedResponse(steps=[Hold(120)], content_type="text/event-stream")
     if "fix add" in task and messages[-1]["role"] != "tool":
         return sglang(
@@ -169,7 +171,7 @@ async def test_a_task_that_hangs_hits_its_limit_and_the_batch_goes_on(
     tasks = write_tasks(
         tmp_path / "tasks.jsonl",
         [
-            {"id": "stuck", "repo": str(repo), "task": "hang forever"},
+            {"id": "stuck", "repo": str(repo), "task": "HANG-FOREVER"},
             {"id": "after", "repo": str(repo), "task": "say hello"},
         ],
     )
@@ -203,3 +205,46 @@ async def test_a_bad_task_line_is_a_usage_error(tmp_path: Path) -> None:
     assert code == 2
     assert "line 1 lacks or has a bad problem_statement or task" in err
     assert "Traceback" not in err
+
+
+async def test_ctrl_c_keeps_finished_tasks_and_stops_the_running_one(
+    scripted_server: ScriptedServer, project: tuple[Path, str], tmp_path: Path
+) -> None:
+    repo, _ = project
+    scripted_server.responder = answer
+    tasks = write_tasks(
+        tmp_path / "tasks.jsonl",
+        [
+            {"id": "quick", "repo": str(repo), "task": "say hello"},
+            {"id": "stuck", "repo": str(repo), "task": "HANG-FOREVER"},
+        ],
+    )
+    out = tmp_path / "out"
+    proc = await clover(
+        tmp_path,
+        "batch",
+        str(tasks),
+        "--out",
+        str(out),
+        "--base-url",
+        scripted_server.base_url,
+        "--sandbox",
+        "none",
+        home=tmp_path,
+    )
+    results = out / "results.jsonl"
+    await async_wait_until(
+        lambda: results.exists() and "quick" in results.read_text(),
+        message="the first task to be recorded",
+    )
+    await async_wait_until(
+        lambda: any("HANG-FOREVER" in r.body.decode() for r in scripted_server.chat_requests),
+        message="the second task to ask the model",
+    )
+    proc.send_signal(signal.SIGINT)
+    _, err = await within(proc.communicate(), message="the batch to stop")
+    assert proc.returncode == 130, err.decode()
+    assert [r["id"] for r in lines(results)] == ["quick"]
+    assert "run the same command again" in err.decode()
+    # the stopped task's headless process went away with it
+    assert await scripted_server.wait_for_disconnect()
