@@ -19,7 +19,7 @@ _FORWARDED = ("engine", "base_url", "model", "api_key", "model_path", "block_siz
 
 def build_parser() -> argparse.ArgumentParser:
     """The batch command's interface."""
-    from clover_code.cli import add_engine_arguments
+    from clover_code.cli_flags import add_engine_arguments
 
     parser = argparse.ArgumentParser(
         prog="clover-code batch",
