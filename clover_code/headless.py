@@ -18,7 +18,7 @@ import time
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from pathlib import Path
-from typing import Literal, TextIO
+from typing import TextIO
 
 from clover_code import __version__
 from clover_code import protocol as p
@@ -37,13 +37,20 @@ from clover_code.errors import (
     SandboxUnavailable,
 )
 from clover_code.headless_record import RunRecord
+from clover_code.headless_render import OutputFormat, StreamJsonRenderer, TextRenderer, renderer
 from clover_code.output_schema import MAX_RETRIES, OutputSchema, answer_to_schema
 from clover_code.result import STATUS_FOR_TURN, ExitReason, ResultStatus, TaskResult
 from clover_code.result_patch import RunPatch, run_patch
 from clover_code.telemetry import TelemetrySink, telemetry_from_environment
 from clover_code.tools.sandbox.select import SandboxChoice, choose_from_settings
 
-OutputFormat = Literal["text", "json", "stream-json"]
+__all__ = [
+    "OutputFormat",
+    "StreamJsonRenderer",
+    "TextRenderer",
+    "report_error",
+    "run_task",
+]
 
 _STATUS_EXIT: dict[ResultStatus, ExitCode] = {
     "success": ExitCode.OK,
@@ -51,63 +58,6 @@ _STATUS_EXIT: dict[ResultStatus, ExitCode] = {
     "limit": ExitCode.LIMIT_REACHED,
     "interrupted": ExitCode.INTERRUPTED,
 }
-
-
-class TextRenderer:
-    """Answer text to stdout as blocks arrive; progress and problems to stderr."""
-
-    def __init__(self, out: TextIO, err: TextIO) -> None:
-        self.out, self.err = out, err
-        self._ends_with_newline = True
-
-    def __call__(self, event: p.Event) -> None:
-        if isinstance(event, p.ContentDelta):
-            self.out.write(event.text)
-            self.out.flush()
-            self._ends_with_newline = event.text.endswith("\n")
-        elif isinstance(event, p.ToolCallStarted) and event.kind != "other":
-            self._break_line()
-            self.err.write(f"» {event.name} {event.summary}\n")
-        elif isinstance(event, p.ToolCallFinished) and event.status != "ok":
-            first = event.result.strip().splitlines()[0] if event.result.strip() else ""
-            self.err.write(f"  {event.status}: {first[:200]}\n")
-        elif isinstance(event, p.Notice):
-            self.err.write(f"{event.level}: {event.text}\n")
-        elif isinstance(event, p.ErrorEvent):
-            self._break_line()
-            self.err.write(f"error: {event.message}\n")
-        elif isinstance(event, p.TurnFinished):
-            self._break_line()
-        self.err.flush()
-
-    def _break_line(self) -> None:
-        if not self._ends_with_newline:
-            self.out.write("\n")
-            self.out.flush()
-            self._ends_with_newline = True
-
-
-class StreamJsonRenderer:
-    """Every protocol event as one JSON line on stdout, each piece of text once.
-
-    Answer and reasoning text travel only in ``content_delta`` and
-    ``reasoning_delta``: ``block_committed`` keeps its block number and token
-    counts but not its text, and ``turn_finished`` leaves out ``final_text``.
-    The closing ``result`` line repeats the final answer as a summary.
-    """
-
-    def __init__(self, out: TextIO) -> None:
-        self.out = out
-
-    def __call__(self, event: p.Event) -> None:
-        if isinstance(event, p.BlockCommitted):
-            line = event.model_dump_json(exclude={"text"})
-        elif isinstance(event, p.TurnFinished):
-            line = event.model_dump_json(exclude={"final_text"})
-        else:
-            line = event.model_dump_json()
-        self.out.write(line + "\n")
-        self.out.flush()
 
 
 class _WatchedBackend:
@@ -138,16 +88,6 @@ class _WatchedBackend:
     async def aclose(self) -> None:
         """Close the inner backend."""
         await self.inner.aclose()
-
-
-def _renderer(
-    output_format: OutputFormat, out: TextIO, err: TextIO
-) -> Callable[[p.Event], None] | None:
-    if output_format == "stream-json":
-        return StreamJsonRenderer(out)
-    if output_format == "text":
-        return TextRenderer(out, err)
-    return None
 
 
 def report_error(
@@ -207,7 +147,7 @@ async def run_task(
     err = err or sys.stderr
     started = time.monotonic() if started is None else started
     record = RunRecord()
-    render = _renderer(output_format, out, err)
+    render = renderer(output_format, out, err)
 
     def warn(text: str) -> None:
         err.write(f"clover-code: {text}\n")
@@ -230,7 +170,7 @@ async def run_task(
         )
     finally:
         if telemetry is not None:
-            await asyncio.shield(asyncio.to_thread(telemetry.shutdown))
+            await asyncio.shield(asyncio.to_thread(_stop_telemetry, telemetry, err))
 
 
 async def _run_task(
@@ -248,9 +188,14 @@ async def _run_task(
     telemetry: TelemetrySink | None,
 ) -> int:
     def emit(event: p.Event) -> None:
+        nonlocal telemetry
         record(event)
         if telemetry is not None:
-            telemetry(event)
+            try:
+                telemetry(event)
+            except Exception as exc:  # any SDK or exporter fault: traces are not worth a task
+                record(p.Notice(level="warning", text=f"telemetry stopped: {exc}"))
+                telemetry = None
         if render is not None:
             render(event)
 
@@ -367,6 +312,14 @@ def _turn_reason(status: p.TurnStatus, code: int) -> ExitReason | None:
     if code == ExitCode.INTERRUPTED:
         return "interrupted"
     return None
+
+
+def _stop_telemetry(telemetry: TelemetrySink, err: TextIO) -> None:
+    """Flush what telemetry holds; a collector that is down costs a warning, not the result."""
+    try:
+        telemetry.shutdown()
+    except Exception as exc:  # any SDK or exporter fault
+        err.write(f"clover-code: telemetry could not be sent: {exc}\n")
 
 
 async def _explicit_sandbox(
