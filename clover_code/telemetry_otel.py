@@ -19,7 +19,6 @@ Counters: ``clover.tokens`` (by ``type``: prompt or completion) and
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -34,12 +33,9 @@ _OUTPUT = (p.BlockDraft, p.BlockCommitted, p.ReasoningDelta, p.ContentDelta)
 """Events that show a model response is streaming."""
 
 
-def _exit_code(display: object) -> int | None:
-    """A command's exit code from a tool result's display data, whatever its shape."""
-    value = display.get("exit_code") if isinstance(display, Mapping) else None
-    if value is None:
-        value = getattr(display, "exit_code", None)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+def _exit_code(display: p.ToolDisplay | None) -> int | None:
+    """A command's exit code from a tool result's display data (None: not a command, or killed)."""
+    return display.exit_code if isinstance(display, p.CommandRun) else None
 
 
 class OtelSink:

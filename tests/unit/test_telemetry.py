@@ -57,7 +57,7 @@ def a_session() -> list[p.Event]:
             name="shell",
             status="error",
             result="exit 3",
-            display={"exit_code": 3},
+            display=p.CommandRun(command="x", exit_code=3),
             duration=0.5,
         ),
         p.ContentDelta(text="done"),
