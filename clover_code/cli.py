@@ -32,6 +32,8 @@ SUBCOMMANDS_HELP = """commands:
   clover-code sandbox         build or check the sandbox image (sandbox --help)
   clover-code batch TASKS.jsonl --out DIR   many tasks, each in its own clone (batch --help)
   clover-code schema result|events   JSON Schema of the headless JSON result / stream lines
+  clover-code mcp-server      serve the agent as an MCP server on stdin/stdout
+  clover-code web             serve the app as a web page (web --help)
   each command has its own --help
 
 """
@@ -153,6 +155,14 @@ def run(argv: list[str]) -> int:
         from clover_code.serve.main import main as serve_main
 
         return serve_main(argv[1:])
+    if argv[:1] == ["mcp-server"]:
+        from clover_code.mcp_server.main import main as mcp_server_main
+
+        return mcp_server_main(argv[1:])
+    if argv[:1] == ["web"]:
+        from clover_code.webapp.main import main as web_main
+
+        return web_main(argv[1:])
     if argv[:1] == ["sandbox"]:
         from clover_code.sandbox_cli import main as sandbox_main
 
