@@ -34,6 +34,7 @@ from clover_code.acp.updates import EventMapper, stop_reason
 from clover_code.agent.engines import Engines
 from clover_code.agent.open import CustomCommand, LoadedSession, Session, open_session, verdict
 from clover_code.config import ApprovalMode, Settings
+from clover_code.telemetry import observed
 from clover_code.tools.base import ToolKind
 
 __all__ = ["MODES", "LiveSession"]
@@ -148,7 +149,7 @@ class LiveSession:
         live._session = await open_session(
             settings,
             root,
-            emit=live.emit,
+            emit=observed(live.emit),
             approver=live.approver,
             approval_mode=mode,
             resume=resume,

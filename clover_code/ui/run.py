@@ -43,11 +43,12 @@ def session_factory(
     async def _open(settings: Settings, emit: Emit, resume: Path | None) -> SessionLike:
         from clover_code import protocol as p
         from clover_code.agent.open import open_session
+        from clover_code.telemetry import observed
 
         return await open_session(
             settings,
             cwd,
-            emit=emit,
+            emit=observed(emit),
             approval_mode=settings.approval or "ask",
             resume=resume,
             engines=engines,
