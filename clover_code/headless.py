@@ -28,7 +28,7 @@ from clover_code.headless_record import RunRecord
 from clover_code.headless_render import OutputFormat, StreamJsonRenderer, TextRenderer, renderer
 from clover_code.output_schema import MAX_RETRIES, OutputSchema, answer_to_schema
 from clover_code.result import STATUS_FOR_TURN, ExitReason, ResultStatus, TaskResult
-from clover_code.result_patch import RunPatch, run_patch
+from clover_code.result_patch import RunPatch
 from clover_code.telemetry import TelemetrySink, telemetry_from_environment
 
 __all__ = [
@@ -199,7 +199,7 @@ async def _run_task(
             finished, structured, schema_problem = outcome.finished, outcome.value, outcome.problem
         if settings.auto_commit and finished.status == "completed" and schema_problem is None:
             await _auto_commit(session, task)
-        changes = await asyncio.shield(run_patch(session.checkpoints))
+        changes = await asyncio.shield(session.patch())
         if changes.warning is not None:
             emit(p.Notice(level="warning", text=changes.warning))
     finally:

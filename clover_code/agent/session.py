@@ -36,6 +36,7 @@ from clover_code.repomap import RepoMap
 from clover_code.tools.sandbox.base import Sandbox
 
 if TYPE_CHECKING:
+    from clover_code.result_patch import RunPatch
     from clover_code.tools.mcp import McpManager
 
 CAUSE: ContextVar[str | None] = ContextVar("clover_op_id", default=None)
@@ -145,6 +146,13 @@ class Session:
     def transcript_failure(self) -> TranscriptError | None:
         """The transcript write failure that stopped recording, if one happened."""
         return self.transcript.failure
+
+    async def patch(self) -> RunPatch:
+        """What the agent changed in the workspace this session, as a patch (headless's
+        result); empty when checkpoints are off."""
+        from clover_code.result_patch import run_patch
+
+        return await run_patch(self.checkpoints)
 
     async def run_turn(self, op: p.UserInput | str) -> p.TurnFinished:
         """Run one turn to its end (Interrupt ops cancel it); its events carry ``op.id``."""
