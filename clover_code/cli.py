@@ -30,6 +30,7 @@ SUBCOMMANDS_HELP = """commands:
   clover-code acp             serve the Agent Client Protocol on stdin/stdout (editors)
   clover-code serve           serve a local checkpoint as an OpenAI-compatible server
   clover-code sandbox         build or check the sandbox image (sandbox --help)
+  clover-code github          act on @clover mentions inside a GitHub Actions job
   each command has its own --help
 
 """
@@ -148,6 +149,10 @@ def run(argv: list[str]) -> int:
         from clover_code.sandbox_cli import main as sandbox_main
 
         return sandbox_main(argv[1:])
+    if argv[:1] == ["github"]:
+        from clover_code.github.main import main as github_main
+
+        return github_main(argv[1:])
     started = time.monotonic()
     args = build_parser().parse_args(argv)
     from clover_code.agent.session import find_root
