@@ -9,7 +9,7 @@ import httpx
 from clover_code import __version__
 from clover_code.errors import CloverError
 
-__all__ = ["DEFAULT_API_URL", "GitHubApi", "GitHubApiError", "WRITE_PERMISSIONS"]
+__all__ = ["DEFAULT_API_URL", "WRITE_PERMISSIONS", "GitHubApi", "GitHubApiError"]
 
 DEFAULT_API_URL = "https://api.github.com"
 

@@ -83,8 +83,13 @@ class Repo:
 
     def checkout_remote_branch(self, branch: str) -> None:
         """Fetch ``branch`` from origin and check it out, tracking it."""
-        self.git("fetch", "--quiet", "origin", f"+refs/heads/{branch}:refs/remotes/origin/{branch}",
-                 secret=True)
+        self.git(
+            "fetch",
+            "--quiet",
+            "origin",
+            f"+refs/heads/{branch}:refs/remotes/origin/{branch}",
+            secret=True,
+        )
         self.git("checkout", "--quiet", "-B", branch, f"origin/{branch}")
 
     def new_branch(self, branch: str) -> None:
@@ -95,8 +100,15 @@ class Repo:
         """Commit every change in the work tree as the bot; returns the commit."""
         self.git("add", "--all")
         self.git(
-            "-c", f"user.name={BOT_NAME}", "-c", f"user.email={BOT_EMAIL}",
-            "commit", "--quiet", "--no-verify", "-m", message,
+            "-c",
+            f"user.name={BOT_NAME}",
+            "-c",
+            f"user.email={BOT_EMAIL}",
+            "commit",
+            "--quiet",
+            "--no-verify",
+            "-m",
+            message,
         )
         return self.head()
 

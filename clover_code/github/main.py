@@ -24,8 +24,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--trigger", help="the mention that asks for a run (setting github_trigger; @clover)"
     )
-    parser.add_argument("-C", "--cd", type=Path, metavar="DIR", help="the checkout (default: "
-                        "GITHUB_WORKSPACE, else this directory)")
+    parser.add_argument(
+        "-C",
+        "--cd",
+        type=Path,
+        metavar="DIR",
+        help="the checkout (default: GITHUB_WORKSPACE, else this directory)",
+    )
     return parser
 
 

@@ -12,7 +12,7 @@ from clover_code.errors import CloverError, ExitCode, UsageError
 from clover_code.github.api import DEFAULT_API_URL, WRITE_PERMISSIONS, GitHubApi
 from clover_code.github.event import GitHubRequest, read_event
 from clover_code.github.git import Repo, branch_slug, push_env
-from clover_code.github.task import Throttle, TaskOutcome, build_prompt, run_headless, scrubbed_env
+from clover_code.github.task import TaskOutcome, Throttle, build_prompt, run_headless, scrubbed_env
 
 __all__ = ["GitHubJob", "job_from_env", "run_job"]
 
@@ -34,9 +34,7 @@ class GitHubJob:
     progress_interval: float = 10.0
 
 
-def job_from_env(
-    env: Mapping[str, str], trigger: str, workspace: Path | None = None
-) -> GitHubJob:
+def job_from_env(env: Mapping[str, str], trigger: str, workspace: Path | None = None) -> GitHubJob:
     """The job described by the Actions variables in ``env``; UsageError names what is missing."""
     missing = [name for name in ("GITHUB_EVENT_PATH", "GITHUB_REPOSITORY") if not env.get(name)]
     token = env.get("GITHUB_TOKEN") or env.get("GH_TOKEN") or ""

@@ -102,7 +102,12 @@ def fix_add_script(server: ScriptedServer) -> None:
 
 
 async def run_github(
-    event: str, event_name: str, *, checkout: Path, github: FakeGitHub, server: ScriptedServer,
+    event: str,
+    event_name: str,
+    *,
+    checkout: Path,
+    github: FakeGitHub,
+    server: ScriptedServer,
     home: Path,
 ) -> tuple[int, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CLOVER_", "GITHUB_", "GH_"))}
@@ -123,9 +128,15 @@ async def run_github(
         CLOVER_APPROVAL="full-auto",
     )
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "clover_code", "github",
-        cwd=checkout, env=env,
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        sys.executable,
+        "-m",
+        "clover_code",
+        "github",
+        cwd=checkout,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
     )
     out, _ = await within(proc.communicate(), message="clover-code github to exit")
     assert proc.returncode is not None
@@ -142,13 +153,20 @@ def assert_token_kept_out(server: ScriptedServer) -> None:
 
 
 async def test_issue_comment_opens_a_pull_request(
-    scripted_server: ScriptedServer, github: FakeGitHub, checkout: Path, remote: Path,
+    scripted_server: ScriptedServer,
+    github: FakeGitHub,
+    checkout: Path,
+    remote: Path,
     tmp_path: Path,
 ) -> None:
     fix_add_script(scripted_server)
     code, out = await run_github(
-        "issue_comment.json", "issue_comment",
-        checkout=checkout, github=github, server=scripted_server, home=tmp_path,
+        "issue_comment.json",
+        "issue_comment",
+        checkout=checkout,
+        github=github,
+        server=scripted_server,
+        home=tmp_path,
     )
     assert code == 0, out
     assert [c.method for c in github.calls_to("GET", r"/repos/.*/permission")] == ["GET"]
@@ -174,15 +192,22 @@ async def test_issue_comment_opens_a_pull_request(
 
 
 async def test_review_comment_pushes_to_the_pr_branch(
-    scripted_server: ScriptedServer, github: FakeGitHub, checkout: Path, remote: Path,
+    scripted_server: ScriptedServer,
+    github: FakeGitHub,
+    checkout: Path,
+    remote: Path,
     tmp_path: Path,
 ) -> None:
     github.pulls[7] = json.loads((EVENTS / "pull_7.json").read_text())
     fix_add_script(scripted_server)
     before = git(remote, "rev-parse", "feature/mul").strip()
     code, out = await run_github(
-        "pull_request_review_comment.json", "pull_request_review_comment",
-        checkout=checkout, github=github, server=scripted_server, home=tmp_path,
+        "pull_request_review_comment.json",
+        "pull_request_review_comment",
+        checkout=checkout,
+        github=github,
+        server=scripted_server,
+        home=tmp_path,
     )
     assert code == 0, out
     assert github.calls_to("GET", rf"/repos/{REPOSITORY}/pulls/7")
@@ -199,13 +224,20 @@ async def test_review_comment_pushes_to_the_pr_branch(
 
 
 async def test_nothing_changed_answers_in_the_comment(
-    scripted_server: ScriptedServer, github: FakeGitHub, checkout: Path, remote: Path,
+    scripted_server: ScriptedServer,
+    github: FakeGitHub,
+    checkout: Path,
+    remote: Path,
     tmp_path: Path,
 ) -> None:
     scripted_server.enqueue(sglang(lambda s: s.content("add() is in calc.py, line 1.")))
     code, out = await run_github(
-        "issue_comment.json", "issue_comment",
-        checkout=checkout, github=github, server=scripted_server, home=tmp_path,
+        "issue_comment.json",
+        "issue_comment",
+        checkout=checkout,
+        github=github,
+        server=scripted_server,
+        home=tmp_path,
     )
     assert code == 0, out
     assert not github.calls_to("POST", rf"/repos/{REPOSITORY}/pulls")
@@ -217,8 +249,12 @@ async def test_a_comment_without_the_trigger_does_nothing(
     scripted_server: ScriptedServer, github: FakeGitHub, checkout: Path, tmp_path: Path
 ) -> None:
     code, out = await run_github(
-        "issue_comment_no_trigger.json", "issue_comment",
-        checkout=checkout, github=github, server=scripted_server, home=tmp_path,
+        "issue_comment_no_trigger.json",
+        "issue_comment",
+        checkout=checkout,
+        github=github,
+        server=scripted_server,
+        home=tmp_path,
     )
     assert code == 0, out
     assert "nothing to do" in out
@@ -226,12 +262,19 @@ async def test_a_comment_without_the_trigger_does_nothing(
 
 
 async def test_a_commenter_without_write_access_is_refused(
-    scripted_server: ScriptedServer, github: FakeGitHub, checkout: Path, remote: Path,
+    scripted_server: ScriptedServer,
+    github: FakeGitHub,
+    checkout: Path,
+    remote: Path,
     tmp_path: Path,
 ) -> None:
     code, out = await run_github(
-        "issue_comment_outsider.json", "issue_comment",
-        checkout=checkout, github=github, server=scripted_server, home=tmp_path,
+        "issue_comment_outsider.json",
+        "issue_comment",
+        checkout=checkout,
+        github=github,
+        server=scripted_server,
+        home=tmp_path,
     )
     assert code == 0, out
     assert [c.path for c in github.calls] == [
