@@ -163,6 +163,7 @@ NEUTRAL_KEYS = frozenset(
         "compact_threshold", "repo_map_tokens", "show_denoising", "draft_confidences",
         "mcp_timeout", "auto_commit", "max_turns", "timeout", "shell_timeout",
         "output_limit", "tool_retries", "max_retries", "request_timeout",
+        "github_trigger",
     }
 )  # fmt: skip
 """Settings that never weaken safety (``permissions`` is split: allow rules
