@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from tests.integration.github_api_server import FakeGitHub
+from tests.integration.sandbox_fixtures import KINDS
 from tests.integration.sse_server import ScriptedServer, sse_response
 from tests.integration.stream_shapes import SGLangStream
 from tests.waiting import within
@@ -109,6 +110,7 @@ async def run_github(
     github: FakeGitHub,
     server: ScriptedServer,
     home: Path,
+    sandbox: str = "none",
 ) -> tuple[int, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CLOVER_", "GITHUB_", "GH_"))}
     env.update(
@@ -124,7 +126,7 @@ async def run_github(
         GITHUB_WORKSPACE=str(checkout),
         ACTIONS_RUNTIME_TOKEN=RUNTIME_TOKEN,
         CLOVER_BASE_URL=server.base_url,
-        CLOVER_SANDBOX="none",
+        CLOVER_SANDBOX=sandbox,
         CLOVER_APPROVAL="full-auto",
     )
     proc = await asyncio.create_subprocess_exec(
@@ -285,3 +287,34 @@ async def test_a_commenter_without_write_access_is_refused(
     assert "@drive-by-dan" in refusal and "write access" in refusal
     assert scripted_server.chat_requests == []
     assert "clover/" not in git(remote, "branch", "--list")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_the_sandbox_never_sees_the_token(
+    kind: str,
+    request: pytest.FixtureRequest,
+    scripted_server: ScriptedServer,
+    github: FakeGitHub,
+    checkout: Path,
+    remote: Path,
+    tmp_path: Path,
+) -> None:
+    request.getfixturevalue("sandbox_image" if kind == "docker" else "bwrap_works")
+    fix_add_script(scripted_server)
+    code, out = await run_github(
+        "issue_comment.json",
+        "issue_comment",
+        checkout=checkout,
+        github=github,
+        server=scripted_server,
+        home=tmp_path,
+        sandbox=kind,
+    )
+    assert code == 0, out
+    bodies = [r.body.decode() for r in scripted_server.chat_requests]
+    # The env dump ran inside the sandbox (its own user) and reached the model.
+    assert any("ENV-DUMPED" in b and "USER=sandbox" in b for b in bodies)
+    assert all(TOKEN not in b and RUNTIME_TOKEN not in b for b in bodies)
+    assert "return a + b" in git(
+        remote, "show", "clover/issue-42-add-subtracts-instead-of-adding:calc.py"
+    )
