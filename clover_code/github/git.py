@@ -81,6 +81,21 @@ class Repo:
         """Whether the work tree has changes, untracked files included."""
         return bool(self.git("status", "--porcelain", "--untracked-files=all").strip())
 
+    def drop_stored_credentials(self) -> list[str]:
+        """Remove ``http.*.extraheader`` entries from the checkout's config; returns their keys.
+
+        ``actions/checkout`` stores the job's token there unless told not to,
+        where the agent could read it; pushes bring their own header anyway.
+        """
+        try:
+            listed = self.git("config", "--local", "--get-regexp", r"^http\..*\.extraheader$")
+        except GitError:
+            return []  # none set: git exits 1
+        keys = sorted({line.split(" ", 1)[0] for line in listed.splitlines() if line.strip()})
+        for key in keys:
+            self.git("config", "--local", "--unset-all", key)
+        return keys
+
     def checkout_remote_branch(self, branch: str) -> None:
         """Fetch ``branch`` from origin and check it out, tracking it."""
         self.git(

@@ -125,6 +125,8 @@ def _work(
     log: TextIO,
 ) -> int:
     repo = Repo(job.workspace, push_env(job.token, job.server_url, env))
+    for key in repo.drop_stored_credentials():
+        log.write(f"clover-code github: removed {key} from the checkout's git config.\n")
     if request.kind == "pull_request":
         pull = api.pull(request.number)
         head = pull["head"]

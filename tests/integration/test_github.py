@@ -11,6 +11,7 @@ the model or to a shell command the model runs.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import subprocess
@@ -33,6 +34,7 @@ EVENTS = Path(__file__).parent / "github_events"
 REPOSITORY = "octo-org/octo-repo"
 TOKEN = "ghs_s3cr3tTokenValue0123456789abcdefXYZ"
 RUNTIME_TOKEN = "actions-runtime-s3cr3t-4242"
+STORED_HEADER = base64.b64encode(f"x-access-token:{TOKEN}".encode()).decode()
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -91,7 +93,9 @@ def sglang(build: Any) -> Any:
 def fix_add_script(server: ScriptedServer) -> None:
     """The model dumps its environment, fixes add() and answers."""
     server.enqueue(
-        sglang(lambda s: s.tool_call("shell", {"command": "env; echo ENV-DUMPED"})),
+        sglang(
+            lambda s: s.tool_call("shell", {"command": "env; cat .git/config; echo ENV-DUMPED"})
+        ),
         sglang(
             lambda s: s.tool_call(
                 "edit_file",
@@ -149,9 +153,10 @@ def assert_token_kept_out(server: ScriptedServer) -> None:
     bodies = [r.body.decode() for r in server.chat_requests]
     # The shell's env dump reached the model, so a token in it would have too.
     assert any("ENV-DUMPED" in b and "GITHUB_REPOSITORY=" in b for b in bodies)
-    for body in bodies:
-        assert TOKEN not in body and RUNTIME_TOKEN not in body
-        assert "GITHUB_TOKEN" not in body and "ACTIONS_RUNTIME" not in body
+    for secret in (TOKEN, RUNTIME_TOKEN, STORED_HEADER):
+        assert not [body for body in bodies if secret in body], f"{secret} reached the model"
+    for name in ("GITHUB_TOKEN=", "ACTIONS_RUNTIME_TOKEN="):
+        assert not [body for body in bodies if name in body], f"{name} reached the model"
 
 
 async def test_issue_comment_opens_a_pull_request(
@@ -161,6 +166,14 @@ async def test_issue_comment_opens_a_pull_request(
     remote: Path,
     tmp_path: Path,
 ) -> None:
+    # As actions/checkout leaves it without persist-credentials: false.
+    git(
+        checkout,
+        "config",
+        "--local",
+        "http.https://github.com/.extraheader",
+        f"AUTHORIZATION: basic {STORED_HEADER}",
+    )
     fix_add_script(scripted_server)
     code, out = await run_github(
         "issue_comment.json",
@@ -190,7 +203,8 @@ async def test_issue_comment_opens_a_pull_request(
     assert git(remote, "show", "main:calc.py").count("return a - b") == 1
     assert git(remote, "log", "-1", "--format=%an", branch).strip() == "clover-code[bot]"
     assert_token_kept_out(scripted_server)
-    assert TOKEN not in (checkout / ".git" / "config").read_text()
+    assert STORED_HEADER not in (checkout / ".git" / "config").read_text()
+    assert "removed http.https://github.com/.extraheader" in out
 
 
 async def test_review_comment_pushes_to_the_pr_branch(
