@@ -115,6 +115,7 @@ async def run_github(
     server: ScriptedServer,
     home: Path,
     sandbox: str = "none",
+    base_url: str | None = None,
 ) -> tuple[int, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CLOVER_", "GITHUB_", "GH_"))}
     env.update(
@@ -129,7 +130,7 @@ async def run_github(
         GITHUB_API_URL=github.url,
         GITHUB_WORKSPACE=str(checkout),
         ACTIONS_RUNTIME_TOKEN=RUNTIME_TOKEN,
-        CLOVER_BASE_URL=server.base_url,
+        CLOVER_BASE_URL=base_url or server.base_url,
         CLOVER_SANDBOX=sandbox,
         CLOVER_APPROVAL="full-auto",
     )
@@ -332,3 +333,26 @@ async def test_the_sandbox_never_sees_the_token(
     assert "return a + b" in git(
         remote, "show", "clover/issue-42-add-subtracts-instead-of-adding:calc.py"
     )
+
+
+async def test_a_failed_task_says_so_in_the_progress_comment(
+    scripted_server: ScriptedServer,
+    github: FakeGitHub,
+    checkout: Path,
+    remote: Path,
+    tmp_path: Path,
+    closed_port_url: str,
+) -> None:
+    code, out = await run_github(
+        "issue_comment.json",
+        "issue_comment",
+        checkout=checkout,
+        github=github,
+        server=scripted_server,
+        home=tmp_path,
+        base_url=closed_port_url,
+    )
+    assert code == 3, out  # no engine, as headless says
+    assert github.comments[9000].count("The task failed") == 1
+    assert not github.calls_to("POST", rf"/repos/{REPOSITORY}/pulls")
+    assert "clover/" not in git(remote, "branch", "--list")
