@@ -95,3 +95,16 @@ def test_push_env_carries_the_token_as_a_git_config_header() -> None:
 )
 def test_branch_slug(title: str, slug: str) -> None:
     assert branch_slug(title) == slug
+
+
+def test_outside_actions_the_command_says_what_is_missing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from clover_code.github.main import main
+
+    for name in ("GITHUB_EVENT_PATH", "GITHUB_REPOSITORY", "GITHUB_TOKEN", "GH_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    assert main(["--trigger", "@clover", "-C", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "GITHUB_EVENT_PATH, GITHUB_REPOSITORY, GITHUB_TOKEN not set" in err
+    assert "Traceback" not in err
