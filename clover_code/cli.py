@@ -34,6 +34,7 @@ SUBCOMMANDS_HELP = """commands:
   clover-code schema result|events   JSON Schema of the headless JSON result / stream lines
   clover-code mcp-server      serve the agent as an MCP server on stdin/stdout
   clover-code web             serve the app as a web page (web --help)
+  clover-code github          act on @clover mentions inside a GitHub Actions job
   each command has its own --help
 
 """
@@ -175,6 +176,10 @@ def run(argv: list[str]) -> int:
         from clover_code.schema_cli import main as schema_main
 
         return schema_main(argv[1:])
+    if argv[:1] == ["github"]:
+        from clover_code.github.main import main as github_main
+
+        return github_main(argv[1:])
     started = time.monotonic()
     args = build_parser().parse_args(argv)
     from clover_code.agent.session import find_root
