@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from clover_code import protocol as p
-from clover_code.result import ResultStatus, ResultUsage, TaskResult
+from clover_code.result import ResultStatus, ResultUsage, SubagentUsage, TaskResult
 
 
 class RunRecord:
@@ -25,6 +25,7 @@ class RunRecord:
         self._stream_seconds = 0.0
         self._forward_tokens = 0.0
         self._forwards = 0.0
+        self.subagents: list[SubagentUsage] = []
 
     def __call__(self, event: p.Event) -> None:
         if isinstance(event, p.SessionStarted):
@@ -40,6 +41,9 @@ class RunRecord:
             self.warnings.append(event.text)
         elif isinstance(event, p.ToolCallFinished):
             self.tool_calls += 1
+            child = event.display.get("subagent")
+            if isinstance(child, dict):
+                self.subagents.append(SubagentUsage.model_validate(child))
         elif isinstance(event, p.UsageReport):
             self._usage(event)
         elif isinstance(event, p.TurnFinished):
@@ -104,4 +108,5 @@ class RunRecord:
             turns=self.requests,
             tool_calls=self.tool_calls,
             usage=usage,
+            subagents=list(self.subagents),
         )
