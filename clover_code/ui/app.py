@@ -277,8 +277,11 @@ class CloverApp(App[int]):
             t.add_reasoning(event.text)
         elif isinstance(event, p.ToolCallStarted):
             t.add_tool(event)
+        elif isinstance(event, p.SubagentEvent):
+            t.subagent_event(event)
         elif isinstance(event, p.ToolCallFinished):
             t.tool_finished(event)
+            self.stats.finished_call(event)
             path = event.display.get("path")
             edited = event.status == "ok" and "diff" in event.display and isinstance(path, str)
             if edited and self.turn_files and path not in self.turn_files[-1]:

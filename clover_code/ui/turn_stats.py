@@ -25,6 +25,8 @@ class TurnStats:
         self.prompt_tokens = 0
         self.completion_tokens = 0
         self.responses = 0
+        self.subagents: list[dict[str, object]] = []
+        """What each child agent (task call) of the session cost, as it ended."""
         self.reset()
 
     def reset(self) -> None:
@@ -49,6 +51,20 @@ class TurnStats:
         if event.steps:
             self._steps += event.steps
             self._step_tokens += event.token_count
+
+    def finished_call(self, done: p.ToolCallFinished) -> None:
+        """A tool call ended: a task call's child agent is counted."""
+        child = done.display.get("subagent")
+        if isinstance(child, dict):
+            self.subagents.append(child)
+
+    def subagents_report(self) -> str:
+        """One line per child agent: agent, tokens, time, how it ended."""
+        return "\n".join(
+            f"  {c.get('agent')} ({c.get('call_id')}): {c.get('tokens', 0):,} tokens, "
+            f"{c.get('duration_s', 0.0):.1f}s, {c.get('status')}"
+            for c in self.subagents
+        )
 
     def usage(self, report: p.UsageReport) -> None:
         """A response ended with its usage."""
