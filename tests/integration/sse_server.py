@@ -368,6 +368,9 @@ class ScriptedServer:
             return False
         finally:
             watcher.cancel()
+            # The next request on this connection must not meet a reader still waiting.
+            with contextlib.suppress(asyncio.CancelledError, ConnectionError):
+                await watcher
 
     async def _flush(
         self, writer: asyncio.StreamWriter, pending: list[bytes], watcher: asyncio.Future[bytes]
