@@ -12,9 +12,15 @@ This module imports nothing else of clover-code.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+ApprovalMode = Literal["read-only", "ask", "auto-edit", "full-auto"]
+"""What may run without asking: nothing that changes anything, nothing without
+asking, file edits, or everything. The settings, the flags and every picker use this."""
+APPROVAL_MODES: tuple[ApprovalMode, ...] = get_args(ApprovalMode)
+"""The approval modes, strictest first (the order Shift+Tab cycles through)."""
 
 
 class _Message(BaseModel):
@@ -52,7 +58,7 @@ class SetApprovalMode(_Message):
     """Switch the approval mode for the rest of the session."""
 
     type: Literal["set_approval_mode"] = "set_approval_mode"
-    mode: Literal["read-only", "ask", "auto-edit", "full-auto"]
+    mode: ApprovalMode
 
 
 class Undo(_Message):

@@ -23,11 +23,11 @@ from typing import ClassVar
 from pydantic import BaseModel, Field
 
 from clover_code.errors import ToolError
+from clover_code.fs.atomic import atomic_write
 from clover_code.tools.arguments import CONTENT_LIMIT
 from clover_code.tools.base import Tool, ToolContext, ToolKind, ToolResult
 from clover_code.tools.edit_file import closest_match
 from clover_code.tools.fileio import (
-    atomic_write,
     decode_text,
     diff_counts,
     missing_path_error,

@@ -10,14 +10,9 @@ from typing import BinaryIO, ClassVar
 from pydantic import BaseModel, Field
 
 from clover_code.errors import ToolError
+from clover_code.fs.binary import BINARY_SAMPLE, looks_binary
 from clover_code.tools.base import Tool, ToolContext, ToolKind, ToolResult
-from clover_code.tools.fileio import (
-    BINARY_SAMPLE,
-    FileAccess,
-    LocalFiles,
-    looks_binary,
-    missing_path_error,
-)
+from clover_code.tools.fileio import FileAccess, LocalFiles, missing_path_error
 from clover_code.tools.workspace import Workspace
 
 __all__ = ["ReadFileArgs", "ReadFileTool"]
