@@ -141,7 +141,12 @@ class SubagentRunner:
     def tools_for(self, definition: AgentDefinition) -> list[Tool]:
         """The parent's tools a child of ``definition`` gets (never the task tool)."""
         assert self.parent is not None
-        parent_tools = [t for t in self.parent.dispatch.tools.values() if t.name != TASK_TOOL]
+        allowed = self.parent.dispatch.allowed_tools  # a custom command's narrowing holds too
+        parent_tools = [
+            t
+            for t in self.parent.dispatch.tools.values()
+            if t.name != TASK_TOOL and (allowed is None or t.name in allowed)
+        ]
         if definition.tools is not None:
             return [t for t in parent_tools if t.name in definition.tools]
         if definition.read_only:
