@@ -154,6 +154,21 @@ class Settings(BaseSettings):
     think_bias_per_1k: float = Field(1.0, ge=0.0)
     """Local engines: logit added to </think> per 1,000 thinking tokens past think_bias_after."""
 
+    decoder: Literal["auto", "checkpoint", "builtin"] = "auto"
+    """hf engine: who decodes. auto: the checkpoint's own block-decoding entry point
+    (diffusion_generate with a step hook, in its remote code) when it ships one, else
+    clover-code's loop; checkpoint: that entry point or an error; builtin: our loop."""
+
+    expert_mass: float | None = Field(None, gt=0.0, le=1.0)
+    """hf engine: block-level expert selection. Per block, routing is restricted to the
+    fewest experts holding this share of the block's router probability mass (0.9 on the
+    model card; never fewer than top-k); unset: off."""
+
+    logits_shift: Literal["auto", "none", "one"] = "auto"
+    """hf engine, our loop: none when the logits at position i predict token i, one when
+    they predict token i + 1 (models converted from autoregressive ones); auto reads the
+    checkpoint's config.json key logits_shift ("none" or "one"), else none."""
+
     tp_size: int = Field(1, ge=1)
     """SGLang engine: tensor-parallel GPUs."""
 

@@ -41,9 +41,13 @@ class RunRecord:
             self.warnings.append(event.text)
         elif isinstance(event, p.ToolCallFinished):
             self.tool_calls += 1
-            child = event.display.get("subagent")
-            if isinstance(child, dict):
-                self.subagents.append(SubagentUsage.model_validate(child))
+            child = event.display
+            if isinstance(child, p.SubagentRun):
+                self.subagents.append(
+                    SubagentUsage.model_validate(
+                        child.model_dump(exclude={"kind", "changed_files"})
+                    )
+                )
         elif isinstance(event, p.UsageReport):
             self._usage(event)
         elif isinstance(event, p.TurnFinished):

@@ -162,7 +162,8 @@ NEUTRAL_KEYS = frozenset(
         "serve_host", "serve_port", "serve_drafts", "response_reserve",
         "compact_threshold", "repo_map_tokens", "show_denoising", "draft_confidences",
         "mcp_timeout", "auto_commit", "max_turns", "timeout", "shell_timeout",
-        "output_limit", "tool_retries", "max_retries", "request_timeout",
+        "output_limit", "tool_retries", "max_retries", "request_timeout", "decoder",
+        "logits_shift", "expert_mass",
     }
 )  # fmt: skip
 """Settings that never weaken safety (``permissions`` is split: allow rules

@@ -24,7 +24,7 @@ import time
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from clover_code import protocol as p
 from clover_code.agent.agent_defs import READ_KINDS, AgentDefinition
@@ -81,15 +81,16 @@ class SubagentStats:
     duration_s: float
     status: p.TurnStatus
 
-    def as_display(self) -> dict[str, Any]:
-        """The stats as the task call's ``display["subagent"]``."""
-        return {
-            "call_id": self.call_id,
-            "agent": self.agent,
-            "tokens": self.tokens,
-            "duration_s": round(self.duration_s, 3),
-            "status": self.status,
-        }
+    def as_display(self, changed: list[str]) -> p.SubagentRun:
+        """The stats (and the files the child changed) as the task call's display."""
+        return p.SubagentRun(
+            call_id=self.call_id,
+            agent=self.agent,
+            tokens=self.tokens,
+            duration_s=round(self.duration_s, 3),
+            status=self.status,
+            changed_files=changed,
+        )
 
 
 @dataclass(slots=True)
@@ -114,12 +115,13 @@ class _Watch:
         elif isinstance(event, p.ErrorEvent):
             self.last_error = event.message
         elif isinstance(event, p.ToolCallFinished) and event.status == "ok":
-            paths = event.display.get("paths")
-            found = list(paths) if isinstance(paths, list) else [event.display.get("path")]
-            if "diff" in event.display:
-                for path in found:
-                    if isinstance(path, str) and path not in self.changed:
-                        self.changed.append(path)
+            shown = event.display
+            found: list[str] = []
+            if isinstance(shown, p.FileEdit) and shown.diff:
+                found = [shown.path]
+            elif isinstance(shown, p.PatchApplied):
+                found = list(shown.paths)
+            self.changed += [path for path in found if path not in self.changed]
 
 
 class SubagentRunner:
@@ -246,9 +248,7 @@ class SubagentRunner:
     def _result(
         definition: AgentDefinition, finished: p.TurnFinished, watch: _Watch, stats: SubagentStats
     ) -> ToolResult:
-        display: dict[str, Any] = {"subagent": stats.as_display()}
-        if watch.changed:
-            display["changed_files"] = list(watch.changed)
+        display = stats.as_display(list(watch.changed))
         changed = "\n\nFiles it changed: " + ", ".join(watch.changed) if watch.changed else ""
         if finished.status == "completed" and watch.over_limit is None:
             answer = finished.final_text.strip() or "(the agent gave no answer)"

@@ -9,6 +9,7 @@ from typing import ClassVar, Protocol
 from pydantic import BaseModel, Field
 
 from clover_code.errors import ToolError
+from clover_code.protocol import SkillLoaded
 from clover_code.tools.base import Tool, ToolContext, ToolKind, ToolResult
 
 __all__ = ["LoadedSkill", "SkillArgs", "SkillTool"]
@@ -84,4 +85,4 @@ class SkillTool(Tool):
                 "Files of this skill (read them with read_file at these paths; run its "
                 "scripts with the shell tool):\n" + "\n".join(f"- {f}" for f in files)
             )
-        return ToolResult("\n\n".join(parts), display={"skill": skill.name, "folder": folder})
+        return ToolResult("\n\n".join(parts), display=SkillLoaded(skill=skill.name, folder=folder))

@@ -244,7 +244,7 @@ class SlashCommands:
             "self-hosted engine has no per-token price."
         )
         if s.subagents:
-            tokens = sum(int(str(c.get("tokens", 0))) for c in s.subagents)
+            tokens = sum(c.tokens for c in s.subagents)
             self.app.transcript.add_note(
                 f"Child agents: {len(s.subagents)}, {tokens:,} tokens generated "
                 f"(not in the totals above):\n{s.subagents_report()}"

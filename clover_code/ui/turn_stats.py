@@ -25,7 +25,7 @@ class TurnStats:
         self.prompt_tokens = 0
         self.completion_tokens = 0
         self.responses = 0
-        self.subagents: list[dict[str, object]] = []
+        self.subagents: list[p.SubagentRun] = []
         """What each child agent (task call) of the session cost, as it ended."""
         self.reset()
 
@@ -54,15 +54,13 @@ class TurnStats:
 
     def finished_call(self, done: p.ToolCallFinished) -> None:
         """A tool call ended: a task call's child agent is counted."""
-        child = done.display.get("subagent")
-        if isinstance(child, dict):
-            self.subagents.append(child)
+        if isinstance(done.display, p.SubagentRun):
+            self.subagents.append(done.display)
 
     def subagents_report(self) -> str:
         """One line per child agent: agent, tokens, time, how it ended."""
         return "\n".join(
-            f"  {c.get('agent')} ({c.get('call_id')}): {c.get('tokens', 0):,} tokens, "
-            f"{c.get('duration_s', 0.0):.1f}s, {c.get('status')}"
+            f"  {c.agent} ({c.call_id}): {c.tokens:,} tokens, {c.duration_s:.1f}s, {c.status}"
             for c in self.subagents
         )
 

@@ -37,13 +37,14 @@ async def test_child_progress_expands_and_is_counted_in_cost(
         await until(pilot, lambda: card.calls == 1 and card.blocks >= 1 and "calc.py" in card.text)
         assert card.finished is None and card.agent == "explore"
         assert not card._log.display
-        await pilot.click(SubagentCard)
+        card.focus()
+        await pilot.press("enter")
         await until(pilot, lambda: bool(card._log.display))
         assert "✓ read_file calc.py" in str(card._log.render())
         hang.set()
         await until(pilot, lambda: "add subtracts" in answers(app) and not app.turn_running)
         assert card.finished is not None and card.finished.status == "ok"
-        app.composer.input.focus()  # the click left the focus on the card
+        app.composer.input.focus()  # the focus is on the card
         await type_and_send(pilot, "/cost")
         await until(
             pilot, lambda: any("Child agents: 1" in str(n.text) for n in app.query(NoticeLine))

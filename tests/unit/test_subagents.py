@@ -173,4 +173,4 @@ async def test_unknown_agent_and_token_limit_are_failed_results(
     done = [e for e in events if isinstance(e, p.ToolCallFinished)]
     assert done[0].status == "error" and "no agent 'nobody'" in done[0].result
     assert done[1].status == "error" and "subagent_max_tokens" in done[1].result
-    assert done[1].display["subagent"]["status"] == "failed"
+    assert isinstance(done[1].display, p.SubagentRun) and done[1].display.status == "failed"
