@@ -247,6 +247,29 @@ class Settings(BaseSettings):
     mcp_timeout: float = Field(120.0, gt=0)
     """Longest an MCP tool call may take, in seconds."""
 
+    web_allow_private: bool | list[str] = False
+    """Let web_fetch connect to private, loopback and link-local addresses: true for
+    all, or a list of addresses and networks, e.g. ["10.1.2.3", "192.168.0.0/16"]."""
+
+    web_max_bytes: int = Field(5_000_000, ge=1024)
+    """Most bytes web_fetch reads of one page; the rest is never downloaded."""
+
+    web_timeout: float = Field(30.0, gt=0)
+    """Longest one web_fetch or web_search may take, in seconds."""
+
+    web_max_redirects: int = Field(5, ge=0, le=20)
+    """Most redirects web_fetch follows for one page."""
+
+    search_provider: Literal["searxng", "brave", "tavily"] = "searxng"
+    """The kind of search endpoint search_url is: searxng (JSON API), brave or tavily."""
+
+    search_url: str | None = None
+    """The search endpoint web_search uses, e.g. http://localhost:8888/search for SearXNG,
+    https://api.search.brave.com/res/v1/web/search; unset: no web_search tool."""
+
+    search_api_key: SecretStr | None = None
+    """The hosted search API's key (sent only to search_url)."""
+
     auto_commit: bool = False
     """Commit the agent's changes on the current branch after each task (for CI)."""
 
@@ -296,6 +319,24 @@ class Settings(BaseSettings):
     def project_trust(self) -> trust.TrustReport | None:
         """What was decided about the project's config files; None without a workspace."""
         return self._project_trust
+
+    @field_validator("search_url")
+    @classmethod
+    def _search_url_is_http(cls, value: str | None) -> str | None:
+        return check_base_url(value)
+
+    @field_validator("web_allow_private")
+    @classmethod
+    def _networks(cls, value: bool | list[str]) -> bool | list[str]:
+        if isinstance(value, list):
+            import ipaddress
+
+            for entry in value:
+                try:
+                    ipaddress.ip_network(entry.strip(), strict=False)
+                except ValueError:
+                    raise ValueError(f"'{entry}' is not an IP address or network") from None
+        return value
 
     @field_validator("base_url")
     @classmethod

@@ -32,6 +32,8 @@ from clover_code.protocol.tool_display import SubagentRun as SubagentRun
 from clover_code.protocol.tool_display import TodoItem as TodoItem
 from clover_code.protocol.tool_display import TodoList as TodoList
 from clover_code.protocol.tool_display import ToolDisplay as ToolDisplay
+from clover_code.protocol.tool_display import WebPage as WebPage
+from clover_code.protocol.tool_display import WebSearch as WebSearch
 from clover_code.protocol.tool_display import read_display
 
 ApprovalMode = Literal["read-only", "ask", "auto-edit", "full-auto"]

@@ -34,6 +34,8 @@ __all__ = [
     "TodoItem",
     "TodoList",
     "ToolDisplay",
+    "WebPage",
+    "WebSearch",
     "read_display",
 ]
 
@@ -178,6 +180,28 @@ class SubagentRun(_Display):
     """Files its edit tools changed, relative to the workspace root."""
 
 
+class WebPage(_Display):
+    """``web_fetch``: which page was read, or where it redirected."""
+
+    kind: Literal["web_page"] = "web_page"
+    url: str
+    """The page's address after the redirects that were followed."""
+    status: int
+    content_type: str = ""
+    truncated: bool = False
+    """Whether the page was longer than the size cap and cut there."""
+    redirect: str | None = None
+    """A redirect to another host that was not followed (its target)."""
+
+
+class WebSearch(_Display):
+    """``web_search``: how many results came back."""
+
+    kind: Literal["web_search"] = "web_search"
+    query: str
+    results: int
+
+
 ToolDisplay = Annotated[
     FileRead
     | FileEdit
@@ -189,7 +213,9 @@ ToolDisplay = Annotated[
     | TodoList
     | RepoMapBuilt
     | SkillLoaded
-    | SubagentRun,
+    | SubagentRun
+    | WebPage
+    | WebSearch,
     Field(discriminator="kind"),
 ]
 """The details of a tool result, tagged by ``kind``."""

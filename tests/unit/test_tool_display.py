@@ -34,6 +34,9 @@ EVERY_KIND: list[p.ToolDisplay] = [
         status="completed",
         changed_files=["a.py"],
     ),
+    p.WebPage(url="https://docs.example/a", status=200, content_type="text/html", truncated=True),
+    p.WebPage(url="https://a.example/", status=302, redirect="https://b.example/"),
+    p.WebSearch(query="thing docs", results=3),
 ]
 
 
