@@ -279,6 +279,18 @@ class Settings(BaseSettings):
     max_turns: int = Field(50, ge=1)
     """Most model requests the agent makes for one task."""
 
+    max_subagents: int = Field(4, ge=1)
+    """Most child agents (``task`` calls) that run at the same time."""
+
+    subagent_max_turns: int = Field(20, ge=1)
+    """Most model requests one child agent makes."""
+
+    subagent_timeout: float = Field(600.0, gt=0)
+    """Wall-clock limit for one child agent, in seconds."""
+
+    subagent_max_tokens: int = Field(100_000, ge=1)
+    """Most tokens one child agent may generate (over all its requests)."""
+
     timeout: float | None = Field(None, gt=0)
     """Wall-clock limit for one task, in seconds."""
 

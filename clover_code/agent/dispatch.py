@@ -100,11 +100,11 @@ class ToolDispatcher:
             call.arguments, call.problem, call.screened = screened.arguments, screened.problem, True
 
     async def run_calls(self, calls: list[ToolCall]) -> None:
-        """Run calls in order; consecutive read-only calls run concurrently."""
+        """Run calls in order; consecutive read-only (or ``concurrent``) calls run concurrently."""
         batch: list[ToolCall] = []
         for call in calls:
             tool = self.tools.get(call.name)
-            if tool is not None and tool.kind in ("read", "search"):
+            if tool is not None and (tool.kind in ("read", "search") or tool.concurrent):
                 batch.append(call)
                 continue
             if batch:
@@ -282,7 +282,7 @@ class ToolDispatcher:
             self.emit(p.ToolOutput(call_id=call.id, text=text))
 
         try:
-            return await tool.run(args, replace(self.context, on_output=on_output))
+            return await tool.run(args, replace(self.context, on_output=on_output, call_id=call.id))
         except CloverError as exc:
             return ToolResult(text=f"error: {exc}", is_error=True)
 

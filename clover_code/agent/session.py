@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clover_code import protocol as p
+from clover_code.agent.agent_defs import agents_prompt, load_agents
 from clover_code.agent.approval import Approver, QueueApprover
 from clover_code.agent.checkpoints import CheckpointError, CheckpointStore
 from clover_code.agent.commands import (
@@ -33,6 +34,7 @@ from clover_code.agent.session_checkpoints import (
     undo,
 )
 from clover_code.agent.skills import Skill, load_skills, skills_prompt
+from clover_code.agent.subagents import SubagentRunner
 from clover_code.agent.transcript import Transcript, TranscriptError, load, new_session_id
 from clover_code.agent.workspace_check import snapshot_warning
 from clover_code.config import ApprovalMode, Settings, user_config_path, user_data_dir
@@ -47,6 +49,7 @@ from clover_code.tools.sandbox.base import Sandbox
 from clover_code.tools.sandbox.select import SandboxChoice, choose_from_settings
 from clover_code.tools.skill import SkillTool
 from clover_code.tools.spill import OutputSpill
+from clover_code.tools.task import TaskTool
 from clover_code.tools.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -58,6 +61,11 @@ if TYPE_CHECKING:
 _NOT_RECORDED = frozenset(
     {"block_draft", "block_committed", "tool_output", "content_delta", "reasoning_delta"}
 )
+
+
+def _bulky_child_event(event: p.Event) -> bool:
+    """A child agent's event of a kind that is not recorded for the parent either."""
+    return isinstance(event, p.SubagentEvent) and event.event.type in _NOT_RECORDED
 
 
 def find_root(cwd: Path) -> tuple[Path, bool]:
@@ -130,6 +138,8 @@ class Session:
         """The skills this session offers (for a ``/skills`` listing)."""
         self.commands: list[CustomCommand] = []
         """Custom commands (``/name args`` prompts expand; for completion and ACP)."""
+        self.subagents: SubagentRunner | None = None
+        """Starts the task tool's child agents (and keeps what each cost)."""
 
     @classmethod
     async def open(
@@ -210,7 +220,7 @@ class Session:
         tools += mcp.tools if mcp is not None else []
 
         def record_and_emit(event: p.Event) -> None:
-            if event.type not in _NOT_RECORDED:
+            if event.type not in _NOT_RECORDED and not _bulky_child_event(event):
                 transcript.event(event.model_dump(mode="json"))
             emit(event)
 
@@ -221,6 +231,10 @@ class Session:
         startup_notices += skill_notes
         commands = load_commands(root, config_dir=user_config_path().parent, notes=startup_notices)
         tools += [SkillTool(skills)] if skills else []
+        agents, agent_notes = load_agents(root, user_config_path().parent)
+        startup_notices += agent_notes
+        subagents = SubagentRunner(agents, settings)
+        tools.append(TaskTool(subagents))
         agent = Agent(
             backend=backend,
             hooks=hooks,
@@ -242,7 +256,7 @@ class Session:
                 tools=[t.name for t in tools],
                 repo_map=map_text,
                 config_dir=user_config_path().parent,
-                extra=[skills_prompt(skills)],
+                extra=[skills_prompt(skills), agents_prompt(agents)],
             ),
             emit=record_and_emit,
             record_message=transcript.message,
@@ -262,6 +276,8 @@ class Session:
             mcp=mcp,
         )
         transcript.on_failure = session._transcript_failed
+        subagents.attach(agent)
+        session.subagents = subagents
         session.checkpoints_held = held
         record_and_emit(
             p.SessionStarted(

@@ -28,6 +28,7 @@ from clover_code.protocol.tool_display import PatchApplied as PatchApplied
 from clover_code.protocol.tool_display import RepoMapBuilt as RepoMapBuilt
 from clover_code.protocol.tool_display import SearchResult as SearchResult
 from clover_code.protocol.tool_display import SkillLoaded as SkillLoaded
+from clover_code.protocol.tool_display import SubagentRun as SubagentRun
 from clover_code.protocol.tool_display import TodoItem as TodoItem
 from clover_code.protocol.tool_display import TodoList as TodoList
 from clover_code.protocol.tool_display import ToolDisplay as ToolDisplay
@@ -359,6 +360,20 @@ class TurnFinished(_Message):
     model_requests: int = 0
 
 
+class SubagentEvent(_Message):
+    """An event of a child agent started by the ``task`` tool call ``parent_call_id``.
+
+    Every event a child emits reaches front ends wrapped like this, so they can
+    show it under the parent's call (or leave it out) and never mix it up with
+    the parent's own stream."""
+
+    type: Literal["subagent_event"] = "subagent_event"
+    parent_call_id: str
+    agent: str
+    """The child's agent definition, e.g. ``explore``."""
+    event: Event
+
+
 class SessionEnded(_Message):
     """The session closed; the transcript is complete."""
 
@@ -386,7 +401,9 @@ Event = Annotated[
     | ErrorEvent
     | HookRan
     | TurnFinished
+    | SubagentEvent
     | SessionEnded,
     Field(discriminator="type"),
 ]
+SubagentEvent.model_rebuild()
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)

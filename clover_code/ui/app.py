@@ -277,8 +277,11 @@ class CloverApp(App[int]):
             t.add_reasoning(event.text)
         elif isinstance(event, p.ToolCallStarted):
             t.add_tool(event)
+        elif isinstance(event, p.SubagentEvent):
+            t.subagent_event(event)
         elif isinstance(event, p.ToolCallFinished):
             t.tool_finished(event)
+            self.stats.finished_call(event)
             edit = event.display if isinstance(event.display, p.FileEdit) else None
             files = self.turn_files[-1] if self.turn_files else None
             if edit and event.status == "ok" and files is not None and edit.path not in files:

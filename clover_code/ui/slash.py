@@ -243,6 +243,12 @@ class SlashCommands:
             f"generated, {s.prompt_tokens:,} tokens in the last prompt. A local or "
             "self-hosted engine has no per-token price."
         )
+        if s.subagents:
+            tokens = sum(c.tokens for c in s.subagents)
+            self.app.transcript.add_note(
+                f"Child agents: {len(s.subagents)}, {tokens:,} tokens generated "
+                f"(not in the totals above):\n{s.subagents_report()}"
+            )
 
     def _cmd_quit(self, arg: str) -> None:
         self.app.run_worker(self.app.action_quit())
