@@ -97,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     task.add_argument(
         "--approval",
-        choices=("read-only", "ask", "auto-edit", "full-auto"),
+        choices=("read-only", "plan", "ask", "auto-edit", "full-auto"),
         help="what may run without asking (headless default: auto-edit; asking = refused)",
     )
     task.add_argument(
@@ -113,6 +113,11 @@ def build_parser() -> argparse.ArgumentParser:
         dest="continue_",
         action="store_true",
         help="resume the latest session in this repository",
+    )
+    resume.add_argument(
+        "--fork",
+        metavar="ID",
+        help="start a new session with a copy of session ID's conversation (ID is untouched)",
     )
     add_engine_arguments(parser)
     parser.add_argument(
@@ -202,6 +207,11 @@ def run(argv: list[str]) -> int:
         resume = None
         if args.resume is not None or args.continue_:
             resume = find_session(settings.resolved_sessions_dir(), args.resume or None, root)
+        if args.fork is not None:
+            from clover_code.agent.fork import fork_session
+
+            sessions = settings.resolved_sessions_dir()
+            resume = fork_session(find_session(sessions, args.fork, root), sessions)
         if args.watch:
             if task is not None:
                 raise UsageError("--watch and --task do not go together; use one of them.")

@@ -47,7 +47,7 @@ ENV_PREFIX = "CLOVER_"
 
 EngineKind = Literal["auto", "remote", "sglang", "hf"]
 SandboxKind = Literal["auto", "docker", "bwrap", "none"]
-ApprovalMode = Literal["read-only", "ask", "auto-edit", "full-auto"]
+ApprovalMode = Literal["read-only", "plan", "ask", "auto-edit", "full-auto"]
 
 
 def user_config_path() -> Path:
@@ -286,7 +286,8 @@ class Settings(BaseSettings):
     the workspace mounted (e.g. ``pip install -e '.[test]'``); the result is cached."""
 
     approval: ApprovalMode | None = None
-    """read-only, ask, auto-edit or full-auto; unset means ask in the app and auto-edit headless."""
+    """read-only, plan, ask, auto-edit or full-auto; unset means ask in the app and
+    auto-edit headless."""
 
     permissions: PermissionRules = Field(default_factory=PermissionRules)
     """Allow and deny rules per tool, e.g. [permissions.allow] shell = ["pytest *"]."""

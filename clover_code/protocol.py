@@ -52,7 +52,10 @@ class SetApprovalMode(_Message):
     """Switch the approval mode for the rest of the session."""
 
     type: Literal["set_approval_mode"] = "set_approval_mode"
-    mode: Literal["read-only", "ask", "auto-edit", "full-auto"]
+    mode: Literal["read-only", "plan", "ask", "auto-edit", "full-auto"]
+
+
+RewindWhat = Literal["files", "conversation", "both"]
 
 
 class Undo(_Message):
@@ -67,6 +70,8 @@ class Undo(_Message):
     last_change: bool = False
     """Undo back to (and including) the newest turn that changed files; ``turns`` is
     then ignored."""
+    what: RewindWhat = "both"
+    """Restore the files, cut the conversation back to before those turns, or both."""
 
 
 class AllowCheckpoints(_Message):
@@ -266,6 +271,8 @@ class UndoDone(_Message):
     forgotten: bool = False
     """The undone turns were also removed from the conversation the model sees (not
     possible when it was compacted or cleared since)."""
+    what: RewindWhat = "both"
+    """What was asked for: files restored, conversation cut back, or both."""
 
 
 class DiffReport(_Message):

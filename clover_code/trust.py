@@ -66,8 +66,9 @@ in any mode; headless refuses."""
 TRUST_SWITCH = "trust_project_settings"
 """The setting that trusts every project; never read from a project file."""
 
-APPROVAL_ORDER: tuple[str, ...] = ("read-only", "ask", "auto-edit", "full-auto")
-"""Approval modes, strictest first."""
+APPROVAL_ORDER: tuple[str, ...] = ("read-only", "plan", "ask", "auto-edit", "full-auto")
+"""Approval modes, strictest first (plan runs only reads and the todo list, as strict as
+read-only, so it sits next to it)."""
 DEFAULT_APPROVAL = "ask"
 """The mode an unset ``approval`` is judged against: the app's default, the
 strictest of the defaults (headless uses auto-edit)."""

@@ -53,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--approval",
-        choices=("read-only", "ask", "auto-edit", "full-auto"),
+        choices=("read-only", "plan", "ask", "auto-edit", "full-auto"),
         help="the starting mode (default: ask); the editor's mode picker changes it",
     )
     parser.add_argument("--max-turns", type=int, metavar="N", help="most model requests per turn")

@@ -3,12 +3,15 @@
 | mode       | read/search | edit  | execute |
 |------------|-------------|-------|---------|
 | read-only  | run         | deny  | deny    |
+| plan       | run         | deny  | deny    |
 | ask        | run         | ask   | ask     |
 | auto-edit  | run         | run   | ask     |
 | full-auto  | run         | run   | run     |
 
-"ask" goes to an ``Approver``: the app shows a modal; headless mode cannot
-ask, so its approver refuses and says which flag would allow the call.
+plan mode also offers no tool but the read/search ones and the todo list
+(``agent.plan``). "ask" goes to an ``Approver``: the app shows a modal;
+headless mode cannot ask, so its approver refuses and says which flag would
+allow the call.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ Verdict = Literal["allow", "ask", "deny"]
 
 _TABLE: dict[ApprovalMode, dict[str, Verdict]] = {
     "read-only": {"edit": "deny", "execute": "deny"},
+    "plan": {"edit": "deny", "execute": "deny"},
     "ask": {"edit": "ask", "execute": "ask"},
     "auto-edit": {"edit": "allow", "execute": "ask"},
     "full-auto": {},

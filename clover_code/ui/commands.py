@@ -23,18 +23,25 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("approval", "show or set what may run without asking", "[MODE]"),
     SlashCommand("sandbox", "show where shell commands run"),
     SlashCommand("undo", "revert the last turn's changes (asks first)", "[--force]"),
-    SlashCommand("rewind", "go back N turns (asks first)", "N [--force]"),
+    SlashCommand(
+        "rewind",
+        "go back N turns: files, conversation or both (asks)",
+        "N [files|conversation|both] [--force]",
+    ),
     SlashCommand("retry", "connect to the model server now, or resend the last prompt"),
     SlashCommand("diff", "show what the agent changed this session"),
     SlashCommand("compact", "summarise older turns to free context"),
     SlashCommand("clear", "start a fresh conversation"),
     SlashCommand("sessions", "pick an earlier session of this repository", "[--all]"),
     SlashCommand("resume", "continue an earlier session (a picker without ID)", "[ID|--all]"),
+    SlashCommand("fork", "continue in a copy of this session (the original stays)"),
+    SlashCommand("plan", "plan mode: explore and write a plan, change nothing", "[TASK]"),
+    SlashCommand("skills", "list the skills the model can load"),
     SlashCommand("cost", "show the tokens used this session"),
     SlashCommand("quit", "save and leave"),
 )
 BY_NAME = {command.name: command for command in COMMANDS}
-APPROVAL_MODES = ("read-only", "ask", "auto-edit", "full-auto")
+APPROVAL_MODES = ("read-only", "plan", "ask", "auto-edit", "full-auto")
 
 
 def parse(text: str) -> tuple[SlashCommand, str] | None:

@@ -1,0 +1,51 @@
+"""The app's side of custom commands and skills: completion, running ``/name args``,
+and the ``/skills`` listing. The session found them; the app only reads its lists."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from clover_code.agent.commands import CustomCommand
+from clover_code.agent.skills import Skill
+from clover_code.ui.commands import SlashCommand
+
+if TYPE_CHECKING:
+    from clover_code.ui.app import CloverApp
+
+
+def custom_commands(app: CloverApp) -> list[CustomCommand]:
+    """The open session's custom commands (none while no session is open)."""
+    found = getattr(app.bridge.session, "commands", None)
+    return [c for c in found or [] if isinstance(c, CustomCommand)]
+
+
+def session_opened(app: CloverApp) -> None:
+    """Offer the new session's custom commands in the prompt's completion."""
+    app.composer.custom = [
+        SlashCommand(c.name, c.description or f"custom command ({c.source})", c.argument_hint)
+        for c in custom_commands(app)
+    ]
+
+
+def run_custom(app: CloverApp, text: str) -> bool:
+    """Send ``/name args`` as a prompt when ``name`` is a custom command (the session
+    expands it); False when it is not one."""
+    name = text[1:].split(maxsplit=1)[0] if text[1:].strip() else ""
+    if not any(c.name == name for c in custom_commands(app)):
+        return False
+    app.send_prompt(text)
+    return True
+
+
+def show_skills(app: CloverApp) -> None:
+    """``/skills``: each skill's name, where it comes from, and its description."""
+    found = getattr(app.bridge.session, "skills", None)
+    skills = [s for s in found or [] if isinstance(s, Skill)]
+    if not skills:
+        app.transcript.add_note(
+            "No skills found. Add a folder with a SKILL.md to .clover/skills/, "
+            ".agents/skills/ or your config dir's skills/."
+        )
+        return
+    lines = [f"{s.name} ({s.source}, {s.folder}): {s.description}" for s in skills]
+    app.transcript.add_note("\n  ".join(["Skills (the model loads one when it fits):", *lines]))
