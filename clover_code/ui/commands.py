@@ -23,11 +23,7 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("approval", "show or set what may run without asking", "[MODE]"),
     SlashCommand("sandbox", "show where shell commands run"),
     SlashCommand("undo", "revert the last turn's changes (asks first)", "[--force]"),
-    SlashCommand(
-        "rewind",
-        "go back N turns: files, conversation or both (asks)",
-        "N [files|conversation|both] [--force]",
-    ),
+    SlashCommand("rewind", "go back N turns (asks first)", "N [files|conversation|both]"),
     SlashCommand("retry", "connect to the model server now, or resend the last prompt"),
     SlashCommand("diff", "show what the agent changed this session"),
     SlashCommand("compact", "summarise older turns to free context"),

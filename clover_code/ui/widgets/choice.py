@@ -57,7 +57,9 @@ class ChoiceScreen(ModalScreen[tuple[str, str] | None]):
                 yield Input(placeholder=self.text_hint, id="text")
 
     def on_mount(self) -> None:
-        self.query(Button).first().focus()
+        for button in self.query(Button).results():  # none if already dismissed
+            button.focus()
+            break
 
     def on_key(self, event: Key) -> None:
         # Keys pick a choice, unless the text field has them.
