@@ -25,7 +25,8 @@ def fork_session(source: Path, directory: Path) -> Path:
     meta.update(id=new_session_id(), forked_from=loaded.meta.get("id"), pid=os.getpid())
     transcript = Transcript.create(directory, meta)
     try:
-        transcript.history(loaded.messages)
+        for message in loaded.messages:  # one record each, as a session writes them
+            transcript.message(message)
     finally:
         transcript.close()
     return transcript.path
