@@ -10,6 +10,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clover_code import __version__
+from clover_code.cli_flags import (
+    ENGINE_FLAGS,
+    Flag,
+    FlagSpec,
+    add_engine_arguments,
+    add_setting_flags,
+    flag_values,
+    setting_names,
+)
 from clover_code.errors import CloverError, ExitCode, UsageError
 
 if TYPE_CHECKING:
@@ -36,36 +45,24 @@ EXIT_CODES_HELP = """exit codes:
 """
 
 
-ENGINE_SETTINGS = (
-    "engine",
-    "base_url",
-    "model",
-    "api_key",
-    "model_path",
-    "block_size",
-    "thinking",
-    "sandbox",
+TASK_FLAGS: tuple[FlagSpec, ...] = (
+    Flag("max_turns", metavar="N", help="most model requests per task"),
+    Flag("timeout", metavar="SECONDS", help="wall-clock limit"),
+    Flag(
+        "max_tokens",
+        metavar="N",
+        help="most tokens per model response (default: what the context leaves, at most 32768)",
+    ),
+    Flag(
+        "approval",
+        help="what may run without asking (headless default: auto-edit; asking = refused)",
+    ),
+    Flag(
+        "auto_commit",
+        help="commit the agent's changes on the current branch when the task completes (CI)",
+    ),
 )
-"""The settings ``add_engine_arguments`` gives flags for (same names)."""
-
-
-def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
-    """The engine and sandbox flags every front end shares (settings of the same names)."""
-    engine = parser.add_argument_group("engine")
-    engine.add_argument("--engine", choices=("auto", "remote", "sglang", "hf"))
-    engine.add_argument("--base-url", metavar="URL", help="OpenAI-compatible server address")
-    engine.add_argument("--model", help="model name (default: the first one the server lists)")
-    engine.add_argument("--api-key", help="API key (or set CLOVER_API_KEY)")
-    engine.add_argument("--model-path", metavar="DIR", help="local checkpoint (sglang, hf)")
-    engine.add_argument("--block-size", type=int, metavar="N", help="tokens per block (32)")
-    engine.add_argument(
-        "--no-thinking", dest="thinking", action="store_const", const=False, help="no reasoning"
-    )
-    parser.add_argument(
-        "--sandbox",
-        choices=("auto", "docker", "bwrap", "none"),
-        help="where shell commands run (none = directly on this machine)",
-    )
+"""The settings the task (headless) options set."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -87,25 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="text",
         help="text (default), one JSON result, or the event stream as JSON lines",
     )
-    task.add_argument("--max-turns", type=int, metavar="N", help="most model requests per task")
-    task.add_argument("--timeout", type=float, metavar="SECONDS", help="wall-clock limit")
-    task.add_argument(
-        "--max-tokens",
-        type=int,
-        metavar="N",
-        help="most tokens per model response (default: what the context leaves, at most 32768)",
-    )
-    task.add_argument(
-        "--approval",
-        choices=("read-only", "plan", "ask", "auto-edit", "full-auto"),
-        help="what may run without asking (headless default: auto-edit; asking = refused)",
-    )
-    task.add_argument(
-        "--auto-commit",
-        action="store_const",
-        const=True,
-        help="commit the agent's changes on the current branch when the task completes (CI)",
-    )
+    add_setting_flags(task, TASK_FLAGS)
     resume = task.add_mutually_exclusive_group()
     resume.add_argument("--resume", nargs="?", const="", metavar="ID", help="resume a session")
     resume.add_argument(
@@ -120,13 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="start a new session with a copy of session ID's conversation (ID is untouched)",
     )
     add_engine_arguments(parser)
-    parser.add_argument(
-        "--sandbox-network",
-        dest="sandbox_network",
-        action="store_const",
-        const=True,
-        help="let sandboxed commands use the network (off by default)",
-    )
+    add_setting_flags(parser, ("sandbox_network",))
     parser.add_argument(
         "--watch",
         action="store_true",
@@ -162,16 +135,8 @@ def _read_task(args: argparse.Namespace) -> str | None:
 
 
 def _cli_settings(args: argparse.Namespace) -> dict[str, Any]:
-    keys = (
-        *ENGINE_SETTINGS,
-        "sandbox_network",
-        "approval",
-        "max_turns",
-        "timeout",
-        "max_tokens",
-        "auto_commit",
-    )
-    return {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
+    keys = setting_names((*ENGINE_FLAGS, *TASK_FLAGS, "sandbox_network"))
+    return flag_values(args, keys)
 
 
 def run(argv: list[str]) -> int:

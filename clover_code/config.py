@@ -13,41 +13,44 @@ project file always applies.
 
 from __future__ import annotations
 
-import difflib
-import json
 import os
-import re
-import tomllib
 from collections.abc import Mapping
-from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 import platformdirs
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     PrivateAttr,
     SecretStr,
     ValidationError,
     field_validator,
 )
-from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from clover_code import trust
+from clover_code.config_sections import HookConfig as HookConfig
+from clover_code.config_sections import HookEvent as HookEvent
+from clover_code.config_sections import McpServerConfig as McpServerConfig
+from clover_code.config_sections import PermissionRules as PermissionRules
+from clover_code.config_sources import (
+    ENV_PREFIX,
+    LAYERS,
+    DictSource,
+    check_base_url,
+    env_value,
+    explain,
+    read_toml,
+)
 from clover_code.errors import ConfigError
 from clover_code.project_files import ProjectJudge
+from clover_code.protocol import ApprovalMode as ApprovalMode  # the settings name it too
 
 APP_NAME = "clover-code"
 REPO_CONFIG = Path(trust.PROJECT_CONFIG)
-ENV_PREFIX = "CLOVER_"
 
 EngineKind = Literal["auto", "remote", "sglang", "hf"]
 SandboxKind = Literal["auto", "docker", "bwrap", "none"]
-ApprovalMode = Literal["read-only", "plan", "ask", "auto-edit", "full-auto"]
 
 
 def user_config_path() -> Path:
@@ -63,82 +66,6 @@ def user_data_dir() -> Path:
 def trust_store() -> trust.TrustStore:
     """The user's project trust records (in the user data dir, outside every workspace)."""
     return trust.TrustStore(user_data_dir() / "trusted-projects.json")
-
-
-class PermissionRules(BaseModel):
-    """Allow and deny rules on top of the approval mode; deny beats allow.
-
-    Keys are tool names (``shell``, ``write_file``, an MCP tool's name; a
-    ``*`` glob may stand for part of a name) or ``edit`` (every file write,
-    shell redirections included) and ``read``. Shell rules are command
-    patterns (``"pytest *"``, ``"git status"``); the others are path globs
-    relative to the workspace (``"docs/**"``, ``".env"``).
-    """
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
-    allow: dict[str, list[str]] = Field(default_factory=dict)
-    """Calls that run without asking, e.g. shell = ["pytest *", "git status"]."""
-
-    deny: dict[str, list[str]] = Field(default_factory=dict)
-    """Calls that are always refused, e.g. shell = ["git push *"], edit = [".env"]."""
-
-
-class McpServerConfig(BaseModel):
-    """One stdio MCP server: the program to start and how (the ``.mcp.json`` entry shape)."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
-    type: Literal["stdio"] = "stdio"
-    """Transport; only stdio servers are supported."""
-
-    command: str = Field(min_length=1)
-    """The program that runs the server, e.g. npx or uvx."""
-
-    args: list[str] = Field(default_factory=list)
-    """Its command-line arguments."""
-
-    env: dict[str, str] = Field(default_factory=dict)
-    """Extra environment variables (the server gets only PATH, HOME and a few more otherwise)."""
-
-    cwd: str | None = None
-    """Directory to start it in; unset means the workspace root."""
-
-    enabled: bool = True
-    """Start this server (false keeps it declared but off)."""
-
-    startup_timeout: float = Field(30.0, gt=0)
-    """Seconds to wait for the server to start and list its tools."""
-
-
-HookEvent = Literal[
-    "SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PreCompact", "Stop",
-    "SessionEnd",
-]  # fmt: skip
-
-
-class HookConfig(BaseModel):
-    """One hook: a program run at a lifecycle point (see ``clover_code.agent.hooks``)."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
-    matcher: str = ""
-    """Regular expression over tool names (PreToolUse, PostToolUse); empty means every tool."""
-
-    command: str = Field(min_length=1)
-    """The program and its arguments, split like a shell would (no shell runs it)."""
-
-    timeout: float = Field(60.0, gt=0)
-    """Seconds the program may run before it is killed."""
-
-    @field_validator("matcher")
-    @classmethod
-    def _matcher_compiles(cls, value: str) -> str:
-        try:
-            re.compile(value)
-        except re.error as exc:
-            raise ValueError(f"the matcher is not a regular expression ({exc})") from None
-        return value
 
 
 class Settings(BaseSettings):
@@ -286,8 +213,8 @@ class Settings(BaseSettings):
     the workspace mounted (e.g. ``pip install -e '.[test]'``); the result is cached."""
 
     approval: ApprovalMode | None = None
-    """read-only, plan, ask, auto-edit or full-auto; unset means ask in the app and
-    auto-edit headless."""
+    """What may run without asking (an approval mode, strictest first: read-only, plan, ask,
+    auto-edit, full-auto); unset means ask in the app and auto-edit headless."""
 
     permissions: PermissionRules = Field(default_factory=PermissionRules)
     """Allow and deny rules per tool, e.g. [permissions.allow] shell = ["pytest *"]."""
@@ -357,62 +284,12 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        layers = _LAYERS.get()
-        return (init_settings, *(_DictSource(settings_cls, data) for _, data in layers))
+        layers = LAYERS.get()
+        return (init_settings, *(DictSource(settings_cls, data) for _, data in layers))
 
     def resolved_sessions_dir(self) -> Path:
         """The directory transcripts go to."""
         return self.sessions_dir or user_data_dir() / "sessions"
-
-
-def check_base_url(value: str | None) -> str | None:
-    """A server address must be an http:// or https:// URL with a host (blank means unset)."""
-    if value is None or not value.strip():
-        return value
-    url = value.strip()
-    example = "e.g. http://localhost:30000/v1"
-    if "://" not in url:
-        raise ValueError(f"the URL has no scheme; write it with http:// or https://, {example}")
-    parts = urlsplit(url)
-    if parts.scheme.lower() not in ("http", "https"):
-        raise ValueError(
-            f"the scheme '{parts.scheme}' is not supported; use http:// or https://, {example}"
-        )
-    if not parts.hostname:
-        raise ValueError(f"the URL has no host, {example}")
-    return url
-
-
-class _DictSource(PydanticBaseSettingsSource):
-    """One already-read layer (environment or a config file) as a settings source."""
-
-    def __init__(self, settings_cls: type[BaseSettings], data: dict[str, Any]):
-        super().__init__(settings_cls)
-        self.data = data
-
-    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
-        return self.data.get(field_name), field_name, False
-
-    def __call__(self) -> dict[str, Any]:
-        return dict(self.data)
-
-
-# The layers below the flags, highest first, for the load in progress: pydantic
-# builds the sources itself, so they are handed over through a context variable.
-_LAYERS: ContextVar[tuple[tuple[str, dict[str, Any]], ...]] = ContextVar("_LAYERS", default=())
-
-
-def read_toml(path: Path) -> dict[str, Any]:
-    """Parse one config file, turning syntax errors into a ``ConfigError``."""
-    try:
-        with path.open("rb") as fh:
-            data = tomllib.load(fh)
-    except tomllib.TOMLDecodeError as exc:
-        msg = f"config file {path} is not valid TOML ({exc}); fix or remove it."
-        raise ConfigError(msg) from None
-    except OSError as exc:
-        raise ConfigError(f"config file {path} cannot be read ({exc.strerror}).") from None
-    return data
 
 
 def load_settings(
@@ -433,7 +310,7 @@ def load_settings(
     environ = os.environ if env is None else env
     fields = Settings.model_fields
     env_values = {
-        k[len(ENV_PREFIX) :].lower(): _env_value(v)
+        k[len(ENV_PREFIX) :].lower(): env_value(v)
         for k, v in environ.items()
         if k.startswith(ENV_PREFIX) and k[len(ENV_PREFIX) :].lower() in fields
     }
@@ -454,15 +331,15 @@ def load_settings(
             layers.append((f"config file {repo_root / REPO_CONFIG}", project))
     if user_path.is_file():
         layers.append((f"config file {user_path}", user_values))
-    token = _LAYERS.set(tuple(layers))
+    token = LAYERS.set(tuple(layers))
     try:
         settings = Settings(**cli_values)
         settings._project_trust = report
         return settings
     except ValidationError as exc:
-        raise ConfigError(_explain(exc, cli_values, layers)) from None
+        raise ConfigError(explain(exc, cli_values, layers, list(Settings.model_fields))) from None
     finally:
-        _LAYERS.reset(token)
+        LAYERS.reset(token)
 
 
 def _joined_hooks(user: Any, project: Any) -> Any:
@@ -477,41 +354,3 @@ def _joined_hooks(user: Any, project: Any) -> Any:
             mine + hooks if isinstance(mine, list) and isinstance(hooks, list) else hooks
         )
     return joined
-
-
-def _env_value(raw: str) -> Any:
-    """Structured settings (rules, server tables) come from the environment as JSON."""
-    if raw.lstrip()[:1] in ("{", "["):
-        try:
-            return json.loads(raw)
-        except ValueError:
-            return raw
-    return raw
-
-
-def _explain(
-    exc: ValidationError, cli: Mapping[str, Any], layers: list[tuple[str, dict[str, Any]]]
-) -> str:
-    """One sentence per bad key, naming where the value came from."""
-    lines = []
-    for err in exc.errors():
-        key = str(err["loc"][0]) if err["loc"] else "?"
-        if key in cli:
-            where = f"command-line option --{key.replace('_', '-')}"
-        else:
-            where = next((name for name, data in layers if key in data), "settings")
-            if where == "environment":
-                where = f"environment variable {ENV_PREFIX}{key.upper()}"
-        if err["type"] == "extra_forbidden":
-            close = difflib.get_close_matches(key, list(Settings.model_fields), n=1)
-            if close:
-                lines.append(f"{where}: unknown key '{key}'; did you mean '{close[0]}'?")
-            else:
-                known = ", ".join(sorted(Settings.model_fields))
-                lines.append(f"{where}: unknown key '{key}' (known keys: {known}).")
-        else:
-            got = err.get("input")
-            # A validator's own sentence, without pydantic's "Value error, " prefix.
-            cause = (err.get("ctx") or {}).get("error") if err["type"] == "value_error" else None
-            lines.append(f"{where}: bad value {got!r} for '{key}': {cause or err['msg']}.")
-    return " ".join(lines)

@@ -19,7 +19,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from clover_code import trust
 from clover_code.errors import ConfigError
-from clover_code.tools.sandbox.project_definition import IMAGE_TRUST_NOTE, trust_fingerprint
+from clover_code.project_definition import IMAGE_TRUST_NOTE, trust_fingerprint
 
 __all__ = ["ProjectJudge"]
 

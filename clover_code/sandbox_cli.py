@@ -163,8 +163,8 @@ def _status() -> int:
 def _project_line(client: Any, builtin: str) -> str:
     """What the project here defines for the Docker sandbox, and whether it is built."""
     from clover_code.errors import ToolError
+    from clover_code.project_definition import find_definition, setup_commands
     from clover_code.tools.sandbox.image import image_present
-    from clover_code.tools.sandbox.project_definition import find_definition, setup_commands
     from clover_code.tools.sandbox.project_image import project_tag
 
     root, settings = _project()

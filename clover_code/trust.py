@@ -28,6 +28,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from clover_code.errors import ConfigError
+from clover_code.protocol import APPROVAL_MODES
 
 __all__ = [
     "APPROVAL_ORDER",
@@ -66,7 +67,7 @@ in any mode; headless refuses."""
 TRUST_SWITCH = "trust_project_settings"
 """The setting that trusts every project; never read from a project file."""
 
-APPROVAL_ORDER: tuple[str, ...] = ("read-only", "plan", "ask", "auto-edit", "full-auto")
+APPROVAL_ORDER: tuple[str, ...] = APPROVAL_MODES
 """Approval modes, strictest first (plan runs only reads and the todo list, as strict as
 read-only, so it sits next to it)."""
 DEFAULT_APPROVAL = "ask"

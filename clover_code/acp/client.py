@@ -38,7 +38,8 @@ from acp.schema import AllowedOutcome, PermissionOption, ToolCallUpdate
 from clover_code.acp.updates import ToolContent, Update, acp_kind, fenced, tool_title
 from clover_code.agent.approval import ApprovalRequest, Decision
 from clover_code.errors import ToolError
-from clover_code.tools.fileio import BINARY_SAMPLE, atomic_write, looks_binary
+from clover_code.fs.atomic import atomic_write
+from clover_code.fs.binary import BINARY_SAMPLE, looks_binary
 
 __all__ = ["EditorApprover", "EditorFiles", "Outbox", "describe_error"]
 

@@ -19,18 +19,31 @@ import logging
 import signal
 import sys
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 from acp import Agent
 from acp.agent.connection import AgentSideConnection
 
 from clover_code.acp.agent import CloverAgent
 from clover_code.acp.transport import LineTransport, stdio_pipes
+from clover_code.cli_flags import (
+    ENGINE_FLAGS,
+    Flag,
+    FlagSpec,
+    add_engine_arguments,
+    add_setting_flags,
+    flag_values,
+    setting_names,
+)
 from clover_code.errors import CloverError, ExitCode
 
 __all__ = ["build_parser", "main", "serve"]
 
-_OWN_SETTINGS = ("approval", "max_turns", "timeout")
+_OWN_FLAGS: tuple[FlagSpec, ...] = (
+    Flag("approval", help="the starting mode (default: ask); the editor's mode picker changes it"),
+    Flag("max_turns", metavar="N", help="most model requests per turn"),
+    Flag("timeout", metavar="SECONDS", help="limit per turn"),
+)
 """Settings this command has flags for besides the shared engine ones."""
 
 _ANSWER_WAIT = 5.0
@@ -39,8 +52,6 @@ _ANSWER_WAIT = 5.0
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``clover-code acp``."""
-    from clover_code.cli import add_engine_arguments
-
     parser = argparse.ArgumentParser(
         prog="clover-code acp",
         description="Serve the Agent Client Protocol on stdin/stdout, for editors such as Zed.",
@@ -51,13 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run shell commands in the editor's terminal (no sandbox) when it offers one",
     )
-    parser.add_argument(
-        "--approval",
-        choices=("read-only", "plan", "ask", "auto-edit", "full-auto"),
-        help="the starting mode (default: ask); the editor's mode picker changes it",
-    )
-    parser.add_argument("--max-turns", type=int, metavar="N", help="most model requests per turn")
-    parser.add_argument("--timeout", type=float, metavar="SECONDS", help="limit per turn")
+    add_setting_flags(parser, _OWN_FLAGS)
     parser.add_argument(
         "--trust-project",
         action="store_true",
@@ -70,10 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     """Parse ``argv``, check the settings, and serve; returns the exit code."""
     args = build_parser().parse_args(argv)
-    from clover_code.cli import ENGINE_SETTINGS
-
-    cli: dict[str, Any] = {k: getattr(args, k) for k in (*ENGINE_SETTINGS, *_OWN_SETTINGS)}
-    cli = {k: v for k, v in cli.items() if v is not None}
+    cli = flag_values(args, setting_names((*ENGINE_FLAGS, *_OWN_FLAGS)))
     logging.basicConfig(
         level=logging.WARNING, stream=sys.stderr, format="clover-code acp: %(message)s"
     )

@@ -322,15 +322,14 @@ class EventMapper:
         terminal = self._terminals.pop(event.call_id, None)
         if terminal is not None:
             return [tool_terminal_ref(terminal)]
-        diff = event.display.get("diff")
-        rel = event.display.get("path")
-        if event.status == "ok" and isinstance(diff, str) and diff and isinstance(rel, str):
-            path = Path(os.path.normpath(self.root / rel))
+        done = event.display
+        if event.status == "ok" and isinstance(done, p.FileEdit) and done.diff:
+            path = Path(os.path.normpath(self.root / done.path))
             edit = self._take_edit(path)
             if edit is not None:
                 old, new = edit
                 return [tool_diff_content(str(path), new, old)]
-            return [tool_content(text_block(fenced(diff, "diff")))]
+            return [tool_content(text_block(fenced(done.diff, "diff")))]
         text = _capped(event.result)
         if event.status == "ok" and kind in ("read", "search", "execute"):
             text = fenced(text)

@@ -183,7 +183,7 @@ class ToolDispatcher:
             return
         if refusal is not None:
             call.result = refusal
-            self._finish(call, "denied", refusal, {}, started)
+            self._finish(call, "denied", refusal, None, started)
             return
         started = time.monotonic()  # the duration is the run's, not the wait for the user
         streamed: list[str] = []
@@ -193,9 +193,8 @@ class ToolDispatcher:
         except Exception as exc:
             self._unexpected(call, tool, exc, "run", started)
             return
-        todo = result.display.get("todo")
-        if isinstance(todo, list):
-            self.on_todo(todo)
+        if isinstance(result.display, p.TodoList):
+            self.on_todo([item.model_dump() for item in result.display.todo])
         for notice in result.notices:
             self.emit(p.Notice(level="warning", text=notice))
         status = "error" if result.is_error else "ok"
@@ -242,7 +241,7 @@ class ToolDispatcher:
         )
         call.result = f"error: {message}"
         self.emit(p.ErrorEvent(message=message))
-        self._finish(call, "error", call.result, {}, started)
+        self._finish(call, "error", call.result, None, started)
 
     async def _approve(
         self, call: ToolCall, tool: Tool, args: BaseModel, summary: str, approved: bool = False
@@ -310,10 +309,10 @@ class ToolDispatcher:
                 call_id=call.id, name=call.name, kind="other", arguments=call.arguments, summary=""
             )
         )
-        self._finish(call, "error", call.result, {}, time.monotonic())
+        self._finish(call, "error", call.result, None, time.monotonic())
 
     def _finish(
-        self, call: ToolCall, status: Any, text: str, display: dict[str, Any], started: float
+        self, call: ToolCall, status: Any, text: str, display: p.ToolDisplay | None, started: float
     ) -> None:
         self.emit(
             p.ToolCallFinished(

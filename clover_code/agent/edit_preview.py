@@ -11,6 +11,7 @@ from typing import BinaryIO, Literal
 from pydantic import BaseModel
 
 from clover_code.errors import CloverError
+from clover_code.protocol import FileEdit
 from clover_code.tools.base import Tool, ToolContext
 from clover_code.tools.fileio import FileAccess
 
@@ -56,8 +57,10 @@ async def preview_edit(tool: Tool, args: BaseModel, context: ToolContext) -> Edi
         result = await tool.run(args, dry)
     except (CloverError, OSError):
         return None
-    diff = result.display.get("diff")
-    if not isinstance(diff, str) or not diff or result.is_error or len(files.written) != 1:
+    edit = result.display
+    if not isinstance(edit, FileEdit) or not edit.diff or result.is_error:
+        return None
+    if len(files.written) != 1:
         return None
     ((path, data),) = files.written.items()
     try:
@@ -66,7 +69,7 @@ async def preview_edit(tool: Tool, args: BaseModel, context: ToolContext) -> Edi
         before = await asyncio.to_thread(_read_text, context.files, path)
     except (UnicodeDecodeError, OSError):
         return None
-    return EditPreview(diff=diff, path=path, before=before, after=after)
+    return EditPreview(diff=edit.diff, path=path, before=before, after=after)
 
 
 def _read_text(files: FileAccess, path: Path) -> str | None:

@@ -26,7 +26,6 @@ from clover_code.agent.commands import (
 from clover_code.agent.hooks import HookRunner
 from clover_code.agent.instructions import system_prompt
 from clover_code.agent.loop import Agent
-from clover_code.agent.mcp_config import declared_servers
 from clover_code.agent.session_checkpoints import (
     checkpoints_answer,
     held_notice,
@@ -42,6 +41,7 @@ from clover_code.errors import CloverError
 from clover_code.repomap import RepoMap
 from clover_code.tools.base import ToolContext
 from clover_code.tools.fileio import FileAccess, LocalFiles
+from clover_code.tools.mcp_config import declared_servers
 from clover_code.tools.registry import default_tools
 from clover_code.tools.sandbox.base import Sandbox
 from clover_code.tools.sandbox.select import SandboxChoice, choose_from_settings

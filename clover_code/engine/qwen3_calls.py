@@ -81,6 +81,23 @@ class CallBuilder:
         text = json.dumps(value, ensure_ascii=False)
         return [ToolCallArgs(call.index, f"{'{' if first else ', '}{key}: {text}")]
 
+    def cut_off(self, inside_value: bool) -> list[EngineEvent]:
+        """The output ended with the current call open (``inside_value``: inside a value)."""
+        call = self.current
+        if call is None:
+            return []
+        if inside_value:
+            reason = (
+                f"tool call '{call.name}' was cut off inside parameter '{call.param}': "
+                "the output ended before </parameter>; send the whole call again"
+            )
+        else:
+            reason = (
+                f"tool call '{call.name}' was cut off: the output ended before "
+                "</function>; send the whole call again"
+            )
+        return self.end(reason)
+
     def end(self, error: str | None = None) -> list[EngineEvent]:
         """The current call is over (``error``: why it is incomplete)."""
         call = self.current

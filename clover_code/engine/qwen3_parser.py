@@ -29,6 +29,7 @@ tail no longer than the longest tag, never the whole response again.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from enum import IntEnum, auto
 from typing import Final
 
 from clover_code.engine.base import ToolSpec
@@ -39,15 +40,11 @@ from clover_code.engine.events import (
 )
 from clover_code.engine.qwen3_calls import Call, CallBuilder
 from clover_code.engine.qwen3_tags import (
-    _AFTER_FUNCTION,
     _AFTER_FUNCTION_TAGS,
     _AFTER_PARAM,
     _CALL_CLOSE,
     _CALL_OPEN,
-    _CALL_OPENED,
-    _CONTENT,
     _FUNC_CLOSE,
-    _FUNC_NAME,
     _FUNC_OPEN,
     _FUNCTION_TAGS,
     _HOLD_CONTENT,
@@ -55,16 +52,10 @@ from clover_code.engine.qwen3_tags import (
     _HOLD_JSON_CALL,
     _HOLD_REASONING,
     _HOLD_VALUE,
-    _IN_FUNCTION,
-    _JSON_CALL,
     _LONGEST_STOP,
     _MAX_NAME,
     _PARAM_CLOSE,
-    _PARAM_NAME,
     _PARAM_OPEN,
-    _PARAM_VALUE,
-    _REASONING,
-    _START,
     _STOPS,
     _THINK_CLOSE,
     _THINK_OPEN,
@@ -76,7 +67,26 @@ from clover_code.engine.qwen3_tags import (
     _valid_name,
 )
 
-__all__ = ["Qwen3StreamParser"]
+__all__ = ["ParserState", "Qwen3StreamParser"]
+
+
+class ParserState(IntEnum):
+    """Where the parser is in the output; ``_HANDLERS`` maps each state to its handler.
+
+    An ``IntEnum`` because the handler is looked up for every piece of text:
+    an int hashes in C, where a plain ``Enum`` hashes its name in Python.
+    """
+
+    START = auto()  # nothing seen yet: the model may open its own <think>
+    REASONING = auto()  # thinking, until </think>
+    CONTENT = auto()  # answer text, until <tool_call>
+    CALL_OPENED = auto()  # after <tool_call>: the XML form, the JSON form, or prose?
+    JSON_CALL = auto()  # {"name": ..., "arguments": ...}, until </tool_call>
+    FUNC_NAME = auto()  # after <function=, until its ">"
+    IN_FUNCTION = auto()  # between parameters, until <parameter= or </function>
+    PARAM_NAME = auto()  # after <parameter=, until its ">"
+    PARAM_VALUE = auto()  # a parameter's value, until a real </parameter>
+    AFTER_FUNCTION = auto()  # after </function>: </tool_call> or another <function=
 
 
 class Qwen3StreamParser:
@@ -97,7 +107,7 @@ class Qwen3StreamParser:
     def __init__(self, tools: Sequence[ToolSpec] = (), *, starts_in_reasoning: bool = True) -> None:
         self._calls = CallBuilder(tools)
         self._starts_in_reasoning = starts_in_reasoning
-        self._mode = _START
+        self._state = ParserState.START
         self._buf = ""  # unconsumed text: at most a held-back tail between feeds
         self._out: list[EngineEvent] = []
         self._reasoning = _TextRun()
@@ -139,26 +149,14 @@ class Qwen3StreamParser:
     # -- driving ---------------------------------------------------------------
 
     def _drain(self, final: bool) -> None:
-        # Each handler consumes input or changes mode when it returns True, so
+        # Each handler consumes input or changes state when it returns True, so
         # this ends; False means it needs more text (or, when final, is done).
-        while _HANDLERS[self._mode](self, final):
+        while _HANDLERS[self._state](self, final):
             pass
 
     def _close(self) -> None:
         self._drain(final=True)
-        call = self._calls.current
-        if call is not None:
-            if self._mode == _PARAM_VALUE:
-                reason = (
-                    f"tool call '{call.name}' was cut off inside parameter '{call.param}': "
-                    "the output ended before </parameter>; send the whole call again"
-                )
-            else:
-                reason = (
-                    f"tool call '{call.name}' was cut off: the output ended before "
-                    "</function>; send the whole call again"
-                )
-            self._out += self._calls.end(reason)
+        self._out += self._calls.cut_off(inside_value=self._state == ParserState.PARAM_VALUE)
         self._buf = ""
         self._closed = True
 
@@ -169,29 +167,16 @@ class Qwen3StreamParser:
     # -- emitting --------------------------------------------------------------
 
     def _emit_reasoning(self, text: str) -> None:
-        self._emit(self._reasoning, ReasoningDelta, text)
+        self._reasoning.emit(self._out, ReasoningDelta, text)
 
     def _emit_content(self, text: str) -> None:
-        self._emit(self._content, ContentDelta, text)
-
-    def _emit(
-        self, run: _TextRun, kind: type[ReasoningDelta] | type[ContentDelta], text: str
-    ) -> None:
-        """Text through its run (whitespace trimming); merged into a delta of the same kind."""
-        text = run.push(text) if text else ""
-        if not text:
-            return
-        last = self._out[-1] if self._out else None
-        if type(last) is kind:
-            last.text += text
-        else:
-            self._out.append(kind(text))
+        self._content.emit(self._out, ContentDelta, text)
 
     def _not_a_call(self) -> None:
         """The ``<tool_call>`` seen so far was literal text: hand it on as content."""
         self._emit_content(self._raw)
         self._raw = ""
-        self._mode = _CONTENT
+        self._state = ParserState.CONTENT
 
     def _start_call(self, name: str) -> Call:
         call, events = self._calls.start(name)
@@ -200,18 +185,18 @@ class Qwen3StreamParser:
         self._out += events
         return call
 
-    # -- mode handlers: return True after a mode change --------------------------
+    # -- state handlers: return True after a state change -------------------------
 
     def _start(self, final: bool) -> bool:
         # Leading whitespace is dropped by either text run anyway.
         buf = self._buf = self._buf.lstrip()
         if buf.startswith(_THINK_OPEN):
             self._buf = buf[len(_THINK_OPEN) :]
-            self._mode = _REASONING
+            self._state = ParserState.REASONING
             return True
         if not final and (not buf or _THINK_OPEN.startswith(buf)):
             return False
-        self._mode = _REASONING if self._starts_in_reasoning else _CONTENT
+        self._state = ParserState.REASONING if self._starts_in_reasoning else ParserState.CONTENT
         return True
 
     def _in_reasoning(self, final: bool) -> bool:
@@ -220,7 +205,7 @@ class Qwen3StreamParser:
         if at >= 0:
             self._emit_reasoning(buf[:at])
             self._buf = buf[at + len(_THINK_CLOSE) :]
-            self._mode = _CONTENT
+            self._state = ParserState.CONTENT
             return True
         end = _release_end(buf, _HOLD_REASONING, final)
         self._emit_reasoning(buf[:end])
@@ -234,7 +219,7 @@ class Qwen3StreamParser:
             self._emit_content(buf[:at])
             self._raw = _CALL_OPEN
             self._buf = buf[at + len(_CALL_OPEN) :]
-            self._mode = _CALL_OPENED
+            self._state = ParserState.CALL_OPENED
             return True
         end = _release_end(buf, _HOLD_CONTENT, final)
         self._emit_content(buf[:end])
@@ -249,11 +234,11 @@ class Qwen3StreamParser:
         if rest.startswith(_FUNC_OPEN):
             self._raw += _FUNC_OPEN
             self._buf = rest[len(_FUNC_OPEN) :]
-            self._mode = _FUNC_NAME
+            self._state = ParserState.FUNC_NAME
             return True
         if rest.startswith("{"):
             self._json_parts = []
-            self._mode = _JSON_CALL
+            self._state = ParserState.JSON_CALL
             return True
         if not final and (not rest or _FUNC_OPEN.startswith(rest)):
             return False
@@ -281,7 +266,7 @@ class Qwen3StreamParser:
         self._raw = ""
         self._content.restart()
         self._out += self._calls.whole(name, arguments)
-        self._mode = _CONTENT
+        self._state = ParserState.CONTENT
         return True
 
     def _function_name(self, final: bool) -> bool:
@@ -301,7 +286,7 @@ class Qwen3StreamParser:
             return True
         self._raw = ""
         self._calls.current = self._start_call(name)
-        self._mode = _IN_FUNCTION
+        self._state = ParserState.IN_FUNCTION
         return True
 
     def _in_function(self, final: bool) -> bool:
@@ -313,10 +298,10 @@ class Qwen3StreamParser:
             return False
         self._buf = buf[at + len(tag) :]
         if tag == _PARAM_OPEN:
-            self._mode = _PARAM_NAME
+            self._state = ParserState.PARAM_NAME
         else:
             self._out += self._calls.end()
-            self._mode = _AFTER_FUNCTION if tag == _FUNC_CLOSE else _CONTENT
+            self._state = ParserState.AFTER_FUNCTION if tag == _FUNC_CLOSE else ParserState.CONTENT
         return True
 
     def _parameter_name(self, final: bool) -> bool:
@@ -331,12 +316,12 @@ class Qwen3StreamParser:
             if call.error is None:
                 call.error = f"tool call '{call.name}' has a malformed <parameter=...> tag"
             self._buf = buf[end + 1 :] if end >= 0 else buf
-            self._mode = _IN_FUNCTION
+            self._state = ParserState.IN_FUNCTION
             return True
         self._buf = buf[end + 1 :]
         call.param = name
         call.value = []
-        self._mode = _PARAM_VALUE
+        self._state = ParserState.PARAM_VALUE
         return True
 
     def _parameter_value(self, final: bool) -> bool:
@@ -368,7 +353,7 @@ class Qwen3StreamParser:
         call.value = []
         self._out += self._calls.parameter(call, raw)
         self._buf = after
-        self._mode = _IN_FUNCTION
+        self._state = ParserState.IN_FUNCTION
         return True
 
     def _after_function(self, final: bool) -> bool:
@@ -376,33 +361,33 @@ class Qwen3StreamParser:
         self._buf = buf
         if buf.startswith(_CALL_CLOSE):
             self._buf = buf[len(_CALL_CLOSE) :]
-            self._mode = _CONTENT
+            self._state = ParserState.CONTENT
             return True
         if buf.startswith(_FUNC_OPEN):
             # Several functions inside one <tool_call>: read the next one.
             self._raw = _FUNC_OPEN
             self._buf = buf[len(_FUNC_OPEN) :]
-            self._mode = _FUNC_NAME
+            self._state = ParserState.FUNC_NAME
             return True
         if not buf or any(tag.startswith(buf) for tag in _AFTER_FUNCTION_TAGS):
             if final:
                 self._buf = ""  # a half-written closing tag carries nothing
             return False
         # The model left out </tool_call>: what follows is answer text.
-        self._mode = _CONTENT
+        self._state = ParserState.CONTENT
         return True
 
 
-# Mode handlers indexed by mode; unbound, so a parser holds no reference cycle.
-_HANDLERS: Final[tuple[Callable[[Qwen3StreamParser, bool], bool], ...]] = (
-    Qwen3StreamParser._start,
-    Qwen3StreamParser._in_reasoning,
-    Qwen3StreamParser._in_content,
-    Qwen3StreamParser._call_opened,
-    Qwen3StreamParser._json_call,
-    Qwen3StreamParser._function_name,
-    Qwen3StreamParser._in_function,
-    Qwen3StreamParser._parameter_name,
-    Qwen3StreamParser._parameter_value,
-    Qwen3StreamParser._after_function,
-)
+# The handler of each state; unbound, so a parser holds no reference cycle.
+_HANDLERS: Final[dict[ParserState, Callable[[Qwen3StreamParser, bool], bool]]] = {
+    ParserState.START: Qwen3StreamParser._start,
+    ParserState.REASONING: Qwen3StreamParser._in_reasoning,
+    ParserState.CONTENT: Qwen3StreamParser._in_content,
+    ParserState.CALL_OPENED: Qwen3StreamParser._call_opened,
+    ParserState.JSON_CALL: Qwen3StreamParser._json_call,
+    ParserState.FUNC_NAME: Qwen3StreamParser._function_name,
+    ParserState.IN_FUNCTION: Qwen3StreamParser._in_function,
+    ParserState.PARAM_NAME: Qwen3StreamParser._parameter_name,
+    ParserState.PARAM_VALUE: Qwen3StreamParser._parameter_value,
+    ParserState.AFTER_FUNCTION: Qwen3StreamParser._after_function,
+}

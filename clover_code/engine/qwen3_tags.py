@@ -10,6 +10,8 @@ import json
 import secrets
 from typing import Any, Final
 
+from clover_code.engine.events import ContentDelta, EngineEvent, ReasoningDelta
+
 _THINK_OPEN: Final = "<think>"
 _THINK_CLOSE: Final = "</think>"
 _CALL_OPEN: Final = "<tool_call>"
@@ -29,7 +31,7 @@ _MAX_NAME: Final = 256
 _AFTER_PARAM: Final = (_PARAM_OPEN, _FUNC_CLOSE, _CALL_CLOSE, *_STOPS)
 _FUNCTION_TAGS: Final = (_PARAM_OPEN, _FUNC_CLOSE, _CALL_CLOSE)
 
-# Held-back tails, per mode: the mode's own tags plus the stop tokens, which
+# Held-back tails, per parser state: the state's own tags plus the stop tokens, which
 # are searched for in ``feed`` and so must not be released half-seen either.
 _HOLD_REASONING: Final = (_THINK_CLOSE, *_STOPS)
 _HOLD_CONTENT: Final = (_CALL_OPEN, *_STOPS)
@@ -42,12 +44,8 @@ _ALL_TAGS: Final = (_THINK_OPEN, *_HOLD_REASONING, *_HOLD_CONTENT, *_HOLD_FUNCTI
 _LONGEST_TAG: Final = max(len(tag) for tag in _ALL_TAGS)
 
 # Every tag contains "<" only as its first character; ``_release_end`` relies
-# on that to look at a single candidate suffix.
-assert all(tag.count("<") == 1 and tag[0] == "<" for tag in _ALL_TAGS)
-
-# Modes of the scanner (plain ints: the dispatch runs per chunk, hot path).
-_START, _REASONING, _CONTENT, _CALL_OPENED, _JSON_CALL = range(5)
-_FUNC_NAME, _IN_FUNCTION, _PARAM_NAME, _PARAM_VALUE, _AFTER_FUNCTION = range(5, 10)
+# on that to look at a single candidate suffix (tests/unit/test_qwen3_parser.py
+# checks it).
 
 # Call ids: a random per-process base stepped by an odd constant is a
 # bijection on 32 bits, so ids never repeat within a process yet look random.
@@ -147,6 +145,20 @@ class _TextRun:
         released = self.pending + body if self.pending else body
         self.pending = text[len(body) :]
         return released
+
+    def emit(
+        self, out: list[EngineEvent], kind: type[ReasoningDelta] | type[ContentDelta], text: str
+    ) -> None:
+        """Push ``text`` and add what may be shown to ``out``, merged into the last
+        event when that is a delta of the same kind."""
+        text = self.push(text) if text else ""
+        if not text:
+            return
+        last = out[-1] if out else None
+        if type(last) is kind:
+            last.text += text
+        else:
+            out.append(kind(text))
 
     def restart(self) -> None:
         """Forget held whitespace; the next text starts a new run."""

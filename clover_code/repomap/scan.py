@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from clover_code.fs.ignore import IgnoreRules
 from clover_code.repomap.languages import EXTENSIONS
-from clover_code.tools.ignore import IgnoreRules
 
 __all__ = ["DirListing", "Exported", "ScanResult", "SourceScanner"]
 

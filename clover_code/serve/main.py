@@ -10,8 +10,8 @@ import argparse
 import asyncio
 import sys
 from pathlib import Path
-from typing import Any
 
+from clover_code.cli_flags import SERVE_FLAGS, add_setting_flags, flag_values, setting_names
 from clover_code.config import load_settings
 from clover_code.errors import CloverError, UsageError
 
@@ -23,31 +23,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="clover-code serve",
         description="Serve a local checkpoint as an OpenAI-compatible API (one box).",
     )
-    parser.add_argument("--model-path", help="checkpoint directory")
-    parser.add_argument("--engine", choices=["hf", "sglang"], help="local engine (default hf)")
-    parser.add_argument("--host", dest="serve_host", help="address to listen on (127.0.0.1)")
-    parser.add_argument("--port", dest="serve_port", type=int, help="port (8000)")
-    parser.add_argument(
-        "--drafts",
-        dest="serve_drafts",
-        action="store_true",
-        default=None,
-        help="stream denoising drafts to every client (clover_draft extension)",
-    )
-    parser.add_argument("--block-size", type=int)
-    parser.add_argument("--threshold", type=float)
-    parser.add_argument("--dtype", choices=["auto", "bfloat16", "float16", "float32"])
-    parser.add_argument("--device")
-    parser.add_argument("--max-tokens", type=int)
-    for name in ("repetition", "presence", "frequency"):
-        parser.add_argument(
-            f"--{name}-penalty",
-            type=float,
-            help="default for every request (unset: the checkpoint's generation_config.json)",
-        )
-    parser.add_argument("--tp-size", type=int)
-    parser.add_argument("--mem-fraction-static", type=float)
-    parser.add_argument("--quantization")
+    add_setting_flags(parser, SERVE_FLAGS)
     return parser
 
 
@@ -57,7 +33,7 @@ def main(argv: list[str]) -> int:
         args = _parser().parse_args(argv)
     except SystemExit as exit_:
         return int(exit_.code or 0)
-    flags: dict[str, Any] = {k: v for k, v in vars(args).items() if v is not None}
+    flags = flag_values(args, setting_names(SERVE_FLAGS))
     flags.setdefault("engine", "hf")
     try:
         settings = load_settings(flags)

@@ -23,11 +23,12 @@ from typing import ClassVar
 from pydantic import BaseModel, Field
 
 from clover_code.errors import ToolError
+from clover_code.fs.atomic import atomic_write
+from clover_code.protocol import PatchApplied
 from clover_code.tools.arguments import CONTENT_LIMIT
 from clover_code.tools.base import Tool, ToolContext, ToolKind, ToolResult
 from clover_code.tools.edit_file import closest_match
 from clover_code.tools.fileio import (
-    atomic_write,
     decode_text,
     diff_counts,
     missing_path_error,
@@ -319,8 +320,7 @@ def apply_patch(ws: Workspace, patch: str) -> ToolResult:
     text = "Applied the patch: " + "; ".join(plan.summary) + "."
     if plan.notes:
         text += " Note: " + "; ".join(plan.notes) + "."
-    display = {"diff": "".join(plan.diffs), "paths": plan.paths}
-    return ToolResult(text, display=display)
+    return ToolResult(text, display=PatchApplied(diff="".join(plan.diffs), paths=plan.paths))
 
 
 class ApplyPatchTool(Tool):

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import BaseModel
 
 from clover_code.engine.base import ToolSpec
+from clover_code.protocol import ToolDisplay
 from clover_code.tools.arguments import TEXT_LIMIT, Screened, screen_arguments
 
 if TYPE_CHECKING:
@@ -32,13 +33,13 @@ ToolKind = Literal["read", "search", "edit", "execute", "other"]
 class ToolResult:
     """What a call returns: text for the model, and details for front ends.
 
-    ``display`` holds structured extras a front end may render (``diff`` for
-    edits, ``exit_code`` and ``duration`` for commands, ``path``).
+    ``display`` holds the typed details a front end may render (the diff of
+    an edit, the exit code of a command; see ``protocol.ToolDisplay``).
     """
 
     text: str
     is_error: bool = False
-    display: dict[str, Any] = field(default_factory=dict)
+    display: ToolDisplay | None = None
     notices: list[str] = field(default_factory=list)
     """Warnings for the user (each becomes a notice event), besides the text."""
 

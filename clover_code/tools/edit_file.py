@@ -11,6 +11,7 @@ from typing import ClassVar
 from pydantic import BaseModel, Field
 
 from clover_code.errors import ToolError
+from clover_code.protocol import FileEdit
 from clover_code.tools.arguments import CONTENT_LIMIT
 from clover_code.tools.base import Tool, ToolContext, ToolKind, ToolResult
 from clover_code.tools.fileio import (
@@ -184,7 +185,7 @@ def edit_text(
         first = _line_of(content, starts[0])
         last = first + new.count("\n")
         text += f" The changed part now reads:\n{_snippet(updated, first, last)}"
-    return ToolResult(text, display={"path": rel, "diff": diff, "replacements": count})
+    return ToolResult(text, display=FileEdit(path=rel, diff=diff, replacements=count))
 
 
 class EditFileTool(Tool):

@@ -1,47 +1,26 @@
-"""File helpers shared by the file tools: atomic writes, text decoding, diffs
+"""File helpers shared by the file tools: file access, text decoding, diffs
 and "did you mean" hints for missing paths."""
 
 from __future__ import annotations
 
-import contextlib
 import difflib
 import os
-import secrets
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
 from clover_code.errors import ToolError
+from clover_code.fs.atomic import atomic_write
+from clover_code.fs.binary import BINARY_SAMPLE, looks_binary
 from clover_code.tools.workspace import Workspace
 
 __all__ = [
-    "BINARY_SAMPLE",
     "FileAccess",
     "LocalFiles",
-    "atomic_write",
     "decode_text",
     "diff_counts",
-    "looks_binary",
     "missing_path_error",
     "unified_diff",
 ]
-
-BINARY_SAMPLE = 8192
-"""How many leading bytes decide whether a file is binary."""
-
-
-def looks_binary(sample: bytes) -> bool:
-    """Whether a file starting with ``sample`` is binary: a NUL byte, or not UTF-8.
-
-    A multi-byte character cut off at the end of the sample does not count.
-    """
-    if b"\x00" in sample:
-        return True
-    try:
-        sample.decode("utf-8")
-    except UnicodeDecodeError as error:
-        # Only an incomplete sequence at the very end is forgiven.
-        return error.start < len(sample) - 3 or error.reason != "unexpected end of data"
-    return False
 
 
 def decode_text(data: bytes, display: str) -> str:
@@ -54,41 +33,6 @@ def decode_text(data: bytes, display: str) -> str:
         raise ToolError(
             f"'{display}' is not valid UTF-8 (byte {error.start}); it cannot be edited as text"
         ) from error
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` so readers see the old or the new file, never a mix.
-
-    Writes a temporary file in the same directory, fsyncs it and renames it
-    over ``path``. An existing file keeps its permission bits; a new one
-    gets the usual ``0o666`` less the umask. Missing parent directories are
-    created. Raises ``ToolError`` when the file system refuses.
-    """
-    directory = path.parent
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        try:
-            mode: int | None = path.stat().st_mode & 0o7777
-        except FileNotFoundError:
-            mode = None
-        tmp = directory / f".{path.name}.clover-{secrets.token_hex(4)}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                if mode is not None:
-                    os.fchmod(handle.fileno(), mode)
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
-            raise
-        _fsync_dir(directory)
-    except OSError as error:
-        reason = error.strerror or str(error)
-        raise ToolError(f"could not write {path}: {reason}") from error
 
 
 class FileAccess(Protocol):
@@ -117,20 +61,6 @@ class LocalFiles:
     def write_bytes(self, path: Path, data: bytes) -> None:
         """Write with ``atomic_write``."""
         atomic_write(path, data)
-
-
-def _fsync_dir(directory: Path) -> None:
-    # Makes the rename durable; some file systems do not allow it, which is fine.
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def unified_diff(old: str | None, new: str, rel: str) -> str:

@@ -22,6 +22,7 @@ from typing import ClassVar, Literal
 from pydantic import BaseModel, Field
 
 from clover_code.errors import ToolError
+from clover_code.protocol import SearchResult
 from clover_code.tools.base import Tool, ToolContext, ToolKind, ToolResult
 from clover_code.tools.fileio import missing_path_error
 from clover_code.tools.globmatch import compile_glob
@@ -122,13 +123,13 @@ async def grep_files(
             plan.stop.set()
             raise
     rel = ws.relative(plan.start)
-    display = {"matches": collector.matches, "files": len(collector.files), "backend": used}
+    display = SearchResult(
+        path=rel, matches=collector.matches, files=len(collector.files), backend=used
+    )
     timed_out = time.monotonic() > plan.deadline
     if not collector.lines:
         note = " (the search ran out of time)" if timed_out else ""
-        return ToolResult(
-            f"No matches for /{args.pattern}/ in '{rel}'{note}.", display={**display, "path": rel}
-        )
+        return ToolResult(f"No matches for /{args.pattern}/ in '{rel}'{note}.", display=display)
     text = "\n".join(collector.lines)
     if collector.more:
         text += (
@@ -139,7 +140,7 @@ async def grep_files(
         text += "\n[output cut short; narrow the pattern, path or glob]"
     if timed_out:
         text += f"\n[the search stopped after {SEARCH_SECONDS:.0f} s; results are incomplete]"
-    return ToolResult(text, display={**display, "path": rel})
+    return ToolResult(text, display=display)
 
 
 class GrepTool(Tool):

@@ -15,6 +15,7 @@ from typing import ClassVar
 from pydantic import BaseModel, Field
 
 from clover_code.errors import ToolError
+from clover_code.protocol import Listing
 from clover_code.tools.base import Tool, ToolContext, ToolKind, ToolResult
 from clover_code.tools.fileio import missing_path_error
 from clover_code.tools.globmatch import compile_glob
@@ -68,7 +69,7 @@ def list_entries(ws: Workspace, path: str, depth: int) -> ToolResult:
     if not lines:
         return ToolResult(
             f"'{rel_start}' has no entries (ignored files are not listed).",
-            display={"path": rel_start, "count": 0},
+            display=Listing(path=rel_start, count=0),
         )
     text = "\n".join(lines)
     if capped:
@@ -76,7 +77,7 @@ def list_entries(ws: Workspace, path: str, depth: int) -> ToolResult:
             f"\n[only the first {MAX_ENTRIES} entries are shown; list a subdirectory "
             "or use a smaller depth to see the rest]"
         )
-    return ToolResult(text, display={"path": rel_start, "count": len(lines), "capped": capped})
+    return ToolResult(text, display=Listing(path=rel_start, count=len(lines), capped=capped))
 
 
 class ListFilesTool(Tool):
@@ -131,7 +132,7 @@ def glob_paths(ws: Workspace, pattern: str, path: str) -> ToolResult:
     if not found:
         return ToolResult(
             f"No files match '{pattern}' in '{rel_start}' (ignored files are skipped).",
-            display={"path": rel_start, "count": 0},
+            display=Listing(path=rel_start, count=0),
         )
     found.sort(key=lambda item: (-item[0], item[1]))
     shown = [rel for _, rel in found[:MAX_MATCHES]]
@@ -140,7 +141,7 @@ def glob_paths(ws: Workspace, pattern: str, path: str) -> ToolResult:
         text += (
             f"\n[{len(found) - MAX_MATCHES} more matches not shown; use a narrower pattern or path]"
         )
-    return ToolResult(text, display={"path": rel_start, "count": len(found)})
+    return ToolResult(text, display=Listing(path=rel_start, count=len(found)))
 
 
 class GlobTool(Tool):

@@ -1,6 +1,6 @@
 """MCP client: stdio MCP servers, their tools offered to the model as ours.
 
-``McpManager`` starts the declared servers (``clover_code.agent.mcp_config``)
+``McpManager`` starts the declared servers (``clover_code.tools.mcp_config``)
 through the official ``mcp`` SDK, lists their tools and wraps each as a
 ``Tool`` named ``mcp__<server>__<tool>`` (so permission rules can name one
 tool or, with a glob, a whole server). A tool whose server marks it
@@ -36,11 +36,12 @@ from mcp.client.stdio import stdio_client
 from pydantic import BaseModel, ConfigDict, model_validator
 
 import clover_code
-from clover_code.agent.mcp_config import DeclaredServer
 from clover_code.engine.base import ToolSpec
 from clover_code.errors import ToolError
+from clover_code.protocol import McpCall
 from clover_code.tools.arguments import CONTENT_LIMIT
 from clover_code.tools.base import Tool, ToolContext, ToolKind, ToolResult
+from clover_code.tools.mcp_config import DeclaredServer
 
 __all__ = ["Approve", "McpArgs", "McpManager", "McpTool", "tool_name"]
 
@@ -116,7 +117,7 @@ class McpTool(Tool):
             text = f"{text[:half]}\n[... {cut} characters cut ...]\n{text[-half:]}"
         if result.is_error:
             return ToolResult(text=f"error: {text or 'the tool failed'}", is_error=True)
-        return ToolResult(text=text, display={"server": self.server, "tool": self.remote_name})
+        return ToolResult(text=text, display=McpCall(server=self.server, tool=self.remote_name))
 
 
 def _result_text(result: mcp_types.CallToolResult) -> str:

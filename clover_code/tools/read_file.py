@@ -10,14 +10,10 @@ from typing import BinaryIO, ClassVar
 from pydantic import BaseModel, Field
 
 from clover_code.errors import ToolError
+from clover_code.fs.binary import BINARY_SAMPLE, looks_binary
+from clover_code.protocol import FileRead
 from clover_code.tools.base import Tool, ToolContext, ToolKind, ToolResult
-from clover_code.tools.fileio import (
-    BINARY_SAMPLE,
-    FileAccess,
-    LocalFiles,
-    looks_binary,
-    missing_path_error,
-)
+from clover_code.tools.fileio import FileAccess, LocalFiles, missing_path_error
 from clover_code.tools.workspace import Workspace
 
 __all__ = ["ReadFileArgs", "ReadFileTool"]
@@ -100,7 +96,7 @@ def read_window(
         if more:
             total = line_no + _count_remaining_lines(handle) if size <= _COUNT_LIMIT else None
     if line_no == 0:
-        return ToolResult(f"'{rel}' is an empty file.", display={"path": rel, "total_lines": 0})
+        return ToolResult(f"'{rel}' is an empty file.", display=FileRead(path=rel, total_lines=0))
     if not out:
         raise ToolError(
             f"offset {offset} is past the end of '{rel}', which has {line_no} lines; "
@@ -113,7 +109,7 @@ def read_window(
             f"\n[showing lines {offset}-{last_line}{of_total}; "
             f"call read_file with offset={last_line + 1} to read on]"
         )
-    display = {"path": rel, "start": offset, "end": last_line, "total_lines": total}
+    display = FileRead(path=rel, start=offset, end=last_line, total_lines=total)
     return ToolResult(text, display=display)
 
 

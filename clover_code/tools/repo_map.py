@@ -16,6 +16,7 @@ from typing import ClassVar
 
 from pydantic import BaseModel, Field
 
+from clover_code.protocol import RepoMapBuilt
 from clover_code.repomap import RepoMap
 from clover_code.tools.base import Tool, ToolContext, ToolKind, ToolResult
 
@@ -93,5 +94,5 @@ class RepoMapTool(Tool):
             text += "\n" + "\n".join(f"[note: {note}]" for note in result.notes)
         return ToolResult(
             text,
-            display={"files": result.files, "parsed": result.parsed, "notes": result.notes},
+            display=RepoMapBuilt(files=result.files, parsed=result.parsed, notes=result.notes),
         )

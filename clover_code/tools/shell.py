@@ -9,6 +9,7 @@ from typing import ClassVar
 from pydantic import BaseModel, Field
 
 from clover_code.errors import ToolError
+from clover_code.protocol import CommandRun
 from clover_code.tools.arguments import COMMAND_LIMIT
 from clover_code.tools.base import Tool, ToolContext, ToolKind, ToolResult
 from clover_code.tools.sandbox.git_guard import GitGuard
@@ -105,13 +106,13 @@ class ShellTool(Tool):
             notice = _capital(restored)
             text += f"\n{notice}"
             notices.append(notice)
-        display = {
-            "command": args.command,
-            "description": args.description,
-            "exit_code": result.exit_code,
-            "duration": result.duration,
-            "timed_out": result.timed_out,
-            "truncated": result.truncated or cut,
-            "sandbox": ctx.sandbox.kind,
-        }
+        display = CommandRun(
+            command=args.command,
+            description=args.description,
+            exit_code=result.exit_code,
+            duration=result.duration,
+            timed_out=result.timed_out,
+            truncated=result.truncated or cut,
+            sandbox=ctx.sandbox.kind,
+        )
         return ToolResult(text, is_error=result.timed_out, display=display, notices=notices)

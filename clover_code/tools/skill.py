@@ -3,15 +3,40 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
+from pathlib import Path
+from typing import ClassVar, Protocol
 
 from pydantic import BaseModel, Field
 
-from clover_code.agent.skills import Skill
 from clover_code.errors import ToolError
+from clover_code.protocol import SkillLoaded
 from clover_code.tools.base import Tool, ToolContext, ToolKind, ToolResult
 
-__all__ = ["SkillArgs", "SkillTool"]
+__all__ = ["LoadedSkill", "SkillArgs", "SkillTool"]
+
+
+class LoadedSkill(Protocol):
+    """What the tool needs of a skill (``clover_code.agent.skills.Skill`` is one);
+    a protocol, so the tools layer does not import the agent."""
+
+    @property
+    def name(self) -> str:
+        """The name the model asks for."""
+        ...
+
+    @property
+    def body(self) -> str:
+        """The instructions of its SKILL.md."""
+        ...
+
+    @property
+    def folder(self) -> Path:
+        """Its folder, resolved."""
+        ...
+
+    def files(self) -> list[Path]:
+        """Its files besides SKILL.md."""
+        ...
 
 
 class SkillArgs(BaseModel):
@@ -35,7 +60,7 @@ class SkillTool(Tool):
     kind: ClassVar[ToolKind] = "read"
     Args: ClassVar[type[BaseModel]] = SkillArgs
 
-    def __init__(self, skills: Sequence[Skill]) -> None:
+    def __init__(self, skills: Sequence[LoadedSkill]) -> None:
         self.skills = {skill.name: skill for skill in skills}
 
     def summary(self, args: BaseModel) -> str:
@@ -60,4 +85,4 @@ class SkillTool(Tool):
                 "Files of this skill (read them with read_file at these paths; run its "
                 "scripts with the shell tool):\n" + "\n".join(f"- {f}" for f in files)
             )
-        return ToolResult("\n\n".join(parts), display={"skill": skill.name, "folder": folder})
+        return ToolResult("\n\n".join(parts), display=SkillLoaded(skill=skill.name, folder=folder))

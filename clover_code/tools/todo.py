@@ -1,11 +1,11 @@
 """The ``todo`` tool: the model's checklist for the task at hand.
 
 Each call sends the whole list (replacing the previous one), so the list is
-never out of step with what the model believes. The result's
-``display["todo"]`` holds the items as ``protocol.TodoItem`` dictionaries;
-the agent loop turns that into a ``TodoUpdated`` event for the front ends
-and keeps the latest list across compaction (``render_todo`` writes it back
-into the conversation as text).
+never out of step with what the model believes. The result's display is a
+``protocol.TodoList`` of ``protocol.TodoItem``s; the agent loop turns that
+into a ``TodoUpdated`` event for the front ends and keeps the latest list
+across compaction (``render_todo`` writes it back into the conversation as
+text).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, Field, field_validator
 
 from clover_code.errors import ToolError
-from clover_code.protocol import TodoItem
+from clover_code.protocol import TodoItem, TodoList, ToolDisplay
 from clover_code.tools.base import Tool, ToolContext, ToolKind, ToolResult
 
 __all__ = ["MAX_ITEMS", "TodoArgs", "TodoEntry", "TodoTool", "render_todo", "todo_from_display"]
@@ -73,7 +73,7 @@ class TodoArgs(BaseModel):
 
 def render_todo(items: Sequence[TodoItem | TodoEntry | Mapping[str, Any]]) -> str:
     """The checklist as text, one ``[x]`` / ``[>]`` / ``[ ]`` line per item (items
-    may also be the dictionaries of ``display["todo"]``)."""
+    may also be dictionaries of their fields, as the agent loop keeps them)."""
     if not items:
         return "(the checklist is empty)"
     lines = []
@@ -83,12 +83,9 @@ def render_todo(items: Sequence[TodoItem | TodoEntry | Mapping[str, Any]]) -> st
     return "\n".join(lines)
 
 
-def todo_from_display(display: dict[str, Any]) -> list[TodoItem] | None:
+def todo_from_display(display: ToolDisplay | None) -> list[TodoItem] | None:
     """The checklist a tool result carries, or None when it carries none."""
-    raw = display.get("todo")
-    if not isinstance(raw, list):
-        return None
-    return [TodoItem.model_validate(item) for item in raw]
+    return list(display.todo) if isinstance(display, TodoList) else None
 
 
 class TodoTool(Tool):
@@ -122,4 +119,4 @@ class TodoTool(Tool):
         text = "Checklist updated:\n" + render_todo(items)
         if active > 1:
             text += f"\nNote: {active} steps are in_progress; keep one at a time where you can."
-        return ToolResult(text, display={"todo": [item.model_dump() for item in items]})
+        return ToolResult(text, display=TodoList(todo=items))

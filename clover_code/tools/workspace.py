@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from clover_code.errors import WorkspaceError
-from clover_code.tools.ignore import IgnoreRules, WalkEntry, walk_tree
+from clover_code.fs.ignore import IgnoreRules, WalkEntry, walk_tree
 
 __all__ = ["Workspace"]
 

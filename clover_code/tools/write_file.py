@@ -9,6 +9,7 @@ from typing import ClassVar
 from pydantic import BaseModel, Field
 
 from clover_code.errors import ToolError
+from clover_code.protocol import FileEdit
 from clover_code.tools.arguments import CONTENT_LIMIT
 from clover_code.tools.base import Tool, ToolContext, ToolKind, ToolResult
 from clover_code.tools.fileio import FileAccess, LocalFiles, diff_counts, unified_diff
@@ -49,7 +50,7 @@ def write_text(
     if old == content and not old_binary:
         return ToolResult(
             f"{rel} already has this content; nothing changed.",
-            display={"path": rel, "diff": "", "created": False},
+            display=FileEdit(path=rel, diff=""),
         )
     files.write_bytes(resolved, content.encode("utf-8"))
     lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
@@ -63,7 +64,7 @@ def write_text(
             text = f"Replaced binary file {rel} with text ({lines} lines)."
         else:
             text = f"Wrote {rel} ({lines} lines, +{added} -{removed})."
-    return ToolResult(text, display={"path": rel, "diff": diff, "created": old is None})
+    return ToolResult(text, display=FileEdit(path=rel, diff=diff, created=old is None))
 
 
 class WriteFileTool(Tool):

@@ -286,10 +286,10 @@ class CloverApp(App[int]):
             t.add_tool(event)
         elif isinstance(event, p.ToolCallFinished):
             t.tool_finished(event)
-            path = event.display.get("path")
-            edited = event.status == "ok" and "diff" in event.display and isinstance(path, str)
-            if edited and self.turn_files and path not in self.turn_files[-1]:
-                self.turn_files[-1].append(str(path))
+            edit = event.display if isinstance(event.display, p.FileEdit) else None
+            files = self.turn_files[-1] if self.turn_files else None
+            if edit and event.status == "ok" and files is not None and edit.path not in files:
+                files.append(edit.path)
         elif isinstance(event, p.ApprovalRequested):
             screen = ApprovalScreen(event)
             self._approvals.add(screen)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
+from typing import Protocol, runtime_checkable
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
@@ -37,7 +38,6 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("quit", "save and leave"),
 )
 BY_NAME = {command.name: command for command in COMMANDS}
-APPROVAL_MODES = ("read-only", "plan", "ask", "auto-edit", "full-auto")
 
 
 def parse(text: str) -> tuple[SlashCommand, str] | None:
@@ -52,6 +52,15 @@ def parse(text: str) -> tuple[SlashCommand, str] | None:
 def complete(prefix: str) -> list[SlashCommand]:
     """Commands whose name starts with ``prefix`` (without the slash)."""
     return [c for c in COMMANDS if c.name.startswith(prefix.lower())]
+
+
+@runtime_checkable
+class RunsSlashCommands(Protocol):
+    """An app that runs slash commands typed in its prompt (``CloverApp``)."""
+
+    def run_slash_command(self, text: str) -> None:
+        """Run ``/name args`` as if typed."""
+        ...
 
 
 class SlashCommandProvider(Provider):
@@ -76,6 +85,5 @@ class SlashCommandProvider(Provider):
                 )
 
     def _run(self, name: str) -> None:
-        run = getattr(self.app, "run_slash_command", None)
-        if run is not None:
-            run(f"/{name}")
+        if isinstance(self.app, RunsSlashCommands):
+            self.app.run_slash_command(f"/{name}")

@@ -11,9 +11,10 @@ from clover_code.ui.commands import SlashCommand
 
 if TYPE_CHECKING:
     from clover_code.ui.app import CloverApp
+    from clover_code.ui.slash_host import SlashHost
 
 
-def custom_commands(app: CloverApp) -> list[CustomCommand]:
+def custom_commands(app: CloverApp | SlashHost) -> list[CustomCommand]:
     """The open session's custom commands (none while no session is open)."""
     found = getattr(app.bridge.session, "commands", None)
     return [c for c in found or [] if isinstance(c, CustomCommand)]
@@ -27,7 +28,7 @@ def session_opened(app: CloverApp) -> None:
     ]
 
 
-def run_custom(app: CloverApp, text: str) -> bool:
+def run_custom(app: SlashHost, text: str) -> bool:
     """Send ``/name args`` as a prompt when ``name`` is a custom command (the session
     expands it); False when it is not one."""
     name = text[1:].split(maxsplit=1)[0] if text[1:].strip() else ""
@@ -37,7 +38,7 @@ def run_custom(app: CloverApp, text: str) -> bool:
     return True
 
 
-def show_skills(app: CloverApp) -> None:
+def show_skills(app: SlashHost) -> None:
     """``/skills``: each skill's name, where it comes from, and its description."""
     found = getattr(app.bridge.session, "skills", None)
     skills = [s for s in found or [] if isinstance(s, Skill)]

@@ -22,7 +22,7 @@ class FileIndex:
     @classmethod
     def build(cls, root: Path, limit: int = MAX_FILES) -> FileIndex:
         """Walk ``root`` (blocking: call it in a thread)."""
-        from clover_code.tools.ignore import IgnoreRules, walk_tree
+        from clover_code.fs.ignore import IgnoreRules, walk_tree
 
         index = cls()
         for entry in walk_tree(root, root, rules=IgnoreRules(root)):

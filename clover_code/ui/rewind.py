@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, get_args
 
@@ -10,14 +11,15 @@ from clover_code.ui.widgets.choice import Choice, ChoiceScreen
 
 if TYPE_CHECKING:
     from clover_code.ui.app import CloverApp
+    from clover_code.ui.slash_host import SlashHost
 
 REWIND_CHOICES = get_args(p.RewindWhat)
 _KEYS = {"f": "files", "c": "conversation", "b": "both"}
 
 
-def fork(app: CloverApp) -> None:
-    """Copy this session's conversation into a new session and continue in that one;
-    the original stays as it is (``/resume`` reopens it)."""
+def fork(app: SlashHost, open_path: Callable[[Path, str], None]) -> None:
+    """Copy this session's conversation into a new session and continue in that one
+    (``open_path(path, note)``); the original stays as it is (``/resume`` reopens it)."""
     from clover_code.agent.fork import fork_session
     from clover_code.errors import CloverError
 
@@ -34,14 +36,14 @@ def fork(app: CloverApp) -> None:
     except CloverError as exc:
         app.transcript.add_note(str(exc), "error")
         return
-    app.slash.open_path(
+    open_path(
         path,
         f"Forked session {started.session_id} into {path.stem}; "
         f"/resume {started.session_id} goes back to the original.",
     )
 
 
-def rewind(app: CloverApp, turns: int, what: str, force: bool, details: list[str]) -> None:
+def rewind(app: SlashHost, turns: int, what: str, force: bool, details: list[str]) -> None:
     """Rewind ``turns`` turns: ``what`` is files, conversation or both, or empty to ask."""
 
     def send(choice: str) -> None:

@@ -1,18 +1,20 @@
-"""What each slash command does; mixed into the app (``CloverApp``)."""
+"""What each slash command does, acting on the app through ``SlashHost``."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from clover_code import protocol as p
-from clover_code.ui.commands import APPROVAL_MODES, COMMANDS, parse
+from clover_code.protocol import APPROVAL_MODES
+from clover_code.ui.commands import COMMANDS, parse
 from clover_code.ui.custom import run_custom, show_skills
 from clover_code.ui.rewind import REWIND_CHOICES, fork, rewind
 from clover_code.ui.widgets.confirm import ConfirmScreen
 
 if TYPE_CHECKING:
-    from clover_code.ui.app import CloverApp
+    from clover_code.ui.slash_host import SlashHost
 
 KEYS_HELP = (
     "Keys: Enter send (queued while a turn runs) · Alt+↑ edit the last queued · "
@@ -23,10 +25,32 @@ KEYS_HELP = (
 
 
 class SlashCommands:
-    """``run`` and one ``_cmd_*`` method per command, acting on ``app``."""
+    """``run`` and one method per command (the ``handlers`` table), acting on ``app``."""
 
-    def __init__(self, app: CloverApp) -> None:
+    def __init__(self, app: SlashHost) -> None:
         self.app = app
+        self.handlers: dict[str, Callable[[str], None]] = {
+            "help": self._cmd_help,
+            "model": self._cmd_model,
+            "approval": self._cmd_approval,
+            "sandbox": self._cmd_sandbox,
+            "undo": self._cmd_undo,
+            "rewind": self._cmd_rewind,
+            "retry": self._cmd_retry,
+            "diff": self._cmd_diff,
+            "compact": self._cmd_compact,
+            "clear": self._cmd_clear,
+            "sessions": self._cmd_sessions,
+            "resume": self._cmd_resume,
+            "cost": self._cmd_cost,
+            "quit": self._cmd_quit,
+            "fork": self._cmd_fork,
+            "plan": self._cmd_plan,
+            "skills": self._cmd_skills,
+        }
+        """Each command's method, by name (the names of ``COMMANDS``, checked here)."""
+        missing = {c.name for c in COMMANDS} ^ set(self.handlers)
+        assert not missing, f"slash commands without a method or entry: {missing}"
 
     def run(self, text: str) -> None:
         """Run ``/name args``; unknown names get a hint."""
@@ -41,7 +65,7 @@ class SlashCommands:
             )
             return
         command, arg = parsed
-        getattr(self, f"_cmd_{command.name}")(arg)
+        self.handlers[command.name](arg)
 
     def _cmd_help(self, arg: str) -> None:
         width = max(len(c.name) + len(c.args) for c in COMMANDS) + 3
@@ -112,7 +136,7 @@ class SlashCommands:
         rewind(self.app, turns, what[0] if what else "", "--force" in words, details)
 
     def _cmd_fork(self, arg: str) -> None:
-        fork(self.app)
+        fork(self.app, self.open_path)
 
     def _cmd_skills(self, arg: str) -> None:
         show_skills(self.app)

@@ -25,9 +25,9 @@ from clover_code.agent.session import Session, find_root
 from clover_code.config import Settings
 from clover_code.engine.select import open_backend
 from clover_code.errors import CloverError, ExitCode, ToolError
+from clover_code.fs.atomic import atomic_write
+from clover_code.fs.ignore import IgnoreRules
 from clover_code.headless import TextRenderer
-from clover_code.tools.fileio import atomic_write
-from clover_code.tools.ignore import IgnoreRules
 from clover_code.watch.markers import Marker, find_markers, remove_marker
 
 __all__ = ["Watcher", "run_watch", "watch"]

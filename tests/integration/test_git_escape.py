@@ -155,7 +155,7 @@ async def test_git_attack_plants_nothing_the_user_runs(
     else:
         # The read-only mount stopped it: nothing to put back.
         assert "put it back" not in result.text, result.text
-        assert result.display["exit_code"] != 0, result.text
+        assert result.display.exit_code != 0, result.text
     assert dot_git.is_dir() and not dot_git.is_symlink()
     if attack != "remove_and_init" or kind != "host":
         assert (dot_git.stat().st_dev, dot_git.stat().st_ino) == ident
@@ -185,7 +185,7 @@ async def test_git_writes_inside_the_sandbox_fail(
     result = await _shell(
         box, repo, "git -c user.name=a -c user.email=a@b commit -q --allow-empty -m x"
     )
-    assert result.display["exit_code"] != 0
+    assert result.display.exit_code != 0
     assert "Read-only file system" in result.text, result.text
     assert _user_git(space, home, "log", "--format=%s").stdout.split() == ["init"]
     status = await _shell(box, repo, "git status --porcelain && echo read-ok")
@@ -299,7 +299,7 @@ async def test_nested_repository_attack_plants_nothing_the_user_runs(
         assert "clover-code put it back" in result.text, result.text
     else:
         assert "put it back" not in result.text, result.text
-        assert result.display["exit_code"] != 0, result.text
+        assert result.display.exit_code != 0, result.text
     assert (nested_repo / "sub" / ".git").read_bytes() == pointer
     assert (nested_repo / "emb" / ".git" / "config").read_bytes() == config
     for args in [("status",), ("diff",), ("checkout", "-q", "-b", "x"), ("-C", "emb", "status")]:

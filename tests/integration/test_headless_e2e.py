@@ -122,7 +122,7 @@ async def test_read_edit_run_finish(
     results = [e for e in events if isinstance(e, p.ToolCallFinished)]
     assert [r.name for r in results] == ["read_file", "edit_file", "shell"]
     assert all(r.status == "ok" for r in results)
-    assert "CHECK-OK" in results[2].result and results[2].display["exit_code"] == 0
+    assert "CHECK-OK" in results[2].result and results[2].display.exit_code == 0
     blocks = [e for e in events if isinstance(e, p.BlockCommitted)]
     assert blocks and [b.block for b in blocks] == list(range(len(blocks)))
     # the host sandbox warning reaches headless output

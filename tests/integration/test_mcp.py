@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from clover_code.agent.mcp_config import DeclaredServer, declared_servers, read_project_servers
 from clover_code.config import McpServerConfig, Settings, load_settings
 from clover_code.errors import ToolError
 from clover_code.tools.base import Tool, ToolContext
 from clover_code.tools.mcp import McpManager, tool_name
+from clover_code.tools.mcp_config import DeclaredServer, declared_servers, read_project_servers
 from clover_code.tools.workspace import Workspace
 
 SERVER = Path(__file__).with_name("mcp_echo_server.py")

@@ -122,7 +122,7 @@ async def test_devcontainer_image_with_its_tool_runs_the_shell_calls(
         result = await ShellTool().run(ShellArgs(command=command), ctx)
     finally:
         await choice.sandbox.close()
-    assert result.display["exit_code"] == 0, result.text
+    assert result.display.exit_code == 0, result.text
     output = result.text.rpartition("exit code")[0]
     assert output.split() == [
         "project-tool-ok",

@@ -131,7 +131,7 @@ async def test_a_failed_command_shows_failure_and_its_duration_excludes_the_wait
         await pilot.press("y")
         await until(pilot, lambda: not app.turn_running)
         card = app.query_one(ToolCard)
-        assert card.finished is not None and card.finished.display["exit_code"] == 1
+        assert card.finished is not None and card.finished.display.exit_code == 1
         title = str(card._title.content)
         assert title.startswith("✗") and "exit 1" in title
         assert card.finished.duration < 300, "the wait for approval counted as run time"

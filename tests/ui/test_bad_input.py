@@ -49,7 +49,11 @@ async def test_five_megabyte_line_in_a_diff_is_cut() -> None:
         p.TurnStarted(turn=1, text="t"),
         p.ToolCallStarted(call_id="c", name="write_file", kind="edit", arguments={}, summary="big"),
         p.ToolCallFinished(
-            call_id="c", name="write_file", status="ok", result="ok", display={"diff": diff}
+            call_id="c",
+            name="write_file",
+            status="ok",
+            result="ok",
+            display=p.FileEdit(path="big.txt", diff=diff),
         ),
         p.TurnFinished(turn=1, status="completed"),
     ]

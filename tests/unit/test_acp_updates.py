@@ -89,7 +89,7 @@ def test_tool_call_lifecycle_with_approval_and_diff() -> None:
                 name="edit_file",
                 status="ok",
                 result="Edited a.py",
-                display={"path": "a.py", "diff": "--- a/a.py\n+++ b/a.py\n"},
+                display=p.FileEdit(path="a.py", diff="--- a/a.py\n+++ b/a.py\n"),
             )
         )
     )[0]
@@ -109,7 +109,7 @@ def test_unrecorded_edit_falls_back_to_a_fenced_diff_and_errors_fail() -> None:
                 name="edit_file",
                 status="ok",
                 result="Edited",
-                display={"path": "a.py", "diff": "-a\n+b\n"},
+                display=p.FileEdit(path="a.py", diff="-a\n+b\n"),
             )
         )
     )[0]

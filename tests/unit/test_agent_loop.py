@@ -114,7 +114,7 @@ async def test_read_edit_and_answer(make_settings: Callable[..., Settings], repo
     results = of_type(events, p.ToolCallFinished)
     assert [r.status for r in results] == ["ok", "ok"]
     assert "return a - b" in results[0].result
-    assert "+    return a + b" in results[1].display["diff"]
+    assert "+    return a + b" in results[1].display.diff
     # the model saw the file content in the next request
     second = backend.requests[1].messages
     assert second[-1]["role"] == "tool" and "return a - b" in second[-1]["content"]

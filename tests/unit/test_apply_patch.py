@@ -54,15 +54,15 @@ def test_envelope_adds_deletes_moves_and_updates(ws: Workspace) -> None:
     assert (ws.root / "app.py").read_text() == APP.replace("a - b", "a + b", 1)
     assert not (ws.root / "notes.md").exists()
     assert (ws.root / "docs/notes.md").read_text() == "one\n2\nthree\n"
-    assert result.display["paths"] == [
+    assert result.display.paths == [
         "pkg/new.py",
         "old.txt",
         "app.py",
         "notes.md",
         "docs/notes.md",
     ]
-    assert "+++ b/docs/notes.md" in result.display["diff"]
-    assert "+    return a + b" in result.display["diff"]
+    assert "+++ b/docs/notes.md" in result.display.diff
+    assert "+    return a + b" in result.display.diff
     assert "moved notes.md to docs/notes.md" in result.text
 
 

@@ -55,7 +55,7 @@ async def test_read_numbers_lines_like_cat_n(ctx: ToolContext, root: Path) -> No
     _put(root, {"f.py": "one\ntwo\r\nthree"})
     result = await ReadFileTool().run(ReadFileArgs(path="f.py"), ctx)
     assert result.text == "     1\tone\n     2\ttwo\n     3\tthree"
-    assert result.display["total_lines"] == 3
+    assert result.display.total_lines == 3
 
 
 async def test_read_window_with_offset_and_limit(ctx: ToolContext, root: Path) -> None:
@@ -139,8 +139,8 @@ async def test_write_creates_file_and_parent_dirs_with_a_diff(ctx: ToolContext, 
     result = await WriteFileTool().run(WriteFileArgs(path="new/deep/f.py", content="a\nb\n"), ctx)
     assert (root / "new" / "deep" / "f.py").read_text() == "a\nb\n"
     assert result.text == "Created new/deep/f.py (2 lines)."
-    assert result.display["diff"].startswith("--- /dev/null\n+++ b/new/deep/f.py\n")
-    assert result.display["created"] is True
+    assert result.display.diff.startswith("--- /dev/null\n+++ b/new/deep/f.py\n")
+    assert result.display.created is True
 
 
 async def test_write_new_file_mode_follows_umask(ctx: ToolContext, root: Path) -> None:
@@ -161,7 +161,7 @@ async def test_write_replaces_atomically_and_keeps_mode(ctx: ToolContext, root: 
     assert script.read_text() == "echo new\n"
     assert stat.S_IMODE(script.stat().st_mode) == 0o751
     assert script.stat().st_ino != inode  # a new file was renamed into place
-    assert "-echo old\n+echo new\n" in result.display["diff"]
+    assert "-echo old\n+echo new\n" in result.display.diff
     assert result.text == "Wrote run.sh (1 lines, +1 -1)."
     assert sorted(p.name for p in root.iterdir()) == ["run.sh"]  # no temp file left
 
@@ -223,7 +223,7 @@ async def test_edit_replaces_one_occurrence(ctx: ToolContext, root: Path) -> Non
     assert (root / "m.py").read_text() == SOURCE.replace("return 2", "return 3")
     assert result.text.startswith("Edited m.py: replaced 1 occurrence (+1 -1 lines).")
     assert "     6\t    return 3" in result.text
-    assert "-    return 2\n+    return 3\n" in result.display["diff"]
+    assert "-    return 2\n+    return 3\n" in result.display.diff
 
 
 async def test_edit_not_found_shows_closest_lines(ctx: ToolContext, root: Path) -> None:
@@ -268,7 +268,7 @@ async def test_edit_replace_all(ctx: ToolContext, root: Path) -> None:
     result = await EditFileTool().run(args, ctx)
     assert (root / "m.py").read_text().count("yield") == 2
     assert result.text == "Edited m.py: replaced 2 occurrences (+2 -2 lines)."
-    assert result.display["replacements"] == 2
+    assert result.display.replacements == 2
 
 
 async def test_edit_identical_or_empty_strings_are_refused(ctx: ToolContext, root: Path) -> None:
@@ -436,8 +436,8 @@ async def test_grep_backends_give_identical_output(
     _grep_tree(root)
     with_rg = await grep_files(ctx.workspace, args, backend="rg")
     with_python = await grep_files(ctx.workspace, args, backend="python")
-    assert with_rg.display["backend"] == "rg"
-    assert with_python.display["backend"] == "python"
+    assert with_rg.display.backend == "rg"
+    assert with_python.display.backend == "python"
     assert with_rg.text == with_python.text
 
 
@@ -486,7 +486,7 @@ async def test_grep_falls_back_to_python_for_patterns_rg_rejects(
 ) -> None:
     _grep_tree(root)
     result = await GrepTool().run(GrepArgs(pattern=r"needle(?= one)"), ctx)
-    assert result.display["backend"] == "python"
+    assert result.display.backend == "python"
     assert result.text == "a/b.txt:2:needle one"
 
 
@@ -510,8 +510,8 @@ async def test_grep_uses_python_when_ignore_files_above_the_root_would_leak_in(
     ctx = ToolContext(workspace=Workspace(repo))
     sub = await GrepTool().run(GrepArgs(pattern="needle", path="src"), ctx)
     whole = await GrepTool().run(GrepArgs(pattern="needle"), ctx)
-    assert sub.display["backend"] == "python"
-    assert whole.display["backend"] == "rg"
+    assert sub.display.backend == "python"
+    assert whole.display.backend == "rg"
     assert sub.text == whole.text == "src/m.py:1:needle"
 
 

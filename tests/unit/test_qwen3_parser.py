@@ -25,7 +25,8 @@ from clover_code.engine.events import (
     ToolCallEnd,
     ToolCallStart,
 )
-from clover_code.engine.qwen3_parser import Qwen3StreamParser
+from clover_code.engine.qwen3_parser import _HANDLERS, ParserState, Qwen3StreamParser
+from clover_code.engine.qwen3_tags import _ALL_TAGS
 from clover_code.engine.schema_values import convert_value, property_types
 
 
@@ -623,3 +624,13 @@ def test_random_fragments_never_raise_and_do_not_depend_on_chunking(
         text = "".join(rng.choice(fragments) for _ in range(rng.randint(1, 25)))
         # merge() inside checks that every call's events are consistent.
         each_chunking(text, starts_in_reasoning=starts_in_reasoning)
+
+
+def test_every_state_has_a_handler() -> None:
+    assert set(_HANDLERS) == set(ParserState)
+    assert all(callable(handler) for handler in _HANDLERS.values())
+
+
+def test_every_tag_has_its_only_lt_sign_first() -> None:
+    # _release_end looks at a single candidate suffix: the last "<".
+    assert all(tag.count("<") == 1 and tag[0] == "<" for tag in _ALL_TAGS)

@@ -169,8 +169,8 @@ async def test_repo_map_tool(shop: Path, tmp_path: Path) -> None:
     result = await tool.run(RepoMapArgs(focus=["tools/lonely.py"], budget_tokens=256), ctx)
     assert not result.is_error
     assert "shipping_quote_calc" in result.text
-    assert result.display["notes"] == []  # the cache works from the worker thread
-    assert result.display["files"] == 7
+    assert result.display.notes == []  # the cache works from the worker thread
+    assert result.display.files == 7
     assert tool.spec().name == "repo_map" and tool.kind == "read"
     empty = tmp_path / "empty"
     empty.mkdir()

@@ -284,9 +284,9 @@ async def test_shell_tool_reports_output_exit_code_and_duration(
     result = await ShellTool().run(ShellArgs(command="echo hi; exit 2", description="say hi"), ctx)
     assert result.text.startswith("hi\nexit code 2 (")
     assert result.text.endswith(" s)")
-    assert result.display["exit_code"] == 2
-    assert result.display["timed_out"] is False
-    assert isinstance(result.display["duration"], float) and result.display["duration"] >= 0
+    assert result.display.exit_code == 2
+    assert result.display.timed_out is False
+    assert isinstance(result.display.duration, float) and result.display.duration >= 0
     assert not result.is_error
     assert streamed == ["hi\n"]
     assert ShellTool().summary(ShellArgs(command="echo hi", description="say hi")) == "say hi"
@@ -300,8 +300,8 @@ async def test_shell_tool_timeout_is_capped_by_context(sandbox: HostSandbox, roo
         message="the shell tool to time out",
     )
     assert result.is_error
-    assert result.display["timed_out"] is True
-    assert result.display["exit_code"] is None
+    assert result.display.timed_out is True
+    assert result.display.exit_code is None
     assert "timed out after 0.5 s" in result.text
 
 
@@ -309,7 +309,7 @@ async def test_shell_tool_output_limit_and_empty_output(sandbox: HostSandbox, ro
     ctx = ToolContext(workspace=Workspace(root), sandbox=sandbox, output_limit=100)
     result = await ShellTool().run(ShellArgs(command="seq 1 10000"), ctx)
     assert " omitted ...]" in result.text
-    assert result.display["truncated"] is True
+    assert result.display.truncated is True
     quiet = await ShellTool().run(ShellArgs(command="true"), ctx)
     assert quiet.text.startswith("(no output)\nexit code 0")
 

@@ -76,7 +76,7 @@ async def test_too_many_items(ctx: ToolContext) -> None:
 
 async def test_empty_list_clears_and_several_active_get_a_note(ctx: ToolContext) -> None:
     cleared = await TodoTool().run(TodoArgs(items=[]), ctx)
-    assert cleared.display == {"todo": []}
+    assert cleared.display == p.TodoList(todo=[])
     assert "empty" in cleared.text
     busy = TodoArgs.model_validate(
         {"items": [{"text": "a", "status": "in_progress"}, {"text": "b", "status": "doing"}]}
@@ -88,7 +88,8 @@ async def test_empty_list_clears_and_several_active_get_a_note(ctx: ToolContext)
 def test_render_and_display_helpers() -> None:
     assert render_todo([p.TodoItem(text="a", status="done")]) == "[x] a"
     assert render_todo([{"text": "b", "status": "in_progress"}]) == "[>] b"
-    assert todo_from_display({"diff": ""}) is None
+    assert todo_from_display(p.FileEdit(path="a", diff="")) is None
+    assert todo_from_display(None) is None
 
 
 def test_spec_describes_the_items() -> None:

@@ -9,9 +9,9 @@ from typing import get_args
 
 import pytest
 
-from clover_code.agent.mcp_config import declared_servers
 from clover_code.config import ApprovalMode, Settings, load_settings, trust_store
 from clover_code.errors import ConfigError
+from clover_code.tools.mcp_config import declared_servers
 from clover_code.trust import (
     APPROVAL_ORDER,
     LOOSENING_KEYS,

@@ -31,10 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from clover_code.errors import ToolError
-from clover_code.tools.sandbox.docker_setup import LABEL, short_error
-from clover_code.tools.sandbox.image import build_image, image_present
-from clover_code.tools.sandbox.policy import looks_secret, sandbox_user
-from clover_code.tools.sandbox.project_definition import (
+from clover_code.project_definition import (
     ImageDefinition,
     definition_digest,
     definition_file,
@@ -42,6 +39,9 @@ from clover_code.tools.sandbox.project_definition import (
     setup_commands,
     trust_fingerprint,
 )
+from clover_code.tools.sandbox.docker_setup import LABEL, short_error
+from clover_code.tools.sandbox.image import build_image, image_present
+from clover_code.tools.sandbox.policy import looks_secret, sandbox_user
 from clover_code.trust import TrustReport, digest
 
 __all__ = [

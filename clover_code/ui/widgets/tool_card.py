@@ -36,10 +36,15 @@ def failed(done: p.ToolCallFinished) -> bool:
     """Whether the call failed: an error, or a command that exited non-zero or was killed."""
     if done.status == "error":
         return True
-    code = done.display.get("exit_code", 0)
+    run = done.display
     return done.status == "ok" and (
-        code is None or code != 0 or bool(done.display.get("timed_out"))
+        isinstance(run, p.CommandRun) and (run.exit_code != 0 or run.timed_out)
     )
+
+
+def diff_of(display: p.ToolDisplay | None) -> str:
+    """The diff an edit or a patch made ("" for other results)."""
+    return display.diff if isinstance(display, p.FileEdit | p.PatchApplied) else ""
 
 
 def headline(name: str, summary: str, arguments: dict[str, Any]) -> str:
@@ -100,11 +105,11 @@ class ToolCard(Vertical, can_focus=True):
     @staticmethod
     def _footer(done: p.ToolCallFinished) -> str:
         parts: list[str] = []
-        code = done.display.get("exit_code", "missing")
-        if code != "missing":
-            parts.append("killed" if code is None else f"exit {code}")
-        if done.display.get("timed_out"):
-            parts.append("timed out")
+        run = done.display
+        if isinstance(run, p.CommandRun):
+            parts.append("killed" if run.exit_code is None else f"exit {run.exit_code}")
+            if run.timed_out:
+                parts.append("timed out")
         if done.duration >= 0.05:
             parts.append(f"{done.duration:.1f}s")
         if done.status in ("denied", "cancelled"):
@@ -130,8 +135,8 @@ class ToolCard(Vertical, can_focus=True):
         if self._spin is not None:
             self._spin.stop()
         self._render_title()
-        diff = done.display.get("diff")
-        if isinstance(diff, str) and diff and done.status == "ok":
+        diff = diff_of(done.display)
+        if diff and done.status == "ok":
             self._body.display = False
             self._diff = DiffView(diff, short_lines=40)
             self.mount(self._diff)

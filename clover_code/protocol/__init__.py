@@ -7,14 +7,38 @@ this stream and can be read back with ``EVENT_ADAPTER`` (there each text is
 sent once: block and turn-end events leave theirs out, and a final ``result``
 line from ``clover_code/result.py`` follows the events).
 
-This module imports nothing else of clover-code.
+This package imports nothing else of clover-code. ``tool_display`` holds the
+typed details of tool results; its names are re-exported here, so front ends
+use ``protocol.FileEdit`` like any other protocol type.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
+
+from clover_code.protocol.tool_display import DISPLAY_ADAPTER as DISPLAY_ADAPTER
+from clover_code.protocol.tool_display import CommandRun as CommandRun
+from clover_code.protocol.tool_display import FileEdit as FileEdit
+from clover_code.protocol.tool_display import FileRead as FileRead
+from clover_code.protocol.tool_display import Listing as Listing
+from clover_code.protocol.tool_display import McpCall as McpCall
+from clover_code.protocol.tool_display import PatchApplied as PatchApplied
+from clover_code.protocol.tool_display import RepoMapBuilt as RepoMapBuilt
+from clover_code.protocol.tool_display import SearchResult as SearchResult
+from clover_code.protocol.tool_display import SkillLoaded as SkillLoaded
+from clover_code.protocol.tool_display import TodoItem as TodoItem
+from clover_code.protocol.tool_display import TodoList as TodoList
+from clover_code.protocol.tool_display import ToolDisplay as ToolDisplay
+from clover_code.protocol.tool_display import read_display
+
+ApprovalMode = Literal["read-only", "plan", "ask", "auto-edit", "full-auto"]
+"""What may run without asking: nothing that changes anything, nothing but reads and
+the todo list while the model writes a plan, nothing without asking, file edits, or
+everything. The settings, the flags and every picker use this."""
+APPROVAL_MODES: tuple[ApprovalMode, ...] = get_args(ApprovalMode)
+"""The approval modes, strictest first (the order Shift+Tab cycles through)."""
 
 
 class _Message(BaseModel):
@@ -52,7 +76,7 @@ class SetApprovalMode(_Message):
     """Switch the approval mode for the rest of the session."""
 
     type: Literal["set_approval_mode"] = "set_approval_mode"
-    mode: Literal["read-only", "plan", "ask", "auto-edit", "full-auto"]
+    mode: ApprovalMode
 
 
 RewindWhat = Literal["files", "conversation", "both"]
@@ -212,8 +236,16 @@ class ToolCallFinished(_Message):
     name: str
     status: Literal["ok", "error", "denied", "cancelled"]
     result: str
-    display: dict[str, Any] = Field(default_factory=dict)
+    display: ToolDisplay | None = None
+    """What a front end may show besides ``result``, typed by kind; None when nothing."""
     duration: float = 0.0
+
+    @field_validator("display", mode="before")
+    @classmethod
+    def _read_display(cls, value: object) -> object:
+        # Transcripts of earlier versions hold untagged dictionaries; shapes
+        # this version cannot read are dropped rather than failing the event.
+        return read_display(value)
 
 
 class ApprovalRequested(_Message):
@@ -243,13 +275,6 @@ class UsageReport(_Message):
     blocks_per_second: float | None = None
     tokens_per_forward: float | None = None
     """Tokens per denoising forward pass, for a backend that reports steps per block."""
-
-
-class TodoItem(_Message):
-    """One entry of the model's checklist."""
-
-    text: str
-    status: Literal["pending", "in_progress", "done"] = "pending"
 
 
 class TodoUpdated(_Message):

@@ -1,0 +1,213 @@
+"""What a finished tool call shows a front end: one typed model per kind of result.
+
+Part of the protocol (``clover_code.protocol`` re-exports every name here,
+and front ends use them from there): a tool returns one of these in
+``ToolResult.display``, the agent passes it on in ``ToolCallFinished.display``,
+and front ends read its attributes, choosing by type (``isinstance``) or by
+the ``kind`` field that tags it in JSON.
+
+``read_display`` also reads the untagged dictionaries that earlier versions
+wrote into transcripts, so old sessions still load and replay.
+
+This module imports nothing else of clover-code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+__all__ = [
+    "DISPLAY_ADAPTER",
+    "CommandRun",
+    "FileEdit",
+    "FileRead",
+    "Listing",
+    "McpCall",
+    "PatchApplied",
+    "RepoMapBuilt",
+    "SearchResult",
+    "SkillLoaded",
+    "TodoItem",
+    "TodoList",
+    "ToolDisplay",
+    "read_display",
+]
+
+
+class _Display(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class TodoItem(_Display):
+    """One entry of the model's checklist."""
+
+    text: str
+    status: Literal["pending", "in_progress", "done"] = "pending"
+
+
+class FileRead(_Display):
+    """``read_file``: which lines of which file the model read."""
+
+    kind: Literal["file_read"] = "file_read"
+    path: str
+    """Relative to the workspace root."""
+    start: int | None = None
+    """The first line shown (1-based); None for an empty file."""
+    end: int | None = None
+    """The last line shown; None for an empty file."""
+    total_lines: int | None = None
+    """Lines in the file; None when it was too large to count."""
+
+
+class FileEdit(_Display):
+    """``edit_file`` / ``write_file``: the change made to one file."""
+
+    kind: Literal["file_edit"] = "file_edit"
+    path: str
+    """Relative to the workspace root."""
+    diff: str
+    """Unified diff with context; empty when the file did not change."""
+    created: bool = False
+    """Whether the file did not exist before."""
+    replacements: int | None = None
+    """``edit_file``: how many occurrences were replaced."""
+
+
+class PatchApplied(_Display):
+    """``apply_patch``: the changes made to several files at once."""
+
+    kind: Literal["patch"] = "patch"
+    diff: str
+    """One unified diff over every file the patch touched."""
+    paths: list[str]
+    """The files touched, relative to the workspace root."""
+
+
+class CommandRun(_Display):
+    """``shell``: how a command ended."""
+
+    kind: Literal["command"] = "command"
+    command: str
+    description: str | None = None
+    """What the model said the command does."""
+    exit_code: int | None
+    """None when the command was killed."""
+    duration: float = 0.0
+    timed_out: bool = False
+    truncated: bool = False
+    """Whether the output the model saw was cut."""
+    sandbox: str = ""
+    """Which sandbox ran it (``docker``, ``bubblewrap``, ``none``, ...)."""
+
+
+class SearchResult(_Display):
+    """``grep``: how much a search found."""
+
+    kind: Literal["search"] = "search"
+    path: str
+    """Where the search started, relative to the workspace root."""
+    matches: int
+    files: int
+    backend: str
+    """``rg`` or ``python``."""
+
+
+class Listing(_Display):
+    """``list_files`` / ``glob``: how many entries a listing found."""
+
+    kind: Literal["listing"] = "listing"
+    path: str
+    """The directory listed, relative to the workspace root."""
+    count: int
+    capped: bool = False
+    """Whether entries were left out (too many)."""
+
+
+class McpCall(_Display):
+    """A tool of an MCP server: which one answered."""
+
+    kind: Literal["mcp"] = "mcp"
+    server: str
+    tool: str
+    """The tool's name on its server."""
+
+
+class TodoList(_Display):
+    """``todo``: the model's whole checklist after the call."""
+
+    kind: Literal["todo"] = "todo"
+    todo: list[TodoItem]
+
+
+class RepoMapBuilt(_Display):
+    """``repo_map``: what the map covered."""
+
+    kind: Literal["repo_map"] = "repo_map"
+    files: int
+    parsed: int
+    notes: list[str] = Field(default_factory=list)
+
+
+class SkillLoaded(_Display):
+    """``skill``: which skill the model loaded."""
+
+    kind: Literal["skill"] = "skill"
+    skill: str
+    folder: str
+    """The skill's folder: relative to the workspace root when inside it."""
+
+
+ToolDisplay = Annotated[
+    FileRead
+    | FileEdit
+    | PatchApplied
+    | CommandRun
+    | SearchResult
+    | Listing
+    | McpCall
+    | TodoList
+    | RepoMapBuilt
+    | SkillLoaded,
+    Field(discriminator="kind"),
+]
+"""The details of a tool result, tagged by ``kind``."""
+
+DISPLAY_ADAPTER: TypeAdapter[ToolDisplay] = TypeAdapter(ToolDisplay)
+
+# Earlier versions wrote display as an untagged dictionary; these keys tell
+# the shapes apart (checked in order: a patch has a diff too, but no path).
+_LEGACY_KEYS: tuple[tuple[str, str], ...] = (
+    ("todo", "todo"),
+    ("exit_code", "command"),
+    ("paths", "patch"),
+    ("diff", "file_edit"),
+    ("backend", "search"),
+    ("server", "mcp"),
+    ("parsed", "repo_map"),
+    ("count", "listing"),
+    ("total_lines", "file_read"),
+    ("skill", "skill"),
+)
+
+
+def read_display(value: object) -> object:
+    """``value`` as a ``ToolDisplay`` model where it is a dictionary (tagged, or in
+    an earlier version's untagged form); None for a shape it cannot read.
+
+    Anything else is returned as it is, for pydantic to validate.
+    """
+    if not isinstance(value, Mapping):
+        return value
+    raw = dict(value)
+    if "kind" not in raw:
+        kind = next((kind for key, kind in _LEGACY_KEYS if key in raw), None)
+        if kind is None:
+            return None
+        raw["kind"] = kind
+    try:
+        return DISPLAY_ADAPTER.validate_python(raw)
+    except ValidationError:
+        return None  # another version's shape: the result text still tells the story
