@@ -27,9 +27,6 @@ task: the files to change, what to change in each and why, and how to check the 
 result (tests to run or add). Write the plan as your final answer; the user will \
 read it and decide whether to carry it out."""
 
-CARRY_OUT = "Carry out the plan."
-"""The prompt a front end sends when the user accepts the plan."""
-
 
 def plan_tools(tools: Iterable[Tool]) -> frozenset[str]:
     """The names of the tools plan mode offers out of ``tools``."""

@@ -1,12 +1,12 @@
 """The app's side of custom commands and skills: completion, running ``/name args``,
-and the ``/skills`` listing. The session found them; the app only reads its lists."""
+and the ``/skills`` listing. The session found them; the app only reads its lists
+(through the few fields below, not the core's classes)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
-from clover_code.agent.commands import CustomCommand
-from clover_code.agent.skills import Skill
 from clover_code.ui.commands import SlashCommand
 
 if TYPE_CHECKING:
@@ -14,10 +14,28 @@ if TYPE_CHECKING:
     from clover_code.ui.slash_host import SlashHost
 
 
-def custom_commands(app: CloverApp | SlashHost) -> list[CustomCommand]:
+class CommandInfo(Protocol):
+    """What the app reads of a custom command."""
+
+    name: str
+    description: str
+    argument_hint: str
+    source: str
+
+
+class SkillInfo(Protocol):
+    """What the app reads of a skill."""
+
+    name: str
+    description: str
+    folder: Path
+    source: str
+
+
+def custom_commands(app: CloverApp | SlashHost) -> list[CommandInfo]:
     """The open session's custom commands (none while no session is open)."""
-    found = getattr(app.bridge.session, "commands", None)
-    return [c for c in found or [] if isinstance(c, CustomCommand)]
+    found: list[CommandInfo] = getattr(app.bridge.session, "commands", None) or []
+    return list(found)
 
 
 def session_opened(app: CloverApp) -> None:
@@ -40,8 +58,7 @@ def run_custom(app: SlashHost, text: str) -> bool:
 
 def show_skills(app: SlashHost) -> None:
     """``/skills``: each skill's name, where it comes from, and its description."""
-    found = getattr(app.bridge.session, "skills", None)
-    skills = [s for s in found or [] if isinstance(s, Skill)]
+    skills: list[SkillInfo] = getattr(app.bridge.session, "skills", None) or []
     if not skills:
         app.transcript.add_note(
             "No skills found. Add a folder with a SKILL.md to .clover/skills/, "

@@ -6,12 +6,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from clover_code import protocol as p
-from clover_code.agent.plan import CARRY_OUT
 from clover_code.ui.widgets.choice import Choice, ChoiceScreen
 
 if TYPE_CHECKING:
     from clover_code.ui.app import CloverApp
 
+CARRY_OUT = "Carry out the plan."
+"""The prompt sent when the user accepts the plan."""
 CARRY_OUT_MODES: dict[str, p.SetApprovalMode] = {
     "a": p.SetApprovalMode(mode="ask"),
     "e": p.SetApprovalMode(mode="auto-edit"),
