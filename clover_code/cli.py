@@ -30,6 +30,8 @@ SUBCOMMANDS_HELP = """commands:
   clover-code acp             serve the Agent Client Protocol on stdin/stdout (editors)
   clover-code serve           serve a local checkpoint as an OpenAI-compatible server
   clover-code sandbox         build or check the sandbox image (sandbox --help)
+  clover-code mcp-server      serve the agent as an MCP server on stdin/stdout
+  clover-code web             serve the app as a web page (web --help)
   each command has its own --help
 
 """
@@ -149,6 +151,14 @@ def run(argv: list[str]) -> int:
         from clover_code.serve.main import main as serve_main
 
         return serve_main(argv[1:])
+    if argv[:1] == ["mcp-server"]:
+        from clover_code.mcp_server.main import main as mcp_server_main
+
+        return mcp_server_main(argv[1:])
+    if argv[:1] == ["web"]:
+        from clover_code.webapp.main import main as web_main
+
+        return web_main(argv[1:])
     if argv[:1] == ["sandbox"]:
         from clover_code.sandbox_cli import main as sandbox_main
 

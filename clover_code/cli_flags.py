@@ -62,6 +62,8 @@ ENGINE_FLAGS: tuple[FlagSpec, ...] = (
     Flag("model_path", metavar="DIR"),
     Flag("block_size", metavar="N"),
     Flag("thinking", help="no reasoning"),
+    "decoder",
+    Flag("expert_mass", metavar="F"),
     "sandbox",
 )
 """The engine and sandbox flags of every front end that runs the agent."""
@@ -80,6 +82,8 @@ SERVE_FLAGS: tuple[FlagSpec, ...] = (
     "repetition_penalty",
     "presence_penalty",
     "frequency_penalty",
+    "decoder",
+    Flag("expert_mass", metavar="F"),
     "tp_size",
     "mem_fraction_static",
     "quantization",

@@ -154,6 +154,21 @@ class Settings(BaseSettings):
     think_bias_per_1k: float = Field(1.0, ge=0.0)
     """Local engines: logit added to </think> per 1,000 thinking tokens past think_bias_after."""
 
+    decoder: Literal["auto", "checkpoint", "builtin"] = "auto"
+    """hf engine: who decodes. auto: the checkpoint's own block-decoding entry point
+    (diffusion_generate with a step hook, in its remote code) when it ships one, else
+    clover-code's loop; checkpoint: that entry point or an error; builtin: our loop."""
+
+    expert_mass: float | None = Field(None, gt=0.0, le=1.0)
+    """hf engine: block-level expert selection. Per block, routing is restricted to the
+    fewest experts holding this share of the block's router probability mass (0.9 on the
+    model card; never fewer than top-k); unset: off."""
+
+    logits_shift: Literal["auto", "none", "one"] = "auto"
+    """hf engine, our loop: none when the logits at position i predict token i, one when
+    they predict token i + 1 (models converted from autoregressive ones); auto reads the
+    checkpoint's config.json key logits_shift ("none" or "one"), else none."""
+
     tp_size: int = Field(1, ge=1)
     """SGLang engine: tensor-parallel GPUs."""
 
@@ -232,6 +247,29 @@ class Settings(BaseSettings):
     mcp_timeout: float = Field(120.0, gt=0)
     """Longest an MCP tool call may take, in seconds."""
 
+    web_allow_private: bool | list[str] = False
+    """Let web_fetch connect to private, loopback and link-local addresses: true for
+    all, or a list of addresses and networks, e.g. ["10.1.2.3", "192.168.0.0/16"]."""
+
+    web_max_bytes: int = Field(5_000_000, ge=1024)
+    """Most bytes web_fetch reads of one page; the rest is never downloaded."""
+
+    web_timeout: float = Field(30.0, gt=0)
+    """Longest one web_fetch or web_search may take, in seconds."""
+
+    web_max_redirects: int = Field(5, ge=0, le=20)
+    """Most redirects web_fetch follows for one page."""
+
+    search_provider: Literal["searxng", "brave", "tavily"] = "searxng"
+    """The kind of search endpoint search_url is: searxng (JSON API), brave or tavily."""
+
+    search_url: str | None = None
+    """The search endpoint web_search uses, e.g. http://localhost:8888/search for SearXNG,
+    https://api.search.brave.com/res/v1/web/search; unset: no web_search tool."""
+
+    search_api_key: SecretStr | None = None
+    """The hosted search API's key (sent only to search_url)."""
+
     auto_commit: bool = False
     """Commit the agent's changes on the current branch after each task (for CI)."""
 
@@ -269,6 +307,24 @@ class Settings(BaseSettings):
     def project_trust(self) -> trust.TrustReport | None:
         """What was decided about the project's config files; None without a workspace."""
         return self._project_trust
+
+    @field_validator("search_url")
+    @classmethod
+    def _search_url_is_http(cls, value: str | None) -> str | None:
+        return check_base_url(value)
+
+    @field_validator("web_allow_private")
+    @classmethod
+    def _networks(cls, value: bool | list[str]) -> bool | list[str]:
+        if isinstance(value, list):
+            import ipaddress
+
+            for entry in value:
+                try:
+                    ipaddress.ip_network(entry.strip(), strict=False)
+                except ValueError:
+                    raise ValueError(f"'{entry}' is not an IP address or network") from None
+        return value
 
     @field_validator("base_url")
     @classmethod

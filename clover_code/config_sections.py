@@ -8,9 +8,10 @@ names them too.
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Any, Literal
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = ["HookConfig", "HookEvent", "McpServerConfig", "PermissionRules"]
 
@@ -35,15 +36,28 @@ class PermissionRules(BaseModel):
 
 
 class McpServerConfig(BaseModel):
-    """One stdio MCP server: the program to start and how (the ``.mcp.json`` entry shape)."""
+    """One MCP server: a program to start (stdio) or a URL to reach (http, sse);
+    the ``.mcp.json`` entry shape."""
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
-    type: Literal["stdio"] = "stdio"
-    """Transport; only stdio servers are supported."""
+    type: Literal["stdio", "http", "sse"] = "stdio"
+    """Transport: stdio (a program), http (streamable HTTP) or sse (the older SSE
+    transport); an entry with a url and no type is http."""
 
-    command: str = Field(min_length=1)
-    """The program that runs the server, e.g. npx or uvx."""
+    command: str | None = Field(None, min_length=1)
+    """The program that runs the server, e.g. npx or uvx (stdio)."""
+
+    url: str | None = None
+    """The server's endpoint, e.g. https://mcp.example.com/mcp (http, sse)."""
+
+    headers: dict[str, str] = Field(default_factory=dict)
+    """HTTP headers sent with every request (http, sse), e.g. Authorization =
+    "Bearer ${TOKEN}": ${VAR} is taken from the environment."""
+
+    oauth: bool = False
+    """Sign in with OAuth when the server asks for it (http, sse): the SDK's OAuth
+    client opens the browser and waits for the sign-in on a loopback port."""
 
     args: list[str] = Field(default_factory=list)
     """Its command-line arguments."""
@@ -59,6 +73,25 @@ class McpServerConfig(BaseModel):
 
     startup_timeout: float = Field(30.0, gt=0)
     """Seconds to wait for the server to start and list its tools."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _url_means_http(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("url") and "type" not in data:
+            return {**data, "type": "http"}
+        return data
+
+    @model_validator(mode="after")
+    def _transport_needs(self) -> McpServerConfig:
+        if self.type == "stdio" and not self.command:
+            raise ValueError("a stdio server needs a command")
+        if self.type != "stdio":
+            parts = urlsplit(self.url or "")
+            if not self.url:
+                raise ValueError(f"an {self.type} server needs a url")
+            if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+                raise ValueError(f"the url '{self.url}' is not an http:// or https:// address")
+        return self
 
 
 HookEvent = Literal[

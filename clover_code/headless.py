@@ -225,6 +225,8 @@ async def run_task(
         async with asyncio.timeout_at(deadline):
             choice = await _explicit_sandbox(settings, cwd, emit)
             backend = _WatchedBackend(await open_backend(settings))
+            for line in getattr(backend.inner, "notices", ()):  # a local engine's, said once
+                emit(p.Notice(text=line))
             session = await Session.open(
                 settings,
                 backend,

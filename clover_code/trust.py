@@ -127,6 +127,15 @@ def _more_names(value: Any, base: Any) -> bool:
     return not set(value) <= set(base if isinstance(base, list) else [])
 
 
+def _more_private(value: Any, base: Any) -> bool:
+    # true allows every internal address; a list allows those networks.
+    if base is True or value is False or value == []:
+        return False
+    if value is True:
+        return True
+    return _more_names(value, base)
+
+
 def _any(value: Any, base: Any) -> bool:
     return bool(value)
 
@@ -151,6 +160,8 @@ _LOOSER: dict[str, Callable[[Any, Any], bool]] = {
     "model_path": _changed,  # checkpoints load with their own code (trust_remote_code)
     "sessions_dir": _changed,  # where the harness writes on the host
     "sandbox_setup": _any,  # commands run with the network on when the image is built
+    "web_allow_private": _more_private,  # web_fetch reaching the host's own network
+    "search_url": _changed,  # where web_search sends the model's queries
 }
 
 NEUTRAL_KEYS = frozenset(
@@ -163,7 +174,9 @@ NEUTRAL_KEYS = frozenset(
         "serve_host", "serve_port", "serve_drafts", "response_reserve",
         "compact_threshold", "repo_map_tokens", "show_denoising", "draft_confidences",
         "mcp_timeout", "auto_commit", "max_turns", "timeout", "shell_timeout",
-        "output_limit", "tool_retries", "max_retries", "request_timeout",
+        "output_limit", "tool_retries", "max_retries", "request_timeout", "decoder",
+        "logits_shift", "expert_mass", "web_max_bytes", "web_timeout", "web_max_redirects",
+        "search_provider", "search_api_key",
     }
 )  # fmt: skip
 """Settings that never weaken safety (``permissions`` is split: allow rules

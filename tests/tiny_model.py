@@ -91,9 +91,19 @@ def _byte_level_tokenizer() -> Any:
 
 
 def build_tiny_checkpoint(
-    path: Path, *, mask_token: bool = True, layers: Sequence[str] = ("linear", "full", "linear")
+    path: Path,
+    *,
+    mask_token: bool = True,
+    layers: Sequence[str] = ("linear", "full", "linear"),
+    experts: int = 4,
+    top_k: int = 2,
+    router_scale: float = 1.0,
 ) -> Path:
-    """Write a tiny random checkpoint (model + tokenizer + chat template) to ``path``."""
+    """Write a tiny random checkpoint (model + tokenizer + chat template) to ``path``.
+
+    ``router_scale`` multiplies the routers' random weights: a trained router is
+    far from uniform, and a larger scale makes the random one peaked like it.
+    """
     from transformers import PreTrainedTokenizerFast, Qwen3_5MoeForCausalLM, Qwen3_5MoeTextConfig
 
     path.mkdir(parents=True, exist_ok=True)
@@ -121,14 +131,19 @@ def build_tiny_checkpoint(
         linear_num_value_heads=2,
         moe_intermediate_size=8,
         shared_expert_intermediate_size=8,
-        num_experts=4,
-        num_experts_per_tok=2,
+        num_experts=experts,
+        num_experts_per_tok=top_k,
         max_position_embeddings=131_072,
         eos_token_id=fast.convert_tokens_to_ids("<|im_end|>"),
         pad_token_id=fast.pad_token_id,
     )
     torch.manual_seed(0)
     model = Qwen3_5MoeForCausalLM(config)
+    if router_scale != 1.0:
+        with torch.no_grad():
+            for name, param in model.named_parameters():
+                if name.endswith("mlp.gate.weight"):
+                    param.mul_(router_scale)
     model.save_pretrained(path)
     if mask_token:
         cfg = json.loads((path / "config.json").read_text())
@@ -161,6 +176,12 @@ class ScriptedLogits:
 
     def cache_length(self, cache: Any) -> int:
         return self.inner.cache_length(cache)
+
+    def prefill(self, ids: torch.Tensor, cache: Any) -> torch.Tensor:
+        before = self.inner.cache_length(cache)
+        self.calls.append(ids[0].tolist())
+        getattr(self.inner, "prefill", self.inner)(ids, cache)
+        return self.script(ids, before)
 
 
 def peaked(vocab: int, rows: Sequence[tuple[int, float]]) -> torch.Tensor:
@@ -201,3 +222,75 @@ def script_text(backend: Any, text: str) -> None:
         return original(request)
 
     backend._producer = producer  # type: ignore[method-assign]
+
+
+REMOTE_DECODER = '''"""A tiny block-decoding entry point in remote code (a test fixture).
+
+Dream-style diffusion_generate: each block of block_length positions starts
+masked; each step runs the model over the whole sequence (no cache) and fills
+every masked position of the block whose confidence clears threshold, else
+the single most confident one, calling the hook after every step.
+"""
+
+import torch
+from transformers import Qwen3_5MoeForCausalLM
+
+CALLS = []
+
+
+class TinyDLLMForCausalLM(Qwen3_5MoeForCausalLM):
+    @torch.no_grad()
+    def diffusion_generate(
+        self,
+        inputs,
+        max_new_tokens=16,
+        threshold=0.9,
+        block_length=4,
+        mask_token_id=None,
+        stop_strings=None,
+        repetition_penalty=1.0,
+        generation_tokens_hook_func=None,
+    ):
+        CALLS.append(dict(max_new_tokens=max_new_tokens, threshold=threshold,
+                          block_length=block_length, mask_token_id=mask_token_id,
+                          stop_strings=stop_strings, repetition_penalty=repetition_penalty))
+        hook = generation_tokens_hook_func or (lambda step, x, logits: x)
+        mask = mask_token_id if mask_token_id is not None else self.config.mask_token_id
+        x = torch.cat([inputs, torch.full((1, max_new_tokens), mask)], dim=1)
+        x = hook(None, x, None)
+        start, step = inputs.shape[1], 0
+        for lo in range(start, start + max_new_tokens, block_length):
+            hi = min(lo + block_length, start + max_new_tokens)
+            while bool((x[0, lo:hi] == mask).any()):
+                logits = self(input_ids=x).logits[0, lo:hi]
+                conf, arg = torch.softmax(logits.float(), -1).max(-1)
+                masked = x[0, lo:hi] == mask
+                conf = conf.masked_fill(~masked, -1.0)
+                fill = (conf > threshold) & masked
+                if not bool(fill.any()):
+                    fill[conf.argmax()] = True
+                x[0, lo:hi] = torch.where(fill, arg, x[0, lo:hi])
+                x = hook(step, x, logits)
+                step += 1
+        return x
+'''
+
+KWARGS_DECODER = '''"""An entry point that takes everything as **kwargs (a test fixture)."""
+
+from transformers import Qwen3_5MoeForCausalLM
+
+
+class TinyDLLMForCausalLM(Qwen3_5MoeForCausalLM):
+    def diffusion_generate(self, inputs, **kwargs):
+        raise AssertionError("a **kwargs entry point must not be taken")
+'''
+
+
+def add_remote_decoder(path: Path, source: str = REMOTE_DECODER) -> Path:
+    """Ship ``source`` as the checkpoint's remote code (``auto_map``), as Clover does."""
+    (path / "modeling_tiny_dllm.py").write_text(source)
+    cfg = json.loads((path / "config.json").read_text())
+    cfg["auto_map"] = {"AutoModelForCausalLM": "modeling_tiny_dllm.TinyDLLMForCausalLM"}
+    cfg["architectures"] = ["TinyDLLMForCausalLM"]
+    (path / "config.json").write_text(json.dumps(cfg, indent=2))
+    return path

@@ -36,6 +36,7 @@ from acp.schema import (
     SetSessionModeResponse,
     SseMcpServer,
 )
+from pydantic import ValidationError
 
 from clover_code import __version__
 from clover_code.acp.bridge import MODES, LiveSession
@@ -105,7 +106,7 @@ class CloverAgent:
                 prompt_capabilities=PromptCapabilities(
                     image=False, audio=False, embedded_context=True
                 ),
-                mcp_capabilities=McpCapabilities(http=False, sse=False),
+                mcp_capabilities=McpCapabilities(http=True, sse=True),
             ),
             agent_info=Implementation(name="clover-code", title="Clover Code", version=__version__),
             auth_methods=[],
@@ -266,8 +267,8 @@ def _workspace(cwd: str) -> Path:
 
 
 def _with_client_mcp(settings: Settings, servers: list[McpServer] | None) -> Settings:
-    """The settings plus the editor's stdio MCP servers (the editor's own config,
-    so trusted like the user's settings); other transports are not offered."""
+    """The settings plus the editor's MCP servers, stdio and HTTP (the editor's own
+    config, so trusted like the user's settings)."""
     extra: dict[str, McpServerConfig] = {}
     for server in servers or ():
         if isinstance(server, McpServerStdio):
@@ -276,8 +277,17 @@ def _with_client_mcp(settings: Settings, servers: list[McpServer] | None) -> Set
                 args=list(server.args),
                 env={var.name: var.value for var in server.env},
             )
+        elif isinstance(server, HttpMcpServer | SseMcpServer):
+            try:
+                extra[server.name] = McpServerConfig(
+                    type="sse" if isinstance(server, SseMcpServer) else "http",
+                    url=server.url,
+                    headers={header.name: header.value for header in server.headers},
+                )
+            except ValidationError:
+                log.warning("MCP server '%s' has a bad url %r; skipped.", server.name, server.url)
         else:
-            log.warning("MCP server '%s' uses a transport other than stdio; skipped.", server.name)
+            log.warning("MCP server '%s' uses a transport we do not speak; skipped.", server.name)
     if not extra:
         return settings
     return settings.model_copy(update={"mcp_servers": {**settings.mcp_servers, **extra}})

@@ -95,6 +95,7 @@ _KINDS: dict[str, ToolKind] = {
     "search": "search",
     "edit": "edit",
     "execute": "execute",
+    "fetch": "fetch",
 }
 _PLAN_STATUS: dict[str, PlanEntryStatus] = {
     "pending": "pending",

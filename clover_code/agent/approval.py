@@ -1,12 +1,17 @@
 """Approval modes: which tool calls run at once, which ask, which are refused.
 
-| mode       | read/search | edit  | execute |
-|------------|-------------|-------|---------|
-| read-only  | run         | deny  | deny    |
-| plan       | run         | deny  | deny    |
-| ask        | run         | ask   | ask     |
-| auto-edit  | run         | run   | ask     |
-| full-auto  | run         | run   | run     |
+| mode       | read/search | edit  | execute | fetch |
+|------------|-------------|-------|---------|-------|
+| read-only  | run         | deny  | deny    | ask   |
+| plan       | run         | deny  | deny    | deny  |
+| ask        | run         | ask   | ask     | ask   |
+| auto-edit  | run         | run   | ask     | ask   |
+| full-auto  | run         | run   | run     | run   |
+
+``fetch`` (web_fetch, web_search) is network egress: what the agent sends out
+(a URL can carry workspace contents) is not undone by any checkpoint, so it
+asks in every mode but full-auto unless a domain allow rule matches (plan mode
+refuses it).
 
 plan mode also offers no tool but the read/search ones and the todo list
 (``agent.plan``). "ask" goes to an ``Approver``: the app shows a modal;
@@ -33,10 +38,10 @@ if TYPE_CHECKING:
 Verdict = Literal["allow", "ask", "deny"]
 
 _TABLE: dict[ApprovalMode, dict[str, Verdict]] = {
-    "read-only": {"edit": "deny", "execute": "deny"},
-    "plan": {"edit": "deny", "execute": "deny"},
-    "ask": {"edit": "ask", "execute": "ask"},
-    "auto-edit": {"edit": "allow", "execute": "ask"},
+    "read-only": {"edit": "deny", "execute": "deny", "fetch": "ask"},
+    "plan": {"edit": "deny", "execute": "deny", "fetch": "deny"},
+    "ask": {"edit": "ask", "execute": "ask", "fetch": "ask"},
+    "auto-edit": {"edit": "allow", "execute": "ask", "fetch": "ask"},
     "full-auto": {},
 }
 
@@ -113,6 +118,15 @@ class RefuseApprover:
                     f"{request.name} would change the project's own clover-code config, "
                     "which headless mode never does in any approval mode; the user can "
                     "edit that file by hand."
+                ),
+            )
+        if request.kind == "fetch":
+            return Decision(
+                allowed=False,
+                feedback=(
+                    f"{request.name} needs approval, which headless mode cannot ask for; "
+                    "the user can allow the host with [permissions.allow] "
+                    f'{request.name} = ["HOST"] or rerun with --approval full-auto.'
                 ),
             )
         flag = "full-auto" if request.kind == "execute" else "auto-edit"

@@ -274,6 +274,7 @@ class Agent:
         tokens = blocks = steps = step_tokens = 0
         first_block: float | None = None
         prompt_tokens = completion_tokens = 0
+        experts: float | None = None
         estimated_prompt = self.counter.prompt(self.system_prompt, self.messages, self._specs)
         # Left "streaming" if cancelled mid-stream, so _close_partial knows.
         state.phase = "streaming"
@@ -319,6 +320,7 @@ class Agent:
                     )
                 elif isinstance(event, ev.Usage):
                     prompt_tokens, completion_tokens = event.prompt_tokens, event.completion_tokens
+                    experts = event.experts_per_layer
                 elif isinstance(event, ev.Failed):
                     failure = event.error
                 elif isinstance(event, ev.Finished) and event.reason == "length":
@@ -333,6 +335,7 @@ class Agent:
                 tokens_per_second=tokens / elapsed if elapsed > 0 else None,
                 blocks_per_second=blocks / elapsed if elapsed > 0 else None,
                 tokens_per_forward=step_tokens / steps if steps else None,
+                experts_per_layer=experts,
             )
         )
         self.counter.reported(prompt_tokens, len(request.messages) - 1)

@@ -38,6 +38,10 @@ Other rules are path globs relative to the workspace (``"docs/**"``,
 write, shell redirections included, and ``read`` every read or search.
 Paths are judged as given and as resolved, so a link cannot dodge a deny
 rule; a path outside the workspace is never allowed by a rule.
+
+Rules for ``fetch`` tools (``web_fetch``) are domain rules on the URL's host
+(``"docs.python.org"``, ``"*.readthedocs.io"``, see ``net.domains``); a
+fetch no rule covers is asked about in every mode but full-auto.
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ from clover_code.agent.shell_rules import CommandPattern, allowed
 from clover_code.agent.shell_verdict import write_paths
 from clover_code.config import ApprovalMode, PermissionRules
 from clover_code.errors import ConfigError, ToolError
+from clover_code.net.domains import host_of, matching_rule
 from clover_code.tools.base import ToolKind
 from clover_code.tools.globmatch import compile_glob
 from clover_code.tools.patch_parse import parse_patch
@@ -255,6 +260,8 @@ class PermissionPolicy:
 
     def check_tool(self, name: str, kind: ToolKind, arguments: Mapping[str, Any]) -> Ruling | None:
         """What the rules say about a non-shell call; None when no rule decides."""
+        if kind == "fetch" and isinstance(arguments.get("url"), str):
+            return self._check_domain(name, str(arguments["url"]))
         group = "edit" if kind == "edit" else "read" if kind in ("read", "search") else None
         paths = _paths_of(name, arguments)
         if not paths:
@@ -272,6 +279,23 @@ class PermissionPolicy:
                 return denied
         if all(self._path_allowed(path, group, name) for path in paths):
             return Ruling("allow", f"every path {name} touches matches an allow rule.")
+        return None
+
+    def _check_domain(self, name: str, url: str) -> Ruling | None:
+        """What the domain rules of ``name`` say about fetching ``url``."""
+        host = host_of(url)
+        if host is None:
+            return None  # the tool refuses it with its own sentence
+        for table in ("deny", "allow"):
+            for key in self._keys(self._paths[table], None, name):
+                rule = matching_rule((r.text for r in self._paths[table][key]), host)
+                if rule is not None:
+                    result: Verdict = "deny" if table == "deny" else "allow"
+                    return Ruling(
+                        result,
+                        f"the {table} rule '{rule}' in permissions.{table}.{key} "
+                        f"covers the host {host}.",
+                    )
         return None
 
     def protected_write(self, name: str, arguments: Mapping[str, Any]) -> Ruling | None:

@@ -204,7 +204,9 @@ class Session:
             startup_notices += await mcp.start()
         repo_map, map_text, map_notes = await _repo_map(root, settings.repo_map_tokens)
         startup_notices += map_notes
-        tools = default_tools(shell=choice.sandbox is not None, spill=spill, repo_map=repo_map)
+        tools = default_tools(
+            shell=choice.sandbox is not None, spill=spill, repo_map=repo_map, settings=settings
+        )
         tools += mcp.tools if mcp is not None else []
 
         def record_and_emit(event: p.Event) -> None:

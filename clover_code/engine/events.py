@@ -89,6 +89,8 @@ class Usage:
 
     prompt_tokens: int
     completion_tokens: int
+    experts_per_layer: float | None = None
+    """Mean distinct routed experts per MoE layer per block (local MoE engines)."""
 
 
 @dataclass(slots=True)

@@ -17,10 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from clover_code.engine.base import ChatRequest
-from clover_code.engine.events import BlockDraft, EngineEvent, Failed, Finished
+from clover_code.engine.events import BlockDraft, EngineEvent, Failed, Finished, Usage
 from clover_code.errors import EngineError, EngineUnavailable
 
-__all__ = ["HFBackend", "HFOptions", "find_mask_id"]
+__all__ = ["HFBackend", "HFOptions", "find_mask_id", "logits_shift"]
+
+SHIFT_KEY = "logits_shift"
+"""The config.json key a checkpoint states its alignment with: "none" (position i
+predicts token i) or "one" (position i predicts token i + 1); true/false and 1/0
+are read the same way."""
 
 
 @dataclass(slots=True)
@@ -41,6 +46,15 @@ class HFOptions:
     drafts: bool = True
     trust_remote_code: bool = True
     stop_strings: Sequence[str] = field(default_factory=tuple)
+    logits_shift: str = "auto"
+    """none: the logits at position i predict token i; one: token i + 1; auto: the
+    checkpoint's config.json ``logits_shift`` key ("none" or "one"), else none."""
+    expert_mass: float | None = None
+    """Block-level expert selection: keep the experts holding this share of a block's
+    routing mass (0.9 on the model card); None: off."""
+    decoder: str = "auto"
+    """auto: the checkpoint's own block-decoding entry point when it ships one, else
+    our loop; checkpoint: that entry point or an error; builtin: our loop."""
 
 
 def find_mask_id(config: Any, tokenizer: Any) -> int | None:
@@ -51,6 +65,16 @@ def find_mask_id(config: Any, tokenizer: Any) -> int | None:
             return value
     value = getattr(tokenizer, "mask_token_id", None)
     return value if isinstance(value, int) else None
+
+
+def logits_shift(config: Any, setting: str) -> bool:
+    """Whether logits are shifted by one: the setting, else the checkpoint's config."""
+    if setting in ("none", "one"):
+        return setting == "one"
+    value = getattr(config, SHIFT_KEY, None)
+    if isinstance(value, str):
+        return value.strip().lower() in ("one", "1", "true")
+    return bool(value) if isinstance(value, bool | int) else False
 
 
 class HFBackend:
@@ -73,6 +97,25 @@ class HFBackend:
             )
         self.mask_id = mask_id
         self.controls = self.options.controls or _controls(self.path, self.options)
+        from clover_code.engine.diffusion.entry_point import choose_decoder
+
+        try:
+            self.decoder = choose_decoder(
+                self._model, self.options.decoder, self.controls, self.options.expert_mass
+            )
+        except ValueError as exc:
+            raise EngineUnavailable(f"{exc} ({self.path})") from None
+        self.notices: list[str] = [self.decoder.notice()]
+        """Said once at load (the app's notice, serve's log) and by ``status()``."""
+        self.routing = _routing(self._model, self.options.expert_mass, self.path)
+        """Hooks on the MoE routers: experts counted per block, selection when asked."""
+        self.logits_shift = logits_shift(self._model.config, self.options.logits_shift)
+        if self.logits_shift and self.decoder.kind == "builtin":
+            source = "setting" if self.options.logits_shift == "one" else "checkpoint's config"
+            self.notices.append(
+                "Logits are read shifted by one (position i predicts token i + 1), as the "
+                f"{source} says."
+            )
         self._lock = asyncio.Lock()
         self._pieces: dict[int, str] = {}
         self.last_stats: Any = None
@@ -80,6 +123,10 @@ class HFBackend:
 
     async def check(self) -> None:
         """The model is loaded at construction; nothing left to check."""
+
+    def status(self) -> list[str]:
+        """What this engine does with the checkpoint: the decoder and why, and the rest."""
+        return list(self.notices)
 
     async def aclose(self) -> None:
         """Drop the model and free accelerator memory."""
@@ -116,10 +163,7 @@ class HFBackend:
                 render_prompt,
             )
             from clover_code.engine.diffusion.forward import HFForward
-            from clover_code.engine.diffusion.remote_generate import (
-                HookedGenerate,
-                has_step_hook,
-            )
+            from clover_code.engine.diffusion.remote_generate import HookedGenerate
 
             if self._model is None:
                 raise EngineUnavailable("the model was unloaded; restart clover-code")
@@ -142,17 +186,24 @@ class HFBackend:
                     tokens = draft_texts(item.ids, item.masked, self._piece, self.tokenizer.decode)
                     emit([BlockDraft(item.block, item.step, tokens, item.masked, item.confidences)])
 
-            if has_step_hook(self._model):
-                runner = HookedGenerate(self._model, options)
+            if self.decoder.kind == "checkpoint":
+                runner = HookedGenerate(
+                    self._model, options, self.decoder, stops, self.options.expert_mass
+                )
                 runner.run(prompt, handle, stop_now)
                 self.last_stats = runner.stats
             else:
-                decoder = BlockDiffusion(HFForward(self._model), options)
-                for item in decoder.generate(prompt, stop_now):
+                loop = BlockDiffusion(HFForward(self._model), options, self.routing)
+                for item in loop.generate(prompt, stop_now):
                     handle(item)
-                self.last_stats = decoder.stats
+                self.last_stats = loop.stats
             if not cancelled():
-                emit(assembler.finish(reason))
+                events = assembler.finish(reason)
+                experts = getattr(self.last_stats, "experts_per_layer", None)
+                for event in events:
+                    if isinstance(event, Usage):
+                        event.experts_per_layer = experts
+                emit(events)
 
         return produce
 
@@ -173,6 +224,7 @@ class HFBackend:
             think_end_id=token_id(self.tokenizer, "</think>"),
             starts_in_reasoning=request.enable_thinking,
             confidences=opts.confidences,
+            logits_shift=self.logits_shift,
         )
 
     def _piece(self, token: int) -> str:
@@ -222,6 +274,20 @@ def _load(path: Path, options: HFOptions) -> tuple[Any, Any]:
         raise _load_error(path, exc) from None
     model.eval()
     return model, tokenizer
+
+
+def _routing(model: Any, mass: float | None, path: Path) -> Any:
+    from clover_code.engine.diffusion.experts import ExpertRouting, find_routers
+
+    routers = find_routers(model)
+    if not routers:
+        if mass is not None:
+            raise EngineUnavailable(
+                f"expert selection (expert_mass) needs MoE router modules and the model at "
+                f"{path} has none that clover-code can hook; unset expert_mass"
+            )
+        return None
+    return ExpertRouting(routers, mass)
 
 
 def _controls(path: Path, options: HFOptions) -> Any:

@@ -89,6 +89,7 @@ def build_backend(settings: Settings) -> Backend:
                 quantization=settings.quantization,
                 max_tokens=settings.max_tokens or 8192,
                 context_window=settings.context_window,
+                expert_mass=settings.expert_mass,
             ),
         )
     raise EngineUnavailable(f"unknown engine '{engine}'; use auto, remote, sglang or hf.")
@@ -110,6 +111,9 @@ def hf_options(settings: Settings) -> HFOptions:
         context_window=settings.context_window,
         control_overrides=explicit,
         confidences=settings.draft_confidences,
+        decoder=settings.decoder,
+        logits_shift=settings.logits_shift,
+        expert_mass=settings.expert_mass,
     )
 
 
@@ -143,6 +147,9 @@ async def open_backend(settings: Settings, notice: Callable[[str], None] | None 
     except BaseException:
         await backend.aclose()
         raise
+    if notice is not None:
+        for line in getattr(backend, "notices", ()):
+            notice(line)
     return backend
 
 

@@ -6,6 +6,14 @@ rendered here with the checkpoint's chat template and sent as ``input_ids``;
 SGLang streams cumulative ``output_ids`` once per committed block, which are
 diffed into ``BlockCommitted`` events and parsed with our Qwen3 parser.
 SGLang skips the sampler for dLLMs, so there are no drafts on this path.
+
+Before the engine starts, the checkpoint's ``architectures`` are compared with
+the installed SGLang's dLLM table (``sglang_table.py``): a model stock SGLang
+cannot run is one sentence naming the ways that work (the model's own SGLang
+build behind ``--base-url``, or ``--engine hf``), not a start-up traceback.
+What this path cannot apply (the penalties and end biases, which SGLang's dLLM
+path has no sampler for; expert selection unless the build takes it) is said
+once in ``notices``.
 """
 
 from __future__ import annotations
@@ -37,6 +45,19 @@ class SGLangOptions:
     quantization: str | None = None
     max_tokens: int = 8192
     context_window: int = 131_072
+    expert_mass: float | None = None
+    """Asked-for block-level expert selection: passed when the build takes it, else named
+    in the notice."""
+
+
+NOT_APPLIED = (
+    "the repetition, presence and frequency penalties",
+    "the end-of-response and end-of-thinking biases",
+)
+"""Controls of the hf engine that SGLang's dLLM path has no place for."""
+
+EXPERT_MASS_ARGS = ("dllm_expert_mass", "expert_mass")
+"""Server argument names a build that offers block-level expert selection may use."""
 
 
 def algorithm_yaml(options: SGLangOptions) -> str:
@@ -120,6 +141,32 @@ class SGLangBackend:
                 "the sglang engine needs a CUDA GPU and none is visible; run clover-code on "
                 "the GPU machine, or start an SGLang server there and use --base-url"
             )
+        from clover_code.engine.sglang_table import (
+            checkpoint_architectures,
+            dllm_architectures,
+            unsupported,
+            unsupported_sentence,
+        )
+
+        version = str(getattr(sglang, "__version__", "")) or "(version unknown)"
+        table = dllm_architectures()
+        refusal = unsupported(model_path, table, version)
+        if refusal is not None:
+            raise EngineUnavailable(refusal)
+        extra: dict[str, Any] = {}
+        not_applied = list(NOT_APPLIED)
+        if self.options.expert_mass is not None:
+            name = _expert_mass_arg(sglang)
+            if name is None:
+                not_applied.append("block-level expert selection (expert_mass)")
+            else:
+                extra[name] = self.options.expert_mass
+        self.notices = [
+            "The sglang engine cannot apply "
+            + ", ".join(not_applied[:-1])
+            + f" or {not_applied[-1]}: SGLang's diffusion path decodes without them."
+        ]
+        """Said once at load: what this path does not do."""
         from transformers import AutoTokenizer
 
         self._config_dir = tempfile.TemporaryDirectory(prefix="clover-sglang-")
@@ -127,9 +174,13 @@ class SGLangBackend:
         config_path.write_text(algorithm_yaml(self.options))
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(model_path, trust_remote_code=True)
-            self.engine: Any = sglang.Engine(**engine_kwargs(model_path, self.options, config_path))
+            kwargs = {**engine_kwargs(model_path, self.options, config_path), **extra}
+            self.engine: Any = sglang.Engine(**kwargs)
         except Exception as exc:
             self._config_dir.cleanup()
+            if "Unknown diffusion LLM" in str(exc):
+                archs = checkpoint_architectures(model_path) or ["this architecture"]
+                raise EngineUnavailable(unsupported_sentence(archs[0], table, version)) from None
             detail = " ".join(str(exc).split())[:300] or type(exc).__name__
             raise EngineUnavailable(
                 f"SGLang could not start the model at {model_path} ({detail}); check the "
@@ -207,6 +258,22 @@ class SGLangBackend:
             detail = " ".join(str(exc).split())[:300] or type(exc).__name__
             yield Failed(EngineError(f"SGLang failed while generating ({detail})"), output_begun)
             yield Finished("interrupted" if output_begun else "error")
+
+
+def _expert_mass_arg(sglang: Any) -> str | None:
+    """The server argument this SGLang build takes expert selection under, if any."""
+    import dataclasses
+
+    server_args = getattr(sglang, "ServerArgs", None)
+    if server_args is None:
+        try:
+            server_args = importlib.import_module("sglang.srt.server_args").ServerArgs
+        except Exception:
+            return None
+    if not dataclasses.is_dataclass(server_args):
+        return None
+    names = {f.name for f in dataclasses.fields(server_args)}
+    return next((n for n in EXPERT_MASS_ARGS if n in names), None)
 
 
 def _cuda_available() -> bool:

@@ -31,6 +31,8 @@ from clover_code.protocol.tool_display import SkillLoaded as SkillLoaded
 from clover_code.protocol.tool_display import TodoItem as TodoItem
 from clover_code.protocol.tool_display import TodoList as TodoList
 from clover_code.protocol.tool_display import ToolDisplay as ToolDisplay
+from clover_code.protocol.tool_display import WebPage as WebPage
+from clover_code.protocol.tool_display import WebSearch as WebSearch
 from clover_code.protocol.tool_display import read_display
 
 ApprovalMode = Literal["read-only", "plan", "ask", "auto-edit", "full-auto"]
@@ -275,6 +277,8 @@ class UsageReport(_Message):
     blocks_per_second: float | None = None
     tokens_per_forward: float | None = None
     """Tokens per denoising forward pass, for a backend that reports steps per block."""
+    experts_per_layer: float | None = None
+    """Mean distinct routed experts per MoE layer per block (the local hf engine)."""
 
 
 class TodoUpdated(_Message):

@@ -33,6 +33,8 @@ __all__ = [
     "TodoItem",
     "TodoList",
     "ToolDisplay",
+    "WebPage",
+    "WebSearch",
     "read_display",
 ]
 
@@ -160,6 +162,28 @@ class SkillLoaded(_Display):
     """The skill's folder: relative to the workspace root when inside it."""
 
 
+class WebPage(_Display):
+    """``web_fetch``: which page was read, or where it redirected."""
+
+    kind: Literal["web_page"] = "web_page"
+    url: str
+    """The page's address after the redirects that were followed."""
+    status: int
+    content_type: str = ""
+    truncated: bool = False
+    """Whether the page was longer than the size cap and cut there."""
+    redirect: str | None = None
+    """A redirect to another host that was not followed (its target)."""
+
+
+class WebSearch(_Display):
+    """``web_search``: how many results came back."""
+
+    kind: Literal["web_search"] = "web_search"
+    query: str
+    results: int
+
+
 ToolDisplay = Annotated[
     FileRead
     | FileEdit
@@ -170,7 +194,9 @@ ToolDisplay = Annotated[
     | McpCall
     | TodoList
     | RepoMapBuilt
-    | SkillLoaded,
+    | SkillLoaded
+    | WebPage
+    | WebSearch,
     Field(discriminator="kind"),
 ]
 """The details of a tool result, tagged by ``kind``."""

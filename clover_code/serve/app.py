@@ -288,12 +288,16 @@ async def _complete(backend: Backend, request: ChatRequest, cid: str) -> Respons
     return JSONResponse(body)
 
 
-def _usage(usage: Usage) -> dict[str, int]:
-    return {
+def _usage(usage: Usage) -> dict[str, Any]:
+    body: dict[str, Any] = {
         "prompt_tokens": usage.prompt_tokens,
         "completion_tokens": usage.completion_tokens,
         "total_tokens": usage.prompt_tokens + usage.completion_tokens,
     }
+    if usage.experts_per_layer is not None:
+        # An extension: mean distinct routed experts per MoE layer per block.
+        body["experts_per_layer"] = round(usage.experts_per_layer, 2)
+    return body
 
 
 def _failure(error: EngineError) -> Response:

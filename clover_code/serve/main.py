@@ -55,6 +55,8 @@ def main(argv: list[str]) -> int:
 
     from clover_code.serve.app import build_app
 
+    for line in getattr(backend, "notices", ()):
+        print(f"clover-code serve: {line}", file=sys.stderr)
     app = build_app(backend, drafts=settings.serve_drafts)
     config = uvicorn.Config(
         app, host=settings.serve_host, port=settings.serve_port, log_level="warning"

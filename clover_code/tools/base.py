@@ -25,8 +25,8 @@ if TYPE_CHECKING:
     from clover_code.tools.sandbox.base import Sandbox
     from clover_code.tools.workspace import Workspace
 
-ToolKind = Literal["read", "search", "edit", "execute", "other"]
-"""What a call can do; approval policies decide by kind."""
+ToolKind = Literal["read", "search", "edit", "execute", "fetch", "other"]
+"""What a call can do; approval policies decide by kind (``fetch``: network egress)."""
 
 
 @dataclass(slots=True)

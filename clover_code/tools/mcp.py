@@ -1,4 +1,5 @@
-"""MCP client: stdio MCP servers, their tools offered to the model as ours.
+"""MCP client: MCP servers (stdio, streamable HTTP, SSE; see ``mcp_transport``),
+their tools offered to the model as ours.
 
 ``McpManager`` starts the declared servers (``clover_code.tools.mcp_config``)
 through the official ``mcp`` SDK, lists their tools and wraps each as a
@@ -31,8 +32,7 @@ from types import TracebackType
 from typing import IO, Any, ClassVar, Literal
 
 import mcp.types as mcp_types
-from mcp import Client, StdioServerParameters
-from mcp.client.stdio import stdio_client
+from mcp import Client
 from pydantic import BaseModel, ConfigDict, model_validator
 
 import clover_code
@@ -42,6 +42,7 @@ from clover_code.protocol import McpCall
 from clover_code.tools.arguments import CONTENT_LIMIT
 from clover_code.tools.base import Tool, ToolContext, ToolKind, ToolResult
 from clover_code.tools.mcp_config import DeclaredServer
+from clover_code.tools.mcp_transport import MissingVariable, describe, open_transport
 
 __all__ = ["Approve", "McpArgs", "McpManager", "McpTool", "tool_name"]
 
@@ -175,21 +176,18 @@ class _Server:
 
     async def _run(self, ready: asyncio.Future[list[mcp_types.Tool]]) -> None:
         config = self.declared.config
-        cwd = self._root / config.cwd if config.cwd else self._root
-        params = StdioServerParameters(
-            command=config.command, args=config.args, env=config.env or None, cwd=cwd
-        )
         info = mcp_types.Implementation(name="clover-code", version=clover_code.__version__)
         with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
             try:
-                async with Client(stdio_client(params, errlog=errlog), client_info=info) as client:
+                transport = open_transport(self.name, config, self._root, errlog)
+                async with Client(transport, client_info=info) as client:
                     tools = await _list_tools(client)
                     self._client = client
                     if not ready.done():
                         ready.set_result(tools)
                     await self._stop.wait()
             except Exception as exc:  # a third-party process: any failure is its failure
-                reason = _reason(exc, config.command, errlog)
+                reason = _reason(exc, describe(config), errlog)
                 self.failure = reason
                 if not ready.done():
                     ready.set_exception(_StartFailed(reason))
@@ -244,6 +242,8 @@ def _reason(exc: BaseException, command: str, errlog: IO[str]) -> str:
     """A few words on why a server failed, from the exception and its stderr."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
+    if isinstance(exc, MissingVariable):
+        return f"it needs the environment variable {exc}, which is not set"
     if isinstance(exc, FileNotFoundError):
         return f"the program '{command}' was not found"
     if isinstance(exc, PermissionError):

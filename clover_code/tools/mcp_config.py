@@ -4,8 +4,10 @@
 
     {"mcpServers": {"docs": {"command": "uvx", "args": ["docs-mcp"], "env": {"K": "${K}"}}}}
 
-``${VAR}`` and ``${VAR:-default}`` in ``command``, ``args``, ``env`` and
-``cwd`` are taken from the environment. A server named in the settings wins
+An entry with a ``url`` (``"type": "http"`` or ``"sse"``) is a server reached
+over HTTP, with ``headers``. ``${VAR}`` and ``${VAR:-default}`` in ``command``,
+``args``, ``env``, ``cwd``, ``url`` and ``headers`` are taken from the
+environment. A server named in the settings wins
 over a project server of the same name. Problems never stop the session:
 each becomes one notice sentence and the server (or the whole file, when it
 is not valid JSON) is skipped. Project servers come from the repository, so
@@ -126,12 +128,11 @@ def read_project_servers(
         if not isinstance(entry, dict):
             notices.append(f"{where} is not a JSON object; it was skipped.")
             continue
-        kind = entry.get("type", "stdio")
-        if "url" in entry or kind != "stdio":
-            notices.append(
-                f"{where} uses the {kind if kind != 'stdio' else 'http'} transport, but only "
-                "stdio servers are supported; it was skipped."
-            )
+        if entry.get("type") in ("streamable-http", "streamable_http", "streamableHttp"):
+            entry = {**entry, "type": "http"}  # other agents' names for the http transport
+        kind = entry.get("type", "http" if "url" in entry else "stdio")
+        if kind not in ("stdio", "http", "sse"):
+            notices.append(f"{where} uses the unknown transport '{kind}'; it was skipped.")
             continue
         fields = {k: v for k, v in entry.items() if k in _KNOWN}  # other agents' keys are fine
         try:
@@ -142,8 +143,10 @@ def read_project_servers(
             continue
         except ValidationError as exc:
             first = exc.errors()[0]
-            key = ".".join(str(x) for x in first["loc"]) or "(entry)"
-            notices.append(f"{where} has a bad '{key}' ({first['msg']}); it was skipped.")
+            key = ".".join(str(x) for x in first["loc"])
+            msg = str(first["msg"]).removeprefix("Value error, ")
+            bad = f"a bad '{key}' ({msg})" if key else f"a problem ({msg})"
+            notices.append(f"{where} has {bad}; it was skipped.")
             continue
         servers.append(DeclaredServer(str(name), config, str(path), project=True))
     return servers, notices

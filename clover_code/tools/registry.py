@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from clover_code.repomap import RepoMap
 from clover_code.tools.apply_patch import ApplyPatchTool
 from clover_code.tools.base import Tool
@@ -16,14 +18,21 @@ from clover_code.tools.spill import OutputSpill
 from clover_code.tools.todo import TodoTool
 from clover_code.tools.write_file import WriteFileTool
 
+if TYPE_CHECKING:
+    from clover_code.config import Settings
+
 __all__ = ["default_tools"]
 
 
 def default_tools(
-    shell: bool, spill: OutputSpill | None = None, repo_map: RepoMap | None = None
+    shell: bool,
+    spill: OutputSpill | None = None,
+    repo_map: RepoMap | None = None,
+    settings: Settings | None = None,
 ) -> list[Tool]:
-    """One instance of every built-in tool; ``shell`` adds the shell tool and
-    ``spill`` (where long outputs are saved) the ``read_output`` tool."""
+    """One instance of every built-in tool; ``shell`` adds the shell tool,
+    ``spill`` (where long outputs are saved) the ``read_output`` tool and
+    ``settings`` the web tools (``tools.web``)."""
     tools: list[Tool] = [
         ReadFileTool(),
         WriteFileTool(),
@@ -39,4 +48,8 @@ def default_tools(
         tools.append(ShellTool())
     if spill is not None:
         tools.append(ReadOutputTool(spill))
+    if settings is not None:
+        from clover_code.tools.web import web_tools
+
+        tools += web_tools(settings)
     return tools

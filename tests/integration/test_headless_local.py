@@ -30,6 +30,7 @@ async def test_a_task_on_the_local_engine_streams_blocks(
     tmp_path: Path,
 ) -> None:
     args = ("--engine", "hf", "--model-path", str(checkpoint), "--block-size", "8")
+    args += ("--expert-mass", "0.9", "--decoder", "auto")
     code, out, err = await run_clover(
         repo,
         "--task",
@@ -49,6 +50,15 @@ async def test_a_task_on_the_local_engine_streams_blocks(
     assert sum(b.token_count for b in blocks) == 24 and all(b.steps for b in blocks)
     finished = next(e for e in events if isinstance(e, p.TurnFinished))
     assert finished.status == "completed"
+    # The decoder chosen, and why, is said once at load; experts are counted per block.
+    notices = [e.text for e in events if isinstance(e, p.Notice)]
+    assert [n for n in notices if n.startswith("Decoding with")] == [
+        "Decoding with clover-code's block-diffusion loop (the checkpoint's remote code has "
+        "no diffusion_generate)."
+    ]
+    usage = [e for e in events if isinstance(e, p.UsageReport)]
+    assert usage and usage[-1].experts_per_layer is not None
+    assert 1 <= usage[-1].experts_per_layer <= 4
     # The terminal is the user's: no progress bars or library warnings on it.
     assert "Loading weights" not in err and "[transformers]" not in err, err
 

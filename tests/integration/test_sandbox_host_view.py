@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from clover_code import protocol as p
+from clover_code.result import parse_stream_line
 from clover_code.tools.sandbox.host_view import looks_like_credential
 from tests.integration.sandbox_fixtures import Space, open_sandbox
 from tests.integration.sse_server import ScriptedServer
@@ -185,7 +186,7 @@ async def test_headless_fix_the_failing_test_under_bubblewrap(
         home=tmp_path,
     )
     assert code == 0, err
-    events = [p.EVENT_ADAPTER.validate_json(line) for line in out.splitlines()]
+    events = [parse_stream_line(line) for line in out.splitlines()]
     shells = [e for e in events if isinstance(e, p.ToolCallFinished) and e.name == "shell"]
     assert len(shells) == 2, shells
     assert "No module named pytest" not in shells[0].result

@@ -328,3 +328,63 @@ async def test_the_serve_command_loads_answers_and_stops_on_ctrl_c(
         proc.send_signal(signal.SIGINT)
         code = await within(proc.wait(), message="serve to exit on Ctrl+C")
     assert code in (0, 130), (code, "".join(lines))
+
+
+async def test_the_serve_command_streams_with_expert_selection(tmp_path: Path) -> None:
+    import json
+    import os
+    import signal
+    import sys
+
+    checkpoint = build_tiny_checkpoint(tmp_path / "moe", experts=64, top_k=4, router_scale=100.0)
+    port = _port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CLOVER_")}
+    env["XDG_CONFIG_HOME"] = str(tmp_path)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "clover_code",
+        "serve",
+        "--engine",
+        "hf",
+        "--model-path",
+        str(checkpoint),
+        "--port",
+        str(port),
+        "--block-size",
+        "8",
+        "--expert-mass",
+        "0.9",
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+    )
+    assert proc.stderr is not None
+    lines: list[str] = []
+    try:
+        async with asyncio.timeout(120):
+            while not lines or " on http://" not in lines[-1]:
+                lines.append((await proc.stderr.readline()).decode())
+                assert lines[-1], "".join(lines)
+        assert any("Decoding with clover-code's block-diffusion loop" in line for line in lines)
+        body = {
+            "messages": [{"role": "user", "content": "x"}],
+            "max_tokens": 16,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        chunks: list[dict[str, Any]] = []
+        async with (
+            httpx.AsyncClient(timeout=60) as client,
+            client.stream("POST", f"http://127.0.0.1:{port}/v1/chat/completions", json=body) as r,
+        ):
+            async for line in r.aiter_lines():
+                if line.startswith("data: ") and line != "data: [DONE]":
+                    chunks.append(json.loads(line.removeprefix("data: ")))
+        assert [c for c in chunks if c.get("choices") and c["choices"][0]["finish_reason"]]
+        usage = chunks[-1]["usage"]
+        assert 1 <= usage["completion_tokens"] <= 16
+        assert 1 <= usage["experts_per_layer"] <= 64
+    finally:
+        proc.send_signal(signal.SIGINT)
+        code = await asyncio.wait_for(proc.wait(), 60)
+    assert code in (0, 130), (code, "".join(lines))

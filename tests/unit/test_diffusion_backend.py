@@ -161,38 +161,6 @@ async def test_stop_string_ends_the_response_inside_a_block(checkpoint: Path) ->
     assert events[-1] == Finished("stop")
 
 
-async def test_remote_code_diffusion_generate_with_a_step_hook_is_used(checkpoint: Path) -> None:
-    import torch
-
-    backend = HFBackend(str(checkpoint), HFOptions(block_size=4, max_tokens=64))
-    tok = backend.tokenizer
-    answer = tok("ok</think>\n\nhello world", add_special_tokens=False)["input_ids"]
-    answer.append(tok.convert_tokens_to_ids("<|im_end|>"))
-    mask = backend.mask_id
-
-    def diffusion_generate(inputs: Any, **kwargs: Any) -> Any:
-        """Dream-style: unmask 3 positions a step, left to right, calling the hook."""
-        hook = kwargs["generation_tokens_hook_func"]
-        n = kwargs["max_new_tokens"]
-        x = torch.cat([inputs, torch.full((1, n), mask)], dim=1)
-        x = hook(None, x, None)
-        start = inputs.shape[1]
-        for step in range(0, n, 3):
-            for i in range(step, min(step + 3, n)):
-                x[0, start + i] = answer[min(i, len(answer) - 1)]
-            x = hook(step, x, None)
-        return x
-
-    backend._model.diffusion_generate = diffusion_generate
-    events = await _collect(backend, ChatRequest([{"role": "user", "content": "hi"}]))
-    assert not [e for e in events if isinstance(e, Failed)], events
-    text = "".join(e.text for e in events if isinstance(e, BlockCommitted))
-    assert text == "ok</think>\n\nhello world"
-    drafts = [e for e in events if isinstance(e, BlockDraft)]
-    assert drafts and any(any(d.masked) for d in drafts)
-    assert events[-1] == Finished("stop")
-
-
 def _assembled(checkpoint: Path, pieces: list[str], stops: tuple[str, ...]) -> tuple[str, bool]:
     """Feed ``pieces`` as committed blocks; return the text let out and whether it stopped."""
     from clover_code.engine.diffusion.chat import OutputAssembler

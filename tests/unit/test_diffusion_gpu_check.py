@@ -28,13 +28,41 @@ def test_small_scale_keeps_the_hybrid_shape() -> None:
 
 
 def test_the_whole_check_runs_shrunk_on_the_cpu(capsys: pytest.CaptureFixture[str]) -> None:
-    """The same code path the GPU run takes, on a 1% model: build, block forward, decode."""
+    """The same code path the GPU run takes, on a 1% model: forwards, decode, checks, table."""
     from bench.gpu_check import main
 
-    assert main(["--scale", "0.01", "--device", "cpu", "--prefix", "64"]) == 0
+    argv = ["--scale", "0.01", "--device", "cpu", "--prefix", "64", "--repeat", "1"]
+    # Blocks of 4 keep the 4-block decode short on a CPU; the GPU run uses 32.
+    assert main([*argv, "--block-size", "4"]) == 0
     out = capsys.readouterr().out
-    assert "one 32-token block forward after 64 cached tokens" in out
-    assert "one block decode through the loop" in out and "32 tokens" in out
+    for row in (
+        "block forward, all-mask",
+        "block forward, random ",
+        "block forward, random, expert selection 0.9",
+        "one-token forward (autoregressive anchor)",
+        "decode 4 blocks, expert selection off",
+        "decode 4 blocks, expert selection 0.9",
+        "3 commits",
+        "break-even tokens per forward",
+        "tokens per forward for 515 tok/s",
+        "GDN kernel chunk_gated_delta_rule",
+    ):
+        assert row in out, (row, out)
+    assert "restore after a step" in out and "exact" in out and "NOT EXACT" not in out
+    assert "MISMATCH" not in out and "NO EFFECT" not in out
+    assert "experts/layer of 8" in out
+
+
+def test_kernel_paths_say_the_torch_fallback_here() -> None:
+    import torch
+
+    from bench.gpu_check import build_model, clover_config, kernel_paths
+
+    paths = kernel_paths(build_model(clover_config(0.01), "cpu", torch.float32))
+    fast = {"fla", "causal_conv1d"}
+    assert set(paths) >= {"chunk_gated_delta_rule", "causal_conv1d_fn"}
+    for kernel, path in paths.items():
+        assert path == "torch fallback" or path in fast, (kernel, path)
 
 
 @pytest.mark.skipif(_has_cuda(), reason="a GPU is visible: the real check would run")

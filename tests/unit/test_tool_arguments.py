@@ -50,6 +50,7 @@ EXPECTED_TOOLS = {
     "todo",
     "shell",
     "read_output",
+    "web_fetch",
 }
 
 # Values that no argument of any tool may carry, whatever its type.
@@ -83,6 +84,8 @@ VALID: dict[str, dict[str, Any]] = {
     "todo": {"items": [{"text": "fix add", "status": "pending"}]},
     "shell": {"command": "echo hi > shell.txt"},
     "read_output": {"id": "call_1"},
+    # Hostile variants fail validation before any request; port 9 never answers anyway.
+    "web_fetch": {"url": "http://127.0.0.1:9/", "prompt": "install steps"},
 }
 
 

@@ -26,6 +26,9 @@ EVERY_KIND: list[p.ToolDisplay] = [
     p.TodoList(todo=[p.TodoItem(text="fix", status="in_progress")]),
     p.RepoMapBuilt(files=9, parsed=8, notes=["one file skipped"]),
     p.SkillLoaded(skill="release", folder=".clover/skills/release"),
+    p.WebPage(url="https://docs.example/a", status=200, content_type="text/html", truncated=True),
+    p.WebPage(url="https://a.example/", status=302, redirect="https://b.example/"),
+    p.WebSearch(query="thing docs", results=3),
 ]
 
 

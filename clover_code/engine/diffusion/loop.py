@@ -4,7 +4,8 @@ The response is generated in blocks of ``block_size`` positions aligned to
 absolute positions (as SGLang does: the prompt's last partial block is the
 head of the first generated block). A block starts with its free positions
 masked; each denoising step runs the model over the block on top of the
-cached prefix and applies the ``LowConfidence`` rule (``rule.py``). The
+cached prefix (the prompt was prefilled causally; the block's positions attend
+to each other, see ``forward.py``) and applies the ``LowConfidence`` rule (``rule.py``). The
 step's forward must leave no trace in the cache, so the cache is restored
 from a ``CacheCheckpoint`` after every step. When no position is masked any
 more, one more forward over the finished block writes its keys/values and
@@ -25,6 +26,7 @@ from typing import Literal
 import torch
 
 from clover_code.engine.diffusion.controls import Controls
+from clover_code.engine.diffusion.experts import ExpertRouting
 from clover_code.engine.diffusion.forward import ModelForward
 from clover_code.engine.diffusion.rule import low_confidence_step
 from clover_code.engine.diffusion.state import CacheCheckpoint
@@ -52,6 +54,10 @@ class DecodeOptions:
     starts_in_reasoning: bool = False
     confidences: bool = False
     prefill_chunk: int = 8192
+    logits_shift: bool = False
+    """True: the logits at position i predict the token at i + 1 (models converted
+    from autoregressive ones, e.g. Fast-dLLM v2); the block's first position then
+    reads the last row of the previous forward (prefill or commit)."""
 
 
 @dataclass(slots=True)
@@ -83,6 +89,15 @@ class DecodeStats:
     step_forwards: int = 0
     commit_forwards: int = 0
     tokens: int = 0
+    experts: list[list[int]] = field(default_factory=list)
+    """Per committed block, the distinct routed experts each MoE layer used (empty
+    when the model's routers are not hooked)."""
+
+    @property
+    def experts_per_layer(self) -> float | None:
+        """Mean distinct experts per MoE layer per block, or None when not counted."""
+        counts = [n for block in self.experts for n in block]
+        return sum(counts) / len(counts) if counts else None
 
     @property
     def tokens_per_forward(self) -> float:
@@ -94,19 +109,35 @@ class DecodeStats:
 class BlockDiffusion:
     """Generates a response block by block with ``forward``."""
 
-    def __init__(self, forward: ModelForward, options: DecodeOptions) -> None:
+    def __init__(
+        self, forward: ModelForward, options: DecodeOptions, routing: ExpertRouting | None = None
+    ) -> None:
         if not 0.0 <= options.threshold <= 1.0:
             raise ValueError("threshold must be between 0 and 1")
         self.forward = forward
         self.options = options
+        self.routing = routing
+        """Hooks on the model's MoE routers: experts counted per block, and restricted
+        to the block's kept set when expert selection is on (``experts.py``)."""
         self.stats = DecodeStats()
         self._device = torch.device("cpu")
         self._checkpoint: CacheCheckpoint | None = None
+        self._last_row: torch.Tensor | None = None
 
     def generate(
         self, prompt: list[int], cancelled: Callable[[], bool] = lambda: False
     ) -> Iterator[Step | Block]:
         """Yield a ``Step`` per denoising step and a ``Block`` per committed block."""
+        if self.routing is not None:
+            self.routing.release()
+        try:
+            yield from self._generate(prompt, cancelled)
+        finally:
+            # A cancelled block leaves no restriction behind for the next request.
+            if self.routing is not None:
+                self.routing.release()
+
+    def _generate(self, prompt: list[int], cancelled: Callable[[], bool]) -> Iterator[Step | Block]:
         opts = self.options
         budget = check_prompt(prompt, opts)
         self.stats = DecodeStats()
@@ -116,9 +147,11 @@ class BlockDiffusion:
         self._checkpoint = None
         bs = opts.block_size
         aligned = len(prompt) // bs * bs
+        prefill = getattr(self.forward, "prefill", self.forward)
+        self._last_row = None
         for start in range(0, aligned, opts.prefill_chunk):
             chunk = prompt[start : min(aligned, start + opts.prefill_chunk)]
-            self.forward(self._tensor([chunk]), cache)
+            self._keep_last(prefill(self._tensor([chunk]), cache))
             self.stats.prefill_forwards += 1
         head = prompt[aligned:]
         generated: list[int] = []
@@ -153,13 +186,30 @@ class BlockDiffusion:
                 else:
                     thinking += len(result.ids)
             if result.finish is None:
-                self.forward(self._tensor([head + result.ids]), cache)
+                self._keep_last(self.forward(self._tensor([head + result.ids]), cache))
                 self.stats.commit_forwards += 1
+            if self.routing is not None:
+                self.stats.experts.append(self.routing.end_block())
             yield result
             if result.finish is not None:
                 return
             head = []
             index += 1
+
+    def _keep_last(self, logits: torch.Tensor) -> None:
+        """Keep the last row of a prefill or commit forward (it predicts the next block's first
+        position when the logits are shifted)."""
+        if self.options.logits_shift:
+            self._last_row = logits[0, -1]
+
+    def _aligned(self, logits: torch.Tensor) -> torch.Tensor:
+        """Block logits [n, V] with row i predicting position i, whatever the model's alignment."""
+        if not self.options.logits_shift:
+            return logits
+        # No earlier forward only when the whole prompt heads the block: its first
+        # position is a prompt token then, and its row is never read.
+        first = self._last_row if self._last_row is not None else logits[0]
+        return torch.cat([first[None].to(logits.dtype), logits[:-1]])
 
     def _tensor(self, ids: list[int] | list[list[int]]) -> torch.Tensor:
         return torch.tensor(ids, dtype=torch.long, device=self._device)
@@ -183,6 +233,8 @@ class BlockDiffusion:
             else self._checkpoint.retake(cache)
         )
         mask_id = opts.mask_id
+        if self.routing is not None:
+            self.routing.begin_block()
         penalty = opts.controls.penalty(counts) if generated else None
         gen = ids.tolist()[fixed:]
         step = 0
@@ -191,7 +243,7 @@ class BlockDiffusion:
         while mask_id in gen:
             if cancelled():
                 return
-            logits = self.forward(ids[None], cache)[0]
+            logits = self._aligned(self.forward(ids[None], cache)[0])
             checkpoint.restore()
             self.stats.step_forwards += 1
             logits = opts.controls.apply(

@@ -1,40 +1,51 @@
-"""Using a checkpoint's own diffusion generate when its remote code has a step hook.
+"""Running a checkpoint's own ``diffusion_generate`` (chosen in ``entry_point.py``).
 
-Some diffusion checkpoints ship ``model.diffusion_generate(...)`` in their
-remote code with a per-step hook, ``generation_tokens_hook_func(step, x,
+The entry point takes a per-step hook, ``generation_tokens_hook_func(step, x,
 logits) -> x`` (the Dream convention), where ``x`` is the whole sequence with
-undecided positions holding the mask token. When a loaded model offers that,
-``HookedGenerate`` runs it and turns what the hook sees into the loop's
-``Step`` and ``Block`` results: a ``Step`` for the first block that still has
-masked positions, and a ``Block`` for every block whose positions are all
-decided. A stop token ends the response (the hook aborts the model's loop).
+undecided positions holding the mask token. ``HookedGenerate`` calls it with
+our threshold, block size, stop strings, mask id, token budget and controls
+under the parameter names its signature has (``DecoderChoice.takes``), and
+turns what the hook sees into the loop's ``Step`` and ``Block`` results: a
+``Step`` for the first block that still has masked positions, and a ``Block``
+for every block whose positions are all decided. A stop token ends the
+response (the hook aborts the model's loop).
 """
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 
+from clover_code.engine.diffusion.entry_point import HOOK, DecoderChoice
 from clover_code.engine.diffusion.loop import Block, DecodeOptions, DecodeStats, Step, check_prompt
 
-__all__ = ["HookedGenerate", "has_step_hook"]
-
-HOOK = "generation_tokens_hook_func"
+__all__ = ["HookedGenerate", "entry_arguments"]
 
 
-def has_step_hook(model: Any) -> bool:
-    """True when ``model.diffusion_generate`` takes a per-step hook."""
-    generate = getattr(model, "diffusion_generate", None)
-    if not callable(generate):
-        return False
-    try:
-        params = inspect.signature(generate).parameters
-    except (TypeError, ValueError):
-        return False
-    return HOOK in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+def entry_arguments(
+    choice: DecoderChoice,
+    options: DecodeOptions,
+    budget: int,
+    stop_strings: Sequence[str],
+    expert_mass: float | None = None,
+) -> dict[str, Any]:
+    """The keyword arguments for the entry point: our settings under its names."""
+    values: dict[str, Any] = {
+        "threshold": options.threshold,
+        "block_size": options.block_size,
+        "mask_id": options.mask_id,
+        "max_new_tokens": budget,
+    }
+    if stop_strings:
+        values["stop_strings"] = list(stop_strings)
+    if expert_mass is not None:
+        values["expert_mass"] = expert_mass
+    for name in choice.takes:
+        if hasattr(options.controls, name):
+            values[name] = getattr(options.controls, name)
+    return {choice.takes[k]: v for k, v in values.items() if k in choice.takes}
 
 
 class _Abort(Exception):
@@ -44,10 +55,22 @@ class _Abort(Exception):
 class HookedGenerate:
     """Runs ``model.diffusion_generate`` and reports its steps as ``Step``/``Block``."""
 
-    def __init__(self, model: Any, options: DecodeOptions) -> None:
+    def __init__(
+        self,
+        model: Any,
+        options: DecodeOptions,
+        choice: DecoderChoice,
+        stop_strings: Sequence[str] = (),
+        expert_mass: float | None = None,
+    ) -> None:
         self.model = model
         self.options = options
+        self.choice = choice
+        self.stop_strings = tuple(stop_strings)
+        self.expert_mass = expert_mass
         self.stats = DecodeStats()
+        self.arguments: dict[str, Any] = {}
+        """The keyword arguments of the latest call (tests and ``--verbose`` read them)."""
 
     def run(
         self,
@@ -97,10 +120,11 @@ class HookedGenerate:
             return x
 
         input_ids = torch.tensor([prompt], device=getattr(self.model, "device", None))
+        self.arguments = entry_arguments(
+            self.choice, opts, budget, self.stop_strings, self.expert_mass
+        )
         try:
-            out = self.model.diffusion_generate(
-                input_ids, max_new_tokens=budget, **{HOOK: hook}, return_dict_in_generate=True
-            )
+            out = self.model.diffusion_generate(input_ids, **self.arguments, **{HOOK: hook})
         except _Abort:
             return
         if not state["done"]:

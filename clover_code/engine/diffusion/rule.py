@@ -3,7 +3,8 @@
 One denoising step over a block: for every masked position take the argmax
 token and its softmax probability; fill every masked position whose
 probability exceeds ``threshold``; if none does, fill the single most
-confident masked position. Logits at position i predict the token at i.
+confident masked position. The logits given at position i predict the token at i
+(the loop aligns a model that predicts the next token, ``logits_shift``).
 """
 
 from __future__ import annotations

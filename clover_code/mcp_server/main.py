@@ -1,0 +1,51 @@
+"""``clover-code mcp-server``: serve the agent over MCP on stdin/stdout."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from clover_code import __version__
+
+__all__ = ["main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The mcp-server command's flags: the engine flags of the main command."""
+    from clover_code.cli_flags import add_engine_arguments
+
+    parser = argparse.ArgumentParser(
+        prog="clover-code mcp-server",
+        description=(
+            "Serve clover-code as an MCP server on stdin/stdout. Tools: run_task "
+            "(prompt, cwd, approval, sandbox -> final answer, patch, session id) and "
+            "continue_session (session_id, prompt). Nothing can be approved "
+            "interactively: what the approval mode does not allow is refused."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"clover-code {__version__}")
+    add_engine_arguments(parser)
+    parser.add_argument(
+        "--approval",
+        choices=("read-only", "ask", "auto-edit", "full-auto"),
+        default="auto-edit",
+        help="the loosest approval mode a call may ask for (auto-edit); --sandbox none "
+        "lets calls run commands on this machine",
+    )
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    """Run the server until the client closes stdin."""
+    args = build_parser().parse_args(argv)
+    from clover_code.cli_flags import ENGINE_FLAGS, flag_values, setting_names
+    from clover_code.mcp_server.server import build_server
+
+    base = flag_values(args, setting_names(ENGINE_FLAGS))
+    server = build_server(base, args.approval)
+    try:
+        server.run("stdio")
+    except KeyboardInterrupt:
+        return 130
+    sys.stdout.flush()
+    return 0

@@ -1,0 +1,1 @@
+"""Network access for the agent's web tools: address checks, fetching, search."""
