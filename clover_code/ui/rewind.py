@@ -69,15 +69,16 @@ def rewind(app: SlashHost, turns: int, what: str, force: bool, details: list[str
 
 
 def rewound(app: CloverApp, event: p.UndoDone) -> None:
-    """After a rewind that cut the conversation: that turn's prompt goes back in the input."""
+    """After a rewind that cut the conversation: that turn's prompt goes back in the
+    input (after /undo, which cuts it too, the prompts are only forgotten)."""
     if event.what != "conversation":  # those turns' checkpoints are spent
         del app.turn_files[len(app.turn_files) - event.turns :]
     asked, app.rewinding = app.rewinding, False
-    if not asked or event.what == "files" or not event.forgotten:
+    if event.what == "files" or not event.forgotten:
         return
     prompts = app.turn_prompts
-    if 0 < event.turns <= len(prompts):
-        text = prompts[-event.turns]
-        del prompts[-event.turns :]
+    text = prompts[-event.turns] if 0 < event.turns <= len(prompts) else None
+    del prompts[max(0, len(prompts) - event.turns) :]
+    if asked and text is not None:
         app.composer.input.load_text(text)
         app.composer.input.focus()
