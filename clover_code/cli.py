@@ -30,8 +30,11 @@ SUBCOMMANDS_HELP = """commands:
   clover-code acp             serve the Agent Client Protocol on stdin/stdout (editors)
   clover-code serve           serve a local checkpoint as an OpenAI-compatible server
   clover-code sandbox         build or check the sandbox image (sandbox --help)
+  clover-code batch TASKS.jsonl --out DIR   many tasks, each in its own clone (batch --help)
+  clover-code schema result|events   JSON Schema of the headless JSON result / stream lines
   clover-code mcp-server      serve the agent as an MCP server on stdin/stdout
   clover-code web             serve the app as a web page (web --help)
+  clover-code github          act on @clover mentions inside a GitHub Actions job
   each command has its own --help
 
 """
@@ -85,6 +88,13 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("text", "json", "stream-json"),
         default="text",
         help="text (default), one JSON result, or the event stream as JSON lines",
+    )
+    task.add_argument(
+        "--output-schema",
+        type=Path,
+        metavar="FILE",
+        help="a JSON Schema the final answer must match (the model retries on a mismatch; "
+        "the value is the result's structured_output)",
     )
     add_setting_flags(task, TASK_FLAGS)
     resume = task.add_mutually_exclusive_group()
@@ -163,6 +173,18 @@ def run(argv: list[str]) -> int:
         from clover_code.sandbox_cli import main as sandbox_main
 
         return sandbox_main(argv[1:])
+    if argv[:1] == ["batch"]:
+        from clover_code.batch.main import main as batch_main
+
+        return batch_main(argv[1:])
+    if argv[:1] == ["schema"]:
+        from clover_code.schema_cli import main as schema_main
+
+        return schema_main(argv[1:])
+    if argv[:1] == ["github"]:
+        from clover_code.github.main import main as github_main
+
+        return github_main(argv[1:])
     started = time.monotonic()
     args = build_parser().parse_args(argv)
     from clover_code.agent.session import find_root
@@ -175,6 +197,13 @@ def run(argv: list[str]) -> int:
         if not cwd.is_dir():
             raise UsageError(f"directory {cwd} does not exist.")
         task = _read_task(args)
+        output_schema = None
+        if args.output_schema is not None:
+            if task is None:
+                raise UsageError("--output-schema needs a task (--task or --task-file).")
+            from clover_code.output_schema import load_output_schema
+
+            output_schema = load_output_schema(args.output_schema)
         root, _ = find_root(cwd)
         settings = load_settings(
             _cli_settings(args), repo_root=root, trust_project=args.trust_project
@@ -209,7 +238,13 @@ def run(argv: list[str]) -> int:
         return run_app(settings, cwd, resume=resume, reload=reload)
     return asyncio.run(
         run_task(
-            settings, task, cwd, output_format=args.output_format, resume=resume, started=started
+            settings,
+            task,
+            cwd,
+            output_format=args.output_format,
+            resume=resume,
+            started=started,
+            output_schema=output_schema,
         )
     )
 

@@ -273,6 +273,9 @@ class Settings(BaseSettings):
     auto_commit: bool = False
     """Commit the agent's changes on the current branch after each task (for CI)."""
 
+    github_trigger: str = Field("@clover", min_length=1)
+    """clover-code github: the mention in an issue or comment that asks for a run."""
+
     max_turns: int = Field(50, ge=1)
     """Most model requests the agent makes for one task."""
 

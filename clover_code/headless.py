@@ -18,7 +18,7 @@ import time
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from pathlib import Path
-from typing import Literal, TextIO
+from typing import TextIO
 
 from clover_code import __version__
 from clover_code import protocol as p
@@ -37,10 +37,20 @@ from clover_code.errors import (
     SandboxUnavailable,
 )
 from clover_code.headless_record import RunRecord
-from clover_code.result import STATUS_FOR_TURN, ResultStatus, TaskResult
+from clover_code.headless_render import OutputFormat, StreamJsonRenderer, TextRenderer, renderer
+from clover_code.output_schema import MAX_RETRIES, OutputSchema, answer_to_schema
+from clover_code.result import STATUS_FOR_TURN, ExitReason, ResultStatus, TaskResult
+from clover_code.result_patch import RunPatch, run_patch
+from clover_code.telemetry import TelemetrySink, telemetry_from_environment
 from clover_code.tools.sandbox.select import SandboxChoice, choose_from_settings
 
-OutputFormat = Literal["text", "json", "stream-json"]
+__all__ = [
+    "OutputFormat",
+    "StreamJsonRenderer",
+    "TextRenderer",
+    "report_error",
+    "run_task",
+]
 
 _STATUS_EXIT: dict[ResultStatus, ExitCode] = {
     "success": ExitCode.OK,
@@ -48,63 +58,6 @@ _STATUS_EXIT: dict[ResultStatus, ExitCode] = {
     "limit": ExitCode.LIMIT_REACHED,
     "interrupted": ExitCode.INTERRUPTED,
 }
-
-
-class TextRenderer:
-    """Answer text to stdout as blocks arrive; progress and problems to stderr."""
-
-    def __init__(self, out: TextIO, err: TextIO) -> None:
-        self.out, self.err = out, err
-        self._ends_with_newline = True
-
-    def __call__(self, event: p.Event) -> None:
-        if isinstance(event, p.ContentDelta):
-            self.out.write(event.text)
-            self.out.flush()
-            self._ends_with_newline = event.text.endswith("\n")
-        elif isinstance(event, p.ToolCallStarted) and event.kind != "other":
-            self._break_line()
-            self.err.write(f"» {event.name} {event.summary}\n")
-        elif isinstance(event, p.ToolCallFinished) and event.status != "ok":
-            first = event.result.strip().splitlines()[0] if event.result.strip() else ""
-            self.err.write(f"  {event.status}: {first[:200]}\n")
-        elif isinstance(event, p.Notice):
-            self.err.write(f"{event.level}: {event.text}\n")
-        elif isinstance(event, p.ErrorEvent):
-            self._break_line()
-            self.err.write(f"error: {event.message}\n")
-        elif isinstance(event, p.TurnFinished):
-            self._break_line()
-        self.err.flush()
-
-    def _break_line(self) -> None:
-        if not self._ends_with_newline:
-            self.out.write("\n")
-            self.out.flush()
-            self._ends_with_newline = True
-
-
-class StreamJsonRenderer:
-    """Every protocol event as one JSON line on stdout, each piece of text once.
-
-    Answer and reasoning text travel only in ``content_delta`` and
-    ``reasoning_delta``: ``block_committed`` keeps its block number and token
-    counts but not its text, and ``turn_finished`` leaves out ``final_text``.
-    The closing ``result`` line repeats the final answer as a summary.
-    """
-
-    def __init__(self, out: TextIO) -> None:
-        self.out = out
-
-    def __call__(self, event: p.Event) -> None:
-        if isinstance(event, p.BlockCommitted):
-            line = event.model_dump_json(exclude={"text"})
-        elif isinstance(event, p.TurnFinished):
-            line = event.model_dump_json(exclude={"final_text"})
-        else:
-            line = event.model_dump_json()
-        self.out.write(line + "\n")
-        self.out.flush()
 
 
 class _WatchedBackend:
@@ -135,16 +88,6 @@ class _WatchedBackend:
     async def aclose(self) -> None:
         """Close the inner backend."""
         await self.inner.aclose()
-
-
-def _renderer(
-    output_format: OutputFormat, out: TextIO, err: TextIO
-) -> Callable[[p.Event], None] | None:
-    if output_format == "stream-json":
-        return StreamJsonRenderer(out)
-    if output_format == "text":
-        return TextRenderer(out, err)
-    return None
 
 
 def report_error(
@@ -197,16 +140,62 @@ async def run_task(
     out: TextIO | None = None,
     err: TextIO | None = None,
     started: float | None = None,
+    output_schema: OutputSchema | None = None,
 ) -> int:
     """Run one task to its end and return the process exit code."""
     out = out or sys.stdout
     err = err or sys.stderr
     started = time.monotonic() if started is None else started
     record = RunRecord()
-    render = _renderer(output_format, out, err)
+    render = renderer(output_format, out, err)
 
+    def warn(text: str) -> None:
+        err.write(f"clover-code: {text}\n")
+
+    telemetry = telemetry_from_environment(warn)
+    try:
+        return await _run_task(
+            settings,
+            task,
+            cwd,
+            output_format,
+            resume,
+            out,
+            err,
+            started,
+            output_schema,
+            record,
+            render,
+            telemetry,
+        )
+    finally:
+        if telemetry is not None:
+            await asyncio.shield(asyncio.to_thread(_stop_telemetry, telemetry, err))
+
+
+async def _run_task(
+    settings: Settings,
+    task: str,
+    cwd: Path,
+    output_format: OutputFormat,
+    resume: Path | None,
+    out: TextIO,
+    err: TextIO,
+    started: float,
+    output_schema: OutputSchema | None,
+    record: RunRecord,
+    render: Callable[[p.Event], None] | None,
+    telemetry: TelemetrySink | None,
+) -> int:
     def emit(event: p.Event) -> None:
+        nonlocal telemetry
         record(event)
+        if telemetry is not None:
+            try:
+                telemetry(event)
+            except Exception as exc:  # any SDK or exporter fault: traces are not worth a task
+                record(p.Notice(level="warning", text=f"telemetry stopped: {exc}"))
+                telemetry = None
         if render is not None:
             render(event)
 
@@ -256,14 +245,27 @@ async def run_task(
         return _finish_interrupted_early(output_format, out, err, started, record)
     # The time spent opening the session counts against the task's limit.
     session.agent.deadline = deadline
+    prompt = task if output_schema is None else task + output_schema.instructions()
+    structured: object = None
+    schema_problem: str | None = None
+    changes = RunPatch()
     try:
-        finished = await session.run_turn(task)
-        if settings.auto_commit and finished.status == "completed":
+        finished = await session.run_turn(prompt)
+        if output_schema is not None:
+            outcome = await answer_to_schema(session, output_schema, finished)
+            finished, structured, schema_problem = outcome.finished, outcome.value, outcome.problem
+        if settings.auto_commit and finished.status == "completed" and schema_problem is None:
             await _auto_commit(session, task, emit)
+        changes = await asyncio.shield(run_patch(session.checkpoints))
+        if changes.warning is not None:
+            emit(p.Notice(level="warning", text=changes.warning))
     finally:
         await asyncio.shield(session.close())
     status = STATUS_FOR_TURN[finished.status]
     code = _STATUS_EXIT[status]
+    reason: ExitReason | None = None
+    if schema_problem is not None:
+        status, code, reason = "error", ExitCode.AGENT_ERROR, "output_schema"
     failure = backend.failure
     if status == "error" and failure is not None and failure.exit_code != ExitCode.AGENT_ERROR:
         # A refused key or a vanished model mid-task is "no engine", as at start.
@@ -278,6 +280,12 @@ async def run_task(
             f"Resume with: clover-code --resume {session.id} --task ..."
         )
         err.write(f"clover-code: {error}\n")
+    elif schema_problem is not None:
+        error = (
+            f"the final answer never matched --output-schema "
+            f"(after {MAX_RETRIES} retries): {schema_problem}."
+        )
+        err.write(f"clover-code: {error}\n")
     elif status != "success":
         error = record.last_error() or f"the task ended with status {finished.status}."
     _write_result(
@@ -290,9 +298,30 @@ async def run_task(
             version=__version__,
             duration_s=_since(started),
             final_text=finished.final_text if status == "success" else None,
+            reason=reason or _turn_reason(finished.status, int(code)),
+            patch=changes.patch,
+            files_changed=changes.files,
+            structured_output=structured,
         ),
     )
     return int(code)
+
+
+def _turn_reason(status: p.TurnStatus, code: int) -> ExitReason | None:
+    """The precise reason a turn's status gives (None: let the exit code say)."""
+    if status in ("max_turns", "timeout"):
+        return status
+    if code == ExitCode.INTERRUPTED:
+        return "interrupted"
+    return None
+
+
+def _stop_telemetry(telemetry: TelemetrySink, err: TextIO) -> None:
+    """Flush what telemetry holds; a collector that is down costs a warning, not the result."""
+    try:
+        telemetry.shutdown()
+    except Exception as exc:  # any SDK or exporter fault
+        err.write(f"clover-code: telemetry could not be sent: {exc}\n")
 
 
 async def _explicit_sandbox(

@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from clover_code import protocol as p
-from clover_code.result import ResultStatus, ResultUsage, TaskResult
+from clover_code.result import (
+    REASON_FOR_EXIT,
+    ExitReason,
+    ResultStatus,
+    ResultUsage,
+    TaskResult,
+)
 
 
 class RunRecord:
@@ -25,6 +33,9 @@ class RunRecord:
         self._stream_seconds = 0.0
         self._forward_tokens = 0.0
         self._forwards = 0.0
+        self._blocks = 0
+        self._steps = 0
+        self._turn_status: p.TurnStatus | None = None
 
     def __call__(self, event: p.Event) -> None:
         if isinstance(event, p.SessionStarted):
@@ -42,8 +53,12 @@ class RunRecord:
             self.tool_calls += 1
         elif isinstance(event, p.UsageReport):
             self._usage(event)
+        elif isinstance(event, p.BlockCommitted):
+            self._blocks += 1
+            self._steps += event.steps or 0
         elif isinstance(event, p.TurnFinished):
             self.requests += event.model_requests
+            self._turn_status = event.status
 
     def _usage(self, event: p.UsageReport) -> None:
         self._answer_done = True
@@ -75,6 +90,10 @@ class RunRecord:
         version: str,
         duration_s: float,
         final_text: str | None = None,
+        reason: ExitReason | None = None,
+        patch: str = "",
+        files_changed: list[str] | None = None,
+        structured_output: Any = None,
     ) -> TaskResult:
         """The run's result; errors other than the one that ended it become warnings."""
         others = [e for e in self.errors if e != error]
@@ -90,12 +109,15 @@ class RunRecord:
             tokens_per_forward=(
                 round(self._forward_tokens / self._forwards, 2) if self._forwards else None
             ),
+            blocks=self._blocks,
+            forwards=self._steps or None,
         )
         return TaskResult(
             status=status,
             exit_code=exit_code,
             result=self.answer if final_text is None else final_text,
             error=error,
+            exit_reason=reason or self._reason(exit_code),
             warnings=[*self.warnings, *others],
             session_id=self.session_id,
             transcript=self.transcript,
@@ -104,4 +126,12 @@ class RunRecord:
             turns=self.requests,
             tool_calls=self.tool_calls,
             usage=usage,
+            patch=patch,
+            files_changed=files_changed or [],
+            structured_output=structured_output,
         )
+
+    def _reason(self, exit_code: int) -> ExitReason:
+        if exit_code == 4 and self._turn_status == "max_turns":
+            return "max_turns"
+        return REASON_FOR_EXIT.get(exit_code, "agent_error")

@@ -12,13 +12,35 @@ validate what it reads with ``TaskResult.model_validate_json``.
 from __future__ import annotations
 
 import json
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from clover_code import protocol as p
 
 ResultStatus = Literal["success", "error", "limit", "interrupted"]
+
+ExitReason = Literal[
+    "completed",
+    "agent_error",
+    "output_schema",
+    "usage_error",
+    "no_engine",
+    "max_turns",
+    "timeout",
+    "interrupted",
+]
+"""Why the run ended, one word a pipeline can branch on (``exit_reason``)."""
+
+REASON_FOR_EXIT: dict[int, ExitReason] = {
+    0: "completed",
+    1: "agent_error",
+    2: "usage_error",
+    3: "no_engine",
+    4: "timeout",
+    130: "interrupted",
+}
+"""The reason an exit code stands for when nothing more precise is known."""
 
 STATUS_FOR_TURN: dict[p.TurnStatus, ResultStatus] = {
     "completed": "success",
@@ -52,6 +74,12 @@ class ResultUsage(_Frozen):
     tokens_per_forward: float | None = None
     """Tokens per denoising forward pass, for a backend that reports steps (null: unknown)."""
 
+    blocks: int = 0
+    """Blocks the model committed over all requests."""
+
+    forwards: int | None = None
+    """Denoising forward passes over all requests, for a backend that reports steps."""
+
 
 class TaskResult(_Frozen):
     """What a headless run ended with; one shape for success and failure."""
@@ -70,6 +98,10 @@ class TaskResult(_Frozen):
 
     error: str | None
     """Null on success; otherwise one sentence saying what went wrong."""
+
+    exit_reason: ExitReason = "completed"
+    """Why the run ended: completed, agent_error, output_schema (the answer never
+    matched --output-schema), usage_error, no_engine, max_turns, timeout or interrupted."""
 
     warnings: list[str]
     """Problems that did not stop the run (a failed --auto-commit, a sandbox notice)."""
@@ -94,6 +126,18 @@ class TaskResult(_Frozen):
 
     usage: ResultUsage
     """Token accounting."""
+
+    patch: str = ""
+    """Unified diff of everything the run changed in the workspace since it started
+    (files made by shell commands included, binary files noted as such); empty when
+    nothing changed or checkpoints were off."""
+
+    files_changed: list[str] = []
+    """Paths (relative to the workspace) the patch touches."""
+
+    structured_output: Any = None
+    """With --output-schema: the final answer as a JSON value valid against the schema
+    (null otherwise, or when it never validated)."""
 
 
 STATUS_EXIT_CODES: dict[ResultStatus, frozenset[int]] = {

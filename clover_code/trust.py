@@ -177,6 +177,7 @@ NEUTRAL_KEYS = frozenset(
         "output_limit", "tool_retries", "max_retries", "request_timeout", "decoder",
         "logits_shift", "expert_mass", "web_max_bytes", "web_timeout", "web_max_redirects",
         "search_provider", "search_api_key",
+        "github_trigger",
     }
 )  # fmt: skip
 """Settings that never weaken safety (``permissions`` is split: allow rules

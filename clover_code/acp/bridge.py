@@ -37,6 +37,7 @@ from clover_code.agent.session import Session
 from clover_code.agent.transcript import LoadedSession
 from clover_code.config import ApprovalMode, Settings
 from clover_code.engine.base import Backend
+from clover_code.telemetry import observed
 from clover_code.tools.base import ToolKind
 from clover_code.tools.sandbox.select import SandboxChoice
 
@@ -155,7 +156,7 @@ class LiveSession:
             settings,
             backend,
             root,
-            emit=live.emit,
+            emit=observed(live.emit),
             approver=live.approver,
             approval_mode=mode,
             resume=resume,

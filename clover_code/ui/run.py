@@ -45,6 +45,7 @@ def session_factory(
         from clover_code import protocol as p
         from clover_code.agent.session import Session
         from clover_code.engine.select import is_local, open_backend
+        from clover_code.telemetry import observed
 
         async def opener() -> Backend:
             return await open_backend(settings, lambda text: emit(p.Notice(text=text)))
@@ -57,7 +58,7 @@ def session_factory(
             settings,
             backend,
             cwd,
-            emit=emit,
+            emit=observed(emit),
             approval_mode=settings.approval or "ask",
             resume=resume,
         )

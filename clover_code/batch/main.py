@@ -1,0 +1,153 @@
+"""``clover-code batch TASKS.jsonl --out DIR [--jobs N]``: the command line and its report."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import TextIO
+
+from clover_code.batch.runner import BatchOptions, BatchRecord, finished_ids, run_batch
+from clover_code.batch.tasks import read_tasks
+from clover_code.errors import CloverError, ExitCode, UsageError
+
+_FORWARDED = ("engine", "base_url", "model", "api_key", "model_path", "block_size", "sandbox")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The batch command's interface."""
+    from clover_code.cli_flags import add_engine_arguments
+
+    parser = argparse.ArgumentParser(
+        prog="clover-code batch",
+        description="Run many tasks headless, each in its own clone of its repository, "
+        "N at a time. Writes DIR/results.jsonl (one result per task), DIR/predictions.jsonl "
+        "(SWE-bench format) and DIR/transcripts/ID.jsonl; a rerun skips finished ids.",
+    )
+    parser.add_argument("tasks", type=Path, metavar="TASKS.jsonl", help="one task a line")
+    parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="output folder")
+    parser.add_argument("--jobs", type=int, default=1, metavar="N", help="tasks at a time (1)")
+    parser.add_argument(
+        "--task-timeout",
+        type=float,
+        default=1800.0,
+        metavar="SECONDS",
+        help="wall-clock limit per task (1800)",
+    )
+    parser.add_argument(
+        "--model-name",
+        default="clover-code",
+        help="model_name_or_path written to predictions.jsonl",
+    )
+    parser.add_argument(
+        "--approval",
+        choices=("read-only", "ask", "auto-edit", "full-auto"),
+        default="full-auto",
+        help="approval mode of each run (full-auto)",
+    )
+    parser.add_argument("--max-turns", type=int, metavar="N", help="most model requests per task")
+    add_engine_arguments(parser)
+    return parser
+
+
+def _headless_args(args: argparse.Namespace) -> list[str]:
+    forwarded = ["--approval", args.approval]
+    if args.max_turns is not None:
+        forwarded += ["--max-turns", str(args.max_turns)]
+    if args.thinking is False:
+        forwarded.append("--no-thinking")
+    for name in _FORWARDED:
+        value = getattr(args, name)
+        if value is not None:
+            forwarded += [f"--{name.replace('_', '-')}", str(value)]
+    return forwarded
+
+
+class Progress:
+    """A line per finished task: counts, rate and the time left."""
+
+    def __init__(self, total: int, err: TextIO) -> None:
+        self.total, self.err = total, err
+        self.done = 0
+        self.started = time.monotonic()
+
+    def __call__(self, record: BatchRecord) -> None:
+        self.done += 1
+        elapsed = time.monotonic() - self.started
+        rate = self.done / elapsed * 60 if elapsed > 0 else 0.0
+        left = (self.total - self.done) / (self.done / elapsed) if elapsed > 0 else 0.0
+        tests = "" if record.tests_passed is None else f", tests {_passed(record.tests_passed)}"
+        self.err.write(
+            f"[{self.done}/{self.total}] {record.id}: {record.outcome}{tests} "
+            f"({record.duration_s:.1f} s) | {rate:.1f} tasks/min, ETA {left:.0f} s\n"
+        )
+        self.err.flush()
+
+
+def _passed(value: bool) -> str:
+    return "passed" if value else "failed"
+
+
+def summary(records: list[BatchRecord], skipped: int) -> str:
+    """The table printed at the end."""
+    counts = Counter(r.outcome for r in records)
+    tested = [r for r in records if r.tests_passed is not None]
+    rows = [
+        ("completed", counts["completed"]),
+        ("failed", counts["failed"]),
+        ("limit reached", counts["limit"]),
+        ("timed out", counts["timeout"]),
+        ("crashed", counts["crashed"]),
+        ("interrupted", counts["interrupted"]),
+        ("tests passed", f"{sum(1 for r in tested if r.tests_passed)}/{len(tested)}"),
+        ("skipped (done before)", skipped),
+    ]
+    width = max(len(name) for name, _ in rows)
+    return "".join(f"  {name:<{width}}  {value}\n" for name, value in rows)
+
+
+def main(argv: list[str]) -> int:
+    """Run the batch; 0 when every task was run (whatever its outcome), 2 on a usage error,
+    130 when interrupted (finished tasks are kept)."""
+    args = build_parser().parse_args(argv)
+    try:
+        if args.jobs < 1:
+            raise UsageError("--jobs must be at least 1.")
+        tasks = read_tasks(args.tasks)
+        out: Path = args.out.resolve()
+        out.mkdir(parents=True, exist_ok=True)
+    except (CloverError, OSError) as exc:
+        sys.stderr.write(f"clover-code batch: {exc}\n")
+        return int(ExitCode.USAGE)
+    done = finished_ids(out)
+    todo = [t for t in tasks if t.id not in done]
+    options = BatchOptions(
+        out=out,
+        jobs=args.jobs,
+        task_timeout=args.task_timeout,
+        model_name=args.model_name,
+        headless_args=_headless_args(args),
+        base=args.tasks.resolve().parent,
+    )
+    sys.stderr.write(f"{len(todo)} task(s) to run, {len(done & {t.id for t in tasks})} done\n")
+    records: list[BatchRecord] = []
+
+    def progress(record: BatchRecord) -> None:
+        records.append(record)
+        report(record)
+
+    report = Progress(len(todo), sys.stderr)
+    try:
+        asyncio.run(run_batch(todo, options, progress))
+    except KeyboardInterrupt:
+        sys.stderr.write(
+            f"interrupted: {len(records)} finished task(s) are kept in {out}; "
+            "run the same command again to go on.\n"
+        )
+        sys.stderr.write(summary(records, len(todo) - len(records)))
+        return int(ExitCode.INTERRUPTED)
+    sys.stderr.write(summary(records, len(tasks) - len(todo)))
+    return 0

@@ -1,0 +1,224 @@
+"""The local executor of ``clover-code batch``: each task in its own clone and its own
+headless ``clover-code`` process, N at a time.
+
+A task's process writes its stream-json events (the task's transcript) to
+``DIR/transcripts/ID.jsonl``; its last line is the ``TaskResult``. Each finished
+task is appended at once to ``DIR/results.jsonl`` and ``DIR/predictions.jsonl``
+(SWE-bench's format), so an interruption keeps every finished task and a rerun
+skips them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from clover_code.batch.tasks import BatchTask
+from clover_code.batch.workspace import WorkspaceError, kill_group, prepare, run_shell
+from clover_code.result import ResultStatus, TaskResult
+
+Outcome = Literal["completed", "failed", "limit", "timeout", "crashed", "interrupted"]
+
+_OUTCOME: dict[ResultStatus, Outcome] = {
+    "success": "completed",
+    "error": "failed",
+    "limit": "limit",
+    "interrupted": "interrupted",
+}
+
+KILL_GRACE_S = 30.0
+"""How long past its own ``--timeout`` a task's process may take before it is killed."""
+
+
+class BatchRecord(BaseModel):
+    """One line of ``DIR/results.jsonl``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    outcome: Outcome
+    """completed, failed, limit (--max-turns or the task's time limit), timeout (killed
+    after it ignored its limit), crashed (no result: the process died or the workspace
+    could not be made) or interrupted."""
+    tests_passed: bool | None
+    """The test command's verdict (null: none given, or the agent's run did not finish)."""
+    duration_s: float
+    error: str | None
+    transcript: str
+    """The task's stream-json events, relative to DIR."""
+    result: TaskResult | None
+    """The headless run's result, as ``--output-format json`` prints it."""
+
+
+@dataclass(slots=True)
+class BatchOptions:
+    """How to run the tasks."""
+
+    out: Path
+    jobs: int = 1
+    task_timeout: float = 1800.0
+    model_name: str = "clover-code"
+    headless_args: list[str] = field(default_factory=list)
+    """Flags passed on to each headless run (engine, sandbox, approval, limits)."""
+    base: Path = Path()
+    """Relative ``repo`` paths are relative to this (the task file's directory)."""
+
+
+def finished_ids(out: Path) -> set[str]:
+    """Ids already recorded in ``DIR/results.jsonl`` (a torn last line is ignored)."""
+    path = out / "results.jsonl"
+    if not path.exists():
+        return set()
+    ids = set()
+    for line in path.read_text("utf-8").splitlines():
+        try:
+            ids.add(json.loads(line)["id"])
+        except (json.JSONDecodeError, KeyError, TypeError):
+            continue
+    return ids
+
+
+async def run_batch(
+    tasks: list[BatchTask],
+    options: BatchOptions,
+    progress: Callable[[BatchRecord], None],
+) -> list[BatchRecord]:
+    """Run ``tasks`` ``options.jobs`` at a time; records each as it finishes."""
+    for sub in ("workspaces", "transcripts", "logs", "tasks"):
+        (options.out / sub).mkdir(parents=True, exist_ok=True)
+    gate = asyncio.Semaphore(max(1, options.jobs))
+    records: list[BatchRecord] = []
+
+    async def one(task: BatchTask) -> None:
+        async with gate:
+            record = await run_one(task, options)
+        _append(options, task, record)
+        records.append(record)
+        progress(record)
+
+    async with asyncio.TaskGroup() as group:
+        for task in tasks:
+            group.create_task(one(task))
+    return records
+
+
+def _append(options: BatchOptions, task: BatchTask, record: BatchRecord) -> None:
+    with (options.out / "results.jsonl").open("a", encoding="utf-8") as results:
+        results.write(record.model_dump_json() + "\n")
+    prediction = {
+        "instance_id": task.id,
+        "model_name_or_path": options.model_name,
+        "model_patch": record.result.patch if record.result is not None else "",
+    }
+    with (options.out / "predictions.jsonl").open("a", encoding="utf-8") as predictions:
+        predictions.write(json.dumps(prediction) + "\n")
+
+
+async def run_one(task: BatchTask, options: BatchOptions) -> BatchRecord:
+    """Prepare the task's workspace, run the agent on it, then its tests."""
+    started = time.monotonic()
+    out = options.out
+    work = out / "workspaces" / task.slug
+    log = out / "logs" / f"{task.slug}.log"
+    transcript = out / "transcripts" / f"{task.slug}.jsonl"
+    log.unlink(missing_ok=True)
+
+    def record(
+        outcome: Outcome,
+        error: str | None,
+        result: TaskResult | None = None,
+        tests: bool | None = None,
+    ) -> BatchRecord:
+        return BatchRecord(
+            id=task.id,
+            outcome=outcome,
+            tests_passed=tests,
+            duration_s=round(time.monotonic() - started, 3),
+            error=error,
+            transcript=str(transcript.relative_to(out)),
+            result=result,
+        )
+
+    try:
+        await asyncio.to_thread(prepare, task.source(options.base), task.base_commit, work)
+    except WorkspaceError as exc:
+        return record("crashed", str(exc))
+    if task.setup:
+        code = await run_shell(task.setup, work, log, options.task_timeout)
+        if code != 0:
+            why = "ran past the task's time limit" if code is None else f"exited {code}"
+            return record("crashed", f"the setup command {why}; see {log.relative_to(out)}.")
+    prompt = out / "tasks" / f"{task.slug}.md"
+    prompt.write_text(task.task, encoding="utf-8")
+    code, result = await _headless(prompt, work, transcript, log, options)
+    if result is None:
+        if code is None:
+            return record("timeout", f"killed after {options.task_timeout:g} s without a result.")
+        return record("crashed", f"the headless run exited {code} without a result.")
+    outcome = _OUTCOME[result.status]
+    tests: bool | None = None
+    if task.test_command and outcome != "interrupted":
+        test_code = await run_shell(task.test_command, work, log, options.task_timeout)
+        tests = test_code == 0
+    return record(outcome, result.error, result, tests)
+
+
+async def _headless(
+    prompt: Path, work: Path, transcript: Path, log: Path, options: BatchOptions
+) -> tuple[int | None, TaskResult | None]:
+    """One headless run; (exit code or None when killed, its result if it wrote one)."""
+    argv = [
+        sys.executable,
+        "-m",
+        "clover_code",
+        "--task-file",
+        str(prompt),
+        "--output-format",
+        "stream-json",
+        "--timeout",
+        f"{options.task_timeout:g}",
+        "-C",
+        str(work),
+        *options.headless_args,
+    ]
+    with transcript.open("wb") as stdout, log.open("ab") as stderr:
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            cwd=work,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,  # Ctrl+C reaches the batch, which stops the tasks itself
+        )
+        try:
+            code: int | None = await asyncio.wait_for(
+                proc.wait(), options.task_timeout + KILL_GRACE_S
+            )
+        except TimeoutError:
+            kill_group(proc)
+            await proc.wait()
+            code = None
+        except asyncio.CancelledError:
+            kill_group(proc)
+            await asyncio.shield(proc.wait())
+            raise
+    return code, _last_result(transcript)
+
+
+def _last_result(transcript: Path) -> TaskResult | None:
+    lines = transcript.read_bytes().splitlines()
+    if not lines:
+        return None
+    try:
+        data = json.loads(lines[-1])
+        return TaskResult.model_validate(data) if data.get("type") == "result" else None
+    except (json.JSONDecodeError, ValidationError, AttributeError):
+        return None

@@ -1,0 +1,86 @@
+"""The GitHub REST calls the runner makes, over httpx with the job's token."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from clover_code import __version__
+from clover_code.errors import CloverError
+
+__all__ = ["DEFAULT_API_URL", "WRITE_PERMISSIONS", "GitHubApi", "GitHubApiError"]
+
+DEFAULT_API_URL = "https://api.github.com"
+
+WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
+"""Permission levels that may ask for changes."""
+
+
+class GitHubApiError(CloverError):
+    """A GitHub API call failed (exit 1)."""
+
+
+class GitHubApi:
+    """A client for one repository: ``owner/name`` at ``api_url``."""
+
+    def __init__(self, api_url: str, repository: str, token: str, *, timeout: float = 30.0):
+        self.repository = repository
+        self._client = httpx.Client(
+            base_url=api_url.rstrip("/"),
+            headers={
+                "Authorization": f"Bearer {token}",
+                "Accept": "application/vnd.github+json",
+                "X-GitHub-Api-Version": "2022-11-28",
+                "User-Agent": f"clover-code/{__version__}",
+            },
+            timeout=timeout,
+        )
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._client.close()
+
+    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        url = f"/repos/{self.repository}{path}"
+        try:
+            response = self._client.request(method, url, json=body)
+        except httpx.HTTPError as exc:
+            raise GitHubApiError(f"GitHub API {method} {url} failed ({exc}).") from None
+        if response.status_code >= 400:
+            try:
+                message = response.json().get("message", "")
+            except ValueError:
+                message = response.text[:200]
+            raise GitHubApiError(
+                f"GitHub API {method} {url} answered {response.status_code}: {message}"
+            )
+        return response.json() if response.content else None
+
+    def permission(self, user: str) -> str:
+        """``user``'s permission on the repository: admin, maintain, write, triage, read or none."""
+        data = self._call("GET", f"/collaborators/{user}/permission")
+        # role_name tells maintain and triage apart; permission folds them into write and read.
+        role = data.get("role_name") or data.get("permission") or "none"
+        return str(role)
+
+    def create_comment(self, number: int, body: str) -> int:
+        """Comment on issue or pull request ``number``; returns the comment's id."""
+        data = self._call("POST", f"/issues/{number}/comments", {"body": body})
+        return int(data["id"])
+
+    def update_comment(self, comment_id: int, body: str) -> None:
+        """Replace the text of comment ``comment_id``."""
+        self._call("PATCH", f"/issues/comments/{comment_id}", {"body": body})
+
+    def pull(self, number: int) -> dict[str, Any]:
+        """Pull request ``number``."""
+        data: dict[str, Any] = self._call("GET", f"/pulls/{number}")
+        return data
+
+    def create_pull(self, *, title: str, head: str, base: str, body: str) -> dict[str, Any]:
+        """Open a pull request of ``head`` into ``base``; returns it."""
+        data: dict[str, Any] = self._call(
+            "POST", "/pulls", {"title": title, "head": head, "base": base, "body": body}
+        )
+        return data
