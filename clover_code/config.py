@@ -228,7 +228,7 @@ class Settings(BaseSettings):
     the workspace mounted (e.g. ``pip install -e '.[test]'``); the result is cached."""
 
     approval: ApprovalMode | None = None
-    """What may run without asking (an approval mode, strictest first: read-only, ask,
+    """What may run without asking (an approval mode, strictest first: read-only, plan, ask,
     auto-edit, full-auto); unset means ask in the app and auto-edit headless."""
 
     permissions: PermissionRules = Field(default_factory=PermissionRules)

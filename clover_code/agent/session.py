@@ -390,7 +390,8 @@ class Session:
             self._emit(p.Notice(text="the conversation was cleared; the old one stays saved."))
         elif isinstance(op, p.Undo):
             if not self._busy():
-                await undo(self.checkpoints, op, self._emit, self.agent.forget_from)
+                agent = self.agent
+                await undo(self.checkpoints, op, self._emit, agent.forget_from, agent.turn_back)
         elif isinstance(op, p.AllowCheckpoints):
             self.checkpoints_held = None
             self.checkpoints = self.checkpoints if op.allow else None

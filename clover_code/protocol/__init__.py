@@ -36,9 +36,10 @@ from clover_code.protocol.tool_display import WebPage as WebPage
 from clover_code.protocol.tool_display import WebSearch as WebSearch
 from clover_code.protocol.tool_display import read_display
 
-ApprovalMode = Literal["read-only", "ask", "auto-edit", "full-auto"]
-"""What may run without asking: nothing that changes anything, nothing without
-asking, file edits, or everything. The settings, the flags and every picker use this."""
+ApprovalMode = Literal["read-only", "plan", "ask", "auto-edit", "full-auto"]
+"""What may run without asking: nothing that changes anything, nothing but reads and
+the todo list while the model writes a plan, nothing without asking, file edits, or
+everything. The settings, the flags and every picker use this."""
 APPROVAL_MODES: tuple[ApprovalMode, ...] = get_args(ApprovalMode)
 """The approval modes, strictest first (the order Shift+Tab cycles through)."""
 
@@ -81,6 +82,9 @@ class SetApprovalMode(_Message):
     mode: ApprovalMode
 
 
+RewindWhat = Literal["files", "conversation", "both"]
+
+
 class Undo(_Message):
     """Revert the workspace to before the last ``turns`` turns (checkpoints).
 
@@ -93,6 +97,8 @@ class Undo(_Message):
     last_change: bool = False
     """Undo back to (and including) the newest turn that changed files; ``turns`` is
     then ignored."""
+    what: RewindWhat = "both"
+    """Restore the files, cut the conversation back to before those turns, or both."""
 
 
 class AllowCheckpoints(_Message):
@@ -295,6 +301,8 @@ class UndoDone(_Message):
     forgotten: bool = False
     """The undone turns were also removed from the conversation the model sees (not
     possible when it was compacted or cleared since)."""
+    what: RewindWhat = "both"
+    """What was asked for: files restored, conversation cut back, or both."""
 
 
 class DiffReport(_Message):
