@@ -35,6 +35,7 @@ from clover_code.agent.session_checkpoints import (
 )
 from clover_code.agent.skills import Skill, load_skills, skills_prompt
 from clover_code.agent.subagents import SubagentRunner
+from clover_code.agent.task_tool import TaskTool
 from clover_code.agent.transcript import Transcript, TranscriptError, load, new_session_id
 from clover_code.agent.workspace_check import snapshot_warning
 from clover_code.config import ApprovalMode, Settings, user_config_path, user_data_dir
@@ -49,7 +50,6 @@ from clover_code.tools.sandbox.base import Sandbox
 from clover_code.tools.sandbox.select import SandboxChoice, choose_from_settings
 from clover_code.tools.skill import SkillTool
 from clover_code.tools.spill import OutputSpill
-from clover_code.tools.task import TaskTool
 from clover_code.tools.workspace import Workspace
 
 if TYPE_CHECKING:

@@ -31,6 +31,7 @@ from clover_code.agent.agent_defs import READ_KINDS, AgentDefinition
 from clover_code.config import ApprovalMode, Settings
 from clover_code.engine.base import Backend, ChatRequest
 from clover_code.engine.events import EngineEvent
+from clover_code.protocol import TASK_TOOL
 from clover_code.tools.base import Tool, ToolResult
 
 if TYPE_CHECKING:
@@ -38,7 +39,6 @@ if TYPE_CHECKING:
 
 __all__ = ["TASK_TOOL", "QueuedBackend", "SubagentRunner", "SubagentStats", "serves_concurrently"]
 
-TASK_TOOL = "task"
 CONCURRENT_ENGINES = frozenset({"remote"})
 """Backends (by name) that serve several requests at once without sharing state."""
 

@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
 from clover_code.protocol.tool_display import DISPLAY_ADAPTER as DISPLAY_ADAPTER
+from clover_code.protocol.tool_display import TASK_TOOL as TASK_TOOL
 from clover_code.protocol.tool_display import CommandRun as CommandRun
 from clover_code.protocol.tool_display import FileEdit as FileEdit
 from clover_code.protocol.tool_display import FileRead as FileRead

@@ -163,6 +163,10 @@ class SkillLoaded(_Display):
     """The skill's folder: relative to the workspace root when inside it."""
 
 
+TASK_TOOL = "task"
+"""The tool that hands work to a child agent (its display is ``SubagentRun``)."""
+
+
 class SubagentRun(_Display):
     """``task``: the child agent that ran, what it cost and what it changed."""
 

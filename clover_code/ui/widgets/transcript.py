@@ -11,7 +11,6 @@ from textual.containers import VerticalScroll
 from textual.widget import Widget
 
 from clover_code import protocol as p
-from clover_code.agent.subagents import TASK_TOOL
 from clover_code.ui.css import sibling_css
 from clover_code.ui.text import clean
 from clover_code.ui.widgets.answer import Answer
@@ -68,7 +67,7 @@ class Transcript(VerticalScroll, can_focus=False):
     def add_tool(self, started: p.ToolCallStarted) -> None:
         """A tool call card (the answer so far is closed first)."""
         self._close_stream()
-        card = SubagentCard(started) if started.name == TASK_TOOL else ToolCard(started)
+        card = SubagentCard(started) if started.name == p.TASK_TOOL else ToolCard(started)
         self.cards[started.call_id] = card
         self._add(card)
 
