@@ -105,6 +105,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="resume the latest session in this repository",
     )
+    resume.add_argument(
+        "--fork",
+        metavar="ID",
+        help="start a new session with a copy of session ID's conversation (ID is untouched)",
+    )
     add_engine_arguments(parser)
     add_setting_flags(parser, ("sandbox_network",))
     parser.add_argument(
@@ -206,6 +211,11 @@ def run(argv: list[str]) -> int:
         resume = None
         if args.resume is not None or args.continue_:
             resume = find_session(settings.resolved_sessions_dir(), args.resume or None, root)
+        if args.fork is not None:
+            from clover_code.agent.fork import fork_session
+
+            sessions = settings.resolved_sessions_dir()
+            resume = fork_session(find_session(sessions, args.fork, root), sessions)
         if args.watch:
             if task is not None:
                 raise UsageError("--watch and --task do not go together; use one of them.")

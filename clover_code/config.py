@@ -228,7 +228,7 @@ class Settings(BaseSettings):
     the workspace mounted (e.g. ``pip install -e '.[test]'``); the result is cached."""
 
     approval: ApprovalMode | None = None
-    """What may run without asking (an approval mode, strictest first: read-only, ask,
+    """What may run without asking (an approval mode, strictest first: read-only, plan, ask,
     auto-edit, full-auto); unset means ask in the app and auto-edit headless."""
 
     permissions: PermissionRules = Field(default_factory=PermissionRules)
@@ -278,6 +278,18 @@ class Settings(BaseSettings):
 
     max_turns: int = Field(50, ge=1)
     """Most model requests the agent makes for one task."""
+
+    max_subagents: int = Field(4, ge=1)
+    """Most child agents (``task`` calls) that run at the same time."""
+
+    subagent_max_turns: int = Field(20, ge=1)
+    """Most model requests one child agent makes."""
+
+    subagent_timeout: float = Field(600.0, gt=0)
+    """Wall-clock limit for one child agent, in seconds."""
+
+    subagent_max_tokens: int = Field(100_000, ge=1)
+    """Most tokens one child agent may generate (over all its requests)."""
 
     timeout: float | None = Field(None, gt=0)
     """Wall-clock limit for one task, in seconds."""

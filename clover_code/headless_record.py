@@ -10,6 +10,7 @@ from clover_code.result import (
     ExitReason,
     ResultStatus,
     ResultUsage,
+    SubagentUsage,
     TaskResult,
 )
 
@@ -33,6 +34,7 @@ class RunRecord:
         self._stream_seconds = 0.0
         self._forward_tokens = 0.0
         self._forwards = 0.0
+        self.subagents: list[SubagentUsage] = []
         self._blocks = 0
         self._steps = 0
         self._turn_status: p.TurnStatus | None = None
@@ -51,6 +53,13 @@ class RunRecord:
             self.warnings.append(event.text)
         elif isinstance(event, p.ToolCallFinished):
             self.tool_calls += 1
+            child = event.display
+            if isinstance(child, p.SubagentRun):
+                self.subagents.append(
+                    SubagentUsage.model_validate(
+                        child.model_dump(exclude={"kind", "changed_files"})
+                    )
+                )
         elif isinstance(event, p.UsageReport):
             self._usage(event)
         elif isinstance(event, p.BlockCommitted):
@@ -129,6 +138,7 @@ class RunRecord:
             patch=patch,
             files_changed=files_changed or [],
             structured_output=structured_output,
+            subagents=list(self.subagents),
         )
 
     def _reason(self, exit_code: int) -> ExitReason:

@@ -38,6 +38,10 @@ class TextRenderer:
             self.err.write(f"error: {event.message}\n")
         elif isinstance(event, p.TurnFinished):
             self._break_line()
+        elif isinstance(event, p.SubagentEvent) and isinstance(event.event, p.ToolCallStarted):
+            child = event.event
+            self._break_line()
+            self.err.write(f"  » [{event.agent}] {child.name} {child.summary}\n")
         self.err.flush()
 
     def _break_line(self) -> None:
@@ -64,6 +68,12 @@ class StreamJsonRenderer:
             line = event.model_dump_json(exclude={"text"})
         elif isinstance(event, p.TurnFinished):
             line = event.model_dump_json(exclude={"final_text"})
+        elif isinstance(event, p.SubagentEvent) and isinstance(
+            event.event, p.BlockCommitted | p.TurnFinished
+        ):
+            # A child's text is sent once too, in its deltas.
+            inner = "text" if isinstance(event.event, p.BlockCommitted) else "final_text"
+            line = event.model_dump_json(exclude={"event": {inner}})
         else:
             line = event.model_dump_json()
         self.out.write(line + "\n")

@@ -81,6 +81,25 @@ class ResultUsage(_Frozen):
     """Denoising forward passes over all requests, for a backend that reports steps."""
 
 
+class SubagentUsage(_Frozen):
+    """What one child agent (a ``task`` call) cost."""
+
+    call_id: str
+    """The parent's task call that started it."""
+
+    agent: str
+    """Its agent definition, e.g. explore."""
+
+    tokens: int
+    """Tokens it generated over all its requests."""
+
+    duration_s: float
+    """Wall-clock seconds it ran."""
+
+    status: p.TurnStatus
+    """How its turn ended: completed, failed, max_turns, timeout or interrupted."""
+
+
 class TaskResult(_Frozen):
     """What a headless run ended with; one shape for success and failure."""
 
@@ -138,6 +157,9 @@ class TaskResult(_Frozen):
     structured_output: Any = None
     """With --output-schema: the final answer as a JSON value valid against the schema
     (null otherwise, or when it never validated)."""
+
+    subagents: list[SubagentUsage] = []
+    """One entry per child agent the run started (empty when none)."""
 
 
 STATUS_EXIT_CODES: dict[ResultStatus, frozenset[int]] = {

@@ -68,7 +68,8 @@ TRUST_SWITCH = "trust_project_settings"
 """The setting that trusts every project; never read from a project file."""
 
 APPROVAL_ORDER: tuple[str, ...] = APPROVAL_MODES
-"""Approval modes, strictest first."""
+"""Approval modes, strictest first (plan runs only reads and the todo list, as strict as
+read-only, so it sits next to it)."""
 DEFAULT_APPROVAL = "ask"
 """The mode an unset ``approval`` is judged against: the app's default, the
 strictest of the defaults (headless uses auto-edit)."""

@@ -43,6 +43,9 @@ MODES: dict[ApprovalMode, SessionMode] = {
     "read-only": SessionMode(
         id="read-only", name="Read only", description="Reads and searches; never edits or runs."
     ),
+    "plan": SessionMode(
+        id="plan", name="Plan", description="Explores and writes a plan; never edits or runs."
+    ),
     "ask": SessionMode(id="ask", name="Ask", description="Asks before each edit and command."),
     "auto-edit": SessionMode(
         id="auto-edit", name="Auto edit", description="Edits files; asks before commands."

@@ -204,6 +204,8 @@ class EventMapper:
             return self.flush()
         if isinstance(event, p.BlockDraft):
             return []
+        if isinstance(event, p.SubagentEvent):
+            return self._child(event)
         updates = self.flush()
         if isinstance(event, p.TurnStarted):
             self.in_turn, self.hit_token_limit, self.last_error = True, False, None
@@ -266,6 +268,21 @@ class EventMapper:
         return [update_tool_call(self.acp_id(call), status="in_progress", content=content)]
 
     # ------------------------------------------------------------ tool calls
+
+    def _child(self, wrapped: p.SubagentEvent) -> list[Update]:
+        """A child agent's tool calls, as tool calls of their own (titled with the
+        agent's name); its text reaches the editor as the task call's result."""
+        event = wrapped.event
+        if not isinstance(event, p.ToolCallStarted | p.ToolOutput | p.ToolCallFinished):
+            return []
+        # Child call ids are only unique within the child: qualify them with the parent's.
+        child = event.model_copy(update={"call_id": f"{wrapped.parent_call_id}/{event.call_id}"})
+        if isinstance(child, p.ToolCallStarted):
+            start = self._started(child)
+            return [start.model_copy(update={"title": f"{wrapped.agent}: {start.title}"})]
+        if isinstance(child, p.ToolOutput):
+            return self._output_update(child)
+        return [self._finished(child)]
 
     def _started(self, event: p.ToolCallStarted) -> ToolCallStart:
         # Servers without call ids get "call_0" in every response: keep ACP ids unique.

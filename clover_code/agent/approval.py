@@ -3,16 +3,20 @@
 | mode       | read/search | edit  | execute | fetch |
 |------------|-------------|-------|---------|-------|
 | read-only  | run         | deny  | deny    | ask   |
+| plan       | run         | deny  | deny    | deny  |
 | ask        | run         | ask   | ask     | ask   |
 | auto-edit  | run         | run   | ask     | ask   |
 | full-auto  | run         | run   | run     | run   |
 
 ``fetch`` (web_fetch, web_search) is network egress: what the agent sends out
 (a URL can carry workspace contents) is not undone by any checkpoint, so it
-asks in every mode but full-auto unless a domain allow rule matches.
+asks in every mode but full-auto unless a domain allow rule matches (plan mode
+refuses it).
 
-"ask" goes to an ``Approver``: the app shows a modal; headless mode cannot
-ask, so its approver refuses and says which flag would allow the call.
+plan mode also offers no tool but the read/search ones and the todo list
+(``agent.plan``). "ask" goes to an ``Approver``: the app shows a modal;
+headless mode cannot ask, so its approver refuses and says which flag would
+allow the call.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ Verdict = Literal["allow", "ask", "deny"]
 
 _TABLE: dict[ApprovalMode, dict[str, Verdict]] = {
     "read-only": {"edit": "deny", "execute": "deny", "fetch": "ask"},
+    "plan": {"edit": "deny", "execute": "deny", "fetch": "deny"},
     "ask": {"edit": "ask", "execute": "ask", "fetch": "ask"},
     "auto-edit": {"edit": "allow", "execute": "ask", "fetch": "ask"},
     "full-auto": {},

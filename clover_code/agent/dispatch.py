@@ -28,6 +28,8 @@ from clover_code.agent.approval import ApprovalRequest, Approver
 from clover_code.agent.edit_preview import EditAllowance, preview_edit
 from clover_code.agent.hooks import HookRunner
 from clover_code.agent.permissions import PermissionPolicy
+from clover_code.agent.plan import PLAN_MODE, plan_tools
+from clover_code.agent.plan import refusal as plan_refusal
 from clover_code.config import ApprovalMode
 from clover_code.errors import CloverError
 from clover_code.tools.arguments import CONTENT_LIMIT, screen_arguments
@@ -82,6 +84,16 @@ class ToolDispatcher:
         self.allowed_tools: frozenset[str] | None = None
         """When set (a custom command's allowed-tools), calls of other tools are refused."""
         self.edits = EditAllowance()
+        self._plan_tools = plan_tools(tools)
+
+    def offered(self) -> frozenset[str] | None:
+        """The tools the model may call now (None: every tool): a custom command's
+        allowed-tools, narrowed further in plan mode."""
+        if self.approval_mode != PLAN_MODE:
+            return self.allowed_tools
+        if self.allowed_tools is None:
+            return self._plan_tools
+        return self._plan_tools & self.allowed_tools
 
     def screen(self, calls: list[ToolCall]) -> None:
         """Check each call's raw arguments and keep only a safe copy of them.
@@ -100,11 +112,11 @@ class ToolDispatcher:
             call.arguments, call.problem, call.screened = screened.arguments, screened.problem, True
 
     async def run_calls(self, calls: list[ToolCall]) -> None:
-        """Run calls in order; consecutive read-only calls run concurrently."""
+        """Run calls in order; consecutive read-only (or ``concurrent``) calls run concurrently."""
         batch: list[ToolCall] = []
         for call in calls:
             tool = self.tools.get(call.name)
-            if tool is not None and tool.kind in ("read", "search"):
+            if tool is not None and (tool.kind in ("read", "search") or tool.concurrent):
                 batch.append(call)
                 continue
             if batch:
@@ -158,7 +170,10 @@ class ToolDispatcher:
                 summary=summary,
             )
         )
-        if self.allowed_tools is not None and tool.name not in self.allowed_tools:
+        offered = self.offered()
+        if self.approval_mode == PLAN_MODE and offered is not None and tool.name not in offered:
+            hook_refusal = plan_refusal(offered)
+        elif self.allowed_tools is not None and tool.name not in self.allowed_tools:
             allowed = ", ".join(sorted(self.allowed_tools)) or "none"
             hook_refusal = f"refused: this command allows only these tools: {allowed}."
         try:
@@ -282,7 +297,7 @@ class ToolDispatcher:
             self.emit(p.ToolOutput(call_id=call.id, text=text))
 
         try:
-            return await tool.run(args, replace(self.context, on_output=on_output))
+            return await tool.run(args, replace(self.context, on_output=on_output, call_id=call.id))
         except CloverError as exc:
             return ToolResult(text=f"error: {exc}", is_error=True)
 

@@ -24,6 +24,7 @@ from clover_code.agent.dispatch import ToolCall, ToolDispatcher
 from clover_code.agent.hooks import HookRunner, prompt_hooks, stop_hooks
 from clover_code.agent.nested import NestedInstructions
 from clover_code.agent.permissions import PermissionPolicy
+from clover_code.agent.plan import PLAN_MODE, PLAN_PROMPT
 from clover_code.config import ApprovalMode, Settings
 from clover_code.engine import events as ev
 from clover_code.engine.base import Backend, ChatRequest, Message
@@ -107,8 +108,10 @@ class Agent:
         after they start: headless mode's limit counts from the start of the run."""
         self.stopped: str | None = None
         """Why the session cannot go on (see ``stop``), if it cannot."""
-        self._turn_starts: dict[int, int] = {}
-        """Where each turn of this run begins in ``messages`` (until history is rewritten)."""
+        users = (i for i, m in enumerate(self.messages) if m.get("role") == "user")
+        self._turn_starts: dict[int, int] = dict(enumerate(users, 1))
+        """Where each turn begins in ``messages`` (until history is rewritten); a resumed
+        history's turns are numbered by its user messages, as ``turn`` counts them."""
 
     def stop(self, reason: str) -> None:
         """End the running turn at its next step, and refuse later ones, as failed.
@@ -256,9 +259,12 @@ class Agent:
 
     async def _respond(self, state: _TurnState) -> CloverError | None:
         """Stream one model response into ``state``; return the failure, if any."""
-        allowed = self.dispatch.allowed_tools
+        allowed = self.dispatch.offered()
+        system = self.system_prompt
+        if self.approval_mode == PLAN_MODE:
+            system += "\n\n" + PLAN_PROMPT
         request = ChatRequest(
-            messages=[{"role": "system", "content": self.system_prompt}, *self._wire_messages()],
+            messages=[{"role": "system", "content": system}, *self._wire_messages()],
             tools=[s for s in self._specs if allowed is None or s.name in allowed],
             max_tokens=self.settings.max_tokens,
             temperature=self.settings.temperature,
@@ -395,6 +401,12 @@ class Agent:
         self.counter.reset()
         self._record_history(self.messages)
         return True
+
+    def turn_back(self, count: int) -> int | None:
+        """The oldest of the newest ``count`` turns the conversation still holds (None
+        if it holds fewer): where ``/rewind count conversation`` cuts it."""
+        turns = sorted(self._turn_starts)
+        return turns[-count] if 0 < count <= len(turns) else None
 
     def _wire_messages(self) -> list[Message]:
         """The history as sent to the model (reasoning stays in the transcript only)."""

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clover_code import protocol as p
+from clover_code.agent.agent_defs import agents_prompt, load_agents
 from clover_code.agent.approval import (
     ApprovalRequest,
     Approver,
@@ -29,13 +30,23 @@ from clover_code.agent.approval import (
 from clover_code.agent.checkpoints import CheckpointError, CheckpointStore
 from clover_code.agent.commands import CustomCommand, load_commands
 from clover_code.agent.engines import Engines, WatchedBackend
+from clover_code.agent.fork import fork_session
 from clover_code.agent.hooks import HookRunner
 from clover_code.agent.instructions import system_prompt
 from clover_code.agent.loop import Agent
-from clover_code.agent.session import NOT_RECORDED, Session, caused, find_root, repo_map_for
+from clover_code.agent.session import (
+    NOT_RECORDED,
+    Session,
+    bulky_child_event,
+    caused,
+    find_root,
+    repo_map_for,
+)
 from clover_code.agent.session_list import SessionInfo, iter_infos, list_sessions
 from clover_code.agent.skills import load_skills, skills_prompt
 from clover_code.agent.steps import Steps
+from clover_code.agent.subagents import SubagentRunner
+from clover_code.agent.task_tool import TaskTool
 from clover_code.agent.transcript import (
     LoadedSession,
     Transcript,
@@ -75,6 +86,7 @@ __all__ = [
     "SessionInfo",
     "find_root",
     "find_session",
+    "fork_session",
     "iter_infos",
     "list_sessions",
     "load",
@@ -281,7 +293,7 @@ async def _assemble(
 
     def record_and_emit(event: p.Event) -> None:
         event = caused(event)
-        if event.type not in NOT_RECORDED:
+        if event.type not in NOT_RECORDED and not bulky_child_event(event):
             transcript.event(event.model_dump(mode="json"))
         emit(event)
 
@@ -290,6 +302,10 @@ async def _assemble(
     startup_notices += skill_notes
     commands = load_commands(root, config_dir=user_config_path().parent, notes=startup_notices)
     tools += [SkillTool(skills)] if skills else []
+    agents, agent_notes = load_agents(root, user_config_path().parent)
+    startup_notices += agent_notes
+    subagents = SubagentRunner(agents, settings)
+    tools.append(TaskTool(subagents))
     agent = Agent(
         backend=backend,
         hooks=hooks,
@@ -311,7 +327,7 @@ async def _assemble(
             tools=[t.name for t in tools],
             repo_map=map_text,
             config_dir=user_config_path().parent,
-            extra=[skills_prompt(skills)],
+            extra=[skills_prompt(skills), agents_prompt(agents)],
         ),
         emit=record_and_emit,
         record_message=transcript.message,
@@ -331,6 +347,8 @@ async def _assemble(
         mcp=mcp,
     )
     transcript.on_failure = session._transcript_failed
+    subagents.attach(agent)
+    session.subagents = subagents
     session.checkpoints_held = held
     record_and_emit(
         p.SessionStarted(

@@ -28,6 +28,7 @@ from clover_code.agent.session_checkpoints import (
 )
 from clover_code.agent.skills import Skill
 from clover_code.agent.steps import Step, run_all
+from clover_code.agent.subagents import SubagentRunner
 from clover_code.agent.transcript import Transcript, TranscriptError
 from clover_code.config import Settings, user_data_dir
 from clover_code.engine.base import Backend
@@ -57,6 +58,11 @@ def caused(event: p.Event) -> p.Event:
 NOT_RECORDED = frozenset(
     {"block_draft", "block_committed", "tool_output", "content_delta", "reasoning_delta"}
 )
+
+
+def bulky_child_event(event: p.Event) -> bool:
+    """A child agent's event of a kind that is not recorded for the parent either."""
+    return isinstance(event, p.SubagentEvent) and event.event.type in NOT_RECORDED
 
 
 def find_root(cwd: Path) -> tuple[Path, bool]:
@@ -131,6 +137,8 @@ class Session:
         """The skills this session offers (for a ``/skills`` listing)."""
         self.commands: list[CustomCommand] = []
         """Custom commands (``/name args`` prompts expand; for completion and ACP)."""
+        self.subagents: SubagentRunner | None = None
+        """Starts the task tool's child agents (and keeps what each cost)."""
 
     def _transcript_failed(self, error: TranscriptError) -> None:
         """A transcript write failed: say so once, and let no turn go on unrecorded."""
@@ -243,7 +251,8 @@ class Session:
             self._emit(p.Notice(text="the conversation was cleared; the old one stays saved."))
         elif isinstance(op, p.Undo):
             if not self._busy():
-                await undo(self.checkpoints, op, self._emit, self.agent.forget_from)
+                agent = self.agent
+                await undo(self.checkpoints, op, self._emit, agent.forget_from, agent.turn_back)
         elif isinstance(op, p.AllowCheckpoints):
             self.checkpoints_held = None
             self.checkpoints = self.checkpoints if op.allow else None

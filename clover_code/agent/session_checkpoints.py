@@ -12,10 +12,30 @@ Emit = Callable[[p.Event], None]
 
 
 async def undo(
-    store: CheckpointStore | None, op: p.Undo, emit: Emit, forget: Callable[[int], bool]
+    store: CheckpointStore | None,
+    op: p.Undo,
+    emit: Emit,
+    forget: Callable[[int], bool],
+    turn_back: Callable[[int], int | None] | None = None,
 ) -> None:
     """Revert the turns ``op`` names (or back to the last that changed files), drop them
-    from the conversation with ``forget(first turn)`` where it can, and report."""
+    from the conversation with ``forget(first turn)`` where it can, and report.
+
+    ``op.what`` picks files only, the conversation only (the turn to cut back to is
+    ``turn_back(turns)``, needing no checkpoints), or both."""
+    if op.what == "conversation":
+        turn = turn_back(op.turns) if turn_back is not None else None
+        if turn is None:
+            emit(
+                p.ErrorEvent(
+                    message=f"cannot rewind {op.turns} turn(s): the conversation "
+                    "holds fewer (or was compacted or cleared since)."
+                )
+            )
+            return
+        forgotten = forget(turn)
+        emit(p.UndoDone(turns=op.turns, files=[], turn=turn, forgotten=forgotten, what=op.what))
+        return
     if store is None:
         emit(p.ErrorEvent(message="undo is off: checkpoints could not be set up."))
         return
@@ -30,8 +50,8 @@ async def undo(
     except CheckpointError as exc:
         emit(p.ErrorEvent(message=str(exc)))
         return
-    forgotten = turn is not None and forget(turn)
-    emit(p.UndoDone(turns=turns, files=files, turn=turn, forgotten=forgotten))
+    forgotten = op.what == "both" and turn is not None and forget(turn)
+    emit(p.UndoDone(turns=turns, files=files, turn=turn, forgotten=forgotten, what=op.what))
 
 
 async def show_diff(store: CheckpointStore | None, emit: Emit) -> None:

@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
 from clover_code.protocol.tool_display import DISPLAY_ADAPTER as DISPLAY_ADAPTER
+from clover_code.protocol.tool_display import TASK_TOOL as TASK_TOOL
 from clover_code.protocol.tool_display import CommandRun as CommandRun
 from clover_code.protocol.tool_display import FileEdit as FileEdit
 from clover_code.protocol.tool_display import FileRead as FileRead
@@ -29,6 +30,7 @@ from clover_code.protocol.tool_display import PatchApplied as PatchApplied
 from clover_code.protocol.tool_display import RepoMapBuilt as RepoMapBuilt
 from clover_code.protocol.tool_display import SearchResult as SearchResult
 from clover_code.protocol.tool_display import SkillLoaded as SkillLoaded
+from clover_code.protocol.tool_display import SubagentRun as SubagentRun
 from clover_code.protocol.tool_display import TodoItem as TodoItem
 from clover_code.protocol.tool_display import TodoList as TodoList
 from clover_code.protocol.tool_display import ToolDisplay as ToolDisplay
@@ -36,9 +38,10 @@ from clover_code.protocol.tool_display import WebPage as WebPage
 from clover_code.protocol.tool_display import WebSearch as WebSearch
 from clover_code.protocol.tool_display import read_display
 
-ApprovalMode = Literal["read-only", "ask", "auto-edit", "full-auto"]
-"""What may run without asking: nothing that changes anything, nothing without
-asking, file edits, or everything. The settings, the flags and every picker use this."""
+ApprovalMode = Literal["read-only", "plan", "ask", "auto-edit", "full-auto"]
+"""What may run without asking: nothing that changes anything, nothing but reads and
+the todo list while the model writes a plan, nothing without asking, file edits, or
+everything. The settings, the flags and every picker use this."""
 APPROVAL_MODES: tuple[ApprovalMode, ...] = get_args(ApprovalMode)
 """The approval modes, strictest first (the order Shift+Tab cycles through)."""
 
@@ -122,6 +125,9 @@ class AutoCommit(_Op):
     """The commit message's first line."""
 
 
+RewindWhat = Literal["files", "conversation", "both"]
+
+
 class Undo(_Op):
     """Revert the workspace to before the last ``turns`` turns (checkpoints).
 
@@ -134,6 +140,8 @@ class Undo(_Op):
     last_change: bool = False
     """Undo back to (and including) the newest turn that changed files; ``turns`` is
     then ignored."""
+    what: RewindWhat = "both"
+    """Restore the files, cut the conversation back to before those turns, or both."""
 
 
 class AllowCheckpoints(_Op):
@@ -337,6 +345,8 @@ class UndoDone(_Event):
     forgotten: bool = False
     """The undone turns were also removed from the conversation the model sees (not
     possible when it was compacted or cleared since)."""
+    what: RewindWhat = "both"
+    """What was asked for: files restored, conversation cut back, or both."""
 
 
 class DiffReport(_Event):
@@ -416,6 +426,20 @@ class TurnFinished(_Event):
     model_requests: int = 0
 
 
+class SubagentEvent(_Event):
+    """An event of a child agent started by the ``task`` tool call ``parent_call_id``.
+
+    Every event a child emits reaches front ends wrapped like this, so they can
+    show it under the parent's call (or leave it out) and never mix it up with
+    the parent's own stream."""
+
+    type: Literal["subagent_event"] = "subagent_event"
+    parent_call_id: str
+    agent: str
+    """The child's agent definition, e.g. ``explore``."""
+    event: Event
+
+
 class SessionEnded(_Event):
     """The session closed; the transcript is complete."""
 
@@ -445,7 +469,9 @@ Event = Annotated[
     | ErrorEvent
     | HookRan
     | TurnFinished
+    | SubagentEvent
     | SessionEnded,
     Field(discriminator="type"),
 ]
+SubagentEvent.model_rebuild()
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)

@@ -30,6 +30,7 @@ __all__ = [
     "RepoMapBuilt",
     "SearchResult",
     "SkillLoaded",
+    "SubagentRun",
     "TodoItem",
     "TodoList",
     "ToolDisplay",
@@ -162,6 +163,27 @@ class SkillLoaded(_Display):
     """The skill's folder: relative to the workspace root when inside it."""
 
 
+TASK_TOOL = "task"
+"""The tool that hands work to a child agent (its display is ``SubagentRun``)."""
+
+
+class SubagentRun(_Display):
+    """``task``: the child agent that ran, what it cost and what it changed."""
+
+    kind: Literal["task"] = "task"
+    call_id: str
+    """The task call that started the child."""
+    agent: str
+    """Its agent definition, e.g. ``explore``."""
+    tokens: int
+    """Tokens the child generated over all its requests."""
+    duration_s: float
+    status: Literal["completed", "interrupted", "failed", "max_turns", "timeout"]
+    """How the child's turn ended."""
+    changed_files: list[str] = Field(default_factory=list)
+    """Files its edit tools changed, relative to the workspace root."""
+
+
 class WebPage(_Display):
     """``web_fetch``: which page was read, or where it redirected."""
 
@@ -195,6 +217,7 @@ ToolDisplay = Annotated[
     | TodoList
     | RepoMapBuilt
     | SkillLoaded
+    | SubagentRun
     | WebPage
     | WebSearch,
     Field(discriminator="kind"),

@@ -64,6 +64,8 @@ class ToolContext:
     read_roots: list[Path] = field(default_factory=list)
     """Folders outside the workspace that read_file may read (skills loaded this
     session); shared by every copy of the context, so a loaded skill stays readable."""
+    call_id: str | None = None
+    """The id of the call being run (set per call by the dispatcher)."""
 
 
 class Tool(ABC):
@@ -77,6 +79,9 @@ class Tool(ABC):
     """Size caps in bytes for string arguments, by name (see ``tools.arguments``)."""
     default_argument_limit: ClassVar[int] = TEXT_LIMIT
     """The cap for string arguments not named in ``argument_limits``."""
+    concurrent: ClassVar[bool] = False
+    """Calls of this tool may run at the same time as their neighbours in one
+    response (read and search tools always may)."""
 
     def screen(self, arguments: object) -> Screened:
         """Check raw arguments for hostile values before ``Args`` validates them."""

@@ -22,7 +22,9 @@ from clover_code import protocol as p
 from clover_code.ui.bridge import EventBridge, SessionEvents, SessionFactory, SessionFailed
 from clover_code.ui.clock import Clock
 from clover_code.ui.commands import SlashCommandProvider
+from clover_code.ui.custom import session_opened
 from clover_code.ui.file_index import FileIndex
+from clover_code.ui.plan_question import ask_about_plan
 from clover_code.ui.reports import alert, apply_report, session_started
 from clover_code.ui.server_wait import delay, not_ready
 from clover_code.ui.slash import SlashCommands
@@ -83,6 +85,10 @@ class CloverApp(App[int]):
         self.exit_code = 0
         self.stats = TurnStats()
         self.turn_files: list[list[str]] = []
+        self.turn_prompts: list[str] = []
+        """What the user sent for each turn of this run (put back by a rewind)."""
+        self.rewinding = False
+        """A /rewind was sent (its answer puts the prompt back; /undo's does not)."""
         self._resume = resume
         self._show_denoising = show_denoising
         self._git_status = git_status
@@ -157,6 +163,7 @@ class CloverApp(App[int]):
                 self._retry_now.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._retry_now.wait(), wait)
+        session_opened(self)
         if attempt:
             self.transcript.waiting_done(f"The model server answered after {attempt} retries.")
         for op in self._early[:1]:  # one turn at a time; the rest are queued
@@ -277,8 +284,11 @@ class CloverApp(App[int]):
             t.add_reasoning(event.text)
         elif isinstance(event, p.ToolCallStarted):
             t.add_tool(event)
+        elif isinstance(event, p.SubagentEvent):
+            t.subagent_event(event)
         elif isinstance(event, p.ToolCallFinished):
             t.tool_finished(event)
+            self.stats.finished_call(event)
             edit = event.display if isinstance(event.display, p.FileEdit) else None
             files = self.turn_files[-1] if self.turn_files else None
             if edit and event.status == "ok" and files is not None and edit.path not in files:
@@ -293,6 +303,8 @@ class CloverApp(App[int]):
             self.working.start()
             self.stats.reset()
             self.turn_files.append([])
+            sent = [op for op in self.bridge.sent if isinstance(op, p.UserInput)]
+            self.turn_prompts.append(sent[-1].text if sent else event.text)
         elif isinstance(event, p.TurnFinished):
             self._turn_finished(event)
         elif isinstance(event, p.UsageReport):
@@ -328,6 +340,8 @@ class CloverApp(App[int]):
         following = self.queued.take_next()
         if following is not None:
             self.call_after_refresh(self.send_text, following)
+        elif self.status_bar.approval == "plan" and event.status == "completed":
+            ask_about_plan(self, event.final_text)
 
     def action_edit_queued(self) -> None:
         """Take the newest queued prompt back into the prompt (edit it, or clear it)."""
@@ -348,6 +362,11 @@ class CloverApp(App[int]):
         if text.startswith("/") and not text.startswith("//"):
             self.run_slash_command(text.strip())
             return
+        self.send_prompt(text)
+
+    def send_prompt(self, text: str) -> None:
+        """Send ``text`` as a prompt (queued while a turn runs); a custom command's
+        ``/name args`` comes here unchanged, for the session to expand."""
         if self.bridge.session is None and self._open_failed:
             self.notify("No session is open; see the error above.", severity="error")
             if not self.composer.input.text:

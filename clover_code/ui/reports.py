@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from clover_code import protocol as p
+from clover_code.ui.rewind import rewound
 
 if TYPE_CHECKING:
     from clover_code.ui.app import CloverApp
@@ -25,7 +26,7 @@ def apply_report(app: CloverApp, event: p.Event) -> None:
         t.add_diff(f"Changes this session ({files}):", event.diff)
     elif isinstance(event, p.UndoDone):
         t.add_note(undo_text(event))
-        del app.turn_files[len(app.turn_files) - event.turns :]
+        rewound(app, event)
         app.refresh_git()
     elif isinstance(event, p.Compacted):
         t.add_note(
@@ -69,6 +70,10 @@ def undo_text(event: p.UndoDone) -> str:
         if event.turns > 1:
             which += f" and the {event.turns - 1} after it"
     those = "that turn" if event.turns == 1 else "those turns"
+    if event.what == "conversation":
+        return f"Cut the conversation back to before {which}; the files stay as they are."
+    if event.what == "files":
+        return f"Restored {files} as before {which}; the conversation still holds {those}."
     if event.forgotten:
         return f"Undid {which}: restored {files}, and removed {those} from the conversation."
     return (

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 from clover_code import protocol as p
 from clover_code.protocol import APPROVAL_MODES
 from clover_code.ui.commands import COMMANDS, parse
+from clover_code.ui.custom import run_custom, show_skills
+from clover_code.ui.rewind import REWIND_CHOICES, fork, rewind
 from clover_code.ui.widgets.confirm import ConfirmScreen
 
 if TYPE_CHECKING:
@@ -42,6 +44,9 @@ class SlashCommands:
             "resume": self._cmd_resume,
             "cost": self._cmd_cost,
             "quit": self._cmd_quit,
+            "fork": self._cmd_fork,
+            "plan": self._cmd_plan,
+            "skills": self._cmd_skills,
         }
         """Each command's method, by name (the names of ``COMMANDS``, checked here)."""
         missing = {c.name for c in COMMANDS} ^ set(self.handlers)
@@ -50,6 +55,8 @@ class SlashCommands:
     def run(self, text: str) -> None:
         """Run ``/name args``; unknown names get a hint."""
         parsed = parse(text)
+        if parsed is None and run_custom(self.app, text):
+            return
         if parsed is None:
             name = text.split()[0] if text.split() else text
             self.app.transcript.add_note(
@@ -106,14 +113,42 @@ class SlashCommands:
     def _cmd_rewind(self, arg: str) -> None:
         words = arg.split()
         count = words[0] if words else ""
-        if not count.isdigit() or int(count) < 1:
+        what = [w for w in words[1:] if w != "--force"]
+        if (
+            not count.isdigit()
+            or int(count) < 1
+            or len(what) > 1
+            or not set(what) <= set(REWIND_CHOICES)
+        ):
             self.app.transcript.add_note(
-                "Say how many turns to go back, e.g. /rewind 2 (add --force to override "
-                "files you changed since).",
+                "Say how many turns to go back and, if you like, what: /rewind 2 "
+                "[files|conversation|both] (add --force to override files you changed since).",
                 "warning",
             )
             return
-        self._revert(int(count), " ".join(words[1:]))
+        if self.app.turn_running:
+            self.app.transcript.add_note("Interrupt the running turn (Esc) first.", "warning")
+            return
+        turns = int(count)
+        recent = self.app.turn_files[-turns:] if self.app.turn_files else []
+        files = sorted({path for turn in recent for path in turn})
+        details = [f"Files: {', '.join(files) or '(no file edits recorded in this view)'}"]
+        rewind(self.app, turns, what[0] if what else "", "--force" in words, details)
+
+    def _cmd_fork(self, arg: str) -> None:
+        fork(self.app, self.open_path)
+
+    def _cmd_skills(self, arg: str) -> None:
+        show_skills(self.app)
+
+    def _cmd_plan(self, arg: str) -> None:
+        self._cmd_approval("plan")
+        self.app.transcript.add_note(
+            "Plan mode: the model explores and writes a plan without changing anything; "
+            "you decide afterwards whether to carry it out."
+        )
+        if arg:
+            self.app.send_prompt(arg)
 
     def _revert(self, turns: int, arg: str, *, last_change: bool = False) -> None:
         force = "--force" in arg.split()
@@ -222,7 +257,12 @@ class SlashCommands:
             return
         self._resume_path(path)
 
-    def _resume_path(self, path: Path) -> None:
+    def open_path(self, path: Path, note: str = "") -> None:
+        """Continue in the session stored at ``path`` (closing the current one); ``note``
+        is the transcript's first line."""
+        self._resume_path(path, note)
+
+    def _resume_path(self, path: Path, note: str = "") -> None:
         if self.app.turn_running:
             self.app.transcript.add_note("Interrupt the running turn before resuming.", "warning")
             return
@@ -230,6 +270,8 @@ class SlashCommands:
 
         async def reopen() -> None:
             await self.app.transcript.clear()
+            if note:
+                self.app.transcript.add_note(note)
             self.app.open_session(path)
 
         self.app.run_worker(reopen())
@@ -241,6 +283,12 @@ class SlashCommands:
             f"generated, {s.prompt_tokens:,} tokens in the last prompt. A local or "
             "self-hosted engine has no per-token price."
         )
+        if s.subagents:
+            tokens = sum(c.tokens for c in s.subagents)
+            self.app.transcript.add_note(
+                f"Child agents: {len(s.subagents)}, {tokens:,} tokens generated "
+                f"(not in the totals above):\n{s.subagents_report()}"
+            )
 
     def _cmd_quit(self, arg: str) -> None:
         self.app.run_worker(self.app.action_quit())

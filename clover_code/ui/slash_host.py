@@ -33,6 +33,8 @@ class SlashHost(Protocol):
     turn_running: bool
     turn_files: list[list[str]]
     """The files each turn of this view changed, oldest first."""
+    rewinding: bool
+    """A /rewind was sent and its answer has not come yet."""
     cwd: Path
     sessions_dir: Path | None
 
@@ -42,6 +44,10 @@ class SlashHost(Protocol):
 
     def send_text(self, text: str) -> None:
         """Send what the user typed (a prompt or a command)."""
+        ...
+
+    def send_prompt(self, text: str) -> None:
+        """Send ``text`` as a prompt, even when it starts with a slash (a custom command)."""
         ...
 
     def retry_open(self) -> bool:

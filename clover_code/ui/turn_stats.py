@@ -25,6 +25,8 @@ class TurnStats:
         self.prompt_tokens = 0
         self.completion_tokens = 0
         self.responses = 0
+        self.subagents: list[p.SubagentRun] = []
+        """What each child agent (task call) of the session cost, as it ended."""
         self.reset()
 
     def reset(self) -> None:
@@ -49,6 +51,18 @@ class TurnStats:
         if event.steps:
             self._steps += event.steps
             self._step_tokens += event.token_count
+
+    def finished_call(self, done: p.ToolCallFinished) -> None:
+        """A tool call ended: a task call's child agent is counted."""
+        if isinstance(done.display, p.SubagentRun):
+            self.subagents.append(done.display)
+
+    def subagents_report(self) -> str:
+        """One line per child agent: agent, tokens, time, how it ended."""
+        return "\n".join(
+            f"  {c.agent} ({c.call_id}): {c.tokens:,} tokens, {c.duration_s:.1f}s, {c.status}"
+            for c in self.subagents
+        )
 
     def usage(self, report: p.UsageReport) -> None:
         """A response ended with its usage."""

@@ -40,6 +40,7 @@ __all__ = [
     "ScriptedServer",
     "Send",
     "Step",
+    "Until",
     "encode_event",
     "error_response",
     "frame",
@@ -87,7 +88,19 @@ class Hold:
     seconds: float = 30.0
 
 
-Step = Send | Frames | Pause | Drop | Hold
+@dataclass(slots=True)
+class Until:
+    """Wait until ``condition()`` holds (checked every few ms), at most ``seconds``.
+
+    Lets a response wait for other requests to arrive (a test of concurrency
+    that cannot pass by luck: a client that sends one request at a time never
+    meets the condition, and the wait merely runs out)."""
+
+    condition: Callable[[], bool]
+    seconds: float = 30.0
+
+
+Step = Send | Frames | Pause | Drop | Hold | Until
 
 
 @dataclass(slots=True)
@@ -195,6 +208,10 @@ class ScriptedServer:
         """How many TCP connections were accepted."""
         self.disconnects = 0
         """How many responses the client abandoned before they were complete."""
+        self.in_flight = 0
+        """Chat requests received whose responses are not complete yet."""
+        self.max_in_flight = 0
+        """The most chat requests that were in flight at the same time."""
         self._queues: defaultdict[str, deque[ScriptedResponse]] = defaultdict(deque)
         self._server: asyncio.Server | None = None
         self._disconnected = asyncio.Event()
@@ -272,7 +289,15 @@ class ScriptedServer:
                 if request is None:
                     break
                 self.requests.append(request)
-                if not await self._respond(self._answer(request), reader, writer):
+                chat = request.path == CHAT_PATH
+                if chat:
+                    self.in_flight += 1
+                    self.max_in_flight = max(self.max_in_flight, self.in_flight)
+                try:
+                    reused = await self._respond(self._answer(request), reader, writer)
+                finally:
+                    self.in_flight -= chat
+                if not reused:
                     break
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
             pass
@@ -328,6 +353,8 @@ class ScriptedServer:
                 await self._flush(writer, pending, watcher)
                 if isinstance(step, Pause | Hold):
                     await asyncio.wait({watcher}, timeout=step.seconds)
+                if isinstance(step, Until):
+                    await self._until(step, watcher)
                 if watcher.done():
                     self._client_left()
                     return False
@@ -341,6 +368,9 @@ class ScriptedServer:
             return False
         finally:
             watcher.cancel()
+            # The next request on this connection must not meet a reader still waiting.
+            with contextlib.suppress(asyncio.CancelledError, ConnectionError):
+                await watcher
 
     async def _flush(
         self, writer: asyncio.StreamWriter, pending: list[bytes], watcher: asyncio.Future[bytes]
@@ -349,6 +379,12 @@ class ScriptedServer:
             writer.write(b"".join(pending))
             pending.clear()
             await writer.drain()
+
+    async def _until(self, step: Until, watcher: asyncio.Future[bytes]) -> None:
+        loop = asyncio.get_running_loop()
+        end = loop.time() + step.seconds
+        while not step.condition() and not watcher.done() and loop.time() < end:
+            await asyncio.sleep(0.005)
 
     def _client_left(self) -> None:
         self.disconnects += 1

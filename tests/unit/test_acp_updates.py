@@ -256,3 +256,28 @@ def test_replay_tells_the_conversation_with_reused_call_ids() -> None:
     ]
     assert [out[3]["status"], out[6]["status"]] == ["failed", "completed"]
     assert out[2]["toolCallId"] != out[5]["toolCallId"]
+
+
+def test_child_tool_calls_are_tool_calls_of_their_own_and_child_text_is_not_sent() -> None:
+    m = mapper()
+    m.feed(p.ToolCallStarted(call_id="t1", name="task", kind="other", arguments={}, summary="x"))
+
+    def child(event: p.Event) -> p.SubagentEvent:
+        return p.SubagentEvent(parent_call_id="t1", agent="explore", event=event)
+
+    assert m.feed(child(p.ContentDelta(text="secret thinking aloud"))) == []
+    assert m.feed(child(p.BlockCommitted(block=0, text="x", token_count=1))) == []
+    start = dumped(m.feed(child(started("call_0", "read_file", "read"))))[0]
+    assert start["toolCallId"] == "t1/call_0" and start["title"] == "explore: Read a.py"
+    end = dumped(
+        m.feed(
+            child(p.ToolCallFinished(call_id="call_0", name="read_file", status="ok", result="A"))
+        )
+    )[0]
+    assert end["toolCallId"] == "t1/call_0" and end["status"] == "completed"
+    assert end["content"][0]["content"]["text"] == "```\nA\n```"
+    done = dumped(
+        m.feed(p.ToolCallFinished(call_id="t1", name="task", status="ok", result="answer"))
+    )
+    assert [d["toolCallId"] for d in done] == ["t1"]
+    assert done[0]["content"][0]["content"]["text"] == "answer"

@@ -225,6 +225,8 @@ def test_every_setting_is_classified() -> None:
         ({"approval": "ask"}, {"approval": None}, []),
         ({"approval": "auto-edit"}, {"approval": None}, ['approval = "auto-edit"']),
         ({"approval": "auto-edit"}, {"approval": "full-auto"}, []),
+        ({"approval": "plan"}, {"approval": None}, []),  # plan tightens the default
+        ({"approval": "plan"}, {"approval": "read-only"}, ['approval = "plan"']),
         ({"sandbox": "bwrap"}, {"sandbox": "none"}, []),
         ({"sandbox": "none"}, {"sandbox": "docker"}, ['sandbox = "none"']),
         ({"sandbox_network": "yes"}, {"sandbox_network": False}, ['sandbox_network = "yes"']),

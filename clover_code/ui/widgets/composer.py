@@ -1,7 +1,7 @@
 """The prompt with its completion menu: ``/`` completes commands, ``@`` completes files.
 
-The parent gives it the file index (``files``); it posts ``PromptInput.Submitted``
-up unchanged.
+The parent gives it the file index (``files``) and the custom commands
+(``custom``); it posts ``PromptInput.Submitted`` up unchanged.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import OptionList, Static, TextArea
 from textual.widgets.option_list import Option
 
-from clover_code.ui.commands import complete
+from clover_code.ui.commands import SlashCommand, complete
 from clover_code.ui.css import sibling_css
 from clover_code.ui.file_index import FileIndex
 from clover_code.ui.widgets.prompt_input import PromptInput
@@ -31,6 +31,8 @@ class Composer(Vertical):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.files = FileIndex()
+        self.custom: list[SlashCommand] = []
+        """The session's custom commands, completed after the built-in ones."""
         self.input = PromptInput(id="prompt")
         self.menu = OptionList(id="completion")
         self._replace: tuple[int, int] | None = None
@@ -58,8 +60,10 @@ class Composer(Vertical):
         row, column = self.input.cursor_location
         line = self.input.document.get_line(row)[:column] if self.input.document.line_count else ""
         options: list[Option] = []
-        if row == 0 and re.fullmatch(r"/\w*", line):
-            for command in complete(line[1:]):
+        if row == 0 and re.fullmatch(r"/[\w:.-]*", line):
+            typed = line[1:].lower()
+            custom = [c for c in self.custom if c.name.lower().startswith(typed)]
+            for command in [*complete(typed), *custom]:
                 label = Text(f"/{command.name}", style="bold")
                 if command.args:
                     label.append(f" {command.args}", style="dim")

@@ -18,6 +18,7 @@ from clover_code.ui.widgets.denoise import DenoiseView
 from clover_code.ui.widgets.diff_view import DiffView
 from clover_code.ui.widgets.notice_line import Level, NoticeLine
 from clover_code.ui.widgets.reasoning import Reasoning
+from clover_code.ui.widgets.subagent_card import SubagentCard
 from clover_code.ui.widgets.tool_card import ToolCard
 from clover_code.ui.widgets.user_message import UserMessage
 
@@ -66,7 +67,7 @@ class Transcript(VerticalScroll, can_focus=False):
     def add_tool(self, started: p.ToolCallStarted) -> None:
         """A tool call card (the answer so far is closed first)."""
         self._close_stream()
-        card = ToolCard(started)
+        card = SubagentCard(started) if started.name == p.TASK_TOOL else ToolCard(started)
         self.cards[started.call_id] = card
         self._add(card)
 
@@ -75,6 +76,12 @@ class Transcript(VerticalScroll, can_focus=False):
         card = self.cards.get(event.call_id)
         if card is not None:
             card.output(event.text)
+
+    def subagent_event(self, event: p.SubagentEvent) -> None:
+        """An event of a child agent, shown on its task call's card."""
+        card = self.cards.get(event.parent_call_id)
+        if isinstance(card, SubagentCard):
+            card.child(event.event)
 
     def tool_finished(self, event: p.ToolCallFinished) -> None:
         """A call ended."""

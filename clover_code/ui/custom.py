@@ -1,0 +1,69 @@
+"""The app's side of custom commands and skills: completion, running ``/name args``,
+and the ``/skills`` listing. The session found them; the app only reads its lists
+(through the few fields below, not the core's classes)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from clover_code.ui.commands import SlashCommand
+
+if TYPE_CHECKING:
+    from clover_code.ui.app import CloverApp
+    from clover_code.ui.slash_host import SlashHost
+
+
+class CommandInfo(Protocol):
+    """What the app reads of a custom command."""
+
+    name: str
+    description: str
+    argument_hint: str
+    source: str
+
+
+class SkillInfo(Protocol):
+    """What the app reads of a skill."""
+
+    name: str
+    description: str
+    folder: Path
+    source: str
+
+
+def custom_commands(app: CloverApp | SlashHost) -> list[CommandInfo]:
+    """The open session's custom commands (none while no session is open)."""
+    found: list[CommandInfo] = getattr(app.bridge.session, "commands", None) or []
+    return list(found)
+
+
+def session_opened(app: CloverApp) -> None:
+    """Offer the new session's custom commands in the prompt's completion."""
+    app.composer.custom = [
+        SlashCommand(c.name, c.description or f"custom command ({c.source})", c.argument_hint)
+        for c in custom_commands(app)
+    ]
+
+
+def run_custom(app: SlashHost, text: str) -> bool:
+    """Send ``/name args`` as a prompt when ``name`` is a custom command (the session
+    expands it); False when it is not one."""
+    name = text[1:].split(maxsplit=1)[0] if text[1:].strip() else ""
+    if not any(c.name == name for c in custom_commands(app)):
+        return False
+    app.send_prompt(text)
+    return True
+
+
+def show_skills(app: SlashHost) -> None:
+    """``/skills``: each skill's name, where it comes from, and its description."""
+    skills: list[SkillInfo] = getattr(app.bridge.session, "skills", None) or []
+    if not skills:
+        app.transcript.add_note(
+            "No skills found. Add a folder with a SKILL.md to .clover/skills/, "
+            ".agents/skills/ or your config dir's skills/."
+        )
+        return
+    lines = [f"{s.name} ({s.source}, {s.folder}): {s.description}" for s in skills]
+    app.transcript.add_note("\n  ".join(["Skills (the model loads one when it fits):", *lines]))
