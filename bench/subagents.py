@@ -41,7 +41,7 @@ sys.path.insert(0, str(_ROOT))
 
 from clover_code import protocol as p  # noqa: E402
 from clover_code.agent.approval import RefuseApprover  # noqa: E402
-from clover_code.agent.session import Session  # noqa: E402
+from clover_code.agent.open import open_with_backend  # noqa: E402
 from clover_code.config import load_settings  # noqa: E402
 from clover_code.engine.remote import OpenAIBackend  # noqa: E402
 from tests.integration.sse_server import (  # noqa: E402
@@ -134,7 +134,7 @@ async def _run(mode: str, files: int, latency: float, work: Path) -> tuple[float
     backend = OpenAIBackend(server.base_url, "test-model")
     await backend.check()
     events: list[p.Event] = []
-    session = await Session.open(
+    session = await open_with_backend(
         settings,
         backend,
         root,

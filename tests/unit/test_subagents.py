@@ -11,6 +11,7 @@ import pytest
 from clover_code import protocol as p
 from clover_code.agent.agent_defs import BUILTIN_AGENTS, agents_prompt, load_agents
 from clover_code.agent.approval import RefuseApprover
+from clover_code.agent.open import open_with_backend
 from clover_code.agent.session import Session
 from clover_code.config import Settings
 from clover_code.engine import events as ev
@@ -46,7 +47,7 @@ def _task(prompt: str, agent: str = "explore") -> tuple[str, dict[str, Any]]:
 async def _open(
     settings: Settings, backend: ScriptedBackend, repo: Path, events: list[p.Event]
 ) -> Session:
-    return await Session.open(
+    return await open_with_backend(
         settings,
         backend,
         repo,
