@@ -54,7 +54,8 @@ class AgentDefinition:
     """Only the parent's read and search tools (when ``tools`` is None), and the
     read-only approval mode whatever the parent's is."""
     model: str | None = None
-    """The model the definition asks for (informational: children share the engine)."""
+    """The model the definition asks for: a remote server is asked for it; a local
+    engine serves one model, so the child runs on that (with a notice)."""
     source: str = "built-in"
     """``built-in``, or the file it came from."""
 

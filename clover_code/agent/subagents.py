@@ -23,7 +23,7 @@ import asyncio
 import time
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from clover_code import protocol as p
@@ -37,7 +37,14 @@ from clover_code.tools.base import Tool, ToolResult
 if TYPE_CHECKING:
     from clover_code.agent.loop import Agent
 
-__all__ = ["TASK_TOOL", "QueuedBackend", "SubagentRunner", "SubagentStats", "serves_concurrently"]
+__all__ = [
+    "TASK_TOOL",
+    "ModelChoice",
+    "QueuedBackend",
+    "SubagentRunner",
+    "SubagentStats",
+    "serves_concurrently",
+]
 
 CONCURRENT_ENGINES = frozenset({"remote"})
 """Backends (by name) that serve several requests at once without sharing state."""
@@ -61,6 +68,25 @@ class QueuedBackend:
         async with self._lock, aclosing(self.inner.stream(request)) as events:
             async for event in events:
                 yield event
+
+    async def check(self) -> None:
+        """The inner backend's check."""
+        await self.inner.check()
+
+    async def aclose(self) -> None:
+        """Nothing: the parent owns the engine."""
+
+
+class ModelChoice:
+    """A remote backend whose requests ask for another model the server serves."""
+
+    def __init__(self, inner: Backend, model: str) -> None:
+        self.inner = inner
+        self.name, self.model, self.block_size = inner.name, model, inner.block_size
+
+    def stream(self, request: ChatRequest) -> AsyncGenerator[EngineEvent, None]:
+        """The inner stream, for this backend's model."""
+        return self.inner.stream(replace(request, model=self.model))
 
     async def check(self) -> None:
         """The inner backend's check."""
@@ -182,6 +208,15 @@ class SubagentRunner:
         backend: Backend = parent.backend
         if not serves_concurrently(backend):
             backend = QueuedBackend(backend, self._engine)
+            if definition.model and definition.model != backend.model:
+                parent.emit(
+                    p.Notice(
+                        text=f"agent '{definition.name}' asks for the model {definition.model}; "
+                        f"the local engine serves only {backend.model}, so it runs on that."
+                    )
+                )
+        elif definition.model:
+            backend = ModelChoice(backend, definition.model)
         settings = parent.settings.model_copy(
             update={
                 "max_turns": self.settings.subagent_max_turns,

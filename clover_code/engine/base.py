@@ -68,6 +68,9 @@ class ChatRequest:
     enable_thinking: bool = True
     stop: tuple[str, ...] = ()
     """Stop strings: the response ends before the first of them (not included)."""
+    model: str | None = None
+    """Another model the same server serves, for this request only (remote engines;
+    a subagent whose definition names one). None: the backend's own model."""
     controls: dict[str, float] = field(default_factory=dict)
     """Decoding controls for this request only (local engines): ``repetition_penalty``,
     ``presence_penalty``, ``frequency_penalty``."""

@@ -213,7 +213,7 @@ class OpenAIBackend:
 
     def _request_body(self, request: ChatRequest) -> dict[str, Any]:
         body: dict[str, Any] = {
-            "model": self.model,
+            "model": request.model or self.model,
             "messages": request.messages,
             "stream": True,
             # continuous_usage_stats (vLLM, SGLang) puts the cumulative token

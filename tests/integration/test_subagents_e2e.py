@@ -264,3 +264,32 @@ async def test_child_events_survive_in_the_transcript_without_their_text(
     ]
     kinds = {line["event"]["type"] for line in wrapped}
     assert "tool_call_finished" in kinds and "content_delta" not in kinds
+
+
+async def test_an_agent_file_naming_a_model_asks_the_server_for_it(
+    scripted_server: ScriptedServer, repo: Path, tmp_path: Path
+) -> None:
+    agents = repo / ".clover" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "quick.md").write_text(
+        "---\nname: quick\ndescription: quick looks\ntools: read_file\nmodel: small-model\n---\n"
+        "Answer in one line.\n"
+    )
+
+    def parent(request: RecordedRequest, messages: list[dict[str, Any]]) -> ScriptedResponse:
+        if not any(m["role"] == "tool" for m in messages):
+            return sglang(lambda s: s.tool_call(*task_call("a.py", "CHILD-Q: a.py?", "quick")))
+        return sglang(lambda s: s.content("done"))
+
+    def child(request: RecordedRequest, messages: list[dict[str, Any]]) -> ScriptedResponse:
+        return sglang(lambda s: s.content("ALPHA."))
+
+    route(scripted_server, parent, {"CHILD-Q": child})
+    code, _events, result, err = await run_task(scripted_server, repo, tmp_path)
+    assert code == 0, err
+    models = {
+        r.json()["messages"][1]["content"].startswith("CHILD-Q"): r.json()["model"]
+        for r in scripted_server.chat_requests
+    }
+    assert models == {True: "small-model", False: "test-model"}
+    assert [s.agent for s in result.subagents] == ["quick"]
