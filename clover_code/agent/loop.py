@@ -9,47 +9,32 @@ tool call answered) so the session can go on or be resumed.
 from __future__ import annotations
 
 import asyncio
-import json
-import time
 from collections.abc import Callable, Sequence
-from contextlib import aclosing
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from clover_code import protocol as p
 from clover_code.agent.approval import Approver
 from clover_code.agent.compaction import compact
 from clover_code.agent.context import Budget, TokenCounter
-from clover_code.agent.dispatch import ToolCall, ToolDispatcher
+from clover_code.agent.dispatch import ToolDispatcher
 from clover_code.agent.hooks import HookRunner, prompt_hooks, stop_hooks
 from clover_code.agent.nested import NestedInstructions
 from clover_code.agent.permissions import PermissionPolicy
 from clover_code.agent.plan import PLAN_MODE, PLAN_PROMPT
+from clover_code.agent.respond import (
+    Emit,
+    TurnState,
+    assistant_message,
+    stream_response,
+    wire_messages,
+)
 from clover_code.config import ApprovalMode, Settings
-from clover_code.engine import events as ev
 from clover_code.engine.base import Backend, ChatRequest, Message
 from clover_code.errors import CloverError, ContextOverflow
 from clover_code.tools.base import Tool, ToolContext
 from clover_code.tools.spill import OutputSpill
 
-Emit = Callable[[p.Event], None]
-
 INTERRUPTED_NOTE = "[interrupted by the user]"
-
-
-@dataclass(slots=True)
-class _TurnState:
-    """What a turn has produced so far, kept so an interruption loses nothing."""
-
-    requests: int = 0
-    malformed_streak: int = 0
-    content: list[str] = field(default_factory=list)
-    reasoning: list[str] = field(default_factory=list)
-    calls: list[ToolCall] = field(default_factory=list)
-    phase: Literal["idle", "streaming", "tools"] = "idle"
-    final_text: str = ""
-    stop_hook_active: bool = False
-    """A Stop hook already sent the model back to work in this turn."""
 
 
 class Agent:
@@ -153,7 +138,7 @@ class Agent:
             return self._refused(text, refusal)
         self._add({"role": "user", "content": content})
         self.emit(p.TurnStarted(turn=self.turn, text=text))
-        state = _TurnState()
+        state = TurnState()
         status: p.TurnStatus
         try:
             deadline = self.deadline
@@ -191,7 +176,7 @@ class Agent:
         self.emit(finished)
         return finished
 
-    async def _loop(self, state: _TurnState) -> p.TurnStatus:
+    async def _loop(self, state: TurnState) -> p.TurnStatus:
         while True:
             if self.stopped is not None:
                 if state.requests == 0:
@@ -218,7 +203,7 @@ class Agent:
             calls = state.calls
             # Before the calls are recorded: only safe copies of the arguments are kept.
             self.dispatch.screen(calls)
-            self._add(self._assistant_message(state, calls))
+            self._add(assistant_message(state, calls))
             state.phase = "tools"
             if failure is not None:
                 self.emit(p.ErrorEvent(message=str(failure)))
@@ -257,88 +242,29 @@ class Agent:
 
     # ----------------------------------------------------------- model call
 
-    async def _respond(self, state: _TurnState) -> CloverError | None:
+    async def _respond(self, state: TurnState) -> CloverError | None:
         """Stream one model response into ``state``; return the failure, if any."""
         allowed = self.dispatch.offered()
         system = self.system_prompt
         if self.approval_mode == PLAN_MODE:
             system += "\n\n" + PLAN_PROMPT
         request = ChatRequest(
-            messages=[{"role": "system", "content": system}, *self._wire_messages()],
+            messages=[{"role": "system", "content": system}, *wire_messages(self.messages)],
             tools=[s for s in self._specs if allowed is None or s.name in allowed],
             max_tokens=self.settings.max_tokens,
             temperature=self.settings.temperature,
             enable_thinking=self.settings.thinking,
         )
-        failure: CloverError | None = None
-        tokens = blocks = steps = step_tokens = 0
-        first_block: float | None = None
-        prompt_tokens = completion_tokens = 0
-        experts: float | None = None
-        estimated_prompt = self.counter.prompt(self.system_prompt, self.messages, self._specs)
-        # Left "streaming" if cancelled mid-stream, so _close_partial knows.
-        state.phase = "streaming"
-        async with aclosing(self.backend.stream(request)) as stream:
-            async for event in stream:
-                if isinstance(event, ev.BlockCommitted):
-                    first_block = first_block or time.monotonic()
-                    tokens += event.token_count
-                    blocks += 1
-                    if event.steps:
-                        steps += event.steps
-                        step_tokens += event.token_count
-                    self.emit(
-                        p.BlockCommitted(
-                            block=self._block,
-                            text=event.text,
-                            token_count=event.token_count,
-                            steps=event.steps,
-                        )
-                    )
-                    self._block += 1
-                elif isinstance(event, ev.ContentDelta):
-                    state.content.append(event.text)
-                    self.emit(p.ContentDelta(text=event.text))
-                elif isinstance(event, ev.ReasoningDelta):
-                    state.reasoning.append(event.text)
-                    self.emit(p.ReasoningDelta(text=event.text))
-                elif isinstance(event, ev.ToolCallEnd):
-                    state.calls.append(
-                        ToolCall(event.id, event.name, event.arguments, parse_error=event.error)
-                    )
-                elif isinstance(event, ev.BlockDraft):
-                    self.emit(
-                        p.BlockDraft(
-                            block=self._block,
-                            step=event.step,
-                            tokens=[
-                                None if m else t
-                                for t, m in zip(event.tokens, event.masked, strict=True)
-                            ],
-                            confidences=event.confidences,
-                        )
-                    )
-                elif isinstance(event, ev.Usage):
-                    prompt_tokens, completion_tokens = event.prompt_tokens, event.completion_tokens
-                    experts = event.experts_per_layer
-                elif isinstance(event, ev.Failed):
-                    failure = event.error
-                elif isinstance(event, ev.Finished) and event.reason == "length":
-                    self.emit(p.Notice(level="warning", text="the response hit the token limit."))
-        state.phase = "idle"
-        elapsed = time.monotonic() - first_block if first_block else 0.0
-        self.emit(
-            p.UsageReport(
-                prompt_tokens=prompt_tokens or estimated_prompt,
-                completion_tokens=completion_tokens or tokens,
-                context_window=self.settings.context_window,
-                tokens_per_second=tokens / elapsed if elapsed > 0 else None,
-                blocks_per_second=blocks / elapsed if elapsed > 0 else None,
-                tokens_per_forward=step_tokens / steps if steps else None,
-                experts_per_layer=experts,
-            )
+        failure, self._block = await stream_response(
+            self.backend,
+            request,
+            state,
+            emit=self.emit,
+            settings=self.settings,
+            counter=self.counter,
+            estimated_prompt=self.counter.prompt(self.system_prompt, self.messages, self._specs),
+            block=self._block,
         )
-        self.counter.reported(prompt_tokens, len(request.messages) - 1)
         return failure
 
     async def _fit_context(self) -> CloverError | None:
@@ -408,38 +334,13 @@ class Agent:
         turns = sorted(self._turn_starts)
         return turns[-count] if 0 < count <= len(turns) else None
 
-    def _wire_messages(self) -> list[Message]:
-        """The history as sent to the model (reasoning stays in the transcript only)."""
-        return [
-            {k: v for k, v in m.items() if k != "reasoning_content"}
-            if "reasoning_content" in m
-            else m
-            for m in self.messages
-        ]
-
-    @staticmethod
-    def _assistant_message(state: _TurnState, calls: list[ToolCall]) -> Message:
-        message: Message = {"role": "assistant", "content": "".join(state.content)}
-        if state.reasoning:
-            message["reasoning_content"] = "".join(state.reasoning)
-        if calls:
-            message["tool_calls"] = [
-                {
-                    "id": c.id,
-                    "type": "function",
-                    "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
-                }
-                for c in calls
-            ]
-        return message
-
-    def _close_partial(self, state: _TurnState, note: str) -> None:
+    def _close_partial(self, state: TurnState, note: str) -> None:
         """Leave a valid conversation after an interruption: keep what arrived,
         and answer every tool call that was already recorded."""
         if state.phase == "streaming":
             # Half-received tool calls never ran; keep the text with a note.
             state.content.append(("\n\n" if state.content else "") + note)
-            self._add(self._assistant_message(state, []))
+            self._add(assistant_message(state, []))
         elif state.phase == "tools":
             for call in state.calls:
                 if call.result is None:
