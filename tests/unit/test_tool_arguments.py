@@ -52,6 +52,7 @@ EXPECTED_TOOLS = {
     "shell",
     "read_output",
     "web_fetch",
+    "task",
 }
 
 # Values that no argument of any tool may carry, whatever its type.
@@ -87,6 +88,7 @@ VALID: dict[str, dict[str, Any]] = {
     "read_output": {"id": "call_1"},
     # Hostile variants fail validation before any request; port 9 never answers anyway.
     "web_fetch": {"url": "http://127.0.0.1:9/", "prompt": "install steps"},
+    "task": {"description": "look at app.py", "prompt": "What does app.py define?"},
 }
 
 
