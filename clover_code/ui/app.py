@@ -1,9 +1,9 @@
 """The clover-code app: the transcript above, the prompt and status line below.
 
 The app holds no core objects but an ``EventBridge``: protocol events come in
-as ``SessionEvents`` batches and are handed to the widgets here; everything
-the user asks for leaves as a protocol ``Op``. Slash commands live in
-``slash.py``.
+as ``SessionEvents`` batches and are handed to the widgets by ``TurnEvents``
+(``turn_events.py``); everything the user asks for leaves as a protocol
+``Op``. Slash commands live in ``slash.py``.
 """
 
 from __future__ import annotations
@@ -24,12 +24,11 @@ from clover_code.ui.clock import Clock
 from clover_code.ui.commands import SlashCommandProvider
 from clover_code.ui.custom import session_opened
 from clover_code.ui.file_index import FileIndex
-from clover_code.ui.plan_question import ask_about_plan
-from clover_code.ui.reports import alert, apply_report, session_started
+from clover_code.ui.reports import alert
 from clover_code.ui.server_wait import delay, not_ready
 from clover_code.ui.slash import SlashCommands
+from clover_code.ui.turn_events import TurnEvents
 from clover_code.ui.turn_stats import TurnStats
-from clover_code.ui.widgets.approval import ApprovalScreen
 from clover_code.ui.widgets.composer import Composer
 from clover_code.ui.widgets.prompt_input import PromptInput
 from clover_code.ui.widgets.queued import QueuedPrompts
@@ -40,8 +39,6 @@ from clover_code.ui.widgets.working_line import WorkingLine
 
 QUIT_WINDOW = 2.0
 """Seconds within which a second Ctrl+C quits."""
-SPEED_EVERY = 0.25
-"""Seconds between updates of the live speed in the status bar."""
 QUIT_TIMEOUT = 15.0
 """Longest wait for the session to close (sandbox, engine) before leaving anyway."""
 
@@ -94,8 +91,6 @@ class CloverApp(App[int]):
         self._git_status = git_status
         self._last_ctrl_c = -1e9
         self._quitting = False
-        self._approvals: set[ApprovalScreen] = set()
-        self._speed_shown = -1e9
         self._open_failed = False
         self._early: list[p.UserInput] = []
         self._retry_now = asyncio.Event()
@@ -105,6 +100,7 @@ class CloverApp(App[int]):
         self.composer = Composer(id="composer")
         self.status_bar = StatusBar(id="status")
         self.slash = SlashCommands(self)
+        self.turn_events = TurnEvents(self)
 
     def compose(self) -> ComposeResult:
         yield self.transcript
@@ -241,115 +237,15 @@ class CloverApp(App[int]):
 
     def apply_events(self, events: list[p.Event]) -> None:
         """Hand a batch of events to the widgets (drafts and output coalesced)."""
-        draft: p.BlockDraft | None = None
-        outputs: dict[str, list[str]] = {}
-        for event in events:
-            if isinstance(event, p.BlockDraft):
-                draft = event
-            elif isinstance(event, p.ToolOutput):
-                outputs.setdefault(event.call_id, []).append(event.text)
-            else:
-                if outputs:
-                    self._flush_outputs(outputs)
-                if isinstance(event, p.BlockCommitted):
-                    if draft is not None and draft.block <= event.block:
-                        draft = None
-                    self.transcript.denoise.commit(event.block)
-                    self.stats.committed(event)
-                else:
-                    self.apply_event(event)
-            if self.turn_running:
-                self.working.saw(event)
-        self._flush_outputs(outputs)
-        if draft is not None:
-            self.transcript.denoise.show(draft)
-            if self.turn_running:
-                self.working.saw(draft)
-        now = Clock.now()
-        if self.turn_running and now - self._speed_shown >= SPEED_EVERY:
-            self._speed_shown = now
-            self.status_bar.speed = self.stats.speed()
-
-    def _flush_outputs(self, outputs: dict[str, list[str]]) -> None:
-        for call_id, parts in outputs.items():
-            self.transcript.tool_output(p.ToolOutput(call_id=call_id, text="".join(parts)))
-        outputs.clear()
+        self.turn_events.apply_events(events)
 
     def apply_event(self, event: p.Event) -> None:
         """Hand one event to the widgets that show it."""
-        t = self.transcript
-        if isinstance(event, p.ContentDelta):
-            t.add_answer(event.text)
-        elif isinstance(event, p.ReasoningDelta):
-            t.add_reasoning(event.text)
-        elif isinstance(event, p.ToolCallStarted):
-            t.add_tool(event)
-        elif isinstance(event, p.SubagentEvent):
-            t.subagent_event(event)
-        elif isinstance(event, p.ToolCallFinished):
-            t.tool_finished(event)
-            self.stats.finished_call(event)
-            edit = event.display if isinstance(event.display, p.FileEdit) else None
-            files = self.turn_files[-1] if self.turn_files else None
-            if edit and event.status == "ok" and files is not None and edit.path not in files:
-                files.append(edit.path)
-        elif isinstance(event, p.ApprovalRequested):
-            screen = ApprovalScreen(event)
-            self._approvals.add(screen)
-            self.push_screen(screen, self._decided)
-        elif isinstance(event, p.TurnStarted):
-            self.turn_running = True
-            self.status_bar.busy = True
-            self.working.start()
-            self.stats.reset()
-            self.turn_files.append([])
-            sent = [op for op in self.bridge.sent if isinstance(op, p.UserInput)]
-            self.turn_prompts.append(sent[-1].text if sent else event.text)
-        elif isinstance(event, p.TurnFinished):
-            self._turn_finished(event)
-        elif isinstance(event, p.UsageReport):
-            self.stats.usage(event)
-            self.status_bar.speed = self.stats.speed()
-            self.status_bar.context_used = event.prompt_tokens + event.completion_tokens
-            self.status_bar.context_window = event.context_window
-        elif isinstance(event, p.SessionStarted):
-            session_started(self, event)
-        else:
-            self.apply_report(event)
-
-    def apply_report(self, event: p.Event) -> None:
-        """Events that become a line (or a diff) in the transcript."""
-        apply_report(self, event)
-
-    def _turn_finished(self, event: p.TurnFinished) -> None:
-        for screen in reversed(self.screen_stack):
-            if screen in self._approvals:  # the turn ended (interrupted) while it asked
-                screen.dismiss(None)
-        self._approvals.clear()
-        self.turn_running = False
-        self.status_bar.busy = False
-        self.working.stop()
-        self.transcript.end_turn()
-        if event.status == "interrupted":
-            self.transcript.add_note("Interrupted; what arrived is kept.", "warning")
-            if self.queued.restore_all(self.composer.input):  # not sent after an interrupt
-                self.transcript.add_note("The queued prompts are back in the prompt.")
-        elif event.status in ("max_turns", "timeout"):
-            self.transcript.add_note(f"The turn stopped: {event.status}.", "warning")
-        self.refresh_git()
-        following = self.queued.take_next()
-        if following is not None:
-            self.call_after_refresh(self.send_text, following)
-        elif self.status_bar.approval == "plan" and event.status == "completed":
-            ask_about_plan(self, event.final_text)
+        self.turn_events.apply_event(event)
 
     def action_edit_queued(self) -> None:
         """Take the newest queued prompt back into the prompt (edit it, or clear it)."""
         self.queued.restore_last(self.composer.input)
-
-    def _decided(self, decision: p.ApprovalDecision | None) -> None:
-        if decision is not None:
-            self.send(decision)
 
     # ------------------------------------------------------------ input
 
