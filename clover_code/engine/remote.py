@@ -37,6 +37,8 @@ from clover_code.engine.base import ChatRequest
 from clover_code.engine.chunks import ChunkDecoder, RawParsing, ServerStreamError
 from clover_code.engine.events import EngineEvent, Failed, Finished, FinishReason
 from clover_code.engine.max_tokens import OutputLimit
+from clover_code.engine.remote_endpoint import api_root as api_root
+from clover_code.engine.remote_endpoint import is_loopback, pick_model
 from clover_code.engine.retry import (
     BackoffPolicy,
     RetryAttempt,
@@ -49,24 +51,14 @@ from clover_code.engine.retry import (
 )
 from clover_code.engine.sse import iter_sse
 from clover_code.errors import (
-    AuthError,
     EngineError,
     EngineUnavailable,
-    ModelNotFound,
     StreamInterrupted,
 )
 
 __all__ = ["OpenAIBackend", "api_root"]
 
 _DONE = b"[DONE]"
-
-
-def api_root(base_url: str) -> str:
-    """The API root for a base URL: trailing slash dropped, ``/v1`` appended if missing."""
-    root = base_url.strip().rstrip("/")
-    if not root.endswith("/v1"):
-        root += "/v1"
-    return root
 
 
 class OpenAIBackend:
@@ -126,47 +118,14 @@ class OpenAIBackend:
             verify=verify,
             # HTTP(S)_PROXY is honoured for remote servers, but a proxy never
             # reaches a model server on this machine.
-            trust_env=not _is_loopback(self.base_url),
+            trust_env=not is_loopback(self.base_url),
         )
 
     # -- Backend protocol -------------------------------------------------------
 
     async def check(self) -> None:
         """Make sure the server is reachable and serves ``model`` (pick one if unset)."""
-        url = f"{self.base_url}/models"
-        try:
-            response = await self._client.get(url, headers={"Accept": "application/json"})
-        except httpx.RequestError as exc:
-            raise error_for_transport(exc, url=self.base_url, attempts=1) from exc
-        if response.status_code in (401, 403):
-            raise AuthError(
-                f"the server at {self.base_url} refused the API key "
-                f"(HTTP {response.status_code}); set --api-key or CLOVER_API_KEY"
-            )
-        if response.status_code != 200:
-            raise EngineUnavailable(
-                f"the server at {self.base_url} did not list its models "
-                f"(HTTP {response.status_code}: {error_message(response.content)}); "
-                "check that --base-url points at an OpenAI-compatible server"
-            )
-        served = _served_models(response.content)
-        if served is None:
-            raise EngineUnavailable(
-                f"the server at {self.base_url} answered /models with something that is "
-                "not an OpenAI model list; check that --base-url points at an "
-                "OpenAI-compatible server"
-            )
-        if not served:
-            raise ModelNotFound(
-                f"the server at {self.base_url} serves no models; load a model into it first"
-            )
-        if not self.model:
-            self.model = served[0]
-        elif self.model not in served:
-            raise ModelNotFound(
-                f"the server at {self.base_url} does not serve the model {self.model!r}; "
-                f"it serves {', '.join(repr(m) for m in served)}: pick one with --model"
-            )
+        self.model = await pick_model(self._client, self.base_url, self.model)
 
     async def aclose(self) -> None:
         """Close the HTTP connection pool."""
@@ -386,19 +345,3 @@ class OpenAIBackend:
         events.append(Failed(error, partial=output_begun))
         events.append(Finished(reason))
         return events
-
-
-def _is_loopback(url: str) -> bool:
-    host = httpx.URL(url).host
-    return host in ("localhost", "::1") or host.startswith("127.")
-
-
-def _served_models(content: bytes) -> list[str] | None:
-    try:
-        payload = json.loads(content)
-    except ValueError:
-        return None
-    entries = payload.get("data") if isinstance(payload, dict) else None
-    if not isinstance(entries, list):
-        return None
-    return [e["id"] for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str)]
