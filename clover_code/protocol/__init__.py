@@ -7,18 +7,57 @@ this stream and can be read back with ``EVENT_ADAPTER`` (there each text is
 sent once: block and turn-end events leave theirs out, and a final ``result``
 line from ``clover_code/result.py`` follows the events).
 
-This package imports nothing else of clover-code. ``tool_display`` holds the
-typed details of tool results; its names are re-exported here, so front ends
-use ``protocol.FileEdit`` like any other protocol type.
+This package imports nothing else of clover-code. ``ops`` holds the operations,
+``events`` the events (both built on ``base``) and ``tool_display`` the typed
+details of tool results; their names are re-exported here, so front ends use
+``protocol.UserInput`` or ``protocol.FileEdit`` without knowing the module.
 """
 
 from __future__ import annotations
 
-import uuid
-from typing import Annotated, Any, Literal, get_args
-
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
-
+from clover_code.protocol.base import new_op_id as new_op_id
+from clover_code.protocol.events import EVENT_ADAPTER as EVENT_ADAPTER
+from clover_code.protocol.events import ApprovalModeChanged as ApprovalModeChanged
+from clover_code.protocol.events import ApprovalRequested as ApprovalRequested
+from clover_code.protocol.events import AutoCommitted as AutoCommitted
+from clover_code.protocol.events import BlockCommitted as BlockCommitted
+from clover_code.protocol.events import BlockDraft as BlockDraft
+from clover_code.protocol.events import Compacted as Compacted
+from clover_code.protocol.events import ContentDelta as ContentDelta
+from clover_code.protocol.events import DiffReport as DiffReport
+from clover_code.protocol.events import ErrorEvent as ErrorEvent
+from clover_code.protocol.events import Event as Event
+from clover_code.protocol.events import HookRan as HookRan
+from clover_code.protocol.events import Notice as Notice
+from clover_code.protocol.events import ReasoningDelta as ReasoningDelta
+from clover_code.protocol.events import SessionEnded as SessionEnded
+from clover_code.protocol.events import SessionStarted as SessionStarted
+from clover_code.protocol.events import SubagentEvent as SubagentEvent
+from clover_code.protocol.events import TodoUpdated as TodoUpdated
+from clover_code.protocol.events import ToolCallFinished as ToolCallFinished
+from clover_code.protocol.events import ToolCallStarted as ToolCallStarted
+from clover_code.protocol.events import ToolOutput as ToolOutput
+from clover_code.protocol.events import TurnFinished as TurnFinished
+from clover_code.protocol.events import TurnStarted as TurnStarted
+from clover_code.protocol.events import TurnStatus as TurnStatus
+from clover_code.protocol.events import UndoDone as UndoDone
+from clover_code.protocol.events import UsageReport as UsageReport
+from clover_code.protocol.ops import APPROVAL_MODES as APPROVAL_MODES
+from clover_code.protocol.ops import OP_ADAPTER as OP_ADAPTER
+from clover_code.protocol.ops import AllowCheckpoints as AllowCheckpoints
+from clover_code.protocol.ops import ApprovalDecision as ApprovalDecision
+from clover_code.protocol.ops import ApprovalMode as ApprovalMode
+from clover_code.protocol.ops import AutoCommit as AutoCommit
+from clover_code.protocol.ops import ClearHistory as ClearHistory
+from clover_code.protocol.ops import Compact as Compact
+from clover_code.protocol.ops import Interrupt as Interrupt
+from clover_code.protocol.ops import Op as Op
+from clover_code.protocol.ops import RewindWhat as RewindWhat
+from clover_code.protocol.ops import SetApprovalMode as SetApprovalMode
+from clover_code.protocol.ops import ShowDiff as ShowDiff
+from clover_code.protocol.ops import Shutdown as Shutdown
+from clover_code.protocol.ops import Undo as Undo
+from clover_code.protocol.ops import UserInput as UserInput
 from clover_code.protocol.tool_display import DISPLAY_ADAPTER as DISPLAY_ADAPTER
 from clover_code.protocol.tool_display import TASK_TOOL as TASK_TOOL
 from clover_code.protocol.tool_display import CommandRun as CommandRun
@@ -36,442 +75,4 @@ from clover_code.protocol.tool_display import TodoList as TodoList
 from clover_code.protocol.tool_display import ToolDisplay as ToolDisplay
 from clover_code.protocol.tool_display import WebPage as WebPage
 from clover_code.protocol.tool_display import WebSearch as WebSearch
-from clover_code.protocol.tool_display import read_display
-
-ApprovalMode = Literal["read-only", "plan", "ask", "auto-edit", "full-auto"]
-"""What may run without asking: nothing that changes anything, nothing but reads and
-the todo list while the model writes a plan, nothing without asking, file edits, or
-everything. The settings, the flags and every picker use this."""
-APPROVAL_MODES: tuple[ApprovalMode, ...] = get_args(ApprovalMode)
-"""The approval modes, strictest first (the order Shift+Tab cycles through)."""
-
-
-class _Message(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-def new_op_id() -> str:
-    """A fresh op id (unique within the process and across runs)."""
-    return uuid.uuid4().hex[:12]
-
-
-class _Op(_Message):
-    """An operation; its ``id`` comes back as ``op_id`` on the events it causes."""
-
-    type: str
-    id: str = Field(default_factory=new_op_id)
-
-    # As in a submission that wraps an op, the id names one sending of the op, not
-    # what it asks for: two ops asking for the same thing are equal.
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, _Op):
-            return NotImplemented
-        return type(self) is type(other) and self._asked() == other._asked()
-
-    def __hash__(self) -> int:
-        return hash((type(self), tuple(sorted(self._asked().items()))))
-
-    def _asked(self) -> dict[str, Any]:
-        return self.model_dump(exclude={"id"})
-
-
-class _Event(_Message):
-    """An event; ``op_id`` names the op that caused it (None: the session's own)."""
-
-    type: str
-    op_id: str | None = None
-
-
-# ---------------------------------------------------------------- operations
-
-
-class UserInput(_Op):
-    """Start a turn with the user's text."""
-
-    type: Literal["user_input"] = "user_input"
-    text: str
-
-
-class Interrupt(_Op):
-    """Stop the running turn at once; what arrived so far is kept."""
-
-    type: Literal["interrupt"] = "interrupt"
-
-
-class ApprovalDecision(_Op):
-    """The user's answer to an ``ApprovalRequested`` event."""
-
-    type: Literal["approval_decision"] = "approval_decision"
-    request_id: str
-    decision: Literal["allow_once", "allow_prefix", "allow_file", "allow_edits", "deny"]
-    """``allow_file``: edits to this file, ``allow_edits``: all edits, for the session."""
-    feedback: str | None = None
-    """Text passed to the model with a denial."""
-
-
-class SetApprovalMode(_Op):
-    """Switch the approval mode for the rest of the session (``ApprovalModeChanged`` answers)."""
-
-    type: Literal["set_approval_mode"] = "set_approval_mode"
-    mode: ApprovalMode
-
-
-class AutoCommit(_Op):
-    """Commit what the agent changed in the workspace's git repository
-    (``AutoCommitted`` answers, or an ``ErrorEvent`` saying why not)."""
-
-    type: Literal["auto_commit"] = "auto_commit"
-    subject: str
-    """The commit message's first line."""
-
-
-RewindWhat = Literal["files", "conversation", "both"]
-
-
-class Undo(_Op):
-    """Revert the workspace to before the last ``turns`` turns (checkpoints).
-
-    Refused with an error event when the user changed the same files since,
-    unless ``force``."""
-
-    type: Literal["undo"] = "undo"
-    turns: int = 1
-    force: bool = False
-    last_change: bool = False
-    """Undo back to (and including) the newest turn that changed files; ``turns`` is
-    then ignored."""
-    what: RewindWhat = "both"
-    """Restore the files, cut the conversation back to before those turns, or both."""
-
-
-class AllowCheckpoints(_Op):
-    """The answer to ``SessionStarted.checkpoint_warning``: snapshot the workspace
-    (``allow``) or turn checkpoints (undo, diff) off for the session."""
-
-    type: Literal["allow_checkpoints"] = "allow_checkpoints"
-    allow: bool
-
-
-class ShowDiff(_Op):
-    """Ask for what the agent changed in the workspace this session."""
-
-    type: Literal["show_diff"] = "show_diff"
-
-
-class Compact(_Op):
-    """Summarise older turns now to free context."""
-
-    type: Literal["compact"] = "compact"
-
-
-class ClearHistory(_Op):
-    """Start a fresh conversation (the transcript of the old one is kept)."""
-
-    type: Literal["clear_history"] = "clear_history"
-
-
-class Shutdown(_Op):
-    """End the session cleanly."""
-
-    type: Literal["shutdown"] = "shutdown"
-
-
-Op = Annotated[
-    UserInput
-    | Interrupt
-    | ApprovalDecision
-    | SetApprovalMode
-    | AutoCommit
-    | Undo
-    | AllowCheckpoints
-    | ShowDiff
-    | Compact
-    | ClearHistory
-    | Shutdown,
-    Field(discriminator="type"),
-]
-OP_ADAPTER: TypeAdapter[Op] = TypeAdapter(Op)
-
-
-# -------------------------------------------------------------------- events
-
-
-class SessionStarted(_Event):
-    """A session is ready: which engine, model, sandbox and where it is saved."""
-
-    type: Literal["session_started"] = "session_started"
-    session_id: str
-    cwd: str
-    engine: str
-    model: str
-    sandbox: str
-    approval: str
-    transcript: str
-    resumed: bool = False
-    checkpoint_warning: str | None = None
-    """Why snapshotting this workspace needs a yes first (home directory, many files
-    outside git); turns are not checkpointed until ``AllowCheckpoints`` answers."""
-
-
-class TurnStarted(_Event):
-    """The agent began working on a user input."""
-
-    type: Literal["turn_started"] = "turn_started"
-    turn: int
-    text: str
-
-
-class BlockDraft(_Event):
-    """One denoising step of the block being generated; ``None`` marks a mask."""
-
-    type: Literal["block_draft"] = "block_draft"
-    block: int
-    step: int
-    tokens: list[str | None]
-    confidences: list[float] | None = None
-
-
-class BlockCommitted(_Event):
-    """A finished block of model output; its text never changes afterwards."""
-
-    type: Literal["block_committed"] = "block_committed"
-    block: int
-    text: str = ""
-    """The block's raw text (headless stream-json leaves it out: the deltas carry the text)."""
-    token_count: int
-    steps: int | None = None
-
-
-class ReasoningDelta(_Event):
-    """Thinking text."""
-
-    type: Literal["reasoning_delta"] = "reasoning_delta"
-    text: str
-
-
-class ContentDelta(_Event):
-    """Answer text."""
-
-    type: Literal["content_delta"] = "content_delta"
-    text: str
-
-
-class ToolCallStarted(_Event):
-    """A validated tool call is about to run (or wait for approval)."""
-
-    type: Literal["tool_call_started"] = "tool_call_started"
-    call_id: str
-    name: str
-    kind: str
-    arguments: dict[str, Any]
-    summary: str
-
-
-class ToolOutput(_Event):
-    """Live output of a running command."""
-
-    type: Literal["tool_output"] = "tool_output"
-    call_id: str
-    text: str
-
-
-class ToolCallFinished(_Event):
-    """A tool call ended; ``result`` is what the model sees."""
-
-    type: Literal["tool_call_finished"] = "tool_call_finished"
-    call_id: str
-    name: str
-    status: Literal["ok", "error", "denied", "cancelled"]
-    result: str
-    display: ToolDisplay | None = None
-    """What a front end may show besides ``result``, typed by kind; None when nothing."""
-    duration: float = 0.0
-
-    @field_validator("display", mode="before")
-    @classmethod
-    def _read_display(cls, value: object) -> object:
-        # Transcripts of earlier versions hold untagged dictionaries; shapes
-        # this version cannot read are dropped rather than failing the event.
-        return read_display(value)
-
-
-class ApprovalRequested(_Event):
-    """The core waits for an ``ApprovalDecision`` on this call."""
-
-    type: Literal["approval_requested"] = "approval_requested"
-    request_id: str
-    call_id: str
-    name: str
-    kind: str
-    summary: str
-    arguments: dict[str, Any]
-    prefix: str | None = None
-    """The command prefix an ``allow_prefix`` decision would cover."""
-    diff: str | None = None
-    """For an edit: the unified diff it would make to the file as it is now."""
-
-
-class UsageReport(_Event):
-    """Token accounting after a model response."""
-
-    type: Literal["usage"] = "usage"
-    prompt_tokens: int
-    completion_tokens: int
-    context_window: int
-    tokens_per_second: float | None = None
-    blocks_per_second: float | None = None
-    tokens_per_forward: float | None = None
-    """Tokens per denoising forward pass, for a backend that reports steps per block."""
-    experts_per_layer: float | None = None
-    """Mean distinct routed experts per MoE layer per block (the local hf engine)."""
-
-
-class TodoUpdated(_Event):
-    """The model's checklist changed; front ends show it."""
-
-    type: Literal["todo_updated"] = "todo_updated"
-    items: list[TodoItem]
-
-
-class UndoDone(_Event):
-    """The workspace was restored to a checkpoint."""
-
-    type: Literal["undo_done"] = "undo_done"
-    turns: int
-    files: list[str]
-    """Paths (relative to the workspace) that were restored or removed."""
-    turn: int | None = None
-    """The oldest turn undone (its number in the session)."""
-    forgotten: bool = False
-    """The undone turns were also removed from the conversation the model sees (not
-    possible when it was compacted or cleared since)."""
-    what: RewindWhat = "both"
-    """What was asked for: files restored, conversation cut back, or both."""
-
-
-class DiffReport(_Event):
-    """What the agent changed this session, as a unified diff."""
-
-    type: Literal["diff_report"] = "diff_report"
-    diff: str
-    files: list[str]
-
-
-class Compacted(_Event):
-    """Older turns were summarised to free context."""
-
-    type: Literal["compacted"] = "compacted"
-    summary: str
-    tokens_before: int
-    tokens_after: int
-
-
-class ApprovalModeChanged(_Event):
-    """The approval mode now in force (after a ``SetApprovalMode``)."""
-
-    type: Literal["approval_mode_changed"] = "approval_mode_changed"
-    mode: ApprovalMode
-
-
-class AutoCommitted(_Event):
-    """The answer to ``AutoCommit``: the new commit, or None when nothing changed."""
-
-    type: Literal["auto_committed"] = "auto_committed"
-    commit: str | None = None
-
-
-class Notice(_Event):
-    """Something the user should know that is not an error."""
-
-    type: Literal["notice"] = "notice"
-    level: Literal["info", "warning"] = "info"
-    text: str
-
-
-class ErrorEvent(_Event):
-    """Something went wrong; ``fatal`` means the session cannot go on."""
-
-    type: Literal["error"] = "error"
-    message: str
-    fatal: bool = False
-
-
-class HookRan(_Event):
-    """A hook program ran (``clover_code.agent.hooks``); a blocked or failed one
-    is also reported as a warning ``Notice``."""
-
-    type: Literal["hook_ran"] = "hook_ran"
-    event: str
-    """The lifecycle point, e.g. ``PreToolUse``."""
-    command: str
-    outcome: Literal["ok", "blocked", "failed"]
-    """ok: it let things go on; blocked: exit 2 or a block decision; failed: it
-    could not start, crashed, timed out, printed bad JSON or exited with another
-    code (then clover-code went on)."""
-    message: str = ""
-    """The reason or problem, in one sentence."""
-    tool_name: str | None = None
-
-
-TurnStatus = Literal["completed", "interrupted", "failed", "max_turns", "timeout"]
-
-
-class TurnFinished(_Event):
-    """The turn ended and the core is ready for the next input."""
-
-    type: Literal["turn_finished"] = "turn_finished"
-    turn: int
-    status: TurnStatus
-    final_text: str = ""
-    model_requests: int = 0
-
-
-class SubagentEvent(_Event):
-    """An event of a child agent started by the ``task`` tool call ``parent_call_id``.
-
-    Every event a child emits reaches front ends wrapped like this, so they can
-    show it under the parent's call (or leave it out) and never mix it up with
-    the parent's own stream."""
-
-    type: Literal["subagent_event"] = "subagent_event"
-    parent_call_id: str
-    agent: str
-    """The child's agent definition, e.g. ``explore``."""
-    event: Event
-
-
-class SessionEnded(_Event):
-    """The session closed; the transcript is complete."""
-
-    type: Literal["session_ended"] = "session_ended"
-    session_id: str
-
-
-Event = Annotated[
-    SessionStarted
-    | TurnStarted
-    | BlockDraft
-    | BlockCommitted
-    | ReasoningDelta
-    | ContentDelta
-    | ToolCallStarted
-    | ToolOutput
-    | ToolCallFinished
-    | ApprovalRequested
-    | UsageReport
-    | TodoUpdated
-    | UndoDone
-    | DiffReport
-    | Compacted
-    | ApprovalModeChanged
-    | AutoCommitted
-    | Notice
-    | ErrorEvent
-    | HookRan
-    | TurnFinished
-    | SubagentEvent
-    | SessionEnded,
-    Field(discriminator="type"),
-]
-SubagentEvent.model_rebuild()
-EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+from clover_code.protocol.tool_display import read_display as read_display

@@ -1,0 +1,296 @@
+"""The events the core reports to front ends: ``Event`` and its kinds.
+
+Re-exported by ``clover_code.protocol``. This module imports nothing else of
+clover-code but the protocol's own modules.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, TypeAdapter, field_validator
+
+from clover_code.protocol.base import _Event
+from clover_code.protocol.ops import ApprovalMode, RewindWhat
+from clover_code.protocol.tool_display import TodoItem, ToolDisplay, read_display
+
+
+class SessionStarted(_Event):
+    """A session is ready: which engine, model, sandbox and where it is saved."""
+
+    type: Literal["session_started"] = "session_started"
+    session_id: str
+    cwd: str
+    engine: str
+    model: str
+    sandbox: str
+    approval: str
+    transcript: str
+    resumed: bool = False
+    checkpoint_warning: str | None = None
+    """Why snapshotting this workspace needs a yes first (home directory, many files
+    outside git); turns are not checkpointed until ``AllowCheckpoints`` answers."""
+
+
+class TurnStarted(_Event):
+    """The agent began working on a user input."""
+
+    type: Literal["turn_started"] = "turn_started"
+    turn: int
+    text: str
+
+
+class BlockDraft(_Event):
+    """One denoising step of the block being generated; ``None`` marks a mask."""
+
+    type: Literal["block_draft"] = "block_draft"
+    block: int
+    step: int
+    tokens: list[str | None]
+    confidences: list[float] | None = None
+
+
+class BlockCommitted(_Event):
+    """A finished block of model output; its text never changes afterwards."""
+
+    type: Literal["block_committed"] = "block_committed"
+    block: int
+    text: str = ""
+    """The block's raw text (headless stream-json leaves it out: the deltas carry the text)."""
+    token_count: int
+    steps: int | None = None
+
+
+class ReasoningDelta(_Event):
+    """Thinking text."""
+
+    type: Literal["reasoning_delta"] = "reasoning_delta"
+    text: str
+
+
+class ContentDelta(_Event):
+    """Answer text."""
+
+    type: Literal["content_delta"] = "content_delta"
+    text: str
+
+
+class ToolCallStarted(_Event):
+    """A validated tool call is about to run (or wait for approval)."""
+
+    type: Literal["tool_call_started"] = "tool_call_started"
+    call_id: str
+    name: str
+    kind: str
+    arguments: dict[str, Any]
+    summary: str
+
+
+class ToolOutput(_Event):
+    """Live output of a running command."""
+
+    type: Literal["tool_output"] = "tool_output"
+    call_id: str
+    text: str
+
+
+class ToolCallFinished(_Event):
+    """A tool call ended; ``result`` is what the model sees."""
+
+    type: Literal["tool_call_finished"] = "tool_call_finished"
+    call_id: str
+    name: str
+    status: Literal["ok", "error", "denied", "cancelled"]
+    result: str
+    display: ToolDisplay | None = None
+    """What a front end may show besides ``result``, typed by kind; None when nothing."""
+    duration: float = 0.0
+
+    @field_validator("display", mode="before")
+    @classmethod
+    def _read_display(cls, value: object) -> object:
+        # Transcripts of earlier versions hold untagged dictionaries; shapes
+        # this version cannot read are dropped rather than failing the event.
+        return read_display(value)
+
+
+class ApprovalRequested(_Event):
+    """The core waits for an ``ApprovalDecision`` on this call."""
+
+    type: Literal["approval_requested"] = "approval_requested"
+    request_id: str
+    call_id: str
+    name: str
+    kind: str
+    summary: str
+    arguments: dict[str, Any]
+    prefix: str | None = None
+    """The command prefix an ``allow_prefix`` decision would cover."""
+    diff: str | None = None
+    """For an edit: the unified diff it would make to the file as it is now."""
+
+
+class UsageReport(_Event):
+    """Token accounting after a model response."""
+
+    type: Literal["usage"] = "usage"
+    prompt_tokens: int
+    completion_tokens: int
+    context_window: int
+    tokens_per_second: float | None = None
+    blocks_per_second: float | None = None
+    tokens_per_forward: float | None = None
+    """Tokens per denoising forward pass, for a backend that reports steps per block."""
+    experts_per_layer: float | None = None
+    """Mean distinct routed experts per MoE layer per block (the local hf engine)."""
+
+
+class TodoUpdated(_Event):
+    """The model's checklist changed; front ends show it."""
+
+    type: Literal["todo_updated"] = "todo_updated"
+    items: list[TodoItem]
+
+
+class UndoDone(_Event):
+    """The workspace was restored to a checkpoint."""
+
+    type: Literal["undo_done"] = "undo_done"
+    turns: int
+    files: list[str]
+    """Paths (relative to the workspace) that were restored or removed."""
+    turn: int | None = None
+    """The oldest turn undone (its number in the session)."""
+    forgotten: bool = False
+    """The undone turns were also removed from the conversation the model sees (not
+    possible when it was compacted or cleared since)."""
+    what: RewindWhat = "both"
+    """What was asked for: files restored, conversation cut back, or both."""
+
+
+class DiffReport(_Event):
+    """What the agent changed this session, as a unified diff."""
+
+    type: Literal["diff_report"] = "diff_report"
+    diff: str
+    files: list[str]
+
+
+class Compacted(_Event):
+    """Older turns were summarised to free context."""
+
+    type: Literal["compacted"] = "compacted"
+    summary: str
+    tokens_before: int
+    tokens_after: int
+
+
+class ApprovalModeChanged(_Event):
+    """The approval mode now in force (after a ``SetApprovalMode``)."""
+
+    type: Literal["approval_mode_changed"] = "approval_mode_changed"
+    mode: ApprovalMode
+
+
+class AutoCommitted(_Event):
+    """The answer to ``AutoCommit``: the new commit, or None when nothing changed."""
+
+    type: Literal["auto_committed"] = "auto_committed"
+    commit: str | None = None
+
+
+class Notice(_Event):
+    """Something the user should know that is not an error."""
+
+    type: Literal["notice"] = "notice"
+    level: Literal["info", "warning"] = "info"
+    text: str
+
+
+class ErrorEvent(_Event):
+    """Something went wrong; ``fatal`` means the session cannot go on."""
+
+    type: Literal["error"] = "error"
+    message: str
+    fatal: bool = False
+
+
+class HookRan(_Event):
+    """A hook program ran (``clover_code.agent.hooks``); a blocked or failed one
+    is also reported as a warning ``Notice``."""
+
+    type: Literal["hook_ran"] = "hook_ran"
+    event: str
+    """The lifecycle point, e.g. ``PreToolUse``."""
+    command: str
+    outcome: Literal["ok", "blocked", "failed"]
+    """ok: it let things go on; blocked: exit 2 or a block decision; failed: it
+    could not start, crashed, timed out, printed bad JSON or exited with another
+    code (then clover-code went on)."""
+    message: str = ""
+    """The reason or problem, in one sentence."""
+    tool_name: str | None = None
+
+
+TurnStatus = Literal["completed", "interrupted", "failed", "max_turns", "timeout"]
+
+
+class TurnFinished(_Event):
+    """The turn ended and the core is ready for the next input."""
+
+    type: Literal["turn_finished"] = "turn_finished"
+    turn: int
+    status: TurnStatus
+    final_text: str = ""
+    model_requests: int = 0
+
+
+class SubagentEvent(_Event):
+    """An event of a child agent started by the ``task`` tool call ``parent_call_id``.
+
+    Every event a child emits reaches front ends wrapped like this, so they can
+    show it under the parent's call (or leave it out) and never mix it up with
+    the parent's own stream."""
+
+    type: Literal["subagent_event"] = "subagent_event"
+    parent_call_id: str
+    agent: str
+    """The child's agent definition, e.g. ``explore``."""
+    event: Event
+
+
+class SessionEnded(_Event):
+    """The session closed; the transcript is complete."""
+
+    type: Literal["session_ended"] = "session_ended"
+    session_id: str
+
+
+Event = Annotated[
+    SessionStarted
+    | TurnStarted
+    | BlockDraft
+    | BlockCommitted
+    | ReasoningDelta
+    | ContentDelta
+    | ToolCallStarted
+    | ToolOutput
+    | ToolCallFinished
+    | ApprovalRequested
+    | UsageReport
+    | TodoUpdated
+    | UndoDone
+    | DiffReport
+    | Compacted
+    | ApprovalModeChanged
+    | AutoCommitted
+    | Notice
+    | ErrorEvent
+    | HookRan
+    | TurnFinished
+    | SubagentEvent
+    | SessionEnded,
+    Field(discriminator="type"),
+]
+SubagentEvent.model_rebuild()
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)

@@ -1,0 +1,128 @@
+"""The operations a front end sends the core: ``Op`` and its kinds.
+
+Re-exported by ``clover_code.protocol``. This module imports nothing else of
+clover-code but the protocol's own base models.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, get_args
+
+from pydantic import Field, TypeAdapter
+
+from clover_code.protocol.base import _Op
+
+ApprovalMode = Literal["read-only", "plan", "ask", "auto-edit", "full-auto"]
+"""What may run without asking: nothing that changes anything, nothing but reads and
+the todo list while the model writes a plan, nothing without asking, file edits, or
+everything. The settings, the flags and every picker use this."""
+APPROVAL_MODES: tuple[ApprovalMode, ...] = get_args(ApprovalMode)
+"""The approval modes, strictest first (the order Shift+Tab cycles through)."""
+
+
+class UserInput(_Op):
+    """Start a turn with the user's text."""
+
+    type: Literal["user_input"] = "user_input"
+    text: str
+
+
+class Interrupt(_Op):
+    """Stop the running turn at once; what arrived so far is kept."""
+
+    type: Literal["interrupt"] = "interrupt"
+
+
+class ApprovalDecision(_Op):
+    """The user's answer to an ``ApprovalRequested`` event."""
+
+    type: Literal["approval_decision"] = "approval_decision"
+    request_id: str
+    decision: Literal["allow_once", "allow_prefix", "allow_file", "allow_edits", "deny"]
+    """``allow_file``: edits to this file, ``allow_edits``: all edits, for the session."""
+    feedback: str | None = None
+    """Text passed to the model with a denial."""
+
+
+class SetApprovalMode(_Op):
+    """Switch the approval mode for the rest of the session (``ApprovalModeChanged`` answers)."""
+
+    type: Literal["set_approval_mode"] = "set_approval_mode"
+    mode: ApprovalMode
+
+
+class AutoCommit(_Op):
+    """Commit what the agent changed in the workspace's git repository
+    (``AutoCommitted`` answers, or an ``ErrorEvent`` saying why not)."""
+
+    type: Literal["auto_commit"] = "auto_commit"
+    subject: str
+    """The commit message's first line."""
+
+
+RewindWhat = Literal["files", "conversation", "both"]
+
+
+class Undo(_Op):
+    """Revert the workspace to before the last ``turns`` turns (checkpoints).
+
+    Refused with an error event when the user changed the same files since,
+    unless ``force``."""
+
+    type: Literal["undo"] = "undo"
+    turns: int = 1
+    force: bool = False
+    last_change: bool = False
+    """Undo back to (and including) the newest turn that changed files; ``turns`` is
+    then ignored."""
+    what: RewindWhat = "both"
+    """Restore the files, cut the conversation back to before those turns, or both."""
+
+
+class AllowCheckpoints(_Op):
+    """The answer to ``SessionStarted.checkpoint_warning``: snapshot the workspace
+    (``allow``) or turn checkpoints (undo, diff) off for the session."""
+
+    type: Literal["allow_checkpoints"] = "allow_checkpoints"
+    allow: bool
+
+
+class ShowDiff(_Op):
+    """Ask for what the agent changed in the workspace this session."""
+
+    type: Literal["show_diff"] = "show_diff"
+
+
+class Compact(_Op):
+    """Summarise older turns now to free context."""
+
+    type: Literal["compact"] = "compact"
+
+
+class ClearHistory(_Op):
+    """Start a fresh conversation (the transcript of the old one is kept)."""
+
+    type: Literal["clear_history"] = "clear_history"
+
+
+class Shutdown(_Op):
+    """End the session cleanly."""
+
+    type: Literal["shutdown"] = "shutdown"
+
+
+Op = Annotated[
+    UserInput
+    | Interrupt
+    | ApprovalDecision
+    | SetApprovalMode
+    | AutoCommit
+    | Undo
+    | AllowCheckpoints
+    | ShowDiff
+    | Compact
+    | ClearHistory
+    | Shutdown,
+    Field(discriminator="type"),
+]
+OP_ADAPTER: TypeAdapter[Op] = TypeAdapter(Op)
