@@ -10,6 +10,7 @@ import argparse
 import asyncio
 import sys
 from pathlib import Path
+from typing import Any
 
 from clover_code.cli_flags import SERVE_FLAGS, add_setting_flags, flag_values, setting_names
 from clover_code.config import load_settings
@@ -61,15 +62,25 @@ def main(argv: list[str]) -> int:
     config = uvicorn.Config(
         app, host=settings.serve_host, port=settings.serve_port, log_level="warning"
     )
-    print(
+    ready = (
         f"clover-code serve: {backend.model} on http://{settings.serve_host}:"
-        f"{settings.serve_port}/v1",
-        file=sys.stderr,
+        f"{settings.serve_port}/v1"
     )
     try:
-        asyncio.run(uvicorn.Server(config).serve())
+        asyncio.run(_serve(uvicorn.Server(config), ready))
     except KeyboardInterrupt:
         return 130
     finally:
         asyncio.run(backend.aclose())
     return 0
+
+
+async def _serve(server: Any, ready: str) -> None:
+    """Run the server; say ``ready`` once it listens (not before: a client that reads
+    the line and connects at once must find the port open)."""
+    running = asyncio.create_task(server.serve())
+    while not server.started and not running.done():
+        await asyncio.sleep(0.02)
+    if server.started:
+        print(ready, file=sys.stderr, flush=True)
+    await running
