@@ -18,11 +18,10 @@ edits.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from clover_code.agent.frontmatter import FrontMatterError, split_front_matter
+from clover_code.agent.frontmatter import FrontMatterError, named_entry, split_front_matter
 
 __all__ = [
     "BUILTIN_AGENTS",
@@ -36,8 +35,6 @@ __all__ = [
 PROJECT_AGENTS_DIR = ".clover/agents"
 """Where a project keeps its agent definitions, relative to the workspace root."""
 DEFAULT_AGENT = "explore"
-MAX_DESCRIPTION = 1024
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 READ_KINDS = frozenset({"read", "search"})
 
 
@@ -126,17 +123,7 @@ def load_agents(
 
 def _read(path: Path) -> AgentDefinition:
     meta, body = split_front_matter(path.read_text("utf-8"))
-    name = meta.get("name", path.stem)
-    description = meta.get("description")
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise FrontMatterError(
-            "its name must be letters, digits, '.', '_' or '-' (at most 64 characters)"
-        )
-    if not isinstance(description, str) or not description.strip():
-        raise FrontMatterError("its front matter has no description")
-    description = " ".join(description.split())
-    if len(description) > MAX_DESCRIPTION:
-        raise FrontMatterError(f"its description is longer than {MAX_DESCRIPTION} characters")
+    name, description = named_entry(meta, path.stem)
     if not body.strip():
         raise FrontMatterError("it has no system prompt after the front matter")
     model = meta.get("model")

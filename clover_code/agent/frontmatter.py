@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
 
-__all__ = ["FrontMatterError", "split_front_matter"]
+__all__ = ["MAX_DESCRIPTION", "FrontMatterError", "named_entry", "split_front_matter"]
 
 
 class FrontMatterError(ValueError):
@@ -37,3 +38,25 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
     if not isinstance(data, dict):
         raise FrontMatterError("the front matter is not a mapping of keys to values")
     return {str(k): v for k, v in data.items()}, body
+
+
+MAX_DESCRIPTION = 1024
+"""Longest description a skill or agent may have (it goes into every system prompt)."""
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+def named_entry(meta: dict[str, Any], default_name: str) -> tuple[str, str]:
+    """The ``name`` (``default_name`` when absent) and the one-line ``description`` of a
+    skill's or agent's front matter; ``FrontMatterError`` saying what is wrong."""
+    name = meta.get("name", default_name)
+    description = meta.get("description")
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise FrontMatterError(
+            "its name must be letters, digits, '.', '_' or '-' (at most 64 characters)"
+        )
+    if not isinstance(description, str) or not description.strip():
+        raise FrontMatterError("its front matter has no description")
+    description = " ".join(description.split())
+    if len(description) > MAX_DESCRIPTION:
+        raise FrontMatterError(f"its description is longer than {MAX_DESCRIPTION} characters")
+    return name, description

@@ -13,12 +13,11 @@ malformed ``SKILL.md`` is skipped with a note naming the file.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from clover_code.agent.frontmatter import FrontMatterError, split_front_matter
+from clover_code.agent.frontmatter import FrontMatterError, named_entry, split_front_matter
 
 __all__ = [
     "PROJECT_SKILL_DIRS",
@@ -32,11 +31,8 @@ __all__ = [
 SKILL_FILE = "SKILL.md"
 PROJECT_SKILL_DIRS = (".clover/skills", ".agents/skills")
 """Where a project keeps its skills, relative to the workspace root."""
-MAX_DESCRIPTION = 1024
-"""Longest description a skill may have (it goes into every system prompt)."""
 MAX_FILES = 200
 """Most files of a skill folder listed for the model."""
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,17 +97,7 @@ def _skill_files(base: Path) -> Iterable[Path]:
 def _read(skill_md: Path, source: str) -> Skill:
     meta, body = split_front_matter(skill_md.read_text("utf-8"))
     folder = Path(os.path.realpath(skill_md.parent))
-    name = meta.get("name", skill_md.parent.name)
-    description = meta.get("description")
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise FrontMatterError(
-            "its name must be letters, digits, '.', '_' or '-' (at most 64 characters)"
-        )
-    if not isinstance(description, str) or not description.strip():
-        raise FrontMatterError("its front matter has no description")
-    description = " ".join(description.split())
-    if len(description) > MAX_DESCRIPTION:
-        raise FrontMatterError(f"its description is longer than {MAX_DESCRIPTION} characters")
+    name, description = named_entry(meta, skill_md.parent.name)
     if not body.strip():
         raise FrontMatterError("it has no instructions after the front matter")
     return Skill(name, description, body.strip(), folder, source)
