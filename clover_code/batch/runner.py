@@ -100,7 +100,7 @@ async def run_batch(
     async def one(task: BatchTask) -> None:
         async with gate:
             record = await run_one(task, options)
-        _append(options, task, record)
+        record_finished(options, task, record)
         records.append(record)
         progress(record)
 
@@ -110,7 +110,8 @@ async def run_batch(
     return records
 
 
-def _append(options: BatchOptions, task: BatchTask, record: BatchRecord) -> None:
+def record_finished(options: BatchOptions, task: BatchTask, record: BatchRecord) -> None:
+    """Append a finished task to ``DIR/results.jsonl`` and ``DIR/predictions.jsonl``."""
     with (options.out / "results.jsonl").open("a", encoding="utf-8") as results:
         results.write(record.model_dump_json() + "\n")
     prediction = {
