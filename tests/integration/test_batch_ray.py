@@ -181,16 +181,17 @@ async def test_ctrl_c_cancels_the_ray_tasks_and_keeps_finished_ones(
     assert names(cluster.scratch) == []
 
 
-def headless_pid(slug: str) -> int | None:
-    """The headless process running the batch task ``slug``, if there is one."""
+def headless_pid(cluster: RayCluster, slug: str) -> int | None:
+    """The headless process running the batch task ``slug`` on ``cluster``, if there is one."""
     for entry in Path("/proc").iterdir():
         try:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"--task-file" in argv and argv[argv.index(b"--task-file") + 1].endswith(
-            f"/tasks/{slug}.md".encode()
-        ):
+        if b"--task-file" not in argv:
+            continue
+        prompt = Path(argv[argv.index(b"--task-file") + 1].decode())
+        if prompt.is_relative_to(cluster.scratch) and prompt.name == f"{slug}.md":
             return int(entry.name)
     return None
 
@@ -233,7 +234,7 @@ async def test_a_task_whose_worker_dies_is_recorded_as_crashed(
         lambda: any("HANG-FOREVER" in r.body.decode() for r in scripted_server.chat_requests),
         message="the doomed task to ask the model",
     )
-    headless = headless_pid("doomed")
+    headless = headless_pid(cluster, "doomed")
     assert headless is not None
     os.kill(parent(headless), signal.SIGKILL)  # the Ray worker running the task
     try:
