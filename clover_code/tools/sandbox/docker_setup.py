@@ -137,19 +137,21 @@ def clean_stale_containers(client: Any) -> int:
     return removed
 
 
-def root_filter(user: tuple[int, int]) -> bytes | None:
+def root_filter(user: tuple[int, int], machine: str | None = None) -> bytes | None:
     """The setuid filter the runner must install when commands run as ``user``.
 
     None when ``user`` is not root (no filter); raises ``ToolError`` when it is
-    and this architecture has no filter, since then nothing would stop them.
+    and ``machine`` (default: this one) has no filter, since then nothing would
+    stop them.
     """
     if not runs_as_root(user):
         return None
-    program = setuid_filter()
+    program = setuid_filter(machine)
     if program is None:
+        name = machine or platform.machine()
         msg = (
-            f"the Docker sandbox cannot run commands as root on {platform.machine()}: its "
-            "filter against setuid files exists only for x86_64 and aarch64; run clover-code "
+            f"the Docker sandbox cannot run commands as root on {name}: its filter against "
+            "setuid files exists only for x86_64 and aarch64; run clover-code "
             "as a regular user, or on a workspace a regular user owns."
         )
         raise ToolError(msg)
