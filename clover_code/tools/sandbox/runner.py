@@ -133,7 +133,7 @@ def lock_setuid(path: str | None) -> str | None:
 
         with open(path, "rb") as fh:
             program = fh.read()
-        if not program or len(program) % 8:
+        if not program or len(program) % 8 or len(program) > 8 * 4096:
             return f"{path} is not a seccomp program"
 
         class Prog(ctypes.Structure):  # struct sock_fprog
@@ -151,7 +151,10 @@ def lock_setuid(path: str | None) -> str | None:
             return f"prctl: {os.strerror(ctypes.get_errno())}"
     except (ImportError, OSError, AttributeError) as exc:
         return f"{type(exc).__name__}: {exc}"
-    fd, probe = tempfile.mkstemp(prefix="clover-setuid-probe-")
+    try:  # check that it holds
+        fd, probe = tempfile.mkstemp(prefix="clover-setuid-probe-")
+    except OSError as exc:
+        return f"cannot check it: {exc.strerror}"
     try:
         os.fchmod(fd, 0o4700)
     except PermissionError:
