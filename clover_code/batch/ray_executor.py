@@ -44,6 +44,9 @@ CONNECT_TIMEOUT_S = 5.0
 CANCEL_GRACE_S = 60.0
 """How long an interrupted batch waits for its cancelled tasks to stop on their nodes."""
 
+TICK_S = 1.0
+"""How often a waiting driver calls its ``tick``."""
+
 _SENT_BACK = ("transcripts", "logs", "tasks")
 """The sub folders of a task's scratch ``DIR`` whose files come back to the driver."""
 
@@ -116,9 +119,11 @@ def run_batch_ray(
     tasks: list[BatchTask],
     options: BatchOptions,
     progress: Callable[[BatchRecord], None],
+    tick: Callable[[], None] = lambda: None,
 ) -> list[BatchRecord]:
     """Run ``tasks`` on the connected cluster, ``options.jobs`` in flight, spread over
-    the nodes; records each as it finishes.
+    the nodes; records each as it finishes, and calls ``tick`` every second meanwhile
+    (to redraw a progress bar).
 
     On ``KeyboardInterrupt`` the tasks in flight are cancelled (each kills its
     headless process on its node), those that finished meanwhile are recorded,
@@ -150,9 +155,11 @@ def run_batch_ray(
                 # A relative path means the task file's folder on this machine.
                 resolved = task.model_copy(update={"repo": task.source(options.base)})
                 flying[remote.remote(resolved, options)] = (task, time.monotonic())
-            ready, _ = ray.wait(list(flying), num_returns=1)
+            ready, _ = ray.wait(list(flying), num_returns=1, timeout=TICK_S)
             for ref in ready:
                 finish(ref)
+            if not ready:
+                tick()
     except KeyboardInterrupt:
         for ref in flying:
             ray.cancel(ref)
