@@ -251,7 +251,10 @@ def run(argv: list[str]) -> int:
 
 def main() -> None:
     """Console-script entry point."""
+    from clover_code.parent_tie import tie_to_parent
+
     try:
+        tie_to_parent()
         code = run(sys.argv[1:])
     except KeyboardInterrupt:
         code = ExitCode.INTERRUPTED

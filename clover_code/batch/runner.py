@@ -26,6 +26,7 @@ from clover_code.batch.tasks import BatchTask
 from clover_code.batch.workspace import (
     TIMED_OUT,
     WorkspaceError,
+    child_env,
     prepare,
     run_sandboxed,
     stop_group,
@@ -224,6 +225,7 @@ async def _headless(
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
+        env=child_env(),
         start_new_session=True,  # Ctrl+C reaches the batch, which stops the tasks itself
     )
     assert proc.stdout is not None and proc.stderr is not None

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from clover_code.agent.shadow_store import last_line
 from clover_code.gitsafe import run_git
+from clover_code.parent_tie import ENV
 
 
 class WorkspaceError(Exception):
@@ -71,6 +72,7 @@ async def run_sandboxed(
             stdin=asyncio.subprocess.DEVNULL,
             stdout=out,
             stderr=asyncio.subprocess.STDOUT,
+            env=child_env(),
             start_new_session=True,
         )
         try:
@@ -93,6 +95,12 @@ async def stop_group(proc: asyncio.subprocess.Process, grace: float = STOP_GRACE
             await asyncio.wait_for(proc.wait(), grace)
     _signal(proc, signal.SIGKILL)
     await proc.wait()
+
+
+def child_env() -> dict[str, str]:
+    """The environment of a task's processes: ours, plus the request to stop when this
+    batch dies (``clover_code.parent_tie``)."""
+    return {**os.environ, ENV: str(os.getpid())}
 
 
 def _signal(proc: asyncio.subprocess.Process, sig: int) -> None:

@@ -19,7 +19,8 @@ from tests.integration.sse_server import (
     ScriptedServer,
 )
 from tests.integration.test_batch import answer, lines, project, write_tasks
-from tests.integration.test_headless_e2e import run_clover, sglang
+from tests.integration.test_headless_e2e import clover, run_clover, sglang
+from tests.waiting import async_wait_until, within
 
 pytestmark = pytest.mark.integration
 
@@ -125,3 +126,50 @@ async def test_a_task_past_its_output_limit_is_stopped_and_the_batch_goes_on(
     assert 0 < len(transcript) <= 262_144
     assert all(json.loads(line) for line in transcript.splitlines())  # no torn last line
     assert "output limit           1" in err
+
+
+async def test_a_batch_killed_outright_takes_its_running_tasks_with_it(
+    scripted_server: ScriptedServer, project: tuple[Path, str], tmp_path: Path
+) -> None:
+    # SIGKILL leaves the batch no chance to stop its tasks: each headless run asked
+    # Linux for SIGINT when its parent dies, so it stops as on Ctrl+C.
+    repo, _ = project
+    scripted_server.responder = answer
+    tasks = write_tasks(
+        tmp_path / "tasks.jsonl", [{"id": "stuck", "repo": str(repo), "task": "HANG-FOREVER"}]
+    )
+    proc = await clover(
+        tmp_path,
+        "batch",
+        str(tasks),
+        "--out",
+        str(tmp_path / "out"),
+        "--base-url",
+        scripted_server.base_url,
+        "--sandbox",
+        "none",
+        home=tmp_path,
+    )
+    await async_wait_until(
+        lambda: any("HANG-FOREVER" in r.body.decode() for r in scripted_server.chat_requests),
+        message="the task to ask the model",
+    )
+    proc.kill()
+    await within(proc.wait(), message="the batch to die")
+    assert await scripted_server.wait_for_disconnect()
+    prompt = str(tmp_path / "out" / "tasks" / "stuck.md")
+    await async_wait_until(lambda: not running_with(prompt), message="the orphaned run to stop")
+
+
+def running_with(argument: str) -> list[int]:
+    """Pids of live processes with ``argument`` on their command line."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if argument.encode() in argv and state != "Z":
+            found.append(int(entry.name))
+    return found
