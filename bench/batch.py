@@ -95,26 +95,52 @@ def _measure(model: ScriptedModel, started: float) -> tuple[int, float, float]:
     return requests, sum(gaps) / max(1, len(gaps)), first
 
 
-async def run_clover(
-    tasks_file: Path, model: ScriptedModel, base_url: str, jobs: int, sandbox: str, work: Path
-) -> Run:
-    """``python -m clover_code batch`` on the task file, once."""
-    out = work / f"clover-{sandbox}-{jobs}"
+@dataclass(slots=True)
+class Bench:
+    """What every run shares."""
+
+    tasks: list[Task]
+    model: ScriptedModel
+    base_url: str
+    work: Path
+    cache_dir: Path
+    image: str
+    peer: Path | None
+    """mini-swe-agent's ``mini-extra``, or None when it is not measured."""
+
+    def clover_env(self) -> dict[str, str]:
+        """The environment of ``clover-code batch`` (and so of every task's process).
+
+        Bytecode is cached (outside the source tree), as an installed package has it:
+        a shell with PYTHONDONTWRITEBYTECODE would otherwise make every task's process
+        compile clover-code's modules afresh, which the peer, installed by pip, never does.
+        """
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CLOVER_")}
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env.update(
+            PYTHONPATH=str(_ROOT),
+            PYTHONPYCACHEPREFIX=str(self.cache_dir / "pycache"),
+            XDG_DATA_HOME=str(self.work / "home" / "data"),
+            XDG_CONFIG_HOME=str(self.work / "home" / "config"),
+        )
+        return env
+
+
+async def run_clover(bench: Bench, tasks: list[Task], jobs: int, sandbox: str, name: str) -> Run:
+    """``python -m clover_code batch`` on ``tasks``, once."""
+    out = bench.work / f"clover-{sandbox}-{name}"
     shutil.rmtree(out, ignore_errors=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CLOVER_")}
-    env.update(
-        PYTHONPATH=str(_ROOT),
-        XDG_DATA_HOME=str(work / "home" / "data"),
-        XDG_CONFIG_HOME=str(work / "home" / "config"),
-    )
+    out.mkdir(parents=True)
+    tasks_file = out / "tasks.jsonl"
+    write_clover_tasks(tasks, tasks_file)
     argv = [sys.executable, "-m", "clover_code", "batch", str(tasks_file), "--out", str(out)]
-    argv += ["--jobs", str(jobs), "--base-url", base_url, "--model", "test-model"]
+    argv += ["--jobs", str(jobs), "--base-url", bench.base_url, "--model", "test-model"]
     argv += ["--sandbox", sandbox]
     await asyncio.to_thread(wait_for_containers)
-    model.reset()
+    bench.model.reset()
     started = time.monotonic()
     proc = await asyncio.create_subprocess_exec(
-        *argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        *argv, env=bench.clover_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     _, err = await proc.communicate()
     wall = time.monotonic() - started
@@ -123,38 +149,46 @@ async def run_clover(
     records = [json.loads(line) for line in lines]
     fixed = sum(1 for r in records if r.get("tests_passed") is True)
     note = "" if proc.returncode == 0 else f"exit {proc.returncode}: {err.decode()[-300:]}"
-    requests, in_loop, first = _measure(model, started)
-    return Run(CLOVER, sandbox, jobs, len(model.tasks), wall, fixed, requests, in_loop, first, note)
+    requests, in_loop, first = _measure(bench.model, started)
+    return Run(CLOVER, sandbox, jobs, len(tasks), wall, fixed, requests, in_loop, first, note)
 
 
-async def run_peer(
-    script: Path,
-    tasks: list[Task],
-    model: ScriptedModel,
-    base_url: str,
-    jobs: int,
-    sandbox: str,
-    image: str,
-    work: Path,
-) -> Run:
+async def run_peer(bench: Bench, tasks: list[Task], jobs: int, sandbox: str, name: str) -> Run:
     """``mini-extra swebench`` on the same tasks, once."""
+    assert bench.peer is not None
     await asyncio.to_thread(wait_for_containers)
-    here = work / f"mini-{sandbox}-{jobs}"
-    model.reset(mini_workdirs(tasks, here, sandbox))
+    here = bench.work / f"mini-{sandbox}-{name}"
+    bench.model.reset(mini_workdirs(tasks, here, sandbox))
     started = time.monotonic()
     wall, fixed, tail = await asyncio.to_thread(
         run_mini,
-        script,
+        bench.peer,
         tasks,
-        base_url=base_url,
+        base_url=bench.base_url,
         jobs=jobs,
         sandbox=sandbox,
-        image=image,
+        image=bench.image,
         work=here,
     )
-    requests, in_loop, first = _measure(model, started)
+    requests, in_loop, first = _measure(bench.model, started)
     note = "" if fixed == len(tasks) else f"log tail: {tail[-600:]}"
     return Run(MINI, sandbox, jobs, len(tasks), wall, fixed, requests, in_loop, first, note)
+
+
+async def _measure_all(bench: Bench, kinds: list[str], jobs_values: list[int]) -> list[Run]:
+    runs: list[Run] = []
+    for sandbox in kinds:
+        # Not counted: fills bytecode and other first-use caches of both tools.
+        await run_clover(bench, bench.tasks[:1], 1, sandbox, "warmup")
+        if bench.peer is not None:
+            await run_peer(bench, bench.tasks[:1], 1, sandbox, "warmup")
+        for jobs in jobs_values:
+            agents = [run_clover] if bench.peer is None else [run_clover, run_peer]
+            for run_agent in agents:
+                run = await run_agent(bench, bench.tasks, jobs, sandbox, str(jobs))
+                runs.append(run)
+                print(f"  ran {run.agent} {sandbox} --jobs {jobs}: {run.wall:.1f} s", flush=True)
+    return runs
 
 
 def _docker_problem(image: str) -> str | None:
@@ -224,30 +258,18 @@ async def _main(args: argparse.Namespace, work: Path) -> None:
         skipped.append(f"docker: skipped ({why})")
     script, why = (None, "skipped (--no-peer)") if args.no_peer else mini_python(args.cache_dir)
     tasks = make_tasks(work / "repos", args.tasks)
-    tasks_file = work / "tasks.jsonl"
-    write_clover_tasks(tasks, tasks_file)
     model = ScriptedModel(args.latency, {t.id: t for t in tasks})
     server = ScriptedServer()
     server.responder = model
     await server.start()
+    bench = Bench(tasks, model, server.base_url, work, args.cache_dir, image, script)
     peer = f"mini-swe-agent {mini_version(script)}" if script else f"mini-swe-agent: {why}"
     print(
         f"{args.tasks} tasks, {REQUESTS_PER_TASK} model requests each, {args.latency:g} s per "
         f"request; sandbox image {image}; peer {peer}"
     )
-    runs: list[Run] = []
     try:
-        for sandbox in kinds:
-            for jobs in args.jobs:
-                ours = await run_clover(tasks_file, model, server.base_url, jobs, sandbox, work)
-                runs.append(ours)
-                print(f"  ran {CLOVER} {sandbox} --jobs {jobs}: {ours.wall:.1f} s", flush=True)
-                if script is not None:
-                    run = await run_peer(
-                        script, tasks, model, server.base_url, jobs, sandbox, image, work
-                    )
-                    runs.append(run)
-                    print(f"  ran {MINI} {sandbox} --jobs {jobs}: {run.wall:.1f} s", flush=True)
+        runs = await _measure_all(bench, kinds, args.jobs)
     finally:
         await server.stop()
     print()
