@@ -29,7 +29,7 @@ SUBCOMMANDS_HELP = """commands:
   clover-code --task TEXT     run one task headless (see the task options above)
   clover-code acp             serve the Agent Client Protocol on stdin/stdout (editors)
   clover-code serve           serve a local checkpoint as an OpenAI-compatible server
-  clover-code sandbox         build or check the sandbox image (sandbox --help)
+  clover-code sandbox         build, check or run a command in the sandbox (sandbox --help)
   clover-code batch TASKS.jsonl --out DIR   many tasks, each in its own clone (batch --help)
   clover-code schema result|events   JSON Schema of the headless JSON result / stream lines
   clover-code mcp-server      serve the agent as an MCP server on stdin/stdout

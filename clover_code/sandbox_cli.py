@@ -1,7 +1,8 @@
-"""``clover-code sandbox``: build the sandbox image, or show what would run commands.
+"""``clover-code sandbox``: build the sandbox image, show what would run commands, or run one.
 
     clover-code sandbox build [--offline | --dockerfile] [--force] [--trust-project]
     clover-code sandbox status
+    clover-code sandbox run [-C DIR] [--sandbox KIND] (-c LINE | -- PROGRAM ARG...)
 
 ``build`` without a method builds from the Dockerfile when the base image is
 present or can be pulled, else offline (debootstrap, needs root). It does
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clover_code.errors import CloverError, ExitCode
+from clover_code.sandbox_run import add_run_parser, run_main
 
 if TYPE_CHECKING:
     from clover_code.config import Settings
@@ -33,7 +35,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="clover-code sandbox",
         description="Build the Docker image shell commands run in, or show sandbox status.",
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{build,status}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{build,status,run}")
     build = sub.add_parser("build", help="build the sandbox image (if it is missing)")
     method = build.add_mutually_exclusive_group()
     method.add_argument(
@@ -58,6 +60,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     build.set_defaults(method="auto")
     sub.add_parser("status", help="show Docker, bubblewrap and image status")
+    add_run_parser(sub)
     return parser
 
 
@@ -70,6 +73,8 @@ def main(argv: list[str]) -> int:
     try:
         if args.command == "build":
             return _build(args.method, args.force, args.trust_project)
+        if args.command == "run":
+            return run_main(args)
         return _status()
     except CloverError as exc:
         print(f"clover-code: {exc}", file=sys.stderr)

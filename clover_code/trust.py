@@ -162,11 +162,12 @@ _LOOSER: dict[str, Callable[[Any, Any], bool]] = {
     "sandbox_setup": _any,  # commands run with the network on when the image is built
     "web_allow_private": _more_private,  # web_fetch reaching the host's own network
     "search_url": _changed,  # where web_search sends the model's queries
+    "base_url": _changed,  # where the model's requests go: the code, and the user's API key
 }
 
 NEUTRAL_KEYS = frozenset(
     {
-        "engine", "base_url", "model", "api_key", "block_size", "remote_drafts",
+        "engine", "model", "api_key", "block_size", "remote_drafts",
         "raw_parsing", "thinking", "max_tokens", "temperature", "context_window",
         "threshold", "dtype", "device", "repetition_penalty", "presence_penalty",
         "frequency_penalty", "end_bias_after", "end_bias_per_1k", "think_bias_after",

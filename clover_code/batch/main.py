@@ -5,13 +5,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-import time
 from collections import Counter
 from pathlib import Path
-from typing import TextIO
 
+from clover_code.batch.progress import Progress
 from clover_code.batch.runner import BatchOptions, BatchRecord, finished_ids, run_batch
-from clover_code.batch.tasks import read_tasks
+from clover_code.batch.tasks import BatchTask, read_tasks
 from clover_code.errors import CloverError, ExitCode, UsageError
 
 _FORWARDED = ("engine", "base_url", "model", "api_key", "model_path", "block_size", "sandbox")
@@ -49,6 +48,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="approval mode of each run (full-auto)",
     )
     parser.add_argument("--max-turns", type=int, metavar="N", help="most model requests per task")
+    parser.add_argument(
+        "--max-output",
+        type=float,
+        default=64.0,
+        metavar="MB",
+        help="output a task may write (transcript and log) before it is stopped (64)",
+    )
     add_engine_arguments(parser)
     return parser
 
@@ -66,31 +72,6 @@ def _headless_args(args: argparse.Namespace) -> list[str]:
     return forwarded
 
 
-class Progress:
-    """A line per finished task: counts, rate and the time left."""
-
-    def __init__(self, total: int, err: TextIO) -> None:
-        self.total, self.err = total, err
-        self.done = 0
-        self.started = time.monotonic()
-
-    def __call__(self, record: BatchRecord) -> None:
-        self.done += 1
-        elapsed = time.monotonic() - self.started
-        rate = self.done / elapsed * 60 if elapsed > 0 else 0.0
-        left = (self.total - self.done) / (self.done / elapsed) if elapsed > 0 else 0.0
-        tests = "" if record.tests_passed is None else f", tests {_passed(record.tests_passed)}"
-        self.err.write(
-            f"[{self.done}/{self.total}] {record.id}: {record.outcome}{tests} "
-            f"({record.duration_s:.1f} s) | {rate:.1f} tasks/min, ETA {left:.0f} s\n"
-        )
-        self.err.flush()
-
-
-def _passed(value: bool) -> str:
-    return "passed" if value else "failed"
-
-
 def summary(records: list[BatchRecord], skipped: int) -> str:
     """The table printed at the end."""
     counts = Counter(r.outcome for r in records)
@@ -99,6 +80,7 @@ def summary(records: list[BatchRecord], skipped: int) -> str:
         ("completed", counts["completed"]),
         ("failed", counts["failed"]),
         ("limit reached", counts["limit"]),
+        ("output limit", counts["output_limit"]),
         ("timed out", counts["timeout"]),
         ("crashed", counts["crashed"]),
         ("interrupted", counts["interrupted"]),
@@ -116,6 +98,8 @@ def main(argv: list[str]) -> int:
     try:
         if args.jobs < 1:
             raise UsageError("--jobs must be at least 1.")
+        if args.task_timeout <= 0 or args.max_output <= 0:
+            raise UsageError("--task-timeout and --max-output must be more than 0.")
         tasks = read_tasks(args.tasks)
         out: Path = args.out.resolve()
         out.mkdir(parents=True, exist_ok=True)
@@ -131,23 +115,24 @@ def main(argv: list[str]) -> int:
         model_name=args.model_name,
         headless_args=_headless_args(args),
         base=args.tasks.resolve().parent,
+        sandbox_args=["--sandbox", args.sandbox] if args.sandbox else [],
+        max_output=int(args.max_output * 1024 * 1024),
     )
     sys.stderr.write(f"{len(todo)} task(s) to run, {len(done & {t.id for t in tasks})} done\n")
-    records: list[BatchRecord] = []
-
-    def progress(record: BatchRecord) -> None:
-        records.append(record)
-        report(record)
-
-    report = Progress(len(todo), sys.stderr)
+    progress = Progress(len(todo), args.jobs, sys.stderr)
     try:
-        asyncio.run(run_batch(todo, options, progress))
+        asyncio.run(_run(todo, options, progress))
     except KeyboardInterrupt:
         sys.stderr.write(
-            f"interrupted: {len(records)} finished task(s) are kept in {out}; "
+            f"interrupted: {progress.done} finished task(s) are kept in {out}; "
             "run the same command again to go on.\n"
         )
-        sys.stderr.write(summary(records, len(todo) - len(records)))
+        sys.stderr.write(summary(progress.records, len(todo) - progress.done))
         return int(ExitCode.INTERRUPTED)
-    sys.stderr.write(summary(records, len(tasks) - len(todo)))
+    sys.stderr.write(summary(progress.records, len(tasks) - len(todo)))
     return 0
+
+
+async def _run(todo: list[BatchTask], options: BatchOptions, progress: Progress) -> None:
+    async with progress.live():
+        await run_batch(todo, options, progress)

@@ -21,11 +21,20 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from clover_code.batch.output import OutputBudget
 from clover_code.batch.tasks import BatchTask
-from clover_code.batch.workspace import WorkspaceError, kill_group, prepare, run_shell
+from clover_code.batch.workspace import (
+    TIMED_OUT,
+    WorkspaceError,
+    prepare,
+    run_sandboxed,
+    stop_group,
+)
 from clover_code.result import ResultStatus, TaskResult
 
-Outcome = Literal["completed", "failed", "limit", "timeout", "crashed", "interrupted"]
+Outcome = Literal[
+    "completed", "failed", "limit", "output_limit", "timeout", "crashed", "interrupted"
+]
 
 _OUTCOME: dict[ResultStatus, Outcome] = {
     "success": "completed",
@@ -45,9 +54,10 @@ class BatchRecord(BaseModel):
 
     id: str
     outcome: Outcome
-    """completed, failed, limit (--max-turns or the task's time limit), timeout (killed
-    after it ignored its limit), crashed (no result: the process died or the workspace
-    could not be made) or interrupted."""
+    """completed, failed, limit (--max-turns or the task's time limit), output_limit
+    (stopped when its transcript and log passed ``--max-output``), timeout (killed after
+    it ignored its time limit), crashed (no result: the process died, or the workspace or
+    its setup failed) or interrupted."""
     tests_passed: bool | None
     """The test command's verdict (null: none given, or the agent's run did not finish)."""
     duration_s: float
@@ -70,6 +80,10 @@ class BatchOptions:
     """Flags passed on to each headless run (engine, sandbox, approval, limits)."""
     base: Path = Path()
     """Relative ``repo`` paths are relative to this (the task file's directory)."""
+    sandbox_args: list[str] = field(default_factory=list)
+    """Flags for ``clover-code sandbox run``, which runs each task's setup and tests."""
+    max_output: int = 64 * 1024 * 1024
+    """Bytes a task's headless run may write (transcript and log) before it is stopped."""
 
 
 def finished_ids(out: Path) -> set[str]:
@@ -153,13 +167,21 @@ async def run_one(task: BatchTask, options: BatchOptions) -> BatchRecord:
     except WorkspaceError as exc:
         return record("crashed", str(exc))
     if task.setup:
-        code = await run_shell(task.setup, work, log, options.task_timeout)
-        if code != 0:
-            why = "ran past the task's time limit" if code is None else f"exited {code}"
+        # The setup installs what the project needs, so it may use the network.
+        sandbox = [*options.sandbox_args, "--network"]
+        setup = await run_sandboxed(task.setup, work, log, options.task_timeout, sandbox)
+        if setup != 0:
+            why = "ran past the task's time limit" if setup == TIMED_OUT else f"exited {setup}"
             return record("crashed", f"the setup command {why}; see {log.relative_to(out)}.")
     prompt = out / "tasks" / f"{task.slug}.md"
     prompt.write_text(task.task, encoding="utf-8")
-    code, result = await _headless(prompt, work, transcript, log, options)
+    code, result, over = await _headless(prompt, work, transcript, log, options)
+    if over:
+        return record(
+            "output_limit",
+            f"stopped after writing more than {options.max_output:,} bytes of output.",
+            result,
+        )
     if result is None:
         if code is None:
             return record("timeout", f"killed after {options.task_timeout:g} s without a result.")
@@ -167,15 +189,19 @@ async def run_one(task: BatchTask, options: BatchOptions) -> BatchRecord:
     outcome = _OUTCOME[result.status]
     tests: bool | None = None
     if task.test_command and outcome != "interrupted":
-        test_code = await run_shell(task.test_command, work, log, options.task_timeout)
+        # The tests run the code the agent wrote: in the sandbox, like its own commands.
+        test_code = await run_sandboxed(
+            task.test_command, work, log, options.task_timeout, options.sandbox_args
+        )
         tests = test_code == 0
     return record(outcome, result.error, result, tests)
 
 
 async def _headless(
     prompt: Path, work: Path, transcript: Path, log: Path, options: BatchOptions
-) -> tuple[int | None, TaskResult | None]:
-    """One headless run; (exit code or None when killed, its result if it wrote one)."""
+) -> tuple[int | None, TaskResult | None, bool]:
+    """One headless run: its exit code (None when killed past its time), its result if
+    it wrote one, and whether it was stopped for writing more than ``max_output``."""
     argv = [
         sys.executable,
         "-m",
@@ -190,28 +216,44 @@ async def _headless(
         str(work),
         *options.headless_args,
     ]
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        cwd=work,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,  # Ctrl+C reaches the batch, which stops the tasks itself
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    budget = OutputBudget(options.max_output)
     with transcript.open("wb") as stdout, log.open("ab") as stderr:
-        proc = await asyncio.create_subprocess_exec(
-            *argv,
-            cwd=work,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=stdout,
-            stderr=stderr,
-            start_new_session=True,  # Ctrl+C reaches the batch, which stops the tasks itself
-        )
+        copies = [
+            asyncio.ensure_future(budget.copy(proc.stdout, stdout)),
+            asyncio.ensure_future(budget.copy(proc.stderr, stderr)),
+        ]
+        over = asyncio.ensure_future(budget.exceeded.wait())
         try:
-            code: int | None = await asyncio.wait_for(
-                proc.wait(), options.task_timeout + KILL_GRACE_S
+            done, _ = await asyncio.wait(
+                [asyncio.ensure_future(proc.wait()), over],
+                timeout=options.task_timeout + KILL_GRACE_S,
+                return_when=asyncio.FIRST_COMPLETED,
             )
-        except TimeoutError:
-            kill_group(proc)
-            await proc.wait()
-            code = None
+            if over in done:
+                await stop_group(proc)
+            elif not done:
+                await stop_group(proc, grace=0.0)
+            await asyncio.gather(*copies)
         except asyncio.CancelledError:
-            kill_group(proc)
-            await asyncio.shield(proc.wait())
+            await asyncio.shield(stop_group(proc))
             raise
-    return code, _last_result(transcript)
+        finally:
+            over.cancel()
+            for copy in copies:
+                copy.cancel()
+    if budget.exceeded.is_set():
+        budget.cut_torn_line(transcript)
+    code = proc.returncode if done else None
+    return code, _last_result(transcript), budget.exceeded.is_set()
 
 
 def _last_result(transcript: Path) -> TaskResult | None:

@@ -12,6 +12,7 @@ import contextlib
 import os
 import shutil
 import signal
+import sys
 from pathlib import Path
 
 from clover_code.agent.shadow_store import last_line
@@ -47,16 +48,25 @@ def prepare(source: str, base_commit: str | None, dest: Path) -> None:
             )
 
 
-async def run_shell(command: str, cwd: Path, log: Path, timeout: float) -> int | None:
-    """Run a setup or test command with bash in ``cwd``; its output goes to ``log``.
+TIMED_OUT = 124
+"""The exit status of a setup or test command that ran past its time (as ``timeout(1)``)."""
 
-    Returns the exit code, or None when it ran past ``timeout`` (then it is killed).
-    """
+STOP_GRACE_S = 10.0
+"""How long a stopped task may take to close its sandbox before it is killed."""
+
+
+async def run_sandboxed(
+    command: str, cwd: Path, log: Path, timeout: float, sandbox_args: list[str]
+) -> int:
+    """Run a setup or test command with ``clover-code sandbox run`` in ``cwd``'s sandbox;
+    its output goes to ``log``. Returns its exit status (``TIMED_OUT`` past ``timeout``)."""
+    argv = [sys.executable, "-m", "clover_code", "sandbox", "run", "-C", str(cwd)]
+    argv += [*sandbox_args, "--timeout", f"{timeout:g}", "-c", command]
     with log.open("ab") as out:
+        out.write(f"$ {command}\n".encode())
+        out.flush()
         proc = await asyncio.create_subprocess_exec(
-            "bash",
-            "-c",
-            command,
+            *argv,
             cwd=cwd,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=out,
@@ -64,19 +74,27 @@ async def run_shell(command: str, cwd: Path, log: Path, timeout: float) -> int |
             start_new_session=True,
         )
         try:
-            return await asyncio.wait_for(proc.wait(), timeout)
+            # The command stops itself at ``timeout``; this bound is for a stuck sandbox.
+            return await asyncio.wait_for(proc.wait(), timeout + 2 * STOP_GRACE_S)
         except TimeoutError:
-            kill_group(proc)
-            await proc.wait()
-            return None
+            await stop_group(proc, grace=0.0)
+            return TIMED_OUT
         except asyncio.CancelledError:
-            kill_group(proc)
-            await asyncio.shield(proc.wait())
+            await asyncio.shield(stop_group(proc))
             raise
 
 
-def kill_group(proc: asyncio.subprocess.Process) -> None:
-    """Kill a process started in its own session, and everything it started."""
-    if proc.returncode is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
+async def stop_group(proc: asyncio.subprocess.Process, grace: float = STOP_GRACE_S) -> None:
+    """Stop a process started in its own session, and everything it started: Ctrl+C
+    first (so it closes its sandbox and writes its result), then SIGKILL after ``grace``."""
+    if proc.returncode is None and grace > 0:
+        _signal(proc, signal.SIGINT)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(proc.wait(), grace)
+    _signal(proc, signal.SIGKILL)
+    await proc.wait()
+
+
+def _signal(proc: asyncio.subprocess.Process, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, sig)

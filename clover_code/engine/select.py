@@ -38,6 +38,17 @@ def _resolved_engine(settings: Settings) -> str | None:
     return None
 
 
+def _untrusted_address(settings: Settings) -> str:
+    """The trust notice, when the project's own server address was ignored for want of
+    trust (it would get the code and the user's API key), so the user sees why."""
+    report = settings.project_trust
+    notice = report.notice() if report is not None else None
+    ignored = report is not None and any(
+        item.startswith("base_url ") for f in report.untrusted() for item in f.loosening
+    )
+    return f" {notice}" if notice and ignored else ""
+
+
 def is_local(settings: Settings) -> bool:
     """Whether the settings choose a local engine (a checkpoint loaded in this process)."""
     return _resolved_engine(settings) in ("hf", "sglang")
@@ -47,12 +58,12 @@ def build_backend(settings: Settings) -> Backend:
     """The backend for ``settings.engine``, or ``EngineUnavailable`` saying what to do."""
     engine = _resolved_engine(settings)
     if engine is None:
-        raise EngineUnavailable(NO_ENGINE_HELP)
+        raise EngineUnavailable(NO_ENGINE_HELP + _untrusted_address(settings))
     if engine == "remote":
         if not settings.base_url:
             raise EngineUnavailable(
                 "--engine remote needs a server address: pass --base-url URL "
-                "(or set CLOVER_BASE_URL)."
+                "(or set CLOVER_BASE_URL)." + _untrusted_address(settings)
             )
         from clover_code.engine.remote import OpenAIBackend
 

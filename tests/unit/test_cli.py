@@ -93,9 +93,23 @@ def test_bad_base_url_in_config_names_the_file(
 ) -> None:
     (tmp_path / ".clover").mkdir()
     (tmp_path / ".clover/config.toml").write_text('base_url = "ftp://models.example/v1"\n')
-    code, _, err = run_cli(["-C", str(tmp_path), "--task", "hi"], capsys)
+    code, _, err = run_cli(["-C", str(tmp_path), "--trust-project", "--task", "hi"], capsys)
     assert code == 2 and ".clover/config.toml" in err and "'base_url'" in err
     assert "scheme 'ftp' is not supported" in err
+
+
+def test_an_untrusted_project_cannot_send_the_model_traffic_elsewhere(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The requests carry the code and the user's API key: a cloned repository's own
+    # server address applies only once the user trusted the file, and says so.
+    (tmp_path / ".clover").mkdir()
+    (tmp_path / ".clover/config.toml").write_text('base_url = "http://127.0.0.1:9/v1"\n')
+    code, _, err = run_cli(["-C", str(tmp_path), "--task", "hi"], capsys)
+    assert code == 3 and "No model engine is configured" in err
+    assert 'base_url = "http://127.0.0.1:9/v1"' in err and "--trust-project" in err
+    code, _, err = run_cli(["-C", str(tmp_path), "--trust-project", "--task", "hi"], capsys)
+    assert code == 3 and "cannot reach the model server at http://127.0.0.1:9/v1" in err
 
 
 def test_a_url_without_a_host_is_refused(

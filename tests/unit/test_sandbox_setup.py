@@ -12,6 +12,7 @@ import pytest
 
 from clover_code.errors import ToolError
 from clover_code.sandbox_cli import main as sandbox_main
+from clover_code.tools.sandbox.docker_setup import root_filter, support_files
 from clover_code.tools.sandbox.image import DEFINITION_FILES, image_tag, sandbox_dir
 from clover_code.tools.sandbox.policy import (
     looks_secret,
@@ -19,6 +20,7 @@ from clover_code.tools.sandbox.policy import (
     sandbox_env,
     sandbox_user,
 )
+from clover_code.tools.sandbox.seccomp import setuid_filter
 from clover_code.tools.sandbox.select import choose_sandbox
 
 NO_DOCKER = "unix:///nonexistent/clover-test-docker.sock"
@@ -79,6 +81,22 @@ def test_sandbox_user_writes_as_the_workspace_owner(tmp_path: Path) -> None:
     root_owned.mkdir()
     # Root on a root-owned workspace writes as root; the sandboxes drop every privilege.
     assert sandbox_user(root_owned) == (0, 0) and runs_as_root(sandbox_user(root_owned))
+
+
+def test_docker_gets_the_setuid_filter_only_when_commands_run_as_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert root_filter((4242, 4242)) is None
+    assert not (support_files((4242, 4242)) / "setuid-filter.bpf").exists()
+    program = setuid_filter("x86_64")
+    assert program is not None and root_filter((0, 0), "x86_64") == program
+    if setuid_filter() is not None:  # this machine has one: root's support files carry it
+        assert (support_files((0, 0)) / "setuid-filter.bpf").read_bytes() == setuid_filter()
+    with pytest.raises(
+        ToolError, match=r"^the Docker sandbox cannot run commands as root on riscv64"
+    ):
+        root_filter((0, 0), "riscv64")
 
 
 def _owned(path: Path, uid: int) -> Path:

@@ -16,7 +16,10 @@ session starts. Inside it:
   write there and Docker cannot map ids per container: then commands are uid
   0 with an empty capability set (bounding set included, so nothing they run
   gets one back), which the kernel treats as an unprivileged process except
-  that files owned by uid 0 are theirs;
+  that files owned by uid 0 are theirs. So that none can leave a
+  setuid-root program in the workspace, the runner then installs the setuid
+  filter (``seccomp.py``, on top of Docker's default profile) before it
+  runs any command, or refuses to run any (``docker_setup.root_filter``);
 - no network unless asked for (``network=True``); no Docker socket, no SSH
   agent; the environment is ``policy.sandbox_env`` (no host variables but an
   allowlist, never one named like a credential).
@@ -45,13 +48,19 @@ from typing import Any
 
 from clover_code.errors import ToolError
 from clover_code.tools.sandbox.base import ExecResult, SerialSandbox
-from clover_code.tools.sandbox.docker_link import RunnerGone, RunnerLink, open_attach_stream
+from clover_code.tools.sandbox.docker_link import (
+    RunnerGone,
+    RunnerLink,
+    RunnerRefused,
+    open_attach_stream,
+)
 from clover_code.tools.sandbox.docker_setup import (
     DOCKER_DOWN,
     clean_stale_containers,
     container_spec,
     docker_client,
     remove_container,
+    root_filter,
     short_error,
 )
 from clover_code.tools.sandbox.git_state import read_only_paths
@@ -114,6 +123,7 @@ class DockerSandbox(SerialSandbox):
         self.user = sandbox_user(self.root)
         """The uid and gid commands run as; 0 only for root on a root-owned workspace,
         and then without any capability."""
+        root_filter(self.user)  # as root, fail now where no filter can stop setuid files
         self.image = image
         self.network = network
         self.limits = limits or SandboxLimits()
@@ -167,6 +177,9 @@ class DockerSandbox(SerialSandbox):
                 "build it with `clover-code sandbox build`."
             )
             raise ToolError(msg) from None
+        except RunnerRefused as exc:
+            self._discard()
+            raise ToolError(str(exc)) from None
         except RunnerGone as exc:
             self._discard()
             msg = (

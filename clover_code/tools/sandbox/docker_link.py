@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["RunnerGone", "RunnerLink", "open_attach_stream"]
+__all__ = ["RunnerGone", "RunnerLink", "RunnerRefused", "open_attach_stream"]
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +31,10 @@ _RUNNER_HEADER = struct.Struct(">cII")
 
 class RunnerGone(Exception):
     """The stream to the runner broke: the container or the Docker daemon went away."""
+
+
+class RunnerRefused(RunnerGone):
+    """The runner would not run commands (it cannot lock them down); the text says why."""
 
 
 @dataclass(slots=True)
@@ -73,6 +77,7 @@ class RunnerLink:
         self._lock = threading.Lock()
         self._ready = threading.Event()
         self._stderr = b""
+        self._refusal: str | None = None
         self.closed = False
         self.reason = ""
         """Why the link closed, when it did."""
@@ -80,8 +85,12 @@ class RunnerLink:
         self._thread.start()
 
     def wait_ready(self, timeout: float) -> None:
-        """Block until the runner says it is ready; raises ``RunnerGone`` otherwise."""
-        if not self._ready.wait(timeout) or self.closed:
+        """Block until the runner says it is ready; raises ``RunnerGone`` otherwise,
+        ``RunnerRefused`` with the runner's sentence when it refused to start."""
+        ready = self._ready.wait(timeout)
+        if self._refusal is not None:
+            raise RunnerRefused(self._refusal)
+        if not ready or self.closed:
             detail = self.reason or f"no answer in {timeout:.0f} s"
             raise RunnerGone(f"the sandbox runner did not start ({detail})")
 
@@ -150,6 +159,11 @@ class RunnerLink:
 
     def _dispatch(self, kind: bytes, cid: int, body: bytes) -> None:
         if kind == b"R":
+            self._ready.set()
+            return
+        if kind == b"F":
+            with self._lock:
+                self._refusal = self.reason = body.decode("utf-8", "replace")
             self._ready.set()
             return
         with self._lock:

@@ -2,6 +2,14 @@
 
 - ``docker_client``: a client that answered a ping, or one ``ToolError``.
 - ``container_spec``: the locked-down container (see ``docker.py``).
+- ``root_filter``: when commands run as uid 0, the seccomp filter
+  (``seccomp.py``) that the runner installs on itself before it starts any
+  command, so none can make a setuid or setgid file: the workspace is
+  root's on the host, so such a file would be a setuid-root program there.
+  It is mounted next to the runner (both are support files: nothing in the
+  image changes) and its path is the runner's argument; the runner refuses
+  to run commands as root without it. Docker's default seccomp profile stays
+  in force: the two filters stack.
 - owner labels and ``clean_stale_containers``: every sandbox container is
   labelled ``host:pid:start-time`` of the clover-code process that made it;
   one whose owner is gone on this host is removed by the next session.
@@ -12,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import platform
 import shutil
 import socket
 import tempfile
@@ -20,16 +29,19 @@ from typing import Any
 
 from clover_code.errors import ToolError
 from clover_code.tools.sandbox.git_state import read_only_paths
-from clover_code.tools.sandbox.policy import SANDBOX_HOME, SandboxLimits
+from clover_code.tools.sandbox.policy import SANDBOX_HOME, SandboxLimits, runs_as_root
+from clover_code.tools.sandbox.seccomp import setuid_filter
 
 __all__ = [
     "DOCKER_DOWN",
+    "FILTER_PATH",
     "LABEL",
     "RUNNER_PATH",
     "clean_stale_containers",
     "container_spec",
     "docker_client",
     "remove_container",
+    "root_filter",
     "short_error",
     "support_files",
 ]
@@ -37,6 +49,9 @@ __all__ = [
 RUNNER_PATH = "/opt/clover-runner.py"
 """Where ``runner.py`` is mounted in the container."""
 _RUNNER = Path(__file__).with_name("runner.py").read_text(encoding="utf-8")
+FILTER_PATH = "/opt/clover-setuid-filter.bpf"
+"""Where the setuid filter is mounted when commands run as uid 0 (see ``root_filter``)."""
+_FILTER = "setuid-filter.bpf"
 
 LABEL = "org.clover-code.sandbox"
 """Every sandbox container carries this label; its value is the owner."""
@@ -122,29 +137,57 @@ def clean_stale_containers(client: Any) -> int:
     return removed
 
 
-def support_files(user: tuple[int, int]) -> Path:
-    """The files mounted read-only into every container for ``user``: passwd, group, runner.
+def root_filter(user: tuple[int, int], machine: str | None = None) -> bytes | None:
+    """The setuid filter the runner must install when commands run as ``user``.
 
-    They depend only on the uid:gid and the runner's text, so they live in the
+    None when ``user`` is not root (no filter); raises ``ToolError`` when it is
+    and ``machine`` (default: this one) has no filter, since then nothing would
+    stop them.
+    """
+    if not runs_as_root(user):
+        return None
+    program = setuid_filter(machine)
+    if program is None:
+        name = machine or platform.machine()
+        msg = (
+            f"the Docker sandbox cannot run commands as root on {name}: its filter against "
+            "setuid files exists only for x86_64 and aarch64; run clover-code "
+            "as a regular user, or on a workspace a regular user owns."
+        )
+        raise ToolError(msg)
+    return program
+
+
+def support_files(user: tuple[int, int]) -> Path:
+    """The files mounted read-only into every container for ``user``: passwd, group,
+    runner, and for root the setuid filter (``root_filter``).
+
+    They depend only on the uid:gid and the files' contents, so they live in the
     user cache directory under a name made from both, shared by all sessions:
     nothing is left behind when a session is killed.
     """
     import platformdirs
 
     uid, gid = user
-    files = {
+    files: dict[str, str | bytes] = {
         "passwd": _passwd(uid, gid),
         "group": "root:x:0:\n" + (f"sandbox:x:{gid}:\n" if gid else ""),
         "runner.py": _RUNNER,
     }
+    program = root_filter(user)
+    if program is not None:
+        files[_FILTER] = program
     digest = hashlib.sha256(repr(sorted(files.items())).encode()).hexdigest()[:12]
     folder = Path(platformdirs.user_cache_dir("clover-code")) / "sandbox" / f"{uid}-{gid}-{digest}"
     if all((folder / name).is_file() for name in files):
         return folder
     folder.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=".new-", dir=folder.parent))
-    for name, text in files.items():
-        (scratch / name).write_text(text)
+    for name, content in files.items():
+        if isinstance(content, bytes):
+            (scratch / name).write_bytes(content)
+        else:
+            (scratch / name).write_text(content)
         (scratch / name).chmod(0o644)
     scratch.chmod(0o755)
     try:
@@ -185,6 +228,10 @@ def container_spec(
         Mount("/etc/group", str(state / "group"), type="bind", read_only=True),
         Mount(RUNNER_PATH, str(state / "runner.py"), type="bind", read_only=True),
     ]
+    command = ["python3", "-I", RUNNER_PATH]
+    if runs_as_root(user):  # support_files wrote the filter; the runner installs it first
+        mounts.append(Mount(FILTER_PATH, str(state / _FILTER), type="bind", read_only=True))
+        command.append(FILTER_PATH)
     # .git as a whole, read-only: a mount point cannot be renamed, removed or replaced.
     protected = read_only_paths(root)
     mounts += [Mount(str(p), str(p), type="bind", read_only=True) for p in protected]
@@ -205,7 +252,7 @@ def container_spec(
     )
     return {
         "image": image,
-        "command": ["python3", "-I", RUNNER_PATH],
+        "command": command,
         "user": f"{uid}:{gid}",
         "working_dir": str(root),
         "environment": {"PATH": path, "HOME": SANDBOX_HOME},

@@ -1,9 +1,16 @@
 """The command runner inside the Docker sandbox: the container's main process.
 
-``DockerSandbox`` starts the container with ``python3 -c <this file>`` and
-talks to it over the container's attach stream, so running a command costs a
-fork inside the container rather than a ``docker exec`` (tens of
+``DockerSandbox`` starts the container with ``python3 -I <this file> [FILTER]``
+and talks to it over the container's attach stream, so running a command
+costs a fork inside the container rather than a ``docker exec`` (tens of
 milliseconds each). Standard library only; it runs on the image's Python.
+
+FILTER, given when commands run as uid 0, is the seccomp program of
+``seccomp.py`` (no setuid or setgid modes): before anything else the runner
+installs it on itself, so every command inherits it, and checks that a
+setuid ``chmod`` is now refused. Running as uid 0 without it installed, the
+runner sends one F frame saying why and exits: it never runs commands as
+root unfiltered.
 
 Requests arrive on stdin, one JSON object per line:
   {"op": "run", "id": N, "token": "...", "cmd": "...", "cwd": "/ws", "env": {...},
@@ -14,6 +21,7 @@ length (big-endian ``>cII``), then the payload:
   R  ready (JSON: pid)            O  output bytes (stdout and stderr, merged)
   X  finished (JSON: code, cwd, timed_out, killed, held)
   E  could not start (a sentence)
+  F  refuses to run any command (a sentence, id 0; then the runner exits)
 
 Each command is ``bash -c`` in a new session (its own process group) with an
 ``EXIT`` trap that records ``pwd -P``; its environment carries a marker so
@@ -46,6 +54,11 @@ FRAME = struct.Struct(">cII")
 DRAIN = 0.3
 CHUNK = 65536
 MARKER = "CLOVER_SANDBOX_CMD"
+REFUSED = (
+    "the Docker sandbox will not run commands as root: it could not install its filter "
+    "against setuid files ({why}); run clover-code as a regular user, or on a workspace "
+    "a regular user owns."
+)
 
 
 def send(kind: bytes, cid: int, payload: bytes = b"") -> None:
@@ -105,6 +118,51 @@ def kill_holders(inode: int) -> int:
                 count += 1
                 break
     return count
+
+
+def lock_setuid(path: str | None) -> str | None:
+    """Install the seccomp filter at ``path`` on this process; children inherit it.
+
+    Returns why that failed (a phrase), or None when it holds or, not being
+    root and given no filter, the runner needs none.
+    """
+    if path is None:
+        return "no filter was given" if 0 in (os.getuid(), os.geteuid()) else None
+    try:
+        import ctypes
+
+        with open(path, "rb") as fh:
+            program = fh.read()
+        if not program or len(program) % 8 or len(program) > 8 * 4096:
+            return f"{path} is not a seccomp program"
+
+        class Prog(ctypes.Structure):  # struct sock_fprog
+            _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+        code = ctypes.create_string_buffer(program, len(program))
+        prog = Prog(len(program) // 8, ctypes.cast(code, ctypes.c_void_p))
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+        one, zero = ctypes.c_ulong(1), ctypes.c_ulong(0)
+        # PR_SET_NO_NEW_PRIVS (no-new-privileges set it already), then
+        # PR_SET_SECCOMP with SECCOMP_MODE_FILTER.
+        if prctl(38, one, zero, zero, zero) or prctl(
+            22, ctypes.c_ulong(2), ctypes.byref(prog), zero, zero
+        ):
+            return f"prctl: {os.strerror(ctypes.get_errno())}"
+    except (ImportError, OSError, AttributeError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    try:  # check that it holds
+        fd, probe = tempfile.mkstemp(prefix="clover-setuid-probe-")
+    except OSError as exc:
+        return f"cannot check it: {exc.strerror}"
+    try:
+        os.fchmod(fd, 0o4700)
+    except PermissionError:
+        return None
+    finally:
+        os.close(fd)
+        os.unlink(probe)
+    return "a setuid chmod still succeeded with it"
 
 
 class Command:
@@ -332,4 +390,8 @@ class Runner:
 
 
 if __name__ == "__main__":
+    why = lock_setuid(sys.argv[1] if len(sys.argv) > 1 else None)
+    if why is not None:
+        send(b"F", 0, REFUSED.format(why=why).encode())
+        sys.exit(1)
     Runner().run()

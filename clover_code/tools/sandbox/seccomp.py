@@ -1,18 +1,24 @@
 """A seccomp filter that stops sandboxed commands from making setuid or setgid files.
 
-Used by bubblewrap when commands write as host root (a root-owned workspace
-with clover-code as root): a file they create in the workspace is owned by
-root on the host, and any owner may set the setuid bit on their own file, so
-without this a command could leave a setuid-root program for another local
-user to run. The filter refuses (EPERM) a mode with S_ISUID or S_ISGID in
+Used by both sandboxes when commands write as host root (a root-owned
+workspace with clover-code as root): a file they create in the workspace is
+owned by root on the host, and any owner may set the setuid bit on their own
+file, so without this a command could leave a setuid-root program for another
+local user to run. bubblewrap gets it with ``--seccomp``; Docker mounts it
+into the container, where the runner (``runner.py``) installs it on itself
+before it starts any command, on top of Docker's default profile (filters
+stack: each call must pass all of them), or refuses to run commands.
+
+The filter refuses (EPERM) a mode with S_ISUID or S_ISGID in
 ``chmod``/``fchmod``/``fchmodat``/``fchmodat2`` and in the calls that create
 files (``open``/``openat``/``creat`` with O_CREAT or O_TMPFILE, ``mknod``);
 ``openat2`` and ``io_uring_setup`` (whose mode bits it cannot see) and other
 ABIs (i386, x32, arm32) get ENOSYS. Everything else is allowed.
 
 ``setuid_filter()`` returns the compiled classic-BPF program for the running
-architecture (x86_64 or aarch64) in the form ``bwrap --seccomp FD`` reads,
-or None on another architecture.
+architecture (x86_64 or aarch64) in the form ``bwrap --seccomp FD`` reads
+(an array of ``struct sock_filter``, what ``prctl(PR_SET_SECCOMP)`` takes
+too), or None on another architecture.
 """
 
 from __future__ import annotations

@@ -1,0 +1,127 @@
+"""``clover-code batch``: setup and tests run in the task's sandbox, and a task that
+writes past ``--max-output`` is stopped and recorded as such while the batch goes on.
+
+Real headless processes against the scripted server, real bubblewrap.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.sse_server import (
+    MODELS_PATH,
+    RecordedRequest,
+    ScriptedResponse,
+    ScriptedServer,
+)
+from tests.integration.test_batch import answer, lines, project, write_tasks
+from tests.integration.test_headless_e2e import run_clover, sglang
+
+pytestmark = pytest.mark.integration
+
+__all__ = ["project"]  # the fixture, shared with test_batch.py
+
+PLANT_HOOK = "printf '#!/bin/sh\\ntouch pwned\\n' > .git/hooks/post-checkout"
+FIXED = "python3 -c 'from calc import add; assert add(2, 3) == 5'"
+
+
+def spam_or_answer(request: RecordedRequest) -> ScriptedResponse:
+    """A task that says SPAM gets an answer of about 2 MB, in 2,000 blocks."""
+    if request.path == MODELS_PATH:
+        return answer(request)
+    messages: list[dict[str, Any]] = request.json()["messages"]
+    if any("SPAM" in str(m.get("content")) for m in messages if m["role"] == "user"):
+        return sglang(lambda s: s.content(*["spam " * 200] * 2000))
+    return answer(request)
+
+
+async def batch(server: ScriptedServer, tmp_path: Path, tasks: Path, *flags: str) -> str:
+    code, _, err = await run_clover(
+        tmp_path,
+        "batch",
+        str(tasks),
+        "--out",
+        str(tmp_path / "out"),
+        "--jobs",
+        "2",
+        "--base-url",
+        server.base_url,
+        *flags,
+        home=tmp_path,
+    )
+    assert code == 0, err
+    return err
+
+
+async def test_setup_and_tests_run_in_the_sandbox(
+    scripted_server: ScriptedServer,
+    project: tuple[Path, str],
+    tmp_path: Path,
+    bwrap_works: None,
+) -> None:
+    repo, _ = project
+    scripted_server.responder = answer
+    tasks = write_tasks(
+        tmp_path / "tasks.jsonl",
+        [
+            {
+                "id": "fix",
+                "repo": str(repo),
+                "task": "fix add",
+                "setup": "echo ready > from-setup.txt",
+                "test_command": f"test -e from-setup.txt && {FIXED}",
+            },
+            # the tests run code the agent could have written: they cannot touch .git
+            {"id": "plant", "repo": str(repo), "task": "say hello", "test_command": PLANT_HOOK},
+        ],
+    )
+    err = await batch(scripted_server, tmp_path, tasks, "--sandbox", "bwrap")
+    records = {r["id"]: r for r in lines(tmp_path / "out" / "results.jsonl")}
+    assert records["fix"]["outcome"] == "completed" and records["fix"]["tests_passed"] is True
+    assert records["plant"]["tests_passed"] is False
+    workspaces = tmp_path / "out" / "workspaces"
+    assert not (workspaces / "plant" / ".git" / "hooks" / "post-checkout").exists()
+    log = (tmp_path / "out" / "logs" / "plant.log").read_text()
+    assert f"$ {PLANT_HOOK}" in log and "Read-only file system" in log
+    assert "tests passed           1/2" in err
+
+
+async def test_without_a_sandbox_the_git_check_still_runs_around_the_tests(
+    scripted_server: ScriptedServer, project: tuple[Path, str], tmp_path: Path
+) -> None:
+    repo, _ = project
+    scripted_server.responder = answer
+    tasks = write_tasks(
+        tmp_path / "tasks.jsonl",
+        [{"id": "plant", "repo": str(repo), "task": "say hello", "test_command": PLANT_HOOK}],
+    )
+    await batch(scripted_server, tmp_path, tasks, "--sandbox", "none")
+    assert not (tmp_path / "out/workspaces/plant/.git/hooks/post-checkout").exists()
+    assert "clover-code put it back" in (tmp_path / "out/logs/plant.log").read_text()
+
+
+async def test_a_task_past_its_output_limit_is_stopped_and_the_batch_goes_on(
+    scripted_server: ScriptedServer, project: tuple[Path, str], tmp_path: Path
+) -> None:
+    repo, _ = project
+    scripted_server.responder = spam_or_answer
+    tasks = write_tasks(
+        tmp_path / "tasks.jsonl",
+        [
+            {"id": "spam", "repo": str(repo), "task": "SPAM please"},
+            {"id": "fine", "repo": str(repo), "task": "say hello"},
+        ],
+    )
+    err = await batch(scripted_server, tmp_path, tasks, "--sandbox", "none", "--max-output", "0.25")
+    records = {r["id"]: r for r in lines(tmp_path / "out" / "results.jsonl")}
+    assert records["spam"]["outcome"] == "output_limit"
+    assert "more than 262,144 bytes" in records["spam"]["error"]
+    assert records["fine"]["outcome"] == "completed"
+    transcript = (tmp_path / "out" / records["spam"]["transcript"]).read_bytes()
+    assert 0 < len(transcript) <= 262_144
+    assert all(json.loads(line) for line in transcript.splitlines())  # no torn last line
+    assert "output limit           1" in err
