@@ -1,7 +1,7 @@
 """Batch throughput and per-task overhead: ``clover-code batch`` against mini-swe-agent's runner.
 
     python bench/batch.py [--tasks 20] [--latency 0.5] [--jobs 1,4,8]
-                          [--sandbox docker|none|both] [--quick] [--no-peer]
+                          [--sandbox docker|none|both] [--quick] [--no-peer] [--tests]
 
 Generates N small tasks (each its own git repository with a one-line bug, a
 task text and a test command; ``bench/batch_tasks.py``) and a loopback
@@ -23,8 +23,12 @@ each tool does itself, its start-up included) and the ratio of the two. The
 server's request times split that overhead into the part inside the agent
 loop (between a task's first request and its last answer: tool calls and the
 agent's own work) and the part around it (start, workspace, container,
-patch, tests). No target; a shared machine's load moves every figure, so read
-the ratio of figures measured in the same run.
+patch). A task counts as fixed when its patch has the fix. mini-swe-agent's
+runner runs no tests (SWE-bench's harness tests the patches later), so by
+default clover-code's tasks have no test command either; ``--tests`` gives
+them one, which ``clover-code batch`` runs in the task's sandbox after the
+agent (a cost the peer does not pay). No target; a shared machine's load
+moves every figure, so read the ratio of figures measured in the same run.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 _ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(_ROOT))
@@ -47,6 +52,7 @@ sys.path.insert(0, str(_ROOT))
 from bench.batch_mini import mini_python, mini_version, run_mini, wait_for_containers  # noqa: E402
 from bench.batch_mini import workdirs as mini_workdirs  # noqa: E402
 from bench.batch_tasks import (  # noqa: E402
+    FIXED,
     REQUESTS_PER_TASK,
     ScriptedModel,
     Task,
@@ -107,6 +113,8 @@ class Bench:
     image: str
     peer: Path | None
     """mini-swe-agent's ``mini-extra``, or None when it is not measured."""
+    tests: bool = False
+    """Give clover-code's tasks their test command (mini-swe-agent's runner runs none)."""
 
     def clover_env(self) -> dict[str, str]:
         """The environment of ``clover-code batch`` (and so of every task's process).
@@ -132,7 +140,7 @@ async def run_clover(bench: Bench, tasks: list[Task], jobs: int, sandbox: str, n
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     tasks_file = out / "tasks.jsonl"
-    write_clover_tasks(tasks, tasks_file)
+    write_clover_tasks(tasks, tasks_file, tests=bench.tests)
     argv = [sys.executable, "-m", "clover_code", "batch", str(tasks_file), "--out", str(out)]
     argv += ["--jobs", str(jobs), "--base-url", bench.base_url, "--model", "test-model"]
     argv += ["--sandbox", sandbox]
@@ -147,10 +155,15 @@ async def run_clover(bench: Bench, tasks: list[Task], jobs: int, sandbox: str, n
     results = out / "results.jsonl"
     lines = results.read_text().splitlines() if results.exists() else []
     records = [json.loads(line) for line in lines]
-    fixed = sum(1 for r in records if r.get("tests_passed") is True)
+    fixed = sum(1 for r in records if _fixed(r, bench.tests))
     note = "" if proc.returncode == 0 else f"exit {proc.returncode}: {err.decode()[-300:]}"
     requests, in_loop, first = _measure(bench.model, started)
     return Run(CLOVER, sandbox, jobs, len(tasks), wall, fixed, requests, in_loop, first, note)
+
+
+def _fixed(record: dict[str, Any], tests: bool) -> bool:
+    patch = (record.get("result") or {}).get("patch") or ""
+    return FIXED in patch and (not tests or record.get("tests_passed") is True)
 
 
 async def run_peer(bench: Bench, tasks: list[Task], jobs: int, sandbox: str, name: str) -> Run:
@@ -262,11 +275,12 @@ async def _main(args: argparse.Namespace, work: Path) -> None:
     server = ScriptedServer()
     server.responder = model
     await server.start()
-    bench = Bench(tasks, model, server.base_url, work, args.cache_dir, image, script)
+    bench = Bench(tasks, model, server.base_url, work, args.cache_dir, image, script, args.tests)
     peer = f"mini-swe-agent {mini_version(script)}" if script else f"mini-swe-agent: {why}"
     print(
         f"{args.tasks} tasks, {REQUESTS_PER_TASK} model requests each, {args.latency:g} s per "
         f"request; sandbox image {image}; peer {peer}"
+        + ("; clover-code runs each task's test command" if args.tests else "")
     )
     try:
         runs = await _measure_all(bench, kinds, args.jobs)
@@ -279,7 +293,7 @@ async def _main(args: argparse.Namespace, work: Path) -> None:
     print(
         "overhead/task: (wall - requests x latency) / tasks at --jobs 1, start-up included; "
         "in loop: from a task's first request to its last answer, less the model's time; "
-        "around: the rest (start, workspace, container, patch, tests)"
+        "around: the rest (start, workspace, container, patch, tests if any)"
     )
     ratios = _print_ratios(runs, args.latency)
     summary = {"tasks": args.tasks, "latency_s": args.latency, "jobs": args.jobs, **ratios}
@@ -295,6 +309,12 @@ def main() -> None:
     parser.add_argument("--sandbox", choices=("docker", "none", "both"), default="docker")
     parser.add_argument("--quick", action="store_true", help="a smoke run: fewer tasks and jobs")
     parser.add_argument("--no-peer", action="store_true", help="measure clover-code only")
+    parser.add_argument(
+        "--tests",
+        action="store_true",
+        help="give clover-code's tasks a test command, run in its sandbox after the agent "
+        "(mini-swe-agent's runner has none: SWE-bench tests its patches later)",
+    )
     parser.add_argument("--cache-dir", type=Path, default=Path.home() / ".cache/clover-bench")
     parser.add_argument("--work", type=Path, help="keep the tasks and outputs here")
     args = parser.parse_args()

@@ -28,7 +28,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from bench.batch_tasks import Task
+from bench.batch_tasks import FIXED, Task
 
 PACKAGE = "mini-swe-agent>=2,<3"
 
@@ -158,7 +158,7 @@ def run_mini(
     preds = out / "preds.json"
     if preds.exists():
         for pred in json.loads(preds.read_text()).values():
-            ok += "+    return a + b" in (pred.get("model_patch") or "")
+            ok += FIXED in (pred.get("model_patch") or "")
     return wall, ok, log.read_text(errors="replace")[-2000:]
 
 

@@ -32,6 +32,8 @@ from tests.integration.sse_server import (
 from tests.integration.stream_shapes import SGLangStream
 
 REQUESTS_PER_TASK = 3
+FIXED = "+    return a + b"
+"""In a task's patch once the bug is fixed."""
 _MARK = re.compile(r"\[bench-task (t\d+)\]")
 MINI_SUBMIT = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 """mini-swe-agent ends a run when a command's output starts with this line."""
@@ -96,17 +98,14 @@ def make_tasks(root: Path, count: int) -> list[Task]:
     return tasks
 
 
-def write_clover_tasks(tasks: list[Task], path: Path) -> None:
-    """The task file ``clover-code batch`` reads."""
-    lines = [
-        {
-            "id": t.id,
-            "repo": str(t.repo),
-            "problem_statement": t.statement,
-            "test_command": t.test_command,
-        }
-        for t in tasks
-    ]
+def write_clover_tasks(tasks: list[Task], path: Path, *, tests: bool = False) -> None:
+    """The task file ``clover-code batch`` reads (with each task's test command if ``tests``)."""
+    lines: list[dict[str, str]] = []
+    for t in tasks:
+        line = {"id": t.id, "repo": str(t.repo), "problem_statement": t.statement}
+        if tests:
+            line["test_command"] = t.test_command
+        lines.append(line)
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
 
 

@@ -1,8 +1,8 @@
 """The batch bench's clover-code side runs end to end and fixes every task it makes.
 
-A smoke run (two tasks, one and two jobs, no sandbox, no peer): it checks the
-table's rows and that each run fixed both tasks with three requests each, not
-any timing.
+A smoke run (two tasks with their test commands, one and two jobs, no sandbox,
+no peer): it checks the table's rows and that each run fixed both tasks with
+three requests each and passed their tests, not any timing.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_bench_batch_quick_run_prints_a_row_per_jobs_value(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLOVER_")}
     argv = [sys.executable, str(ROOT / "bench" / "batch.py"), "--quick", "--tasks", "2"]
-    argv += ["--jobs", "1,2", "--no-peer", "--sandbox", "none", "--latency", "0.05"]
+    argv += ["--jobs", "1,2", "--no-peer", "--sandbox", "none", "--latency", "0.05", "--tests"]
     argv += ["--cache-dir", str(tmp_path / "cache"), "--work", str(tmp_path / "work")]
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -38,3 +38,4 @@ def test_bench_batch_quick_run_prints_a_row_per_jobs_value(tmp_path: Path) -> No
     records = [json.loads(line) for line in results.read_text().splitlines()]
     assert sorted(r["id"] for r in records) == ["t00", "t01"]
     assert all("+    return a + b" in r["result"]["patch"] for r in records)
+    assert all(r["tests_passed"] is True for r in records)
