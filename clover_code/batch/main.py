@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from collections import Counter
 from pathlib import Path
@@ -28,7 +29,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("tasks", type=Path, metavar="TASKS.jsonl", help="one task a line")
     parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="output folder")
-    parser.add_argument("--jobs", type=int, default=1, metavar="N", help="tasks at a time (1)")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        metavar="N",
+        help="tasks at a time (local: 1; ray: the cluster's CPU count)",
+    )
+    parser.add_argument(
+        "--executor",
+        choices=("local", "ray"),
+        default="local",
+        help="where tasks run: this machine, or an existing Ray cluster (local)",
+    )
+    parser.add_argument(
+        "--ray-address",
+        metavar="HOST:PORT",
+        help="the Ray cluster's head node (default: RAY_ADDRESS); every node needs "
+        "clover-code, a sandbox and the model server, and a path repo must exist on each",
+    )
     parser.add_argument(
         "--task-timeout",
         type=float,
@@ -96,13 +114,21 @@ def main(argv: list[str]) -> int:
     130 when interrupted (finished tasks are kept)."""
     args = build_parser().parse_args(argv)
     try:
-        if args.jobs < 1:
+        if args.jobs is not None and args.jobs < 1:
             raise UsageError("--jobs must be at least 1.")
         if args.task_timeout <= 0 or args.max_output <= 0:
             raise UsageError("--task-timeout and --max-output must be more than 0.")
+        if args.executor == "local" and args.ray_address is not None:
+            raise UsageError("--ray-address goes with --executor ray; add that or drop it.")
         tasks = read_tasks(args.tasks)
         out: Path = args.out.resolve()
         out.mkdir(parents=True, exist_ok=True)
+        jobs: int = args.jobs or 1
+        if args.executor == "ray":
+            from clover_code.batch import ray_executor
+
+            ray_executor.connect(args.ray_address or os.environ.get("RAY_ADDRESS"))
+            jobs = args.jobs or ray_executor.cluster_cpus()
     except (CloverError, OSError) as exc:
         sys.stderr.write(f"clover-code batch: {exc}\n")
         return int(ExitCode.USAGE)
@@ -110,7 +136,7 @@ def main(argv: list[str]) -> int:
     todo = [t for t in tasks if t.id not in done]
     options = BatchOptions(
         out=out,
-        jobs=args.jobs,
+        jobs=jobs,
         task_timeout=args.task_timeout,
         model_name=args.model_name,
         headless_args=_headless_args(args),
@@ -119,9 +145,15 @@ def main(argv: list[str]) -> int:
         max_output=int(args.max_output * 1024 * 1024),
     )
     sys.stderr.write(f"{len(todo)} task(s) to run, {len(done & {t.id for t in tasks})} done\n")
-    progress = Progress(len(todo), args.jobs, sys.stderr)
+    progress = Progress(len(todo), jobs, sys.stderr)
     try:
-        asyncio.run(_run(todo, options, progress))
+        if args.executor == "ray":
+            try:
+                ray_executor.run_batch_ray(todo, options, progress, tick=progress.draw)
+            finally:
+                progress.finish()
+        else:
+            asyncio.run(_run(todo, options, progress))
     except KeyboardInterrupt:
         sys.stderr.write(
             f"interrupted: {progress.done} finished task(s) are kept in {out}; "

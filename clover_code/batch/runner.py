@@ -66,6 +66,8 @@ class BatchRecord(BaseModel):
     """The task's stream-json events, relative to DIR."""
     result: TaskResult | None
     """The headless run's result, as ``--output-format json`` prints it."""
+    node: str | None = None
+    """Where it ran, for executors that spread tasks over machines (Ray: host/node id)."""
 
 
 @dataclass(slots=True)
