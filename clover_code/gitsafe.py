@@ -296,14 +296,18 @@ def git_argv(
     work_tree: Path | None = None,
     env: Mapping[str, str] | None = None,
     git: str = "git",
+    drivers: Sequence[tuple[str, str]] | None = None,
 ) -> list[str]:
     """The full hardened command line for ``git args`` run in ``cwd``.
 
     Run it with ``cwd=cwd`` and ``env=git_env()``. ``git_dir``/``work_tree``
     name a separate git store (a shadow checkpoint repository, say).
+    ``drivers`` are the ``repo_driver_overrides`` when the caller has them
+    already (worked out for the same repository and work tree).
     """
     git_dir, work_tree = _locate(cwd, git_dir, work_tree)
-    drivers = repo_driver_overrides(cwd, git_dir=git_dir, work_tree=work_tree, env=env, git=git)
+    if drivers is None:
+        drivers = repo_driver_overrides(cwd, git_dir=git_dir, work_tree=work_tree, env=env, git=git)
     return [
         git,
         *_config_args(HARDENING_CONFIG),

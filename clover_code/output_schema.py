@@ -15,9 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import jsonschema
-from jsonschema.exceptions import SchemaError
-
 from clover_code import protocol as p
 from clover_code.errors import UsageError
 
@@ -55,6 +52,8 @@ class OutputSchema:
             value = json.loads(text)
         except json.JSONDecodeError as exc:
             return None, f"the answer is not JSON ({exc.msg} at line {exc.lineno} col {exc.colno})"
+        import jsonschema  # only runs with --output-schema pay for loading it
+
         validator = jsonschema.validators.validator_for(self.schema)(self.schema)
         error = jsonschema.exceptions.best_match(validator.iter_errors(value))
         if error is None:
@@ -87,6 +86,9 @@ def load_output_schema(path: Path) -> OutputSchema:
         ) from None
     if not isinstance(schema, dict):
         raise UsageError(f"output schema file {path} must hold a JSON object (a JSON Schema).")
+    import jsonschema
+    from jsonschema.exceptions import SchemaError
+
     try:
         jsonschema.validators.validator_for(schema).check_schema(schema)
     except SchemaError as exc:

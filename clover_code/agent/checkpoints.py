@@ -90,7 +90,9 @@ class CheckpointStore:
 
     def snapshot(self, turn: int) -> str:
         """Record the workspace before ``turn`` starts; returns the checkpoint commit."""
-        commit = self.shadow.commit(self.shadow.capture(with_git=True), f"before turn {turn}")
+        with self.shadow.operation():
+            tree = self.shadow.capture(with_git=True)
+            commit = self.shadow.commit(tree, f"before turn {turn}")
         self._turns.append(_Turn(turn, commit))
         self._start = self._start or commit
         return commit
@@ -98,8 +100,9 @@ class CheckpointStore:
     def end_turn(self, turn: int) -> None:
         """Record the workspace as the agent left it when ``turn`` ended (any status)."""
         if self._turns and self._turns[-1].turn == turn:
-            tree = self.shadow.capture(with_git=False)
-            self._turns[-1].after = self.shadow.commit(tree, f"after turn {turn}")
+            with self.shadow.operation():
+                tree = self.shadow.capture(with_git=False)
+                self._turns[-1].after = self.shadow.commit(tree, f"after turn {turn}")
 
     def undo(self, turns: int = 1, force: bool = False) -> list[str]:
         """Put back what the agent changed in the last ``turns`` turns.
@@ -167,14 +170,16 @@ class CheckpointStore:
         """The unified diff of the workspace since the first checkpoint, and its paths."""
         if self._start is None:
             return "", []
-        now = self.shadow.capture(with_git=False)
-        base = f"{self._start}^{{tree}}"
-        git = self.shadow.git
-        names = git("diff", "--name-only", "-z", "--no-renames", base, now, "--", FILES)
-        files = [n.removeprefix(FILES) for n in names.split("\0") if n]
-        if not files:
-            return "", []
-        return git("diff", "--no-color", f"--relative={FILES}", base, now, "--", FILES), files
+        with self.shadow.operation():
+            now = self.shadow.capture(with_git=False)
+            base = f"{self._start}^{{tree}}"
+            git = self.shadow.git
+            names = git("diff", "--name-only", "-z", "--no-renames", base, now, "--", FILES)
+            files = [n.removeprefix(FILES) for n in names.split("\0") if n]
+            if not files:
+                return "", []
+            diff = git("diff", "--no-color", f"--relative={FILES}", base, now, "--", FILES)
+        return diff, files
 
     def auto_commit(self, message: str) -> str | None:
         """Commit what the agent changed this session on the current branch.

@@ -66,15 +66,31 @@ def bulky_child_event(event: p.Event) -> bool:
 
 
 def find_root(cwd: Path) -> tuple[Path, bool]:
-    """The workspace root (the git top level, else ``cwd``) and whether it is a git repo."""
-    import git
+    """The workspace root (the git top level, else ``cwd``) and whether it is a git repo.
 
+    Found as git finds it, by walking up to the first folder whose ``.git`` is a
+    repository (a directory with ``HEAD`` and objects) or a ``gitdir:`` pointer
+    (a worktree or submodule), without starting a program.
+    """
+    start = cwd.resolve()
+    for folder in (start, *start.parents):
+        if _marks_repository(folder / ".git"):
+            return folder, True
+    return start, False
+
+
+def _marks_repository(dot: Path) -> bool:
     try:
-        repo = git.Repo(cwd, search_parent_directories=True)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-        return cwd.resolve(), False
-    top = repo.working_tree_dir
-    return (Path(top).resolve(), True) if top else (cwd.resolve(), False)
+        if dot.is_dir():
+            return (dot / "HEAD").is_file() and (
+                (dot / "objects").is_dir() or (dot / "commondir").is_file()
+            )
+        if dot.is_file():
+            with dot.open("rb") as fh:
+                return fh.read(8) == b"gitdir: "
+    except OSError:
+        pass
+    return False
 
 
 REPO_MAP_WAIT = 10.0

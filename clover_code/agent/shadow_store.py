@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clover_code.agent.git_objects import blob_sha, file_content, index_line, pack_entry_header
-from clover_code.errors import CloverError
+from clover_code.agent.shadow_git import CheckpointError, ShadowGit, last_line
 from clover_code.gitsafe import git_argv, git_env, run_git
 
 __all__ = [
@@ -64,10 +64,6 @@ Entry = tuple[str, str]
 """(git mode, blob sha) of one path in a snapshot."""
 
 
-class CheckpointError(CloverError):
-    """A checkpoint could not be taken or restored, or an undo was refused."""
-
-
 @dataclass(slots=True, frozen=True)
 class _Stat:
     size: int
@@ -82,20 +78,13 @@ def safe_rel(rel: str) -> bool:
     return all(p not in ("", ".", "..") and p.casefold() != ".git" for p in rel.split("/"))
 
 
-def last_line(text: str) -> str:
-    """The last non-empty line of git's stderr, for a one-sentence error."""
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[-1].rstrip(".") if lines else "no message"
-
-
-class ShadowStore:
+class ShadowStore(ShadowGit):
     """One bare repository at ``git_dir`` shadowing the workspace at ``root``."""
 
     def __init__(self, root: Path, git_dir: Path, session_id: str) -> None:
-        self.root = root
-        self.git_dir = git_dir
-        self.session_id = re.sub(r"[^A-Za-z0-9_-]", "_", session_id) or "default"
-        self._index = git_dir / f"index-{self.session_id}"
+        session_id = re.sub(r"[^A-Za-z0-9_-]", "_", session_id) or "default"
+        super().__init__(root, git_dir, git_dir / f"index-{session_id}")
+        self.session_id = session_id
         self._head: str | None = None
         self._cache: dict[str, tuple[_Stat, str]] = {}
         self._git_too_big = False
@@ -363,34 +352,3 @@ class ShadowStore:
             blobs[sha] = raw[end + 1 : end + 1 + size]
             pos = end + 1 + size + 1
         return blobs
-
-    # ------------------------------------------------------------------- git
-
-    def git(
-        self,
-        *args: str,
-        input: bytes | str | None = None,
-        index: bool = False,
-        work_tree: bool = True,
-    ) -> str:
-        """Run hardened git on the store; returns stdout as text."""
-        data = input.encode() if isinstance(input, str) else input
-        out = self.git_bytes(*args, input=data, index=index, work_tree=work_tree)
-        return out.decode("utf-8", "surrogateescape")
-
-    def git_bytes(
-        self, *args: str, input: bytes | None = None, index: bool = False, work_tree: bool = True
-    ) -> bytes:
-        """Run hardened git on the store, the workspace as its work tree; returns stdout."""
-        env = git_env()
-        if index:
-            env["GIT_INDEX_FILE"] = str(self._index)
-        use_tree = work_tree and self.root.is_dir()
-        cwd = self.root if use_tree else self.git_dir
-        tree = self.root if use_tree else None
-        argv = git_argv(args, cwd=cwd, git_dir=self.git_dir, work_tree=tree, env=env)
-        proc = subprocess.run(argv, cwd=cwd, env=env, input=input, capture_output=True, check=False)
-        if proc.returncode != 0:
-            err = proc.stderr.decode("utf-8", "replace")
-            raise CheckpointError(f"checkpoint store: git {args[0]} failed: {last_line(err)}.")
-        return proc.stdout

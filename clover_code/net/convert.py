@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import secrets
 
-from bs4 import BeautifulSoup
-from markdownify import MarkdownConverter
-
 __all__ = ["frame_untrusted", "html_to_markdown"]
 
 _DROP = ["script", "style", "noscript", "template", "iframe", "svg", "canvas", "form"]
@@ -14,6 +11,10 @@ _DROP = ["script", "style", "noscript", "template", "iframe", "svg", "canvas", "
 
 def html_to_markdown(html: str) -> str:
     """Readable Markdown for an HTML page (scripts, styles and forms dropped)."""
+    # Imported here: loading them costs every start a tenth of a second.
+    from bs4 import BeautifulSoup
+    from markdownify import MarkdownConverter
+
     soup = BeautifulSoup(html, "html.parser")
     for element in soup(_DROP):
         element.decompose()  # their text is not page content
