@@ -207,6 +207,7 @@ async def _headless(
     it wrote one, and whether it was stopped for writing more than ``max_output``."""
     argv = [
         sys.executable,
+        "-P",  # -m would put the workspace first on sys.path: its modules would shadow ours
         "-m",
         "clover_code",
         "--task-file",

@@ -61,7 +61,7 @@ async def run_sandboxed(
 ) -> int:
     """Run a setup or test command with ``clover-code sandbox run`` in ``cwd``'s sandbox;
     its output goes to ``log``. Returns its exit status (``TIMED_OUT`` past ``timeout``)."""
-    argv = [sys.executable, "-m", "clover_code", "sandbox", "run", "-C", str(cwd)]
+    argv = [sys.executable, "-P", "-m", "clover_code", "sandbox", "run", "-C", str(cwd)]
     argv += [*sandbox_args, "--timeout", f"{timeout:g}", "-c", command]
     with log.open("ab") as out:
         out.write(f"$ {command}\n".encode())

@@ -89,7 +89,7 @@ def run_headless(
     command: list[str] | None = None,
 ) -> TaskOutcome:
     """Run ``prompt`` headless in ``root``; ``on_step`` hears each tool call's summary."""
-    argv = command or [sys.executable, "-m", "clover_code"]
+    argv = command or [sys.executable, "-P", "-m", "clover_code"]
     result: dict[str, Any] = {}
     # stderr goes to a file: a pipe nobody reads while stdout streams could fill and stall.
     with tempfile.TemporaryFile("w+", encoding="utf-8") as errors:

@@ -118,7 +118,7 @@ def _parse_in_workers(
     for share in _shares(todo, workers):
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "clover_code.repomap.parse"],
+                [sys.executable, "-P", "-m", "clover_code.repomap.parse"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,

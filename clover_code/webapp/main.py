@@ -36,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
 def child_command(app_args: list[str]) -> str:
     """The command line textual-serve runs for each tab: this Python, the app's
     entry point and the user's own flags, each quoted (it goes through a shell)."""
-    return shlex.join([sys.executable, "-m", "clover_code.webapp.child", *app_args])
+    return shlex.join([sys.executable, "-P", "-m", "clover_code.webapp.child", *app_args])
 
 
 def main(argv: list[str]) -> int:
@@ -48,7 +48,7 @@ def main(argv: list[str]) -> int:
     # The app's flags are checked now, by the app's own parser, rather than in
     # each tab; it runs as its own process, as the tabs' apps will.
     check = subprocess.run(
-        [sys.executable, "-m", "clover_code.webapp.child", CHECK, *rest],
+        [sys.executable, "-P", "-m", "clover_code.webapp.child", CHECK, *rest],
         capture_output=True,
         text=True,
         check=False,
