@@ -73,6 +73,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="MB",
         help="output a task may write (transcript and log) before it is stopped (64)",
     )
+    parser.add_argument(
+        "--cold-start",
+        action="store_true",
+        help="start a new interpreter for each task's processes (default: fork them "
+        "from one process that loaded clover-code once, which starts each task faster)",
+    )
     add_engine_arguments(parser)
     return parser
 
@@ -143,6 +149,7 @@ def main(argv: list[str]) -> int:
         base=args.tasks.resolve().parent,
         sandbox_args=["--sandbox", args.sandbox] if args.sandbox else [],
         max_output=int(args.max_output * 1024 * 1024),
+        warm_start=not args.cold_start,
     )
     sys.stderr.write(f"{len(todo)} task(s) to run, {len(done & {t.id for t in tasks})} done\n")
     progress = Progress(len(todo), jobs, sys.stderr)

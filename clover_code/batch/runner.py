@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,12 +20,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from clover_code.batch.launch import ColdLauncher, Launcher, WarmLauncher
 from clover_code.batch.output import OutputBudget
 from clover_code.batch.tasks import BatchTask
 from clover_code.batch.workspace import (
     TIMED_OUT,
     WorkspaceError,
-    child_env,
     prepare,
     run_sandboxed,
     stop_group,
@@ -87,6 +86,8 @@ class BatchOptions:
     """Flags for ``clover-code sandbox run``, which runs each task's setup and tests."""
     max_output: int = 64 * 1024 * 1024
     """Bytes a task's headless run may write (transcript and log) before it is stopped."""
+    warm_start: bool = True
+    """Fork each task's processes from one process that loaded clover-code once."""
 
 
 def finished_ids(out: Path) -> set[str]:
@@ -113,17 +114,22 @@ async def run_batch(
         (options.out / sub).mkdir(parents=True, exist_ok=True)
     gate = asyncio.Semaphore(max(1, options.jobs))
     records: list[BatchRecord] = []
+    warm = await WarmLauncher.open() if options.warm_start and tasks else None
 
     async def one(task: BatchTask) -> None:
         async with gate:
-            record = await run_one(task, options)
+            record = await run_one(task, options, warm)
         record_finished(options, task, record)
         records.append(record)
         progress(record)
 
-    async with asyncio.TaskGroup() as group:
-        for task in tasks:
-            group.create_task(one(task))
+    try:
+        async with asyncio.TaskGroup() as group:
+            for task in tasks:
+                group.create_task(one(task))
+    finally:
+        if warm is not None:
+            await asyncio.shield(warm.aclose())
     return records
 
 
@@ -140,8 +146,11 @@ def record_finished(options: BatchOptions, task: BatchTask, record: BatchRecord)
         predictions.write(json.dumps(prediction) + "\n")
 
 
-async def run_one(task: BatchTask, options: BatchOptions) -> BatchRecord:
-    """Prepare the task's workspace, run the agent on it, then its tests."""
+async def run_one(
+    task: BatchTask, options: BatchOptions, launcher: Launcher | None = None
+) -> BatchRecord:
+    """Prepare the task's workspace, run the agent on it, then its tests (each
+    ``clover-code`` process started by ``launcher``: cold when None)."""
     started = time.monotonic()
     out = options.out
     work = out / "workspaces" / task.slug
@@ -172,13 +181,13 @@ async def run_one(task: BatchTask, options: BatchOptions) -> BatchRecord:
     if task.setup:
         # The setup installs what the project needs, so it may use the network.
         sandbox = [*options.sandbox_args, "--network"]
-        setup = await run_sandboxed(task.setup, work, log, options.task_timeout, sandbox)
+        setup = await run_sandboxed(task.setup, work, log, options.task_timeout, sandbox, launcher)
         if setup != 0:
             why = "ran past the task's time limit" if setup == TIMED_OUT else f"exited {setup}"
             return record("crashed", f"the setup command {why}; see {log.relative_to(out)}.")
     prompt = out / "tasks" / f"{task.slug}.md"
     prompt.write_text(task.task, encoding="utf-8")
-    code, result, over = await _headless(prompt, work, transcript, log, options)
+    code, result, over = await _headless(prompt, work, transcript, log, options, launcher)
     if over:
         return record(
             "output_limit",
@@ -194,22 +203,23 @@ async def run_one(task: BatchTask, options: BatchOptions) -> BatchRecord:
     if task.test_command and outcome != "interrupted":
         # The tests run the code the agent wrote: in the sandbox, like its own commands.
         test_code = await run_sandboxed(
-            task.test_command, work, log, options.task_timeout, options.sandbox_args
+            task.test_command, work, log, options.task_timeout, options.sandbox_args, launcher
         )
         tests = test_code == 0
     return record(outcome, result.error, result, tests)
 
 
 async def _headless(
-    prompt: Path, work: Path, transcript: Path, log: Path, options: BatchOptions
+    prompt: Path,
+    work: Path,
+    transcript: Path,
+    log: Path,
+    options: BatchOptions,
+    launcher: Launcher | None,
 ) -> tuple[int | None, TaskResult | None, bool]:
     """One headless run: its exit code (None when killed past its time), its result if
     it wrote one, and whether it was stopped for writing more than ``max_output``."""
     argv = [
-        sys.executable,
-        "-P",  # -m would put the workspace first on sys.path: its modules would shadow ours
-        "-m",
-        "clover_code",
         "--task-file",
         str(prompt),
         "--output-format",
@@ -220,15 +230,7 @@ async def _headless(
         str(work),
         *options.headless_args,
     ]
-    proc = await asyncio.create_subprocess_exec(
-        *argv,
-        cwd=work,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=child_env(),
-        start_new_session=True,  # Ctrl+C reaches the batch, which stops the tasks itself
-    )
+    proc = await (launcher or ColdLauncher()).start(argv, work, None)
     assert proc.stdout is not None and proc.stderr is not None
     budget = OutputBudget(options.max_output)
     with transcript.open("wb") as stdout, log.open("ab") as stderr:

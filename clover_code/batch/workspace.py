@@ -12,12 +12,11 @@ import contextlib
 import os
 import shutil
 import signal
-import sys
 from pathlib import Path
 
 from clover_code.agent.shadow_store import last_line
+from clover_code.batch.launch import ColdLauncher, Launcher, Proc
 from clover_code.gitsafe import run_git
-from clover_code.parent_tie import ENV
 
 
 class WorkspaceError(Exception):
@@ -57,24 +56,21 @@ STOP_GRACE_S = 10.0
 
 
 async def run_sandboxed(
-    command: str, cwd: Path, log: Path, timeout: float, sandbox_args: list[str]
+    command: str,
+    cwd: Path,
+    log: Path,
+    timeout: float,
+    sandbox_args: list[str],
+    launcher: Launcher | None = None,
 ) -> int:
     """Run a setup or test command with ``clover-code sandbox run`` in ``cwd``'s sandbox;
     its output goes to ``log``. Returns its exit status (``TIMED_OUT`` past ``timeout``)."""
-    argv = [sys.executable, "-P", "-m", "clover_code", "sandbox", "run", "-C", str(cwd)]
-    argv += [*sandbox_args, "--timeout", f"{timeout:g}", "-c", command]
+    argv = ["sandbox", "run", "-C", str(cwd), *sandbox_args]
+    argv += ["--timeout", f"{timeout:g}", "-c", command]
     with log.open("ab") as out:
         out.write(f"$ {command}\n".encode())
         out.flush()
-        proc = await asyncio.create_subprocess_exec(
-            *argv,
-            cwd=cwd,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=out,
-            stderr=asyncio.subprocess.STDOUT,
-            env=child_env(),
-            start_new_session=True,
-        )
+        proc = await (launcher or ColdLauncher()).start(argv, cwd, out)
         try:
             # The command stops itself at ``timeout``; this bound is for a stuck sandbox.
             return await asyncio.wait_for(proc.wait(), timeout + 2 * STOP_GRACE_S)
@@ -86,7 +82,7 @@ async def run_sandboxed(
             raise
 
 
-async def stop_group(proc: asyncio.subprocess.Process, grace: float = STOP_GRACE_S) -> None:
+async def stop_group(proc: Proc, grace: float = STOP_GRACE_S) -> None:
     """Stop a process started in its own session, and everything it started: Ctrl+C
     first (so it closes its sandbox and writes its result), then SIGKILL after ``grace``."""
     if proc.returncode is None and grace > 0:
@@ -97,12 +93,6 @@ async def stop_group(proc: asyncio.subprocess.Process, grace: float = STOP_GRACE
     await proc.wait()
 
 
-def child_env() -> dict[str, str]:
-    """The environment of a task's processes: ours, plus the request to stop when this
-    batch dies (``clover_code.parent_tie``)."""
-    return {**os.environ, ENV: str(os.getpid())}
-
-
-def _signal(proc: asyncio.subprocess.Process, sig: int) -> None:
+def _signal(proc: Proc, sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, sig)
