@@ -27,7 +27,7 @@ from clover_code import protocol as p
 from clover_code.result import parse_stream_line
 from clover_code.tools.sandbox.base import Sandbox
 from clover_code.tools.sandbox.policy import INNER_ID
-from tests.integration.sandbox_fixtures import KINDS, open_sandbox
+from tests.integration.sandbox_fixtures import KINDS, TEST_UID, open_sandbox
 from tests.integration.sse_server import ScriptedServer
 from tests.integration.test_headless_e2e import run_clover, sglang
 
@@ -255,3 +255,32 @@ async def test_root_sandbox_leaves_no_setuid_file(
     for path in made_files:
         assert path.stat().st_mode & 0o6000 == 0, path  # no setuid/setgid bit on the host
         assert path.stat().st_uid == 0
+
+
+@as_root
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_workspace_of_group_root_gets_no_setgid_file(
+    kind: str, request: pytest.FixtureRequest
+) -> None:
+    """A regular user's workspace with group root: commands run as that uid and gid 0,
+    so a setgid file they made would hand the root group to whoever runs it."""
+    base = Path(tempfile.mkdtemp(prefix="clover-group-root-", dir="/tmp"))
+    base.chmod(0o755)
+    root = base / "shared"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    for path in (root, *root.rglob("*")):
+        os.chown(path, TEST_UID, 0)
+    box: Sandbox = open_sandbox(kind, root, request)
+    try:
+        made = await box.exec("id -g; cp /bin/true prog && chmod 755 prog && echo ok", timeout=30)
+        assert made.output.split()[-1] == "ok", made.output
+        for command in ("chmod g+s prog", "chmod 2755 prog", "install -m 2755 /bin/true p2"):
+            result = await box.exec(f"{command} 2>&1", timeout=30)
+            assert result.exit_code not in (0, None), (command, result.output)
+            assert "Operation not permitted" in result.output, (command, result.output)
+        prog = root / "prog"
+        assert prog.stat().st_gid == 0 and prog.stat().st_mode & 0o6000 == 0
+    finally:
+        await box.close()
+        shutil.rmtree(base, ignore_errors=True)

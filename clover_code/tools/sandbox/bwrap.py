@@ -60,6 +60,7 @@ from clover_code.tools.sandbox.policy import (
     DEFAULT_PASSTHROUGH,
     INNER_ID,
     SandboxLimits,
+    needs_setuid_filter,
     runs_as_root,
     sandbox_env,
     sandbox_user,
@@ -103,9 +104,9 @@ def identity_args(user: tuple[int, int]) -> list[str]:
 
 
 def _with_seccomp(argv: list[str], user: tuple[int, int]) -> tuple[list[str], tuple[int, ...]]:
-    """``argv`` with the setuid filter (``seccomp.py``) when commands write as host root,
-    and the file descriptors to pass to bwrap (close them once it started)."""
-    if not (runs_as_root(user) and os.getuid() == 0):
+    """``argv`` with the setuid filter (``seccomp.py``) when commands write as host root
+    or its group, and the file descriptors to pass to bwrap (close them once it started)."""
+    if not (needs_setuid_filter(user) and os.getuid() == 0):
         return argv, ()
     fd = setuid_filter_fd()
     if fd is None:

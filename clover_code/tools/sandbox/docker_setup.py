@@ -29,7 +29,7 @@ from typing import Any
 
 from clover_code.errors import ToolError
 from clover_code.tools.sandbox.git_state import read_only_paths
-from clover_code.tools.sandbox.policy import SANDBOX_HOME, SandboxLimits, runs_as_root
+from clover_code.tools.sandbox.policy import SANDBOX_HOME, SandboxLimits, needs_setuid_filter
 from clover_code.tools.sandbox.seccomp import setuid_filter
 
 __all__ = [
@@ -144,7 +144,7 @@ def root_filter(user: tuple[int, int], machine: str | None = None) -> bytes | No
     and ``machine`` (default: this one) has no filter, since then nothing would
     stop them.
     """
-    if not runs_as_root(user):
+    if not needs_setuid_filter(user):
         return None
     program = setuid_filter(machine)
     if program is None:
@@ -229,7 +229,7 @@ def container_spec(
         Mount(RUNNER_PATH, str(state / "runner.py"), type="bind", read_only=True),
     ]
     command = ["python3", "-I", RUNNER_PATH]
-    if runs_as_root(user):  # support_files wrote the filter; the runner installs it first
+    if needs_setuid_filter(user):  # support_files wrote it; the runner installs it first
         mounts.append(Mount(FILTER_PATH, str(state / _FILTER), type="bind", read_only=True))
         command.append(FILTER_PATH)
     # .git as a whole, read-only: a mount point cannot be renamed, removed or replaced.

@@ -26,6 +26,7 @@ __all__ = [
     "SANDBOX_HOME",
     "SandboxLimits",
     "looks_secret",
+    "needs_setuid_filter",
     "runs_as_root",
     "sandbox_env",
     "sandbox_user",
@@ -119,3 +120,11 @@ def runs_as_root(user: tuple[int, int]) -> bool:
     them an unprivileged uid (``INNER_ID``) through a user namespace.
     """
     return user[0] == 0
+
+
+def needs_setuid_filter(user: tuple[int, int]) -> bool:
+    """Whether commands running as ``user`` must be kept from setting setuid/setgid modes:
+    when their files are root's (uid 0), or their group is root's (gid 0, a workspace a
+    regular user owns with group root), since a setgid file of group root would hand
+    whoever runs it the root group."""
+    return user[0] == 0 or user[1] == 0
