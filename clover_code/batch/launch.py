@@ -15,6 +15,7 @@ import logging
 import os
 import socket
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
@@ -28,10 +29,11 @@ READY_TIMEOUT_S = 60.0
 MAX_MESSAGE = 1 << 20
 
 
-def child_env() -> dict[str, str]:
-    """The environment of a task's processes: ours, plus the request to stop when this
-    batch dies (``clover_code.parent_tie``)."""
-    return {**os.environ, ENV: str(os.getpid())}
+def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a task's processes: ours and ``extra`` (secrets such as the
+    API key travel here, never on a command line that ``ps`` shows), plus the request
+    to stop when this batch dies (``clover_code.parent_tie``)."""
+    return {**os.environ, **(extra or {}), ENV: str(os.getpid())}
 
 
 class Proc(Protocol):
@@ -63,6 +65,9 @@ class Launcher(Protocol):
 class ColdLauncher:
     """A new interpreter per process (``python -P -m clover_code``)."""
 
+    def __init__(self, env: Mapping[str, str] | None = None) -> None:
+        self.env = dict(env or {})
+
     async def start(self, argv: list[str], cwd: Path, output: BinaryIO | None) -> Proc:
         """See ``Launcher.start``."""
         pipe = asyncio.subprocess.PIPE
@@ -76,7 +81,7 @@ class ColdLauncher:
             stdin=asyncio.subprocess.DEVNULL,
             stdout=pipe if output is None else output,
             stderr=pipe if output is None else asyncio.subprocess.STDOUT,
-            env=child_env(),
+            env=child_env(self.env),
             start_new_session=True,  # Ctrl+C reaches the batch, which stops the tasks itself
         )
 
@@ -116,18 +121,24 @@ async def _pipe_reader(loop: asyncio.AbstractEventLoop, fd: int) -> asyncio.Stre
 class WarmLauncher:
     """Forks of one warm process (``clover_code.zygote``); see ``open``."""
 
-    def __init__(self, sock: socket.socket, server: asyncio.subprocess.Process) -> None:
+    def __init__(
+        self,
+        sock: socket.socket,
+        server: asyncio.subprocess.Process,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self._sock = sock
         self._server = server
         self._lock = asyncio.Lock()
         self._pending: asyncio.Future[int] | None = None
         self._exits: dict[int, asyncio.Future[int]] = {}
-        self._cold = ColdLauncher()
+        self._cold = ColdLauncher(env)
         self._reader = asyncio.ensure_future(self._read())
 
     @classmethod
-    async def open(cls) -> WarmLauncher | None:
-        """Start the warm process; None (and the batch goes cold) when it cannot."""
+    async def open(cls, env: Mapping[str, str] | None = None) -> WarmLauncher | None:
+        """Start the warm process (its copies get ``env`` added to their environment);
+        None (and the batch goes cold) when it cannot."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             server = await asyncio.create_subprocess_exec(
@@ -162,7 +173,7 @@ class WarmLauncher:
                 server.kill()
             await server.wait()
             return None
-        return cls(ours, server)
+        return cls(ours, server, env)
 
     async def start(self, argv: list[str], cwd: Path, output: BinaryIO | None) -> Proc:
         """See ``Launcher.start``; cold when the warm process has gone."""
@@ -180,7 +191,8 @@ class WarmLauncher:
                     theirs.append(w)
             else:
                 theirs += [os.dup(output.fileno()), os.dup(output.fileno())]
-            request = json.dumps({"argv": argv, "cwd": str(cwd), "env": child_env()})
+            env = child_env(self._cold.env)
+            request = json.dumps({"argv": argv, "cwd": str(cwd), "env": env})
             async with self._lock:
                 self._pending = loop.create_future()
                 socket.send_fds(self._sock, [request.encode()], theirs)

@@ -14,7 +14,8 @@ from clover_code.batch.runner import BatchOptions, BatchRecord, finished_ids, ru
 from clover_code.batch.tasks import BatchTask, read_tasks
 from clover_code.errors import CloverError, ExitCode, UsageError
 
-_FORWARDED = ("engine", "base_url", "model", "api_key", "model_path", "block_size", "sandbox")
+_FORWARDED = ("engine", "base_url", "model", "model_path", "block_size", "sandbox")
+"""Flags passed on to each run (the API key goes in its environment, not its argv)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -150,6 +151,7 @@ def main(argv: list[str]) -> int:
         sandbox_args=["--sandbox", args.sandbox] if args.sandbox else [],
         max_output=int(args.max_output * 1024 * 1024),
         warm_start=not args.cold_start,
+        env={"CLOVER_API_KEY": args.api_key} if args.api_key else {},
     )
     sys.stderr.write(f"{len(todo)} task(s) to run, {len(done & {t.id for t in tasks})} done\n")
     progress = Progress(len(todo), jobs, sys.stderr)

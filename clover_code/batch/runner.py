@@ -88,6 +88,8 @@ class BatchOptions:
     """Bytes a task's headless run may write (transcript and log) before it is stopped."""
     warm_start: bool = True
     """Fork each task's processes from one process that loaded clover-code once."""
+    env: dict[str, str] = field(default_factory=dict)
+    """Added to the environment of each task's processes (the API key: never in argv)."""
 
 
 def finished_ids(out: Path) -> set[str]:
@@ -114,7 +116,7 @@ async def run_batch(
         (options.out / sub).mkdir(parents=True, exist_ok=True)
     gate = asyncio.Semaphore(max(1, options.jobs))
     records: list[BatchRecord] = []
-    warm = await WarmLauncher.open() if options.warm_start and tasks else None
+    warm = await WarmLauncher.open(options.env) if options.warm_start and tasks else None
 
     async def one(task: BatchTask) -> None:
         async with gate:
@@ -152,6 +154,7 @@ async def run_one(
     """Prepare the task's workspace, run the agent on it, then its tests (each
     ``clover-code`` process started by ``launcher``: cold when None)."""
     started = time.monotonic()
+    launcher = launcher or ColdLauncher(options.env)
     out = options.out
     work = out / "workspaces" / task.slug
     log = out / "logs" / f"{task.slug}.log"
@@ -215,7 +218,7 @@ async def _headless(
     transcript: Path,
     log: Path,
     options: BatchOptions,
-    launcher: Launcher | None,
+    launcher: Launcher,
 ) -> tuple[int | None, TaskResult | None, bool]:
     """One headless run: its exit code (None when killed past its time), its result if
     it wrote one, and whether it was stopped for writing more than ``max_output``."""
@@ -230,7 +233,7 @@ async def _headless(
         str(work),
         *options.headless_args,
     ]
-    proc = await (launcher or ColdLauncher()).start(argv, work, None)
+    proc = await launcher.start(argv, work, None)
     assert proc.stdout is not None and proc.stderr is not None
     budget = OutputBudget(options.max_output)
     with transcript.open("wb") as stdout, log.open("ab") as stderr:

@@ -15,7 +15,7 @@ import signal
 from pathlib import Path
 
 from clover_code.agent.shadow_store import last_line
-from clover_code.batch.launch import ColdLauncher, Launcher, Proc
+from clover_code.batch.launch import Launcher, Proc
 from clover_code.gitsafe import run_git
 
 
@@ -61,7 +61,7 @@ async def run_sandboxed(
     log: Path,
     timeout: float,
     sandbox_args: list[str],
-    launcher: Launcher | None = None,
+    launcher: Launcher,
 ) -> int:
     """Run a setup or test command with ``clover-code sandbox run`` in ``cwd``'s sandbox;
     its output goes to ``log``. Returns its exit status (``TIMED_OUT`` past ``timeout``)."""
@@ -70,7 +70,7 @@ async def run_sandboxed(
     with log.open("ab") as out:
         out.write(f"$ {command}\n".encode())
         out.flush()
-        proc = await (launcher or ColdLauncher()).start(argv, cwd, out)
+        proc = await launcher.start(argv, cwd, out)
         try:
             # The command stops itself at ``timeout``; this bound is for a stuck sandbox.
             return await asyncio.wait_for(proc.wait(), timeout + 2 * STOP_GRACE_S)

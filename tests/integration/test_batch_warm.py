@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from clover_code.batch.launch import WarmLauncher
+from clover_code.batch.main import _headless_args, build_parser
 from tests.integration.sse_server import ScriptedServer
 from tests.integration.test_batch import answer, lines, project, write_tasks
 from tests.integration.test_headless_e2e import run_clover
@@ -85,7 +86,7 @@ async def test_when_the_warm_process_is_gone_tasks_start_cold(tmp_path: Path) ->
         await warm.aclose()
 
 
-async def test_cold_start_gives_the_same_results(
+async def test_cold_start_gives_the_same_results_and_the_key_stays_off_argv(
     scripted_server: ScriptedServer, project: tuple[Path, str], tmp_path: Path
 ) -> None:
     repo, _ = project
@@ -109,11 +110,19 @@ async def test_cold_start_gives_the_same_results(
             scripted_server.base_url,
             "--sandbox",
             "none",
+            "--api-key",
+            "s3cret-key",
             *flags,
             home=tmp_path,
         )
         assert code == 0, err
+        # the key reached the server through each run's environment, not its argv
+        asked = [r for r in scripted_server.chat_requests if r.headers]
+        assert asked and all(r.headers.get("authorization") == "Bearer s3cret-key" for r in asked)
+        scripted_server.chat_requests.clear()
         (record,) = lines(out / "results.jsonl")
         results[how] = (record["outcome"], record["tests_passed"], record["result"]["patch"])
     assert results["warm"] == results["cold"] == ("completed", True, results["cold"][2])
     assert "+    return a + b" in results["cold"][2]
+    args = build_parser().parse_args(["t.jsonl", "--out", "o", "--api-key", "s3cret-key"])
+    assert "s3cret-key" not in _headless_args(args)
