@@ -14,7 +14,6 @@ The variable is removed at once, so the agent's own commands never see it.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import signal
 import sys
@@ -31,6 +30,8 @@ def tie_to_parent() -> None:
     parent = os.environ.pop(ENV, None)
     if parent is None or not sys.platform.startswith("linux"):
         return
+    import ctypes  # only when asked: every start of the command passes here
+
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGINT, 0, 0, 0)
     if str(os.getppid()) != parent:  # it died before the request took effect

@@ -20,7 +20,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from clover_code.errors import CloverError, ExitCode
+from clover_code.errors import ExitCode, UsageError
 
 __all__ = ["add_run_parser", "run_main"]
 
@@ -59,28 +59,24 @@ def _command(args: argparse.Namespace) -> str:
     if argv[:1] == ["--"]:
         argv = argv[1:]
     if args.line is not None and argv:
-        raise _Usage("give the command either with -c or after --, not both.")
+        raise UsageError("give the command either with -c or after --, not both.")
     if args.line is not None:
         if not args.line.strip():
-            raise _Usage("the -c command line is empty.")
+            raise UsageError("the -c command line is empty.")
         return str(args.line)
     if not argv:
-        raise _Usage("no command given; pass -c 'LINE' or -- PROGRAM ARG...")
+        raise UsageError("no command given; pass -c 'LINE' or -- PROGRAM ARG...")
     return shlex.join(argv)
-
-
-class _Usage(CloverError):
-    exit_code = ExitCode.USAGE
 
 
 def run_main(args: argparse.Namespace) -> int:
     """Run ``clover-code sandbox run``; returns the exit status."""
     command = _command(args)
     if args.timeout <= 0:
-        raise _Usage("--timeout must be more than 0 seconds.")
+        raise UsageError("--timeout must be more than 0 seconds.")
     start = (args.directory or Path.cwd()).expanduser()
     if not start.is_dir():
-        raise _Usage(f"{start} is not a directory; pass an existing workspace with -C.")
+        raise UsageError(f"{start} is not a directory; pass an existing workspace with -C.")
     try:
         return asyncio.run(_run(command, start, args))
     except KeyboardInterrupt:

@@ -155,8 +155,6 @@ async def open_session(
             for line in getattr(inner, "notices", ()):  # a local engine's, said once
                 emit(p.Notice(text=line))
         backend = WatchedBackend(inner)
-        if choice is None:
-            choice = await _open_sandbox(settings, root, emit, opened)
         session = await _assemble(
             settings,
             backend,
@@ -195,8 +193,6 @@ async def open_with_backend(
     """
     opened = Steps()
     try:
-        root, _ = find_root(cwd)
-        choice = sandbox or await _open_sandbox(settings, root, emit, opened)
         return await _assemble(
             settings,
             backend,
@@ -205,7 +201,7 @@ async def open_with_backend(
             approver=approver,
             approval_mode=approval_mode,
             resume=resume,
-            choice=choice,
+            choice=sandbox,
             files=files,
             opened=opened,
         )
@@ -237,12 +233,15 @@ async def _assemble(
     approver: Approver | None,
     approval_mode: ApprovalMode,
     resume: Path | None,
-    choice: SandboxChoice,
+    choice: SandboxChoice | None,
     files: FileAccess | None,
     opened: Steps,
 ) -> Session:
-    """The transcript, checkpoints, MCP servers, repo map and agent; the session announced."""
+    """The sandbox (unless ``choice`` is one already), transcript, checkpoints, MCP
+    servers, repo map and agent; the session announced."""
     root, is_git = find_root(cwd)
+    if choice is None:
+        choice = await _open_sandbox(settings, root, emit, opened)
     messages: list[dict[str, Any]] = []
     if resume is not None:
         loaded = load(resume)

@@ -8,6 +8,7 @@ time limit, and a rerun that skips what is done.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
 import subprocess
@@ -82,6 +83,31 @@ def write_tasks(path: Path, tasks: list[dict[str, Any]]) -> Path:
     return path
 
 
+def batch_args(
+    server: ScriptedServer, tasks: Path, out: Path, *flags: str, sandbox: str = "none"
+) -> list[str]:
+    """``clover-code batch`` on ``tasks`` into ``out`` against the scripted ``server``."""
+    base = ["batch", str(tasks), "--out", str(out), "--base-url", server.base_url]
+    return [*base, "--sandbox", sandbox, *flags]
+
+
+async def run_batch(
+    server: ScriptedServer, home: Path, tasks: Path, out: Path, *flags: str, sandbox: str = "none"
+) -> tuple[int, str]:
+    """Run a batch to its end (from ``home``, which is also its user dirs): (exit code,
+    stderr)."""
+    argv = batch_args(server, tasks, out, *flags, sandbox=sandbox)
+    code, _, err = await run_clover(home, *argv, home=home)
+    return code, err
+
+
+async def start_batch(
+    server: ScriptedServer, home: Path, tasks: Path, out: Path, *flags: str
+) -> asyncio.subprocess.Process:
+    """Start a batch and leave it running."""
+    return await clover(home, *batch_args(server, tasks, out, *flags), home=home)
+
+
 def lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
@@ -110,20 +136,7 @@ async def test_batch_runs_each_task_in_its_own_clone_and_resumes(
         ],
     )
     out = tmp_path / "out"
-    code, _, err = await run_clover(
-        tmp_path,
-        "batch",
-        str(tasks),
-        "--out",
-        str(out),
-        "--jobs",
-        "2",
-        "--base-url",
-        scripted_server.base_url,
-        "--sandbox",
-        "none",
-        home=tmp_path,
-    )
+    code, err = await run_batch(scripted_server, tmp_path, tasks, out, "--jobs", "2")
     assert code == 0, err
     records = {r["id"]: r for r in lines(out / "results.jsonl")}
     assert set(records) == {"fix", "owner__project-1", "plain", "gone"}
@@ -145,18 +158,7 @@ async def test_batch_runs_each_task_in_its_own_clone_and_resumes(
     assert "tests passed           2/3" in err
     requests = len(scripted_server.chat_requests)
 
-    code, _, err = await run_clover(
-        tmp_path,
-        "batch",
-        str(tasks),
-        "--out",
-        str(out),
-        "--base-url",
-        scripted_server.base_url,
-        "--sandbox",
-        "none",
-        home=tmp_path,
-    )
+    code, err = await run_batch(scripted_server, tmp_path, tasks, out)
     assert code == 0, err
     assert len(lines(out / "results.jsonl")) == 4
     assert len(scripted_server.chat_requests) == requests
@@ -176,20 +178,7 @@ async def test_a_task_that_hangs_hits_its_limit_and_the_batch_goes_on(
         ],
     )
     out = tmp_path / "out"
-    code, _, err = await run_clover(
-        tmp_path,
-        "batch",
-        str(tasks),
-        "--out",
-        str(out),
-        "--task-timeout",
-        "15",
-        "--base-url",
-        scripted_server.base_url,
-        "--sandbox",
-        "none",
-        home=tmp_path,
-    )
+    code, err = await run_batch(scripted_server, tmp_path, tasks, out, "--task-timeout", "15")
     assert code == 0, err
     records = {r["id"]: r for r in lines(out / "results.jsonl")}
     assert records["stuck"]["outcome"] == "limit"
@@ -220,18 +209,7 @@ async def test_ctrl_c_keeps_finished_tasks_and_stops_the_running_one(
         ],
     )
     out = tmp_path / "out"
-    proc = await clover(
-        tmp_path,
-        "batch",
-        str(tasks),
-        "--out",
-        str(out),
-        "--base-url",
-        scripted_server.base_url,
-        "--sandbox",
-        "none",
-        home=tmp_path,
-    )
+    proc = await start_batch(scripted_server, tmp_path, tasks, out)
     results = out / "results.jsonl"
     await async_wait_until(
         lambda: results.exists() and "quick" in results.read_text(),

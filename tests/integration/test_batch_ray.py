@@ -22,8 +22,17 @@ import pytest
 
 from tests.integration.ray_cluster import RayCluster, free_ports, need_ray, start_cluster
 from tests.integration.sse_server import ScriptedServer
-from tests.integration.test_batch import BUGGY, answer, git, lines, project, write_tasks
-from tests.integration.test_headless_e2e import clover, run_clover
+from tests.integration.test_batch import (
+    BUGGY,
+    answer,
+    git,
+    lines,
+    project,
+    run_batch,
+    start_batch,
+    write_tasks,
+)
+from tests.integration.test_headless_e2e import run_clover
 from tests.waiting import async_wait_until, within
 
 pytestmark = pytest.mark.integration
@@ -39,25 +48,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayCluster]:
         yield running
     finally:
         running.stop()
-
-
-async def batch(
-    tmp_path: Path, server: ScriptedServer, tasks: Path, out: Path, *args: str
-) -> tuple[int, str]:
-    code, _, err = await run_clover(
-        tmp_path,
-        "batch",
-        str(tasks),
-        "--out",
-        str(out),
-        "--base-url",
-        server.base_url,
-        "--sandbox",
-        "none",
-        *args,
-        home=tmp_path,
-    )
-    return code, err
 
 
 def outcomes(out: Path) -> dict[str, tuple[Any, ...]]:
@@ -96,10 +86,10 @@ async def test_ray_gives_the_local_executors_results_on_both_workers(
         ],
     )
     local, distributed = tmp_path / "local", tmp_path / "ray"
-    code, err = await batch(tmp_path, scripted_server, tasks, local, "--jobs", "2")
+    code, err = await run_batch(scripted_server, tmp_path, tasks, local, "--jobs", "2")
     assert code == 0, err
     ray_args = ("--executor", "ray", "--ray-address", cluster.address, "--jobs", "2")
-    code, err = await batch(tmp_path, scripted_server, tasks, distributed, *ray_args)
+    code, err = await run_batch(scripted_server, tmp_path, tasks, distributed, *ray_args)
     assert code == 0, err
 
     assert outcomes(distributed) == outcomes(local)
@@ -122,7 +112,7 @@ async def test_ray_gives_the_local_executors_results_on_both_workers(
     assert (repo / "calc.py").read_text() == BUGGY and git(repo, "status", "--short") == ""
 
     requests = len(scripted_server.chat_requests)
-    code, err = await batch(tmp_path, scripted_server, tasks, distributed, *ray_args)
+    code, err = await run_batch(scripted_server, tmp_path, tasks, distributed, *ray_args)
     assert code == 0, err
     assert "0 task(s) to run, 4 done" in err
     assert len(lines(distributed / "results.jsonl")) == 4
@@ -145,21 +135,8 @@ async def test_ctrl_c_cancels_the_ray_tasks_and_keeps_finished_ones(
         ],
     )
     out = tmp_path / "out"
-    proc = await clover(
-        tmp_path,
-        "batch",
-        str(tasks),
-        "--out",
-        str(out),
-        "--executor",
-        "ray",
-        "--ray-address",
-        cluster.address,
-        "--base-url",
-        scripted_server.base_url,
-        "--sandbox",
-        "none",
-        home=tmp_path,
+    proc = await start_batch(
+        scripted_server, tmp_path, tasks, out, "--executor", "ray", "--ray-address", cluster.address
     )
     results = out / "results.jsonl"
     await async_wait_until(
@@ -217,19 +194,7 @@ async def test_a_task_whose_worker_dies_is_recorded_as_crashed(
     )
     out = tmp_path / "out"
     args = ("--executor", "ray", "--ray-address", cluster.address, "--jobs", "1")
-    proc = await clover(
-        tmp_path,
-        "batch",
-        str(tasks),
-        "--out",
-        str(out),
-        *args,
-        "--base-url",
-        scripted_server.base_url,
-        "--sandbox",
-        "none",
-        home=tmp_path,
-    )
+    proc = await start_batch(scripted_server, tmp_path, tasks, out, *args)
     await async_wait_until(
         lambda: any("HANG-FOREVER" in r.body.decode() for r in scripted_server.chat_requests),
         message="the doomed task to ask the model",

@@ -18,8 +18,15 @@ from tests.integration.sse_server import (
     ScriptedResponse,
     ScriptedServer,
 )
-from tests.integration.test_batch import answer, lines, project, write_tasks
-from tests.integration.test_headless_e2e import clover, run_clover, sglang
+from tests.integration.test_batch import (
+    answer,
+    lines,
+    project,
+    run_batch,
+    start_batch,
+    write_tasks,
+)
+from tests.integration.test_headless_e2e import sglang
 from tests.waiting import async_wait_until, within
 
 pytestmark = pytest.mark.integration
@@ -40,19 +47,12 @@ def spam_or_answer(request: RecordedRequest) -> ScriptedResponse:
     return answer(request)
 
 
-async def batch(server: ScriptedServer, tmp_path: Path, tasks: Path, *flags: str) -> str:
-    code, _, err = await run_clover(
-        tmp_path,
-        "batch",
-        str(tasks),
-        "--out",
-        str(tmp_path / "out"),
-        "--jobs",
-        "2",
-        "--base-url",
-        server.base_url,
-        *flags,
-        home=tmp_path,
+async def batch(
+    server: ScriptedServer, tmp_path: Path, tasks: Path, *flags: str, sandbox: str = "none"
+) -> str:
+    out = tmp_path / "out"
+    code, err = await run_batch(
+        server, tmp_path, tasks, out, "--jobs", "2", *flags, sandbox=sandbox
     )
     assert code == 0, err
     return err
@@ -80,7 +80,7 @@ async def test_setup_and_tests_run_in_the_sandbox(
             {"id": "plant", "repo": str(repo), "task": "say hello", "test_command": PLANT_HOOK},
         ],
     )
-    err = await batch(scripted_server, tmp_path, tasks, "--sandbox", "bwrap")
+    err = await batch(scripted_server, tmp_path, tasks, sandbox="bwrap")
     records = {r["id"]: r for r in lines(tmp_path / "out" / "results.jsonl")}
     assert records["fix"]["outcome"] == "completed" and records["fix"]["tests_passed"] is True
     assert records["plant"]["tests_passed"] is False
@@ -100,7 +100,7 @@ async def test_without_a_sandbox_the_git_check_still_runs_around_the_tests(
         tmp_path / "tasks.jsonl",
         [{"id": "plant", "repo": str(repo), "task": "say hello", "test_command": PLANT_HOOK}],
     )
-    await batch(scripted_server, tmp_path, tasks, "--sandbox", "none")
+    await batch(scripted_server, tmp_path, tasks)
     assert not (tmp_path / "out/workspaces/plant/.git/hooks/post-checkout").exists()
     assert "clover-code put it back" in (tmp_path / "out/logs/plant.log").read_text()
 
@@ -117,7 +117,7 @@ async def test_a_task_past_its_output_limit_is_stopped_and_the_batch_goes_on(
             {"id": "fine", "repo": str(repo), "task": "say hello"},
         ],
     )
-    err = await batch(scripted_server, tmp_path, tasks, "--sandbox", "none", "--max-output", "0.25")
+    err = await batch(scripted_server, tmp_path, tasks, "--max-output", "0.25")
     records = {r["id"]: r for r in lines(tmp_path / "out" / "results.jsonl")}
     assert records["spam"]["outcome"] == "output_limit"
     assert "more than 262,144 bytes" in records["spam"]["error"]
@@ -138,18 +138,7 @@ async def test_a_batch_killed_outright_takes_its_running_tasks_with_it(
     tasks = write_tasks(
         tmp_path / "tasks.jsonl", [{"id": "stuck", "repo": str(repo), "task": "HANG-FOREVER"}]
     )
-    proc = await clover(
-        tmp_path,
-        "batch",
-        str(tasks),
-        "--out",
-        str(tmp_path / "out"),
-        "--base-url",
-        scripted_server.base_url,
-        "--sandbox",
-        "none",
-        home=tmp_path,
-    )
+    proc = await start_batch(scripted_server, tmp_path, tasks, tmp_path / "out")
     await async_wait_until(
         lambda: any("HANG-FOREVER" in r.body.decode() for r in scripted_server.chat_requests),
         message="the task to ask the model",

@@ -16,8 +16,7 @@ import pytest
 from clover_code.batch.launch import WarmLauncher
 from clover_code.batch.main import _headless_args, build_parser
 from tests.integration.sse_server import ScriptedServer
-from tests.integration.test_batch import answer, lines, project, write_tasks
-from tests.integration.test_headless_e2e import run_clover
+from tests.integration.test_batch import answer, lines, project, run_batch, write_tasks
 from tests.waiting import async_wait_until, within
 
 pytestmark = pytest.mark.integration
@@ -100,20 +99,8 @@ async def test_cold_start_gives_the_same_results_and_the_key_stays_off_argv(
     for how in ("warm", "cold"):
         out = tmp_path / how
         flags = ["--cold-start"] if how == "cold" else []
-        code, _, err = await run_clover(
-            tmp_path,
-            "batch",
-            str(tasks),
-            "--out",
-            str(out),
-            "--base-url",
-            scripted_server.base_url,
-            "--sandbox",
-            "none",
-            "--api-key",
-            "s3cret-key",
-            *flags,
-            home=tmp_path,
+        code, err = await run_batch(
+            scripted_server, tmp_path, tasks, out, "--api-key", "s3cret-key", *flags
         )
         assert code == 0, err
         # the key reached the server through each run's environment, not its argv

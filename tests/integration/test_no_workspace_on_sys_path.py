@@ -17,8 +17,7 @@ import pytest
 
 from clover_code.repomap.parse import PARALLEL_MIN_FILES, FileParser, parse_many
 from tests.integration.sse_server import ScriptedServer
-from tests.integration.test_batch import answer, lines, write_tasks
-from tests.integration.test_headless_e2e import run_clover
+from tests.integration.test_batch import answer, lines, run_batch, write_tasks
 
 pytestmark = pytest.mark.integration
 
@@ -51,18 +50,7 @@ async def test_a_batch_task_runs_our_code_not_the_repository_s(
         tmp_path / "tasks.jsonl",
         [{"id": "fix", "repo": str(repo), "task": "fix add", "test_command": "true"}],
     )
-    code, _, err = await run_clover(
-        tmp_path,
-        "batch",
-        str(tasks),
-        "--out",
-        str(tmp_path / "out"),
-        "--base-url",
-        scripted_server.base_url,
-        "--sandbox",
-        "none",
-        home=tmp_path,
-    )
+    code, err = await run_batch(scripted_server, tmp_path, tasks, tmp_path / "out")
     assert code == 0, err
     (record,) = lines(tmp_path / "out" / "results.jsonl")
     assert record["outcome"] == "completed" and record["tests_passed"] is True
