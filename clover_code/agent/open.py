@@ -154,18 +154,16 @@ async def open_session(
         if engine_notices and loading is None:
             for line in getattr(inner, "notices", ()):  # a local engine's, said once
                 emit(p.Notice(text=line))
-        backend = WatchedBackend(inner)
-        session = await _assemble(
+        session = await open_with_backend(
             settings,
-            backend,
+            WatchedBackend(inner),
             cwd,
             emit=emit,
             approver=approver,
             approval_mode=approval_mode,
             resume=resume,
-            choice=choice,
+            sandbox=choice,
             files=files,
-            opened=opened,
         )
     except BaseException:
         await asyncio.shield(opened.rollback())

@@ -196,11 +196,11 @@ async def test_a_bad_task_line_is_a_usage_error(tmp_path: Path) -> None:
     assert "Traceback" not in err
 
 
-async def test_ctrl_c_keeps_finished_tasks_and_stops_the_running_one(
-    scripted_server: ScriptedServer, project: tuple[Path, str], tmp_path: Path
-) -> None:
-    repo, _ = project
-    scripted_server.responder = answer
+async def interrupt_a_batch(server: ScriptedServer, repo: Path, tmp_path: Path, *flags: str) -> str:
+    """Start a batch of a quick task and one that hangs, Ctrl+C it once the first is
+    recorded and the second asks the model; checks what every executor must do, and
+    returns the batch's stderr."""
+    server.responder = answer
     tasks = write_tasks(
         tmp_path / "tasks.jsonl",
         [
@@ -209,14 +209,14 @@ async def test_ctrl_c_keeps_finished_tasks_and_stops_the_running_one(
         ],
     )
     out = tmp_path / "out"
-    proc = await start_batch(scripted_server, tmp_path, tasks, out)
+    proc = await start_batch(server, tmp_path, tasks, out, *flags)
     results = out / "results.jsonl"
     await async_wait_until(
         lambda: results.exists() and "quick" in results.read_text(),
         message="the first task to be recorded",
     )
     await async_wait_until(
-        lambda: any("HANG-FOREVER" in r.body.decode() for r in scripted_server.chat_requests),
+        lambda: any("HANG-FOREVER" in r.body.decode() for r in server.chat_requests),
         message="the second task to ask the model",
     )
     proc.send_signal(signal.SIGINT)
@@ -225,4 +225,11 @@ async def test_ctrl_c_keeps_finished_tasks_and_stops_the_running_one(
     assert [r["id"] for r in lines(results)] == ["quick"]
     assert "run the same command again" in err.decode()
     # the stopped task's headless process went away with it
-    assert await scripted_server.wait_for_disconnect()
+    assert await server.wait_for_disconnect()
+    return err.decode()
+
+
+async def test_ctrl_c_keeps_finished_tasks_and_stops_the_running_one(
+    scripted_server: ScriptedServer, project: tuple[Path, str], tmp_path: Path
+) -> None:
+    await interrupt_a_batch(scripted_server, project[0], tmp_path)

@@ -26,6 +26,7 @@ from tests.integration.test_batch import (
     BUGGY,
     answer,
     git,
+    interrupt_a_batch,
     lines,
     project,
     run_batch,
@@ -125,36 +126,10 @@ async def test_ctrl_c_cancels_the_ray_tasks_and_keeps_finished_ones(
     project: tuple[Path, str],
     tmp_path: Path,
 ) -> None:
-    repo, _ = project
-    scripted_server.responder = answer
-    tasks = write_tasks(
-        tmp_path / "tasks.jsonl",
-        [
-            {"id": "quick", "repo": str(repo), "task": "say hello"},
-            {"id": "stuck", "repo": str(repo), "task": "HANG-FOREVER"},
-        ],
-    )
-    out = tmp_path / "out"
-    proc = await start_batch(
-        scripted_server, tmp_path, tasks, out, "--executor", "ray", "--ray-address", cluster.address
-    )
-    results = out / "results.jsonl"
-    await async_wait_until(
-        lambda: results.exists() and "quick" in results.read_text(),
-        message="the first task to be recorded",
-    )
-    await async_wait_until(
-        lambda: any("HANG-FOREVER" in r.body.decode() for r in scripted_server.chat_requests),
-        message="the second task to ask the model",
-    )
-    proc.send_signal(signal.SIGINT)
-    _, err = await within(proc.communicate(), message="the batch to stop")
-    assert proc.returncode == 130, err.decode()
-    assert [r["id"] for r in lines(results)] == ["quick"]
-    assert "run the same command again" in err.decode()
-    assert "Traceback" not in err.decode()
-    # the cancelled task's headless process on its node went away with it
-    assert await scripted_server.wait_for_disconnect()
+    ray_args = ("--executor", "ray", "--ray-address", cluster.address)
+    err = await interrupt_a_batch(scripted_server, project[0], tmp_path, *ray_args)
+    assert "Traceback" not in err
+    # the cancelled task's scratch folder on its node is gone with it
     assert names(cluster.scratch) == []
 
 
