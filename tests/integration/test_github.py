@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +107,18 @@ def fix_add_script(server: ScriptedServer) -> None:
     )
 
 
+Act = Callable[..., Awaitable[tuple[int, str]]]
+"""``run_github``'s signature, less the fixtures ``act`` binds."""
+
+
+@pytest.fixture
+def act(checkout: Path, github: FakeGitHub, scripted_server: ScriptedServer, tmp_path: Path) -> Act:
+    """``run_github`` on this test's checkout, fake GitHub, model server and home."""
+    return functools.partial(
+        run_github, checkout=checkout, github=github, server=scripted_server, home=tmp_path
+    )
+
+
 async def run_github(
     event: str,
     event_name: str,
@@ -161,11 +174,7 @@ def assert_token_kept_out(server: ScriptedServer) -> None:
 
 
 async def test_issue_comment_opens_a_pull_request(
-    scripted_server: ScriptedServer,
-    github: FakeGitHub,
-    checkout: Path,
-    remote: Path,
-    tmp_path: Path,
+    scripted_server: ScriptedServer, github: FakeGitHub, checkout: Path, remote: Path, act: Act
 ) -> None:
     # As actions/checkout leaves it without persist-credentials: false.
     git(
@@ -176,14 +185,7 @@ async def test_issue_comment_opens_a_pull_request(
         f"AUTHORIZATION: basic {STORED_HEADER}",
     )
     fix_add_script(scripted_server)
-    code, out = await run_github(
-        "issue_comment.json",
-        "issue_comment",
-        checkout=checkout,
-        github=github,
-        server=scripted_server,
-        home=tmp_path,
-    )
+    code, out = await act("issue_comment.json", "issue_comment")
     assert code == 0, out
     assert [c.method for c in github.calls_to("GET", r"/repos/.*/permission")] == ["GET"]
     created = github.calls_to("POST", rf"/repos/{REPOSITORY}/issues/42/comments")
@@ -209,23 +211,12 @@ async def test_issue_comment_opens_a_pull_request(
 
 
 async def test_review_comment_pushes_to_the_pr_branch(
-    scripted_server: ScriptedServer,
-    github: FakeGitHub,
-    checkout: Path,
-    remote: Path,
-    tmp_path: Path,
+    scripted_server: ScriptedServer, github: FakeGitHub, remote: Path, act: Act
 ) -> None:
     github.pulls[7] = json.loads((EVENTS / "pull_7.json").read_text())
     fix_add_script(scripted_server)
     before = git(remote, "rev-parse", "feature/mul").strip()
-    code, out = await run_github(
-        "pull_request_review_comment.json",
-        "pull_request_review_comment",
-        checkout=checkout,
-        github=github,
-        server=scripted_server,
-        home=tmp_path,
-    )
+    code, out = await act("pull_request_review_comment.json", "pull_request_review_comment")
     assert code == 0, out
     assert github.calls_to("GET", rf"/repos/{REPOSITORY}/pulls/7")
     assert not github.calls_to("POST", rf"/repos/{REPOSITORY}/pulls")
@@ -241,21 +232,10 @@ async def test_review_comment_pushes_to_the_pr_branch(
 
 
 async def test_nothing_changed_answers_in_the_comment(
-    scripted_server: ScriptedServer,
-    github: FakeGitHub,
-    checkout: Path,
-    remote: Path,
-    tmp_path: Path,
+    scripted_server: ScriptedServer, github: FakeGitHub, remote: Path, act: Act
 ) -> None:
     scripted_server.enqueue(sglang(lambda s: s.content("add() is in calc.py, line 1.")))
-    code, out = await run_github(
-        "issue_comment.json",
-        "issue_comment",
-        checkout=checkout,
-        github=github,
-        server=scripted_server,
-        home=tmp_path,
-    )
+    code, out = await act("issue_comment.json", "issue_comment")
     assert code == 0, out
     assert not github.calls_to("POST", rf"/repos/{REPOSITORY}/pulls")
     assert github.comments[9000].endswith("add() is in calc.py, line 1.")
@@ -263,36 +243,18 @@ async def test_nothing_changed_answers_in_the_comment(
 
 
 async def test_a_comment_without_the_trigger_does_nothing(
-    scripted_server: ScriptedServer, github: FakeGitHub, checkout: Path, tmp_path: Path
+    scripted_server: ScriptedServer, github: FakeGitHub, act: Act
 ) -> None:
-    code, out = await run_github(
-        "issue_comment_no_trigger.json",
-        "issue_comment",
-        checkout=checkout,
-        github=github,
-        server=scripted_server,
-        home=tmp_path,
-    )
+    code, out = await act("issue_comment_no_trigger.json", "issue_comment")
     assert code == 0, out
     assert "nothing to do" in out
     assert github.calls == [] and scripted_server.chat_requests == []
 
 
 async def test_a_commenter_without_write_access_is_refused(
-    scripted_server: ScriptedServer,
-    github: FakeGitHub,
-    checkout: Path,
-    remote: Path,
-    tmp_path: Path,
+    scripted_server: ScriptedServer, github: FakeGitHub, remote: Path, act: Act
 ) -> None:
-    code, out = await run_github(
-        "issue_comment_outsider.json",
-        "issue_comment",
-        checkout=checkout,
-        github=github,
-        server=scripted_server,
-        home=tmp_path,
-    )
+    code, out = await act("issue_comment_outsider.json", "issue_comment")
     assert code == 0, out
     assert [c.path for c in github.calls] == [
         f"/repos/{REPOSITORY}/collaborators/drive-by-dan/permission",
@@ -309,22 +271,12 @@ async def test_the_sandbox_never_sees_the_token(
     kind: str,
     request: pytest.FixtureRequest,
     scripted_server: ScriptedServer,
-    github: FakeGitHub,
-    checkout: Path,
     remote: Path,
-    tmp_path: Path,
+    act: Act,
 ) -> None:
     request.getfixturevalue("sandbox_image" if kind == "docker" else "bwrap_works")
     fix_add_script(scripted_server)
-    code, out = await run_github(
-        "issue_comment.json",
-        "issue_comment",
-        checkout=checkout,
-        github=github,
-        server=scripted_server,
-        home=tmp_path,
-        sandbox=kind,
-    )
+    code, out = await act("issue_comment.json", "issue_comment", sandbox=kind)
     assert code == 0, out
     bodies = [r.body.decode() for r in scripted_server.chat_requests]
     # The env dump ran inside the sandbox (its own user) and reached the model.
@@ -336,22 +288,9 @@ async def test_the_sandbox_never_sees_the_token(
 
 
 async def test_a_failed_task_says_so_in_the_progress_comment(
-    scripted_server: ScriptedServer,
-    github: FakeGitHub,
-    checkout: Path,
-    remote: Path,
-    tmp_path: Path,
-    closed_port_url: str,
+    github: FakeGitHub, remote: Path, closed_port_url: str, act: Act
 ) -> None:
-    code, out = await run_github(
-        "issue_comment.json",
-        "issue_comment",
-        checkout=checkout,
-        github=github,
-        server=scripted_server,
-        home=tmp_path,
-        base_url=closed_port_url,
-    )
+    code, out = await act("issue_comment.json", "issue_comment", base_url=closed_port_url)
     assert code == 3, out  # no engine, as headless says
     assert github.comments[9000].count("The task failed") == 1
     assert not github.calls_to("POST", rf"/repos/{REPOSITORY}/pulls")
