@@ -35,6 +35,7 @@ SUBCOMMANDS_HELP = """commands:
   clover-code mcp-server      serve the agent as an MCP server on stdin/stdout
   clover-code web             serve the app as a web page (web --help)
   clover-code github          act on @clover mentions inside a GitHub Actions job
+  clover-code doctor          check what a run needs and say how to fix what is missing
   each command has its own --help
 
 """
@@ -185,6 +186,10 @@ def run(argv: list[str]) -> int:
         from clover_code.github.main import main as github_main
 
         return github_main(argv[1:])
+    if argv[:1] == ["doctor"]:
+        from clover_code.doctor.main import main as doctor_main
+
+        return doctor_main(argv[1:])
     started = time.monotonic()
     args = build_parser().parse_args(argv)
     from clover_code.agent.session import find_root
