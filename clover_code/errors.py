@@ -7,6 +7,7 @@ end should use. Front ends catch ``CloverError`` at their boundary and print
 
     CloverError
     ├── UsageError            bad flag, missing task file            (exit 2)
+    │   └── MissingExtra      an optional dependency not installed   (exit 2)
     ├── ConfigError           malformed or unknown config            (exit 2)
     ├── EngineError           model access                           (exit 1)
     │   ├── EngineUnavailable no engine / server unreachable         (exit 3)
@@ -55,6 +56,39 @@ class UsageError(CloverError):
     """A command-line mistake."""
 
     exit_code = ExitCode.USAGE
+
+
+class MissingExtra(UsageError):
+    """An optional dependency (a package extra) that a command needs is not installed."""
+
+
+_EXTRA_OF: dict[str, str] = {
+    "torch": "local",
+    "transformers": "local",
+    "starlette": "local",
+    "uvicorn": "local",
+    "sse_starlette": "local",
+    "sglang": "sglang",
+    "textual_serve": "web",
+    "opentelemetry": "otel",
+    "ray": "ray",
+}
+"""The extra that brings each optional top-level module."""
+
+
+def missing_extra(exc: ImportError, what: str) -> MissingExtra:
+    """The one sentence for ``what`` failing on an optional module that is not installed.
+
+    Re-raises ``exc`` when the missing module belongs to no extra (that is a bug,
+    not a missing install)."""
+    top = (exc.name or "").split(".")[0]
+    extra = _EXTRA_OF.get(top)
+    if extra is None:
+        raise exc
+    return MissingExtra(
+        f"{what} needs the {extra} extra ({top} is not installed); "
+        f"install it with: pip install 'clover-code[{extra}]'."
+    )
 
 
 class ConfigError(CloverError):

@@ -18,7 +18,7 @@ from typing import Any
 
 from clover_code.engine.base import ChatRequest
 from clover_code.engine.events import BlockDraft, EngineEvent, Failed, Finished, Usage
-from clover_code.errors import EngineError, EngineUnavailable
+from clover_code.errors import EngineError, EngineUnavailable, missing_extra
 
 __all__ = ["HFBackend", "HFOptions", "find_mask_id", "logits_shift"]
 
@@ -244,10 +244,7 @@ def _load(path: Path, options: HFOptions) -> tuple[Any, Any]:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
     except ImportError as exc:
-        raise EngineUnavailable(
-            f"the hf engine needs torch and transformers ({exc.name} is missing); "
-            "install them with: pip install 'clover-code[local]'"
-        ) from None
+        raise missing_extra(exc, "the hf engine") from None
     # The terminal belongs to the app: no progress bars or library warnings on
     # stderr (the kernel fallback notes are in the README).
     from transformers.utils import logging as hf_logging

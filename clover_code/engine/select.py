@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from clover_code.config import Settings
 from clover_code.engine.base import Backend
-from clover_code.errors import EngineUnavailable
+from clover_code.errors import EngineUnavailable, missing_extra
 
 if TYPE_CHECKING:
     from clover_code.engine.hf import HFOptions
@@ -84,9 +84,13 @@ def build_backend(settings: Settings) -> Backend:
             "(or set CLOVER_MODEL_PATH)."
         )
     if engine == "hf":
-        from clover_code.engine.hf import HFBackend
+        try:
+            from clover_code.engine.hf import HFBackend
 
-        return HFBackend(settings.model_path, hf_options(settings))
+            options = hf_options(settings)
+        except ModuleNotFoundError as exc:
+            raise missing_extra(exc, "--engine hf") from None
+        return HFBackend(settings.model_path, options)
     if engine == "sglang":
         from clover_code.engine.sglang_backend import SGLangBackend, SGLangOptions
 

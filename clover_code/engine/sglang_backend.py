@@ -29,7 +29,7 @@ from typing import Any
 
 from clover_code.engine.base import ChatRequest
 from clover_code.engine.events import EngineEvent, Failed, Finished, FinishReason
-from clover_code.errors import EngineError, EngineUnavailable
+from clover_code.errors import EngineError, EngineUnavailable, missing_extra
 
 __all__ = ["OutputDiff", "SGLangBackend", "SGLangOptions", "algorithm_yaml", "engine_kwargs"]
 
@@ -130,12 +130,8 @@ class SGLangBackend:
         self.model = Path(model_path).name or model_path
         try:
             sglang = importlib.import_module("sglang")
-        except ImportError:
-            raise EngineUnavailable(
-                "the sglang engine needs SGLang, which is not installed; on a machine with a "
-                "CUDA GPU run pip install 'clover-code[sglang]', or point clover-code at a "
-                "running server with --base-url"
-            ) from None
+        except ImportError as exc:
+            raise missing_extra(exc, "--engine sglang (on a machine with a CUDA GPU)") from None
         if not (cuda_available or _cuda_available)():
             raise EngineUnavailable(
                 "the sglang engine needs a CUDA GPU and none is visible; run clover-code on "

@@ -14,7 +14,7 @@ from typing import Any
 
 from clover_code.cli_flags import SERVE_FLAGS, add_setting_flags, flag_values, setting_names
 from clover_code.config import load_settings
-from clover_code.errors import CloverError, UsageError
+from clover_code.errors import CloverError, UsageError, missing_extra
 
 __all__ = ["main"]
 
@@ -40,6 +40,12 @@ def main(argv: list[str]) -> int:
         settings = load_settings(flags)
         if not settings.model_path:
             raise UsageError("clover-code serve needs --model-path DIR (a local checkpoint).")
+        try:
+            import uvicorn
+
+            from clover_code.serve.app import build_app
+        except ModuleNotFoundError as exc:
+            raise missing_extra(exc, "serving a checkpoint") from None
         from clover_code.agent.engines import build_backend
 
         if (Path(settings.model_path).expanduser() / "config.json").is_file():
@@ -52,9 +58,6 @@ def main(argv: list[str]) -> int:
     except CloverError as exc:
         print(f"clover-code serve: {exc}", file=sys.stderr)
         return int(exc.exit_code)
-    import uvicorn
-
-    from clover_code.serve.app import build_app
 
     for line in getattr(backend, "notices", ()):
         print(f"clover-code serve: {line}", file=sys.stderr)

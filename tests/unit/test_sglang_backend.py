@@ -26,7 +26,7 @@ from clover_code.engine.sglang_backend import (
     SGLangOptions,
     algorithm_yaml,
 )
-from clover_code.errors import EngineUnavailable
+from clover_code.errors import EngineUnavailable, MissingExtra
 from tests.tiny_model import build_tiny_checkpoint
 
 
@@ -157,9 +157,9 @@ async def test_stop_strings_go_to_sglang_and_end_the_stream_here_too(
 
 def test_without_sglang_one_clear_sentence(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "sglang", None)
-    with pytest.raises(EngineUnavailable, match="not installed") as info:
+    with pytest.raises(MissingExtra, match=r"not installed.*clover-code\[sglang\]") as info:
         SGLangBackend("/nowhere")
-    assert info.value.exit_code == 3
+    assert info.value.exit_code == 2
 
 
 def test_without_cuda_one_clear_sentence(fake_sglang: type[FakeEngine]) -> None:
