@@ -81,7 +81,8 @@ class Settings(ModelSettings):
     )
 
     response_reserve: int = Field(16_384, ge=256)
-    """Tokens of the window kept free for the response when max_tokens is unset."""
+    """Tokens of the window kept free for the response when max_tokens is unset (at most
+    a quarter of the context window, so small windows keep room for the prompt)."""
 
     compact_threshold: float = Field(0.85, gt=0.1, le=1.0)
     """Share of the prompt budget at which older turns are summarised automatically."""

@@ -136,11 +136,38 @@ async def compact(
         cut = len(messages) - 1
         while cut > 0 and messages[cut]["role"] == "tool":
             cut -= 1
-    old, kept = list(messages[:cut]), list(messages[cut:])
-    if not old:
+    old, kept = (
+        list(messages[:cut]),
+        [fit_tool_result(m, counter, keep_tokens) for m in messages[cut:]],
+    )
+    if not any(m["role"] == "assistant" for m in old):
+        # Only the user's request is older than the tail: a summary of it would be
+        # no shorter (and would cost a request for nothing).
         raise ContextOverflow(
             "the conversation does not fit the context window and has nothing left to "
             "summarise; start a new session (/clear) or ask for a smaller step."
         )
     summary = await summarise(backend, old)
-    return build_history(summary, first_request(messages), todo, kept), summary
+    history = build_history(summary, first_request(messages), todo, kept)
+    if counter.messages(history) >= counter.messages(messages):
+        raise ContextOverflow(
+            "compacting would not make the conversation smaller; start a new session "
+            "(/clear) or ask for a smaller step."
+        )
+    return history, summary
+
+
+def fit_tool_result(message: Message, counter: TokenCounter, limit: int) -> Message:
+    """``message``, with a tool result over ``limit`` tokens cut to fit (head and tail
+    kept, a note in between saying how much was left out)."""
+    if message["role"] != "tool":
+        return message
+    text = str(message.get("content") or "")
+    size = counter.messages([message])
+    if size <= limit or not text:
+        return message
+    keep = max(200, int(len(text) * limit / size * 0.9))
+    head, tail = text[: keep * 2 // 3], text[len(text) - keep // 3 :]
+    omitted = len(text) - len(head) - len(tail)
+    note = f"\n[... {omitted:,} characters cut so the conversation fits the context window ...]\n"
+    return {**message, "content": head + note + tail}

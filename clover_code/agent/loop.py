@@ -84,7 +84,8 @@ class Agent:
         self.counter = TokenCounter(count_text) if count_text else TokenCounter()
         self.budget = Budget(
             window=settings.context_window,
-            response_reserve=settings.max_tokens or settings.response_reserve,
+            response_reserve=settings.max_tokens
+            or min(settings.response_reserve, settings.context_window // 4),
             threshold=settings.compact_threshold,
         )
         self.todo: list[dict[str, Any]] = []
@@ -297,7 +298,10 @@ class Agent:
             self.backend,
             self.messages,
             self.counter,
-            keep_tokens=max(256, (self.budget.compact_at - fixed) // 3),
+            # Asked for (/compact), everything before the newest message is summarised:
+            # a tail of the automatic share would leave nothing to summarise in a short
+            # session.
+            keep_tokens=max(256, (self.budget.compact_at - fixed) // 3) if size else 0,
             todo=self.todo,
         )
         self.nested.carry(history)

@@ -80,8 +80,11 @@ async def test_manual_compact_op_and_resume_keep_compacted_history(
 ) -> None:
     events: list[p.Event] = []
     settings = make_settings()
+    # Long enough answers that a summary is smaller than what it replaces.
+    long = "a long answer that compaction can shorten. " * 40
     backend = ScriptedBackend(
-        [text_response("one"), text_response("two"), text_response("three")], summary="S"
+        [text_response("one " + long), text_response("two " + long), text_response("three")],
+        summary="S",
     )
     session = await open_session(settings, backend, repo, events)
     await session.run_turn("first")
@@ -162,3 +165,57 @@ def test_counter_prefers_the_servers_count() -> None:
     assert estimate_tokens("abcd" * 10) >= 10
     counter.reset()
     assert counter.prompt("system", messages[:1], []) == estimate
+
+
+async def test_small_windows_leave_room_for_the_prompt(
+    make_settings: Callable[..., Settings], repo: Path
+) -> None:
+    for window in (8_192, 16_384, 32_768):
+        events: list[p.Event] = []
+        backend = ScriptedBackend([text_response("done")], summary="S")
+        settings = make_settings(context_window=window)
+        session = await open_session(settings, backend, repo, events)
+        finished = await session.run_turn("hi")
+        await session.close()
+        assert finished.status == "completed", (window, of_type(events, p.ErrorEvent))
+        assert backend.summary_requests == []  # no summary of a one-word conversation
+        assert session.agent.budget.prompt_limit >= window * 3 // 4
+
+
+async def test_a_request_too_big_for_the_window_asks_for_no_summary(
+    make_settings: Callable[..., Settings], repo: Path
+) -> None:
+    events: list[p.Event] = []
+    backend = ScriptedBackend([], summary="S")
+    session = await open_session(make_settings(**SMALL), backend, repo, events)
+    finished = await session.run_turn("word " * 30_000)
+    await session.close()
+    assert finished.status == "failed" and backend.summary_requests == []
+
+
+async def test_compaction_never_grows_and_cuts_an_oversized_tool_result(
+    make_settings: Callable[..., Settings], repo: Path
+) -> None:
+    # One tool result near the window's size, after some earlier work: the
+    # compacted conversation must be smaller, with the result cut to fit.
+    (repo / "small.py").write_text("x = 1\n")
+    (repo / "huge.txt").write_text("".join(f"row {i:06d} of data\n" for i in range(4000)))
+    events: list[p.Event] = []
+    script = [
+        tool_response(("read_file", {"path": "small.py"})),
+        tool_response(("read_file", {"path": "huge.txt", "limit": 4000})),
+        text_response("read both"),
+    ]
+    backend = ScriptedBackend(script, summary="S")
+    settings = make_settings(**SMALL, output_limit=200_000)
+    session = await open_session(settings, backend, repo, events)
+    await session.run_turn("read the files")
+    await session.close()
+    compactions = of_type(events, p.Compacted)
+    assert compactions, of_type(events, p.ErrorEvent)
+    assert all(c.tokens_after < c.tokens_before for c in compactions)
+    last = backend.requests[-1].messages
+    tool = [m for m in last if m["role"] == "tool"][-1]["content"]
+    assert "characters cut so the conversation fits the context window" in tool
+    assert "row 000000 of data" in tool and "[showing lines 1-2000 of 4000" in tool
+    assert_valid_conversation(last[1:])

@@ -109,9 +109,11 @@ async def test_pre_compact_runs_before_a_compaction(
         f"import sys\nopen({str(log)!r}, 'a').write(sys.stdin.read() + '\\n')\n"
     )
     hooks = {"PreCompact": [{"command": f"{sys.executable} {tmp_path / 'log.py'}"}]}
-    backend = ScriptedBackend([text_response("one")], summary="S")
+    long = "an answer long enough that a summary is shorter. " * 20
+    backend = ScriptedBackend([text_response(long), text_response(long)], summary="S")
     session = await open_session(make_settings(hooks=hooks), backend, repo, [])
     await session.run_turn("first")
+    await session.run_turn("second")
     await session.agent.compact()
     await session.close()
     (logged,) = [json.loads(line) for line in log.read_text().splitlines()]

@@ -15,8 +15,10 @@ from tests.fakes import ScriptedBackend, text_response
 async def test_forget_from_a_turn_and_not_after_a_compaction(
     repo: Path, make_settings: Callable[..., Settings]
 ) -> None:
+    # "one" is long enough that its summary is shorter (compaction never grows).
+    one = "one " + "and an answer long enough that a summary is shorter. " * 20
     backend = ScriptedBackend(
-        [text_response("one"), text_response("two"), text_response("three")], summary="S"
+        [text_response(one), text_response("two"), text_response("three")], summary="S"
     )
     events: list[p.Event] = []
     session = await open_with_backend(
@@ -26,7 +28,7 @@ async def test_forget_from_a_turn_and_not_after_a_compaction(
         await session.run_turn("first")
         await session.run_turn("second")
         assert session.agent.forget_from(2)
-        assert [m["content"] for m in session.agent.messages] == ["first", "one"]
+        assert [m["content"] for m in session.agent.messages] == ["first", one]
         await session.run_turn("third")
         await session.agent.compact()
         assert not session.agent.forget_from(3)
