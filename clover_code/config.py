@@ -170,6 +170,10 @@ class Settings(ModelSettings):
     github_trigger: str = Field("@clover", min_length=1)
     """clover-code github: the mention in an issue or comment that asks for a run."""
 
+    github_host_shell: bool = False
+    """clover-code github: allow sandbox none. It exposes the job's token: the agent's shell
+    then runs on the runner, where the step's own processes hold the token."""
+
     max_turns: int = Field(50, ge=1)
     """Most model requests the agent makes for one task."""
 

@@ -14,6 +14,7 @@ every layer may use it (the bottom of the layers contract).
 from clover_code.redact.secrets import (
     MASK,
     agent_credential,
+    github_credential,
     holds_credential,
     known_secrets,
     redact,
@@ -27,6 +28,7 @@ __all__ = [
     "MASK",
     "RedactingStream",
     "agent_credential",
+    "github_credential",
     "holds_credential",
     "known_secrets",
     "redact",

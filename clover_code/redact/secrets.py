@@ -11,6 +11,7 @@ from typing import Any
 __all__ = [
     "MASK",
     "agent_credential",
+    "github_credential",
     "holds_credential",
     "known_secrets",
     "redact",
@@ -47,9 +48,8 @@ _PATTERNS = (
     (re.compile(r"\bsk-[A-Za-z0-9_-]{16,}"), MASK),
 )
 
-_AGENT_CREDENTIALS = frozenset(
+_GITHUB_CREDENTIALS = frozenset(
     {
-        "OPENAI_API_KEY",
         "GITHUB_TOKEN",
         "GH_TOKEN",
         "GITHUB_PAT",
@@ -59,7 +59,8 @@ _AGENT_CREDENTIALS = frozenset(
 )
 # ACTIONS_RUNTIME_TOKEN, ACTIONS_ID_TOKEN_REQUEST_TOKEN and their URLs let a step act as the
 # job; INPUT_* are an action's inputs, the token among them.
-_AGENT_PREFIXES = ("ACTIONS_", "INPUT_GITHUB_TOKEN", "INPUT_API_KEY", "INPUT_MODEL_KEY")
+_GITHUB_PREFIXES = ("ACTIONS_", "INPUT_GITHUB_TOKEN")
+_MODEL_CREDENTIALS = frozenset({"OPENAI_API_KEY", "INPUT_API_KEY", "INPUT_MODEL_KEY"})
 
 _lock = threading.Lock()
 _remembered: set[str] = set()
@@ -70,11 +71,18 @@ def holds_credential(name: str) -> bool:
     return bool(_CREDENTIAL_NAME.search(name))
 
 
+def github_credential(name: str) -> bool:
+    """Whether variable ``name`` holds a GitHub or Actions credential (the job's token,
+    the runtime and OIDC tokens and their URLs): the agent never sees one."""
+    upper = name.upper()
+    return upper in _GITHUB_CREDENTIALS or upper.startswith(_GITHUB_PREFIXES)
+
+
 def agent_credential(name: str) -> bool:
     """Whether variable ``name`` holds the model's or the GitHub bot's credential: no
     command the agent runs, on any sandbox kind or the host, sees it."""
     upper = name.upper()
-    if upper in _AGENT_CREDENTIALS or upper.startswith(_AGENT_PREFIXES):
+    if github_credential(upper) or upper in _MODEL_CREDENTIALS:
         return True
     return upper.startswith("CLOVER_") and holds_credential(upper)
 

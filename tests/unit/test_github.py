@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from clover_code.errors import UsageError
+from clover_code.github.credentials import without_credentials
 from clover_code.github.event import read_event
 from clover_code.github.git import branch_slug, push_env
-from clover_code.github.task import build_prompt, scrubbed_env
+from clover_code.github.task import build_prompt
 
 EVENTS = Path(__file__).parents[1] / "integration" / "github_events"
 
@@ -70,7 +71,7 @@ def test_scrubbed_env_drops_the_token_under_any_name() -> None:
         "GITHUB_REPOSITORY": "o/r",
         "PATH": "/usr/bin",
     }
-    assert scrubbed_env(env, "tok123456") == {
+    assert without_credentials(env, "tok123456") == {
         "CLOVER_API_KEY": "model-key",
         "GITHUB_REPOSITORY": "o/r",
         "PATH": "/usr/bin",
