@@ -25,7 +25,15 @@ import pytest
 
 from tests.integration.github_api_server import FakeGitHub
 from tests.integration.sandbox_fixtures import KINDS
-from tests.integration.sse_server import ScriptedServer, sse_response
+from tests.integration.sse_server import (
+    MODELS_PATH,
+    RecordedRequest,
+    ScriptedResponse,
+    ScriptedServer,
+    error_response,
+    json_response,
+    sse_response,
+)
 from tests.integration.stream_shapes import SGLangStream
 from tests.waiting import within
 
@@ -444,3 +452,25 @@ async def test_a_pull_request_from_the_default_branch_gets_a_branch_of_its_own(
     [opened] = github.calls_to("POST", rf"/repos/{REPOSITORY}/pulls")
     assert opened.body["head"] == branch and opened.body["base"] == "main"
     assert "pull/" in github.comments[9000] and branch in github.comments[9000]
+
+
+async def test_a_server_echoing_the_key_in_a_401_leaks_it_into_no_comment(
+    scripted_server: ScriptedServer, github: FakeGitHub, remote: Path, act: Act
+) -> None:
+    def answer(request: RecordedRequest) -> ScriptedResponse:
+        if request.path == MODELS_PATH:
+            return json_response({"object": "list", "data": [{"id": "test-model"}]})
+        sent = request.headers.get("authorization", "")
+        return error_response(401, f"invalid credentials in header 'Authorization: {sent}'")
+
+    scripted_server.responder = answer
+    code, out = await act(
+        "issue_comment.json", "issue_comment", extra_env={"CLOVER_API_KEY": MODEL_KEY}
+    )
+    assert code == 3, out
+    assert any(
+        r.headers.get("authorization") == f"Bearer {MODEL_KEY}" for r in scripted_server.requests
+    )
+    assert "invalid credentials" in github.comments[9000] and "[REDACTED]" in github.comments[9000]
+    posted = json.dumps([c.body for c in github.calls])
+    assert MODEL_KEY not in posted and MODEL_KEY not in out
