@@ -15,6 +15,7 @@ from clover_code.github.event import GitHubRequest, read_event
 from clover_code.github.git import GitError, Repo, branch_slug, push_env
 from clover_code.github.leaks import SecretFound, find_secret
 from clover_code.github.task import TaskOutcome, Throttle, build_prompt, run_headless
+from clover_code.redact import redacting
 
 __all__ = ["GitHubJob", "job_from_env", "run_job"]
 
@@ -95,7 +96,7 @@ class _Progress:
 
 def run_job(job: GitHubJob, env: Mapping[str, str], log: TextIO | None = None) -> int:
     """Act on the job's event; returns the exit code (0 also when there was nothing to do)."""
-    log = log or sys.stderr
+    log = redacting(log or sys.stderr)
     request = read_event(job.event_path, job.event_name)
     if request is None:
         log.write("clover-code github: this event is not a new issue or comment; nothing to do.\n")
