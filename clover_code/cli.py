@@ -257,8 +257,10 @@ def run(argv: list[str]) -> int:
 def main() -> None:
     """Console-script entry point."""
     from clover_code.parent_tie import tie_to_parent
+    from clover_code.redact import redact_log_records
 
     try:
+        redact_log_records()
         tie_to_parent()
         code = run(sys.argv[1:])
     except KeyboardInterrupt:

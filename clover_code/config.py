@@ -47,6 +47,7 @@ from clover_code.config_sources import (
 from clover_code.errors import ConfigError
 from clover_code.project_files import ProjectJudge
 from clover_code.protocol import ApprovalMode as ApprovalMode  # the settings name it too
+from clover_code.redact import remember
 
 APP_NAME = "clover-code"
 REPO_CONFIG = Path(trust.PROJECT_CONFIG)
@@ -169,6 +170,10 @@ class Settings(ModelSettings):
 
     github_trigger: str = Field("@clover", min_length=1)
     """clover-code github: the mention in an issue or comment that asks for a run."""
+
+    github_host_shell: bool = False
+    """clover-code github: allow sandbox none. It exposes the job's token: the agent's shell
+    then runs on the runner, where the step's own processes hold the token."""
 
     max_turns: int = Field(50, ge=1)
     """Most model requests the agent makes for one task."""
@@ -295,6 +300,14 @@ def load_settings(
     try:
         settings = Settings(**cli_values)
         settings._project_trust = report
+        # Whatever a message later says, these never appear in it (clover_code.redact).
+        remember(
+            *(
+                key.get_secret_value()
+                for key in (settings.api_key, settings.search_api_key)
+                if key is not None
+            )
+        )
         return settings
     except ValidationError as exc:
         raise ConfigError(explain(exc, cli_values, layers, list(Settings.model_fields))) from None

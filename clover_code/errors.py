@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from enum import IntEnum
 
+from clover_code.redact import redact
+
 
 class ExitCode(IntEnum):
     """Process exit codes, documented in the README."""
@@ -45,11 +47,13 @@ class CloverError(Exception):
     exit_code: ExitCode = ExitCode.AGENT_ERROR
 
     def __init__(self, message: str) -> None:
+        # A sentence may quote a server's answer or a URL: no secret leaves in it.
+        message = redact(message)
         super().__init__(message)
         self.message = message
 
     def __str__(self) -> str:
-        return self.message
+        return redact(self.message)
 
 
 class UsageError(CloverError):

@@ -27,6 +27,7 @@ from clover_code.errors import CloverError, ExitCode, LimitReached
 from clover_code.headless_record import RunRecord
 from clover_code.headless_render import OutputFormat, StreamJsonRenderer, TextRenderer, renderer
 from clover_code.output_schema import MAX_RETRIES, OutputSchema, answer_to_schema
+from clover_code.redact import redacting
 from clover_code.result import STATUS_FOR_TURN, ExitReason, ResultStatus, TaskResult
 from clover_code.result_patch import RunPatch
 from clover_code.telemetry import TelemetrySink, telemetry_from_environment
@@ -57,6 +58,7 @@ def report_error(
     record: RunRecord | None = None,
 ) -> int:
     """Tell the user about an error that stopped the run, in the chosen format."""
+    out, err = redacting(out), redacting(err)
     err.write(f"clover-code: {error}\n")
     err.flush()
     if output_format == "stream-json":
@@ -100,8 +102,9 @@ async def run_task(
     output_schema: OutputSchema | None = None,
 ) -> int:
     """Run one task to its end and return the process exit code."""
-    out = out or sys.stdout
-    err = err or sys.stderr
+    # Every line of every format passes through redact: no secret reaches stdout or stderr.
+    out = redacting(out or sys.stdout)
+    err = redacting(err or sys.stderr)
     started = time.monotonic() if started is None else started
     record = RunRecord()
     render = renderer(output_format, out, err)

@@ -28,6 +28,7 @@ from opentelemetry.trace import Span, Status, StatusCode, TracerProvider
 
 from clover_code import __version__
 from clover_code import protocol as p
+from clover_code.redact import redact
 
 _OUTPUT = (p.BlockDraft, p.BlockCommitted, p.ReasoningDelta, p.ContentDelta)
 """Events that show a model response is streaming."""
@@ -112,7 +113,7 @@ class OtelSink:
         elif isinstance(event, p.ToolCallFinished):
             self._tool_finished(event, now)
         elif isinstance(event, p.ErrorEvent):
-            error: dict[str, str | bool] = {"message": event.message, "fatal": event.fatal}
+            error: dict[str, str | bool] = {"message": redact(event.message), "fatal": event.fatal}
             for open_span in (self._request, self._turn):
                 if open_span is not None:
                     open_span.add_event("clover.error", error)
@@ -177,7 +178,7 @@ class OtelSink:
         if code is not None:
             span.set_attribute("clover.tool.exit_code", code)
         if event.status == "error":
-            span.set_status(Status(StatusCode.ERROR, event.result[:200]))
+            span.set_status(Status(StatusCode.ERROR, redact(event.result)[:200]))
         span.end(end_time=now)
 
     def _turn_finished(self, event: p.TurnFinished, now: int) -> None:

@@ -163,6 +163,7 @@ _LOOSER: dict[str, Callable[[Any, Any], bool]] = {
     "web_allow_private": _more_private,  # web_fetch reaching the host's own network
     "search_url": _changed,  # where web_search sends the model's queries
     "base_url": _changed,  # where the model's requests go: the code, and the user's API key
+    "github_host_shell": _switched_on,  # the bot's agent on the runner, beside the token
 }
 
 NEUTRAL_KEYS = frozenset(

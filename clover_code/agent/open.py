@@ -59,6 +59,7 @@ from clover_code.config import ApprovalMode, Settings, user_config_path, user_da
 from clover_code.engine.base import Backend
 from clover_code.engine.select import open_backend
 from clover_code.errors import SandboxUnavailable
+from clover_code.redact import redact
 from clover_code.tools.base import ToolContext
 from clover_code.tools.fileio import FileAccess, LocalFiles
 from clover_code.tools.mcp_config import declared_servers
@@ -98,6 +99,15 @@ __all__ = [
 # stored sessions (listed, found, loaded) and the types of the adapters they plug in.
 
 Emit = Callable[[p.Event], None]
+
+
+def without_secrets(event: p.Event) -> p.Event:
+    """``event`` with the secrets masked in the sentences it carries (notices, errors)."""
+    if isinstance(event, p.Notice):
+        return event.model_copy(update={"text": redact(event.text)})
+    if isinstance(event, p.ErrorEvent):
+        return event.model_copy(update={"message": redact(event.message)})
+    return event
 
 
 async def open_session(
@@ -289,7 +299,7 @@ async def _assemble(
     tools += mcp.tools if mcp is not None else []
 
     def record_and_emit(event: p.Event) -> None:
-        event = caused(event)
+        event = without_secrets(caused(event))
         if event.type not in NOT_RECORDED and not bulky_child_event(event):
             transcript.event(event.model_dump(mode="json"))
         emit(event)

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from clover_code.errors import CloverError, UsageError
+from clover_code.redact import redact_tree
 
 _WHY = {
     errno.ENOSPC: ("the disk is full", "free some space there"),
@@ -134,6 +135,7 @@ class Transcript:
             self.on_failure(exc)
 
     def _write(self, record: dict[str, Any]) -> None:
+        record = redact_tree(record)  # no secret is kept on disk either
         try:
             line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
             data = line.encode("utf-8")

@@ -5,6 +5,9 @@
 - ``api.py``: the few GitHub REST calls the runner makes (httpx).
 - ``git.py``: branch, commit and push, the token handed to git through its
   environment only.
+- ``credentials.py``: the job's credentials out of every environment (the
+  command starts itself again without them) before the agent starts.
+- ``leaks.py``: the secrets the job holds, searched for before a push or a post.
 - ``runner.py``: the whole run: trigger and permission checks, the progress
   comment, the headless task in a scrubbed environment, then a pull request,
   a push to the PR branch, or an answer.

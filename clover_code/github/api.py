@@ -8,6 +8,7 @@ import httpx
 
 from clover_code import __version__
 from clover_code.errors import CloverError
+from clover_code.redact import redact_tree
 
 __all__ = ["DEFAULT_API_URL", "WRITE_PERMISSIONS", "GitHubApi", "GitHubApiError"]
 
@@ -44,7 +45,8 @@ class GitHubApi:
     def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         url = f"/repos/{self.repository}{path}"
         try:
-            response = self._client.request(method, url, json=body)
+            # Every comment and pull request text passes through redact: no secret is posted.
+            response = self._client.request(method, url, json=redact_tree(body))
         except httpx.HTTPError as exc:
             raise GitHubApiError(f"GitHub API {method} {url} failed ({exc}).") from None
         if response.status_code >= 400:

@@ -111,9 +111,38 @@ class Repo:
         """Create ``branch`` at HEAD and check it out."""
         self.git("checkout", "--quiet", "-B", branch)
 
-    def commit_all(self, message: str) -> str:
-        """Commit every change in the work tree as the bot; returns the commit."""
+    def stage_all(self) -> None:
+        """Stage every change in the work tree, untracked files included."""
         self.git("add", "--all")
+
+    def changed_since(self, start: str) -> list[str]:
+        """The paths that differ between ``start`` and the index (deleted ones left out)."""
+        listed = self.git(
+            "diff", "--cached", "--name-only", "--no-renames", "--diff-filter=d", "-z", start
+        )
+        return [path for path in listed.split("\0") if path]
+
+    def staged_bytes(self, path: str) -> bytes:
+        """The staged content of ``path``, as bytes (binary files too)."""
+        done = subprocess.run(
+            ["git", "cat-file", "blob", f":{path}"],
+            cwd=self.root,
+            env=_plain_env(),
+            capture_output=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise GitError(
+                f"git cat-file failed for {path}: {done.stderr.decode(errors='replace')}"
+            )
+        return done.stdout
+
+    def messages_since(self, start: str) -> str:
+        """The messages of the commits made on top of ``start``."""
+        return self.git("log", "--format=%B", f"{start}..HEAD")
+
+    def commit_staged(self, message: str) -> str:
+        """Commit what is staged as the bot; returns the commit."""
         self.git(
             "-c",
             f"user.name={BOT_NAME}",

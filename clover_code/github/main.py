@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from clover_code.errors import CloverError, ExitCode
+from clover_code.errors import CloverError, ExitCode, UsageError
 
 __all__ = ["build_parser", "main"]
 
@@ -38,17 +38,37 @@ def main(argv: list[str]) -> int:
     """Run ``clover-code github``; returns the exit code."""
     args = build_parser().parse_args(argv)
     from clover_code.config import load_settings
+    from clover_code.github.credentials import hold_credentials, take_held
+    from clover_code.github.leaks import job_secrets
     from clover_code.github.runner import job_from_env, run_job
+    from clover_code.redact import remember
 
-    env = dict(os.environ)
     try:
+        env = {**os.environ, **take_held()}
+        token = env.get("GITHUB_TOKEN") or env.get("GH_TOKEN") or ""
+        # Starts the process again, without the credentials in its environment, if needed.
+        held = hold_credentials(env, token) if token else {}
         workspace = args.cd.resolve() if args.cd is not None else None
-        trigger = args.trigger
-        if trigger is None:
-            root = workspace or Path(env.get("GITHUB_WORKSPACE") or ".").resolve()
-            trigger = load_settings({}, repo_root=root).github_trigger
-        job = job_from_env(env, trigger, workspace)
-        return run_job(job, env)
+        root = workspace or Path(env.get("GITHUB_WORKSPACE") or ".").resolve()
+        settings = load_settings({}, repo_root=root)
+        if settings.sandbox == "none" and not settings.github_host_shell:
+            raise UsageError(
+                "sandbox none runs the agent's shell on the runner itself, where it can read "
+                "the job's token (the step's own shell holds it); use sandbox auto, docker or "
+                "bwrap, or set CLOVER_GITHUB_HOST_SHELL=1 (the action's allow_host_shell) "
+                "to accept that."
+            )
+        api_key = settings.api_key.get_secret_value() if settings.api_key else None
+        secrets = job_secrets(token, held, api_key=api_key, base_url=settings.base_url)
+        remember(*secrets.values())
+        job = job_from_env(
+            env,
+            args.trigger or settings.github_trigger,
+            workspace,
+            sandbox=settings.sandbox,
+            secrets=secrets,
+        )
+        return run_job(job, {k: v for k, v in os.environ.items() if k not in held})
     except CloverError as exc:
         sys.stderr.write(f"clover-code github: {exc}\n")
         return int(exc.exit_code)

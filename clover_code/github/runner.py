@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
 from clover_code.errors import CloverError, ExitCode, UsageError
 from clover_code.github.api import DEFAULT_API_URL, WRITE_PERMISSIONS, GitHubApi
+from clover_code.github.credentials import without_credentials
 from clover_code.github.event import GitHubRequest, read_event
-from clover_code.github.git import Repo, branch_slug, push_env
-from clover_code.github.task import TaskOutcome, Throttle, build_prompt, run_headless, scrubbed_env
+from clover_code.github.git import GitError, Repo, branch_slug, push_env
+from clover_code.github.leaks import SecretFound, find_secret
+from clover_code.github.task import TaskOutcome, Throttle, build_prompt, run_headless
+from clover_code.redact import redacting
 
 __all__ = ["GitHubJob", "job_from_env", "run_job"]
 
@@ -31,10 +34,21 @@ class GitHubJob:
     server_url: str
     workspace: Path
     trigger: str
+    sandbox: str = "auto"
+    """Where the agent's shell runs (``--sandbox`` of the headless child)."""
+    secrets: Mapping[str, str] = field(default_factory=dict)
+    """Every secret the job holds, by what to call it: nothing pushed or posted has one."""
     progress_interval: float = 10.0
 
 
-def job_from_env(env: Mapping[str, str], trigger: str, workspace: Path | None = None) -> GitHubJob:
+def job_from_env(
+    env: Mapping[str, str],
+    trigger: str,
+    workspace: Path | None = None,
+    *,
+    sandbox: str = "auto",
+    secrets: Mapping[str, str] | None = None,
+) -> GitHubJob:
     """The job described by the Actions variables in ``env``; UsageError names what is missing."""
     missing = [name for name in ("GITHUB_EVENT_PATH", "GITHUB_REPOSITORY") if not env.get(name)]
     token = env.get("GITHUB_TOKEN") or env.get("GH_TOKEN") or ""
@@ -54,6 +68,8 @@ def job_from_env(env: Mapping[str, str], trigger: str, workspace: Path | None = 
         server_url=env.get("GITHUB_SERVER_URL") or "https://github.com",
         workspace=workspace or Path(env.get("GITHUB_WORKSPACE") or ".").resolve(),
         trigger=trigger,
+        sandbox=sandbox,
+        secrets=dict(secrets or {}),
     )
 
 
@@ -80,7 +96,7 @@ class _Progress:
 
 def run_job(job: GitHubJob, env: Mapping[str, str], log: TextIO | None = None) -> int:
     """Act on the job's event; returns the exit code (0 also when there was nothing to do)."""
-    log = log or sys.stderr
+    log = redacting(log or sys.stderr)
     request = read_event(job.event_path, job.event_name)
     if request is None:
         log.write("clover-code github: this event is not a new issue or comment; nothing to do.\n")
@@ -134,11 +150,20 @@ def _work(
             progress.update("This pull request's branch lives in a fork; I cannot push to it.")
             return ExitCode.OK
         branch, base = str(head["ref"]), str(pull["base"]["ref"])
+        default = request.default_branch or (pull["base"].get("repo") or {}).get("default_branch")
+        protected = {base, str(default or "")}
         repo.checkout_remote_branch(branch)
+        new_pull = branch in protected
+        if new_pull:
+            # Never push to the default branch: the change gets a branch and a PR of its own.
+            base, branch = branch, f"clover/pr-{request.number}-{branch_slug(request.title)}"
+            repo.new_branch(branch)
     else:
         base = request.default_branch or repo.current_branch() or "main"
+        protected = {base}
         branch = f"clover/issue-{request.number}-{branch_slug(request.title)}"
         repo.new_branch(branch)
+        new_pull = True
     start = repo.head()
     throttle = Throttle(job.progress_interval)
 
@@ -150,18 +175,57 @@ def _work(
     outcome = run_headless(
         build_prompt(request, job.trigger),
         job.workspace,
-        scrubbed_env(env, job.token),
+        without_credentials(env, job.token),
         on_step=on_step,
+        sandbox=job.sandbox,
     )
     log.write(f"clover-code github: the task ended with exit code {outcome.exit_code}.\n")
     changed = repo.dirty() or repo.head() != start
+    _check_text(outcome.text, job.secrets)
     if not outcome.ok and not changed:
         progress.update(f"The task failed: {outcome.text}")
         return outcome.exit_code
     if not changed:
         progress.update(outcome.text or "Done; nothing needed changing.")
         return ExitCode.OK
-    return _publish(request, api, progress, repo, outcome, branch=branch, base=base)
+    if branch in protected:
+        raise GitError(f"refusing to push to `{branch}`, the branch pull requests go into.")
+    return _publish(
+        request, api, progress, repo, outcome, Target(branch, base, start, new_pull), job.secrets
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where the change goes: ``branch`` (pushed), ``base`` (a new PR's), from ``start``."""
+
+    branch: str
+    base: str
+    start: str
+    new_pull: bool
+
+
+def _check_text(text: str, secrets: Mapping[str, str]) -> None:
+    label = find_secret(text, secrets)
+    if label is not None:
+        raise SecretFound(
+            f"the agent's answer contains {label}; nothing was pushed or posted. "
+            "Revoke the secret if it could have been seen."
+        )
+
+
+def _check_changes(repo: Repo, start: str, message: str, secrets: Mapping[str, str]) -> None:
+    """Raise SecretFound, naming the file or commit, if a secret is in what would be pushed."""
+    for path in repo.changed_since(start):
+        label = find_secret(path, secrets) or find_secret(repo.staged_bytes(path), secrets)
+        if label is not None:
+            raise SecretFound(
+                f"the change to {path} contains {label}; nothing was pushed or posted. "
+                "Revoke the secret if it could have been seen."
+            )
+    label = find_secret(repo.messages_since(start) + message, secrets)
+    if label is not None:
+        raise SecretFound(f"a commit message contains {label}; nothing was pushed or posted.")
 
 
 def _publish(
@@ -170,27 +234,31 @@ def _publish(
     progress: _Progress,
     repo: Repo,
     outcome: TaskOutcome,
-    *,
-    branch: str,
-    base: str,
+    target: Target,
+    secrets: Mapping[str, str],
 ) -> int:
     summary = outcome.text or "(no summary)"
     note = "" if outcome.ok else f"\n\nThe task did not finish cleanly: {outcome.text}"
+    branch, base = target.branch, target.base
+    subject = f"{request.title or 'Changes'} (#{request.number})"
+    subject = subject if len(subject) <= 72 else subject[:71] + "…"
+    message = f"{subject}\n\nRequested by @{request.author}."
+    repo.stage_all()
+    _check_changes(repo, target.start, message, secrets)
     if repo.dirty():
-        subject = f"{request.title or 'Changes'} (#{request.number})"
-        subject = subject if len(subject) <= 72 else subject[:71] + "…"
-        repo.commit_all(f"{subject}\n\nRequested by @{request.author}.")
+        repo.commit_staged(message)
     progress.update(f"Pushing to `{branch}`…")
     repo.push(branch)
     commit = repo.head()[:12]
-    if request.kind == "pull_request":
+    if not target.new_pull:
         progress.update(f"Pushed {commit} to `{branch}`.\n\n{summary}{note}")
         return ExitCode.OK if outcome.ok else outcome.exit_code
+    closes = f"Closes #{request.number}." if request.kind == "issue" else f"For #{request.number}."
     pull = api.create_pull(
         title=request.title or f"Changes for #{request.number}",
         head=branch,
         base=base,
-        body=f"Closes #{request.number}.\n\n{summary}{note}",
+        body=f"{closes}\n\n{summary}{note}",
     )
     link = pull.get("html_url") or f"#{pull.get('number')}"
     progress.update(f"Opened {link} from `{branch}`.\n\n{summary}{note}")

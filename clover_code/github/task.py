@@ -1,8 +1,8 @@
 """The headless run for one request, in an environment without the GitHub token.
 
 The agent runs as a child ``clover-code --task ... --output-format stream-json``
-whose environment has the token and every Actions credential removed, so
-neither a shell command (sandboxed or not) nor the model's context can see it.
+whose environment has the token and every Actions credential removed
+(``credentials.without_credentials``), in the sandbox the job chose.
 """
 
 from __future__ import annotations
@@ -19,24 +19,7 @@ from typing import Any
 
 from clover_code.github.event import GitHubRequest
 
-__all__ = ["TaskOutcome", "build_prompt", "run_headless", "scrubbed_env"]
-
-_TOKEN_NAMES = frozenset(
-    {"GITHUB_TOKEN", "GH_TOKEN", "GITHUB_PAT", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN"}
-)
-# ACTIONS_RUNTIME_TOKEN, ACTIONS_ID_TOKEN_REQUEST_TOKEN and their URLs let a step act as the job.
-_TOKEN_PREFIXES = ("ACTIONS_", "INPUT_GITHUB_TOKEN")
-
-
-def scrubbed_env(env: Mapping[str, str], token: str) -> dict[str, str]:
-    """``env`` without the GitHub token, under any name, and the Actions runtime credentials."""
-    return {
-        name: value
-        for name, value in env.items()
-        if name not in _TOKEN_NAMES
-        and not name.startswith(_TOKEN_PREFIXES)
-        and not (token and token in value)
-    }
+__all__ = ["TaskOutcome", "build_prompt", "run_headless"]
 
 
 def build_prompt(request: GitHubRequest, trigger: str) -> str:
@@ -86,15 +69,17 @@ def run_headless(
     env: Mapping[str, str],
     *,
     on_step: Callable[[str], None],
+    sandbox: str,
     command: list[str] | None = None,
 ) -> TaskOutcome:
-    """Run ``prompt`` headless in ``root``; ``on_step`` hears each tool call's summary."""
+    """Run ``prompt`` headless in ``root`` with ``--sandbox sandbox``; ``on_step`` hears
+    each tool call's summary."""
     argv = command or [sys.executable, "-P", "-m", "clover_code"]
     result: dict[str, Any] = {}
     # stderr goes to a file: a pipe nobody reads while stdout streams could fill and stall.
     with tempfile.TemporaryFile("w+", encoding="utf-8") as errors:
         proc = subprocess.Popen(
-            [*argv, "--task", prompt, "--output-format", "stream-json"],
+            [*argv, "--task", prompt, "--output-format", "stream-json", "--sandbox", sandbox],
             cwd=root,
             env=dict(env),
             stdin=subprocess.DEVNULL,

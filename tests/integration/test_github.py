@@ -25,7 +25,15 @@ import pytest
 
 from tests.integration.github_api_server import FakeGitHub
 from tests.integration.sandbox_fixtures import KINDS
-from tests.integration.sse_server import ScriptedServer, sse_response
+from tests.integration.sse_server import (
+    MODELS_PATH,
+    RecordedRequest,
+    ScriptedResponse,
+    ScriptedServer,
+    error_response,
+    json_response,
+    sse_response,
+)
 from tests.integration.stream_shapes import SGLangStream
 from tests.waiting import within
 
@@ -129,6 +137,8 @@ async def run_github(
     home: Path,
     sandbox: str = "none",
     base_url: str | None = None,
+    host_shell: bool = True,
+    extra_env: dict[str, str] | None = None,
 ) -> tuple[int, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CLOVER_", "GITHUB_", "GH_"))}
     env.update(
@@ -147,6 +157,9 @@ async def run_github(
         CLOVER_SANDBOX=sandbox,
         CLOVER_APPROVAL="full-auto",
     )
+    if sandbox == "none" and host_shell:
+        env["CLOVER_GITHUB_HOST_SHELL"] = "1"  # the opt-in that accepts the exposure
+    env.update(extra_env or {})
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -295,3 +308,169 @@ async def test_a_failed_task_says_so_in_the_progress_comment(
     assert github.comments[9000].count("The task failed") == 1
     assert not github.calls_to("POST", rf"/repos/{REPOSITORY}/pulls")
     assert "clover/" not in git(remote, "branch", "--list")
+
+
+async def test_sandbox_none_is_refused_without_the_opt_in(
+    scripted_server: ScriptedServer, github: FakeGitHub, act: Act
+) -> None:
+    code, out = await act("issue_comment.json", "issue_comment", host_shell=False)
+    assert code == 2, out
+    assert "sandbox none" in out and "CLOVER_GITHUB_HOST_SHELL=1" in out
+    assert "Traceback" not in out and TOKEN not in out
+    assert github.calls == [] and scripted_server.chat_requests == []
+
+
+def read_every_environ(server: ScriptedServer) -> None:
+    """The issue's attack: the agent's shell reads every process's start environment (the
+    bot's, two levels up, above all) into a file, then fixes add() and answers."""
+    bot = "$(awk '{print $4}' /proc/$PPID/stat)"
+    scan = (
+        f"tr '\\0' ' ' < /proc/{bot}/cmdline; echo; "
+        "for f in /proc/[0-9]*/environ; do tr '\\0' '\\n' < $f; done 2>/dev/null"
+        " | grep -aE '^(GITHUB_TOKEN|GH_TOKEN|ACTIONS_[A-Z_]+|INPUT_[A-Z_]+)=' > leak.txt; "
+        "cat leak.txt; echo PROC-SCANNED"
+    )
+    server.enqueue(
+        sglang(lambda s: s.tool_call("shell", {"command": scan})),
+        sglang(
+            lambda s: s.tool_call(
+                "edit_file",
+                {"path": "calc.py", "old_string": "return a - b", "new_string": "return a + b"},
+            )
+        ),
+        sglang(lambda s: s.content("Fixed `add`.")),
+    )
+
+
+async def test_no_process_alive_during_the_run_has_the_token_in_its_environment(
+    scripted_server: ScriptedServer, github: FakeGitHub, remote: Path, act: Act
+) -> None:
+    read_every_environ(scripted_server)
+    code, out = await act("issue_comment.json", "issue_comment")
+    assert code == 0, out
+    bodies = [r.body.decode() for r in scripted_server.chat_requests]
+    scanned = [b for b in bodies if "PROC-SCANNED" in b]
+    # The scan ran on the host and saw the bot's own process.
+    assert scanned and "clover_code github" in scanned[0]
+    for body in bodies:
+        assert TOKEN not in body and RUNTIME_TOKEN not in body and "GITHUB_TOKEN=" not in body
+    leak = git(remote, "show", "clover/issue-42-add-subtracts-instead-of-adding:leak.txt")
+    assert TOKEN not in leak and RUNTIME_TOKEN not in leak
+    assert all(TOKEN not in body for body in github.comments.values())
+
+
+MODEL_KEY = "sk-model-key-7a7a7a7a7a7a7a7a"
+URL_PASSWORD = "pw-in-the-url-5150"
+
+
+def leak_script(command: str, answer: str = "Done.") -> Callable[[ScriptedServer], None]:
+    def script(server: ScriptedServer) -> None:
+        server.enqueue(
+            sglang(lambda s: s.tool_call("shell", {"command": command})),
+            sglang(lambda s: s.content(answer)),
+        )
+
+    return script
+
+
+@pytest.mark.parametrize(
+    ("script", "where"),
+    [
+        (
+            leak_script(f"printf '%s' {TOKEN} > notes.txt"),
+            "the change to notes.txt contains the GitHub token",
+        ),
+        (
+            leak_script(f"mkdir -p cfg && echo 'header={STORED_HEADER}' > cfg/git.ini"),
+            "the change to cfg/git.ini contains the GitHub token (as git's header)",
+        ),
+        (
+            leak_script(f"printf '\\000\\001{RUNTIME_TOKEN}\\377' > blob.bin"),
+            "the change to blob.bin contains the value of ACTIONS_RUNTIME_TOKEN",
+        ),
+        (
+            leak_script(f"echo {MODEL_KEY} > key.txt"),
+            "the change to key.txt contains the model's API key",
+        ),
+        (
+            leak_script(f"echo {URL_PASSWORD} > url.txt"),
+            "the change to url.txt contains the password in the model server's URL",
+        ),
+        (
+            leak_script(
+                "echo '# x' >> calc.py && git -c user.name=a -c user.email=a@example.com "
+                f"commit -qam 'note {RUNTIME_TOKEN}'"
+            ),
+            "a commit message contains the value of ACTIONS_RUNTIME_TOKEN",
+        ),
+        (
+            leak_script("echo '# x' >> calc.py", answer=f"The runtime token is {RUNTIME_TOKEN}."),
+            "the agent's answer contains the value of ACTIONS_RUNTIME_TOKEN",
+        ),
+    ],
+)
+async def test_a_secret_in_the_change_or_the_answer_stops_the_job(
+    scripted_server: ScriptedServer,
+    github: FakeGitHub,
+    remote: Path,
+    closed_port_url: str,
+    act: Act,
+    script: Callable[[ScriptedServer], None],
+    where: str,
+) -> None:
+    script(scripted_server)
+    port = scripted_server.base_url.split("//", 1)[1]
+    code, out = await act(
+        "issue_comment.json",
+        "issue_comment",
+        base_url=f"http://mia:{URL_PASSWORD}@{port}",
+        extra_env={"CLOVER_API_KEY": MODEL_KEY},
+    )
+    assert code == 1, out
+    assert where in out and "nothing was pushed or posted" in out
+    assert "clover/" not in git(remote, "branch", "--list")
+    assert not github.calls_to("POST", rf"/repos/{REPOSITORY}/pulls")
+    assert where in github.comments[9000]
+    posted = json.dumps([c.body for c in github.calls])
+    for secret in (TOKEN, RUNTIME_TOKEN, STORED_HEADER, MODEL_KEY, URL_PASSWORD):
+        assert secret not in out and secret not in posted
+
+
+async def test_a_pull_request_from_the_default_branch_gets_a_branch_of_its_own(
+    scripted_server: ScriptedServer, github: FakeGitHub, remote: Path, act: Act
+) -> None:
+    pull = json.loads((EVENTS / "pull_7.json").read_text())
+    pull["head"]["ref"], pull["base"]["ref"] = "main", "feature/mul"
+    github.pulls[7] = pull
+    fix_add_script(scripted_server)
+    before = git(remote, "rev-parse", "main").strip()
+    code, out = await act("pull_request_review_comment.json", "pull_request_review_comment")
+    assert code == 0, out
+    assert git(remote, "rev-parse", "main").strip() == before, "main moved"
+    branch = "clover/pr-7-add-a-mul-helper"
+    assert "return a + b" in git(remote, "show", f"{branch}:calc.py")
+    [opened] = github.calls_to("POST", rf"/repos/{REPOSITORY}/pulls")
+    assert opened.body["head"] == branch and opened.body["base"] == "main"
+    assert "pull/" in github.comments[9000] and branch in github.comments[9000]
+
+
+async def test_a_server_echoing_the_key_in_a_401_leaks_it_into_no_comment(
+    scripted_server: ScriptedServer, github: FakeGitHub, remote: Path, act: Act
+) -> None:
+    def answer(request: RecordedRequest) -> ScriptedResponse:
+        if request.path == MODELS_PATH:
+            return json_response({"object": "list", "data": [{"id": "test-model"}]})
+        sent = request.headers.get("authorization", "")
+        return error_response(401, f"invalid credentials in header 'Authorization: {sent}'")
+
+    scripted_server.responder = answer
+    code, out = await act(
+        "issue_comment.json", "issue_comment", extra_env={"CLOVER_API_KEY": MODEL_KEY}
+    )
+    assert code == 3, out
+    assert any(
+        r.headers.get("authorization") == f"Bearer {MODEL_KEY}" for r in scripted_server.requests
+    )
+    assert "invalid credentials" in github.comments[9000] and "[REDACTED]" in github.comments[9000]
+    posted = json.dumps([c.body for c in github.calls])
+    assert MODEL_KEY not in posted and MODEL_KEY not in out

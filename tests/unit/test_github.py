@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from clover_code.errors import UsageError
+from clover_code.github.credentials import without_credentials
 from clover_code.github.event import read_event
 from clover_code.github.git import branch_slug, push_env
-from clover_code.github.task import build_prompt, scrubbed_env
+from clover_code.github.task import build_prompt
 
 EVENTS = Path(__file__).parents[1] / "integration" / "github_events"
 
@@ -70,7 +71,7 @@ def test_scrubbed_env_drops_the_token_under_any_name() -> None:
         "GITHUB_REPOSITORY": "o/r",
         "PATH": "/usr/bin",
     }
-    assert scrubbed_env(env, "tok123456") == {
+    assert without_credentials(env, "tok123456") == {
         "CLOVER_API_KEY": "model-key",
         "GITHUB_REPOSITORY": "o/r",
         "PATH": "/usr/bin",
@@ -108,3 +109,31 @@ def test_outside_actions_the_command_says_what_is_missing(
     err = capsys.readouterr().err
     assert "GITHUB_EVENT_PATH, GITHUB_REPOSITORY, GITHUB_TOKEN not set" in err
     assert "Traceback" not in err
+
+
+def test_the_jobs_secrets_are_named_and_short_values_left_out() -> None:
+    from clover_code.github.leaks import find_secret, job_secrets
+
+    held = {
+        "GITHUB_TOKEN": "ghs_tokenvalue123",
+        "ACTIONS_RUNTIME_TOKEN": "runtime-secret-1",
+        "ACTIONS_ID_TOKEN_REQUEST_URL": "https://pipelines.example/oidc",
+        "ACTIONS_STEP_DEBUG": "true",
+    }
+    found = job_secrets(
+        "ghs_tokenvalue123",
+        held,
+        api_key="sk-key-123456",
+        base_url="https://tok-user-99@m.example/v1",
+    )
+    assert found == {
+        "the GitHub token": "ghs_tokenvalue123",
+        "the GitHub token (as git's header)": base64.b64encode(
+            b"x-access-token:ghs_tokenvalue123"
+        ).decode(),
+        "the value of ACTIONS_RUNTIME_TOKEN": "runtime-secret-1",
+        "the model's API key": "sk-key-123456",
+        "the user in the model server's URL": "tok-user-99",
+    }
+    assert find_secret(b"\x00\xffruntime-secret-1", found) == "the value of ACTIONS_RUNTIME_TOKEN"
+    assert find_secret("nothing here", found) is None

@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from clover_code.errors import ToolError
+from clover_code.redact import without_agent_credentials
 from clover_code.tools.sandbox.base import ExecResult, SerialSandbox
 from clover_code.tools.sandbox.output import HeadTailBuffer
 
@@ -151,7 +152,8 @@ class HostSandbox(SerialSandbox):
         self.stream_limit = stream_limit
         self.kill_grace = kill_grace
         self.drain_timeout = drain_timeout
-        self._env = dict(os.environ if env is None else env) | _QUIET_ENV
+        # Even here the model's and the bot's credentials stay out of every command.
+        self._env = without_agent_credentials(os.environ if env is None else env) | _QUIET_ENV
         self._lock = asyncio.Lock()
         self._groups: set[int] = set()
         """Process groups started here that may still have members."""

@@ -3,7 +3,8 @@
 - ``SandboxLimits``: memory, processes and CPUs a sandbox may use.
 - ``sandbox_env``: the environment commands see. Nothing of the host's is
   passed except the names in an allowlist, and never a name that looks like a
-  credential (key, token, secret, password...), whatever the allowlist says.
+  credential (key, token, secret, password...), whatever the allowlist says,
+  nor the model's or the bot's credentials (``clover_code.redact``).
 - ``sandbox_user``: the host uid:gid whose files commands write: the host
   user's, or, when clover-code itself runs as root, the workspace owner's.
   That is root only for a root-owned workspace (the usual container CI); then
@@ -19,6 +20,8 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from clover_code.redact import without_agent_credentials
 
 __all__ = [
     "DEFAULT_PASSTHROUGH",
@@ -97,7 +100,7 @@ def sandbox_env(
     for name in passthrough:
         if name in source and name not in _FIXED and not looks_secret(name):
             env[name] = source[name]
-    return env
+    return without_agent_credentials(env)
 
 
 def sandbox_user(root: Path) -> tuple[int, int]:
