@@ -1,0 +1,201 @@
+"""The README's runnable shell blocks, run as written on this machine.
+
+A block marked ``<!-- readme-test: NAME -->`` on the line before its fence is
+extracted from README.md (and every page under docs/) and run with bash, line
+by line as a user would type it. What a test machine has instead of the
+user's is substituted, and only that: the model server's URL (a scripted
+loopback server), the values of the ``MODEL=`` and ``PORT=`` lines (the small
+GGUF model the tests already use, a free port), and ``your-project`` /
+``./clover-code`` as folders of a scratch directory. ``pip`` is a virtual
+environment's over the installed dependencies, so installing touches nothing
+outside it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.llama_peer import PeerMissing, free_port, gemma_model_path
+from tests.integration.sse_server import (
+    CHAT_PATH,
+    RecordedRequest,
+    ScriptedServer,
+    error_response,
+    json_response,
+    sse_response,
+)
+from tests.integration.stream_shapes import SGLangStream
+from tests.waiting import within
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+MARK = re.compile(r"<!-- readme-test: ([\w-]+) -->\n```(?:sh|bash)\n(.*?)```", re.DOTALL)
+
+
+def marked_blocks() -> dict[str, tuple[Path, str]]:
+    """Every marked block of README.md and docs/, by name."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
+    found: dict[str, tuple[Path, str]] = {}
+    for page in pages:
+        for name, body in MARK.findall(page.read_text("utf-8")):
+            assert name not in found, f"two README blocks are named {name}"
+            found[name] = (page, body)
+    return found
+
+
+def test_the_runnable_blocks_are_all_tested() -> None:
+    assert set(marked_blocks()) == {"quickstart", "llama"}
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A virtual environment over the installed packages, for `pip install` to go into."""
+    where = tmp_path_factory.mktemp("readme-venv") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(where)], check=True)
+    return where / "bin"
+
+
+def environment(venv: Path, home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CLOVER_")}
+    env.update(
+        PATH=f"{venv}:{env.get('PATH', '')}",
+        VIRTUAL_ENV=str(venv.parent),
+        XDG_DATA_HOME=str(home / "data"),
+        XDG_CONFIG_HOME=str(home / "config"),
+        PIP_DISABLE_PIP_VERSION_CHECK="1",
+    )
+    env.pop("PYTHONPATH", None)
+    return env
+
+
+def failing_project(where: Path) -> Path:
+    project = where / "your-project"
+    project.mkdir()
+    (project / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    (project / "test_calc.py").write_text(
+        "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+    )
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    return project
+
+
+def fixer(request: RecordedRequest) -> object:
+    """The scripted model: the doctor's probe gets a tool call; the agent runs the
+    tests, fixes ``add``, runs them again and says so."""
+    if request.path != CHAT_PATH:  # the doctor's /props: not a llama.cpp server
+        return error_response(404, "no such endpoint")
+    body = request.json()
+    if not body.get("stream"):
+        call = {"id": "p", "type": "function", "function": {"name": "ping", "arguments": "{}"}}
+        message = {"role": "assistant", "content": None, "tool_calls": [call]}
+        return json_response({"choices": [{"index": 0, "message": message}]})
+    tools_ran = sum(1 for m in body["messages"] if m.get("role") == "tool")
+    stream = SGLangStream()
+    if tools_ran == 0:
+        stream.tool_call("shell", {"command": "python3 -m pytest -q"})
+    elif tools_ran == 1:
+        stream.tool_call(
+            "edit_file",
+            {"path": "calc.py", "old_string": "return a - b", "new_string": "return a + b"},
+        )
+    elif tools_ran == 2:
+        stream.tool_call("shell", {"command": "python3 -m pytest -q"})
+    else:
+        stream.content("Fixed add: it subtracted; the test passes now.")
+    return sse_response(stream.chunks())
+
+
+async def run_block(body: str, cwd: Path, env: dict[str, str]) -> tuple[int, str]:
+    proc = await asyncio.create_subprocess_exec(
+        "bash",
+        "-e",
+        "-c",
+        body,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        out, _ = await within(proc.communicate(), timeout=600, message="the README block")
+    finally:
+        if proc.returncode is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:  # a server the block left running in the background
+            with_group(proc.pid, signal.SIGTERM)
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(errors="replace")
+
+
+def with_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, sig)
+
+
+async def test_quick_start_fixes_a_failing_test(
+    scripted_server: ScriptedServer, venv: Path, tmp_path: Path
+) -> None:
+    scripted_server.responder = fixer  # type: ignore[assignment]
+    _, body = marked_blocks()["quickstart"]
+    body = body.replace("http://localhost:30000/v1", scripted_server.base_url)
+    (tmp_path / "clover-code").symlink_to(ROOT)
+    project = failing_project(tmp_path)
+    code, out = await run_block(body, tmp_path, environment(venv, tmp_path))
+    assert code == 0, out
+    assert (project / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
+    assert "Fixed add" in out
+    installed = (venv / "clover-code").resolve()
+    assert installed.is_file() and installed.parent == venv
+
+
+def llama_block(body: str, model: Path, port: int) -> str:
+    body = re.sub(r"^MODEL=.*$", f"MODEL={model}", body, count=1, flags=re.MULTILINE)
+    return re.sub(r"^PORT=.*$", f"PORT={port}", body, count=1, flags=re.MULTILINE)
+
+
+@pytest.fixture
+def gemma() -> Iterator[Path]:
+    try:
+        yield gemma_model_path()
+    except PeerMissing as exc:
+        pytest.skip(str(exc))
+
+
+def peak_rss_mb(pid_file: Path) -> float:
+    return float(pid_file.read_text() or 0) / 1024
+
+
+async def test_the_llama_cpp_path_starts_within_memory_and_answers(
+    gemma: Path, venv: Path, tmp_path: Path
+) -> None:
+    _, body = marked_blocks()["llama"]
+    port = free_port()
+    body = llama_block(body, gemma, port)
+    # Record the server's peak memory (VmHWM) just before the task's line ends.
+    lines = body.rstrip("\n").split("\n")
+    watch = (
+        f"grep VmHWM /proc/$(pgrep -f 'llama_cpp.server.*--port {port}' | head -1)/status "
+        f"| awk '{{print $2}}' > {tmp_path / 'peak'}"
+    )
+    script = "\n".join([f"trap {shlex.quote(watch)} EXIT", *lines])
+    project = failing_project(tmp_path)
+    env = {**environment(venv, tmp_path), "OMP_WAIT_POLICY": "PASSIVE"}
+    code, out = await run_block(script, project, env)
+    assert code in (0, 1), out  # the model answered (a 270M model may not fix the test)
+    assert "cannot reach" not in out and "Traceback" not in out, out
+    peak = peak_rss_mb(tmp_path / "peak")
+    assert 0 < peak < 4096, f"llama_cpp.server peaked at {peak:.0f} MB"
