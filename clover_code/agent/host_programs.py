@@ -99,6 +99,8 @@ class HostPrograms:
                 if layer.dynamic:
                     unclear = unclear or "a program name known only at run time"
                 for index, word in enumerate(layer.argv):
+                    if index == 0 and layer.dynamic:
+                        continue  # refused below: its name is only known at run time
                     found = self._named(word, here, path_env, program=index == 0)
                     if isinstance(found, Refused):
                         return found
