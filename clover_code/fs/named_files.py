@@ -25,6 +25,7 @@ __all__ = [
     "CONTROL_PATHS",
     "file_digest",
     "fingerprint",
+    "host_program",
     "inside",
     "on_path",
     "resolve_word",
@@ -90,6 +91,14 @@ def on_path(name: str, path_env: str, *, skip_inside: Path | None = None) -> Pat
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return candidate
     return None
+
+
+def host_program(name: str, workspace: Path) -> str | None:
+    """Where the host finds program ``name`` on its ``PATH``, never inside the
+    workspace (an activated ``.venv/bin`` there holds whatever the repository
+    put in it); None when it is found nowhere else."""
+    found = on_path(name, os.environ.get("PATH", os.defpath), skip_inside=workspace)
+    return str(found) if found is not None else None
 
 
 def resolve_word(word: str, cwd: Path, path_env: str, *, program: bool) -> Path | None:

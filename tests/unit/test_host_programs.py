@@ -18,8 +18,11 @@ from clover_code.agent.hooks import HookRunner
 from clover_code.agent.host_programs import HostPrograms, Prepared, Refused, checked_servers
 from clover_code.config import HookConfig, McpServerConfig
 from clover_code.fs.named_files import snapshot, workspace_files
+from clover_code.gitsafe import git_argv, run_git
 from clover_code.project_files import ProjectJudge
+from clover_code.tools.grep import GrepArgs, grep_files
 from clover_code.tools.mcp_config import DeclaredServer
+from clover_code.tools.workspace import Workspace
 from clover_code.trust import TrustStore
 
 
@@ -222,3 +225,31 @@ async def test_a_refused_hook_does_not_run_and_blocks_its_call(ws: Path, cfg: Pa
     assert ran.outcome == "refused" and "tools/x.py changed" in ran.message
     (notice,) = [e for e in events if isinstance(e, p.Notice)]
     assert notice.level == "warning" and "tools/x.py" in notice.text
+
+
+def fake_program(folder: Path, name: str, marker: Path) -> None:
+    program = folder / name
+    program.write_text(f"#!/bin/sh\necho pwned > {marker}\nexit 1\n")
+    program.chmod(0o755)
+
+
+async def test_grep_never_runs_an_rg_the_workspace_put_on_path(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    marker = ws.parent / "rg-ran"
+    fake_program(ws / ".venv" / "bin", "rg", marker)
+    monkeypatch.setenv("PATH", f"{ws / '.venv' / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    await grep_files(Workspace(ws), GrepArgs(pattern="check"), backend="auto")
+    assert not marker.exists()
+
+
+def test_hardened_git_never_runs_a_git_the_workspace_put_on_path(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    marker = ws.parent / "git-ran"
+    fake_program(ws / ".venv" / "bin", "git", marker)
+    monkeypatch.setenv("PATH", f"{ws / '.venv' / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    run_git("init", "-q", cwd=ws, check=False)
+    run_git("status", cwd=ws, check=False)
+    assert not marker.exists()
+    assert not git_argv(["status"], cwd=ws)[0].startswith(str(ws))
