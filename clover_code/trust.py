@@ -305,7 +305,14 @@ class TrustReport:
         ignored = self.untrusted()
         if not ignored:
             return None
-        parts = "; ".join(f"{f.path}: {', '.join(f.loosening)}" for f in ignored)
+        parts = "; ".join(
+            f"{f.path}: {', '.join(f.loosening)}"
+            + (
+                f", with the scripts it names: {', '.join(r for r, _ in f.scripts)}"
+                * bool(f.scripts)
+            )
+            for f in ignored
+        )
         return (
             f"Project settings that would loosen safety were ignored because this content "
             f"is not trusted yet ({parts}). Review the file(s), then trust them: answer "

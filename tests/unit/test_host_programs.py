@@ -202,6 +202,9 @@ def test_the_trust_fingerprint_covers_the_named_scripts(ws: Path, tmp_path: Path
     (ws / "tools" / "x.py").write_text("print('changed')\n")
     _, changed = ProjectJudge(ws, store).read({}, {}, {}, "CLOVER_")
     assert not changed.files[0].trusted and changed.trusted_scripts() == {}
+    notice = changed.notice()
+    assert notice is not None and "with the scripts it names: " in notice
+    assert "tools/x.py" in notice
 
 
 async def test_a_refused_hook_does_not_run_and_blocks_its_call(ws: Path, cfg: Path) -> None:
