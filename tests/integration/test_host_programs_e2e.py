@@ -48,10 +48,10 @@ def home(tmp_path: Path) -> Path:
     return home
 
 
-def events_of(out: str) -> tuple[list[p.Event], TaskResult]:
+def events_of(out: str) -> tuple[list[object], TaskResult]:
     *events, result = [parse_stream_line(line) for line in out.splitlines()]
     assert isinstance(result, TaskResult)
-    return events, result
+    return list(events), result
 
 
 def sandbox_ready(kind: str, request: pytest.FixtureRequest) -> None:
@@ -122,8 +122,8 @@ async def test_a_changed_script_untrusts_the_config_that_names_it(
     (repo / ".mcp.json").write_text(
         json.dumps({"mcpServers": {"s": {"command": sys.executable, "args": ["tools/server.py"]}}})
     )
-    base = ("--base-url", scripted_server.base_url, "--sandbox", "none")
-    base += ("--approval", "full-auto", "--output-format", "stream-json")
+    base = ["--base-url", scripted_server.base_url, "--sandbox", "none"]
+    base += ["--approval", "full-auto", "--output-format", "stream-json"]
     scripted_server.enqueue(
         sglang(lambda s: s.tool_call("shell", {"command": "echo one"})),
         sglang(lambda s: s.content("Done.")),
