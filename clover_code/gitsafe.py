@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clover_code.errors import CloverError
+from clover_code.fs.named_files import host_program
 from clover_code.git_nested import nested_drivers
 
 if TYPE_CHECKING:
@@ -306,6 +307,8 @@ def git_argv(
     already (worked out for the same repository and work tree).
     """
     git_dir, work_tree = _locate(cwd, git_dir, work_tree)
+    if git == "git":  # never a git the repository put on PATH (an activated .venv/bin)
+        git = host_program("git", work_tree or cwd) or git
     if drivers is None:
         drivers = repo_driver_overrides(cwd, git_dir=git_dir, work_tree=work_tree, env=env, git=git)
     return [

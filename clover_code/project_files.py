@@ -9,8 +9,11 @@ a file whose exact content the user has not trusted.
 
 from __future__ import annotations
 
+import json
+import os
+import shlex
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -19,6 +22,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from clover_code import trust
 from clover_code.errors import ConfigError
+from clover_code.fs.named_files import fingerprint, snapshot, workspace_files
 from clover_code.project_definition import IMAGE_TRUST_NOTE, trust_fingerprint
 
 __all__ = ["ProjectJudge"]
@@ -55,7 +59,8 @@ class ProjectJudge:
         if raw is not None:
             data = _parse_toml(raw, config_path)
             found = trust.loosening(data, base)
-            judged = self._judge(trust.PROJECT_CONFIG, config_path, raw, found, trust_all)
+            commands = list(_config_commands(data)) if found else []
+            judged = self._judge(trust.PROJECT_CONFIG, config_path, raw, found, trust_all, commands)
             files.append(judged)
             if not judged.trusted:
                 data = trust.without_loosening(data, base)
@@ -71,7 +76,8 @@ class ProjectJudge:
             )
             found = trust.mcp_loosening(mcp_raw) if policy != "ignore" else []
             trusted = trust_all or policy == "trust"
-            files.append(self._judge(trust.MCP_FILE, mcp_path, mcp_raw, found, trusted))
+            commands = list(_mcp_file_commands(mcp_raw)) if found else []
+            files.append(self._judge(trust.MCP_FILE, mcp_path, mcp_raw, found, trusted, commands))
         image = trust_fingerprint(self.root)
         if image is not None:  # the sandbox image it defines runs programs at build time
             rel, path, fingerprint = image
@@ -79,19 +85,77 @@ class ProjectJudge:
         return data, trust.TrustReport(self.root, tuple(files))
 
     def _judge(
-        self, rel: str, path: Path, raw: bytes, found: list[str], trusted_by_user: bool
+        self,
+        rel: str,
+        path: Path,
+        raw: bytes,
+        found: list[str],
+        trusted_by_user: bool,
+        commands: list[tuple[str, Path]] | None = None,
     ) -> trust.ProjectFile:
-        content = trust.digest(raw)
+        # The scripts its commands name are part of what is trusted: one changed
+        # byte in a hook script untrusts the file that names it.
+        path_env = os.environ.get("PATH", os.defpath)
+        named = {
+            found_file
+            for command, cwd in commands or []
+            for found_file in workspace_files(command, self.root, path_env, self.root / cwd)
+        }
+        scripts = snapshot(self.root, named)
+        own = trust.digest(raw)
+        content = trust.digest(raw + b"\0scripts\0" + fingerprint(scripts)) if scripts else own
         # The switch is never taken from a project file, so a file that sets only
         # the switch stays untrusted (and its notice says so).
         only_switch = bool(found) and all(k.startswith(trust.TRUST_SWITCH) for k in found)
         trusted = not found or trusted_by_user
         trusted = trusted or self.store.is_trusted(self.root, rel, content)
-        judged = trust.ProjectFile(rel, path, content, tuple(found), trusted and not only_switch)
+        judged = trust.ProjectFile(
+            rel,
+            path,
+            content,
+            tuple(found),
+            trusted and not only_switch,
+            content=own,
+            scripts=tuple(sorted(scripts.items())),
+        )
         if self.record and not judged.trusted and not only_switch:
             self.store.trust(self.root, [judged])
             judged = replace(judged, trusted=True)
         return judged
+
+
+def _config_commands(data: Mapping[str, Any]) -> Iterator[tuple[str, Path]]:
+    """The host commands a settings file configures: hooks and MCP stdio servers
+    (as command lines, with the folder they start in relative to the workspace)."""
+    hooks = data.get("hooks")
+    for configs in hooks.values() if isinstance(hooks, Mapping) else []:
+        for config in configs if isinstance(configs, list) else []:
+            if isinstance(config, Mapping) and isinstance(config.get("command"), str):
+                yield config["command"], Path(".")
+    yield from _server_commands(data.get("mcp_servers"))
+
+
+def _mcp_file_commands(raw: bytes) -> Iterator[tuple[str, Path]]:
+    try:
+        table = json.loads(raw.decode("utf-8"))
+    except ValueError:
+        return
+    if isinstance(table, dict):
+        yield from _server_commands(table.get("mcpServers"))
+
+
+def _server_commands(servers: Any) -> Iterator[tuple[str, Path]]:
+    for server in servers.values() if isinstance(servers, Mapping) else []:
+        if not isinstance(server, Mapping) or not isinstance(server.get("command"), str):
+            continue
+        args = server.get("args")
+        words = (
+            [server["command"], *(str(a) for a in args if isinstance(a, str | int | float))]
+            if isinstance(args, list)
+            else [server["command"]]
+        )
+        cwd = server.get("cwd")
+        yield shlex.join(words), Path(cwd if isinstance(cwd, str) else ".")
 
 
 def _switch(env_values: Mapping[str, Any], user_values: Mapping[str, Any], prefix: str) -> bool:

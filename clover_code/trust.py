@@ -260,11 +260,20 @@ class ProjectFile:
     """Path relative to the workspace root, e.g. ``.clover/config.toml``."""
     path: Path
     digest: str
-    """sha256 of the bytes that were read (and parsed)."""
+    """The fingerprint trust records keep: the sha256 of the bytes that were read
+    (and parsed), and of the workspace scripts its commands name."""
     loosening: tuple[str, ...]
     """What it would loosen, e.g. ``approval = "full-auto"``; empty if nothing."""
     trusted: bool
     """Whether its loosening settings apply."""
+    content: str = ""
+    """sha256 of the file's own bytes ("": the same as ``digest``)."""
+    scripts: tuple[tuple[str, str], ...] = ()
+    """The workspace files its commands name (relative path, sha256), as read."""
+
+    def same_content(self, content_digest: str) -> bool:
+        """Whether the file's own bytes hash to ``content_digest``."""
+        return (self.content or self.digest) == content_digest
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,18 +289,31 @@ class TrustReport:
 
     def trusts(self, rel: str, content_digest: str) -> bool:
         """Whether the file ``rel`` with exactly this content was trusted."""
-        return any(f.rel == rel and f.digest == content_digest and f.trusted for f in self.files)
+        return any(
+            f.rel == rel and f.same_content(content_digest) and f.trusted for f in self.files
+        )
 
     def mentions(self, rel: str, content_digest: str) -> bool:
         """Whether ``notice`` already speaks of this file with this content."""
-        return any(f.rel == rel and f.digest == content_digest for f in self.untrusted())
+        return any(f.rel == rel and f.same_content(content_digest) for f in self.untrusted())
+
+    def trusted_scripts(self) -> dict[str, str]:
+        """The workspace scripts trusted files name, as trusted (relative path -> sha256)."""
+        return {rel: sha for f in self.files if f.trusted for rel, sha in f.scripts}
 
     def notice(self) -> str | None:
         """The one sentence about ignored settings, or None when nothing was ignored."""
         ignored = self.untrusted()
         if not ignored:
             return None
-        parts = "; ".join(f"{f.path}: {', '.join(f.loosening)}" for f in ignored)
+        parts = "; ".join(
+            f"{f.path}: {', '.join(f.loosening)}"
+            + (
+                f", with the scripts it names: {', '.join(r for r, _ in f.scripts)}"
+                * bool(f.scripts)
+            )
+            for f in ignored
+        )
         return (
             f"Project settings that would loosen safety were ignored because this content "
             f"is not trusted yet ({parts}). Review the file(s), then trust them: answer "

@@ -31,6 +31,12 @@ their argv split from the configured command (``shlex``); the model's data
 reaches them only through stdin. A hook that cannot start, crashes, hangs
 past its timeout (its whole process group is killed) or prints bad JSON is
 reported in one sentence and the session goes on.
+
+Before every run the command is checked (``host_programs``): a script or
+program in the workspace runs only with the bytes the user trusted, and a
+user-level command never resolves into the workspace. A refused hook is
+reported as outcome ``refused`` with a warning naming the file; a refused
+PreToolUse hook blocks the call (its check did not run), with that reason.
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from clover_code import protocol as p
+from clover_code.agent.host_programs import HostPrograms, Refused
 from clover_code.config import HookConfig, HookEvent
 
 __all__ = ["HOOK_EVENTS", "HookOutcome", "HookRunner", "prompt_hooks", "stop_hooks"]
@@ -87,6 +94,7 @@ class _Run:
     stdout: str
     stderr: str
     problem: str | None = None
+    refused: bool = False
 
 
 class HookRunner:
@@ -100,9 +108,12 @@ class HookRunner:
         session_id: str,
         transcript_path: Path,
         emit: Callable[[p.Event], None],
+        programs: HostPrograms,
     ) -> None:
         self.hooks = {event: list(configs) for event, configs in hooks.items() if configs}
         self.root = root
+        self.programs = programs
+        """The check every hook command passes before it runs."""
         self.session_id = session_id
         self.transcript_path = transcript_path
         self.emit = emit
@@ -115,12 +126,18 @@ class HookRunner:
         session_id: str,
         transcript_path: Path,
         emit: Callable[[p.Event], None],
+        programs: HostPrograms,
     ) -> HookRunner | None:
         """A runner for a session, or None when no hook is configured."""
         if not any(hooks.values()):
             return None
         return cls(
-            hooks, root=root, session_id=session_id, transcript_path=transcript_path, emit=emit
+            hooks,
+            root=root,
+            session_id=session_id,
+            transcript_path=transcript_path,
+            emit=emit,
+            programs=programs,
         )
 
     async def session_start(self, resumed: bool) -> str:
@@ -171,10 +188,13 @@ class HookRunner:
             return _Run(None, "", "", f"its command cannot be split into words ({exc})")
         if not argv:
             return _Run(None, "", "", "its command is empty")
-        env = {**os.environ, "CLOVER_PROJECT_DIR": str(self.root)}
+        prepared = self.programs.prepare(argv)
+        if isinstance(prepared, Refused):
+            return _Run(None, "", "", f"it was not run: {prepared.reason}.", refused=True)
+        env = {**os.environ, "PATH": prepared.path_env, "CLOVER_PROJECT_DIR": str(self.root)}
         try:
             proc = await asyncio.create_subprocess_exec(
-                *argv,
+                *prepared.argv,
                 cwd=self.root,
                 env=env,
                 stdin=asyncio.subprocess.PIPE,
@@ -215,6 +235,13 @@ class HookRunner:
         outcome: HookOutcome,
         tool: str | None,
     ) -> None:
+        if run.refused and run.problem is not None:
+            if event == "PreToolUse":  # its check did not run: the call does not either
+                outcome.blocked, outcome.reason = True, f"A PreToolUse hook {run.problem}"
+            elif event in ("UserPromptSubmit", "SessionStart"):
+                outcome.context.append(f"A {event} hook {run.problem}")
+            self._report(event, config, "refused", run.problem, tool)
+            return
         if run.problem is not None:
             self._report(event, config, "failed", f"{run.problem}; going on.", tool)
             return
@@ -301,7 +328,7 @@ class HookRunner:
             )
         )
         if outcome != "ok":
-            verb = "blocked" if outcome == "blocked" else "failed"
+            verb = outcome if outcome in ("blocked", "refused") else "failed"
             target = f" for {tool}" if tool else ""
             self.emit(
                 p.Notice(

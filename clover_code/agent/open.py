@@ -32,6 +32,7 @@ from clover_code.agent.commands import CustomCommand, load_commands
 from clover_code.agent.engines import Engines, WatchedBackend
 from clover_code.agent.fork import fork_session
 from clover_code.agent.hooks import HookRunner
+from clover_code.agent.host_programs import HostPrograms, checked_servers
 from clover_code.agent.instructions import system_prompt
 from clover_code.agent.loop import Agent
 from clover_code.agent.session import (
@@ -277,8 +278,14 @@ async def _assemble(
     if held and approver is not None:  # a front end that cannot be asked: go on, say so
         startup_notices.append(f"{held} Snapshotting it anyway.")
         held = None
+    programs = HostPrograms(
+        root,
+        trusted=settings.project_trust.trusted_scripts() if settings.project_trust else {},
+        user_dir=user_config_path().parent,
+    )
     servers, mcp_notices = declared_servers(settings, root)
     startup_notices += mcp_notices
+    servers = checked_servers(servers, programs, root, startup_notices)
     mcp: McpManager | None = None
     if servers:
         from clover_code.tools.mcp import McpManager  # the SDK takes a second to import
@@ -304,7 +311,9 @@ async def _assemble(
             transcript.event(event.model_dump(mode="json"))
         emit(event)
 
-    hooks = HookRunner.create(settings.hooks, root, session_id, transcript.path, record_and_emit)
+    hooks = HookRunner.create(
+        settings.hooks, root, session_id, transcript.path, record_and_emit, programs
+    )
     skills, skill_notes = load_skills(root, user_config_path().parent)
     startup_notices += skill_notes
     commands = load_commands(root, config_dir=user_config_path().parent, notes=startup_notices)

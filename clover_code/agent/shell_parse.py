@@ -110,15 +110,18 @@ def _language() -> Language:
     return Language(tree_sitter_bash.language())
 
 
-def parse_shell(command: str) -> ParsedShell:
-    """Every simple command ``command`` runs and every file it redirects into."""
+def parse_shell(command: str, *, script_files: bool = False) -> ParsedShell:
+    """Every simple command ``command`` runs and every file it redirects into.
+
+    ``script_files``: a shell running a named script file (``sh x.sh``) is not
+    opaque, for a caller that checks that file's content itself."""
     if len(command) > MAX_LENGTH:
         return ParsedShell((), (), f"the command is longer than {MAX_LENGTH} characters")
     found = _CONTROL.search(command)
     if found:
         char = found.group()
         return ParsedShell((), (), f"the command contains the control character {char!r}")
-    extractor = _Extractor()
+    extractor = _Extractor(script_files=script_files)
     extractor.script(command, (), 0)
     problem = extractor.problem
     if problem is None and len(extractor.commands) > MAX_COMMANDS:
@@ -198,6 +201,8 @@ class _Extractor:
     opaque: str | None = None
     chdirs: list[str | None] = field(default_factory=list)
     nodes: int = 0
+    script_files: bool = False
+    """A shell given a script file counts as understood (the caller checks the file)."""
 
     def fail(self, reason: str) -> None:
         if self.problem is None:
@@ -288,7 +293,9 @@ class _Extractor:
                     layers.append(Layer(layer_argv, transparent=True, open_args=open_args))
                     self.script_word(script, tuple(layers), depth)
                     return
-                self.unclear(f"{name} reading a script from a file or standard input")
+                script_file = next(iter(operands(words)), None)
+                if not (self.script_files and script_file is not None and script_file.literal):
+                    self.unclear(f"{name} reading a script from a file or standard input")
             if name == "eval" and len(words) > 1:
                 layers.append(Layer(layer_argv, transparent=True, open_args=open_args))
                 joined = Word(" ".join(w.value for w in words[1:]), all(w.literal for w in words))

@@ -223,10 +223,12 @@ class HookRan(_Event):
     event: str
     """The lifecycle point, e.g. ``PreToolUse``."""
     command: str
-    outcome: Literal["ok", "blocked", "failed"]
+    outcome: Literal["ok", "blocked", "failed", "refused"]
     """ok: it let things go on; blocked: exit 2 or a block decision; failed: it
     could not start, crashed, timed out, printed bad JSON or exited with another
-    code (then clover-code went on)."""
+    code (then clover-code went on); refused: it was not run, because a file it
+    names in the workspace changed since the user trusted it or is not covered
+    by that trust (a refused PreToolUse hook blocks the call)."""
     message: str = ""
     """The reason or problem, in one sentence."""
     tool_name: str | None = None

@@ -13,7 +13,6 @@ the workspace root.
 from __future__ import annotations
 
 import asyncio
-import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import ClassVar, Literal
 from pydantic import BaseModel, Field
 
 from clover_code.errors import ToolError
+from clover_code.fs.named_files import host_program
 from clover_code.protocol import SearchResult
 from clover_code.tools.base import Tool, ToolContext, ToolKind, ToolResult
 from clover_code.tools.fileio import missing_path_error
@@ -107,7 +107,7 @@ async def grep_files(
     """Run a search and format its result; ``backend`` forces ripgrep or Python."""
     plan = _plan(ws, args)
     collector = Collector(args.context, args.max_results, output_limit)
-    rg = shutil.which("rg") if backend != "python" else None
+    rg = host_program("rg", ws.root) if backend != "python" else None
     if backend == "rg" and rg is None:
         raise ToolError("ripgrep (rg) is not on PATH; install it or use the Python search")
     used = "python"

@@ -13,6 +13,8 @@ from pathlib import Path
 
 from clover_code import protocol as p
 from clover_code.agent.hooks import HookRunner
+from clover_code.agent.host_programs import HostPrograms
+from clover_code.fs.named_files import snapshot
 from clover_code.config import HookConfig, Settings
 from tests.fakes import ScriptedBackend, text_response
 from tests.unit.test_agent_loop import open_session
@@ -26,12 +28,15 @@ time.sleep(120)
 
 
 def runner(tmp_path: Path, config: HookConfig, events: list[p.Event]) -> HookRunner:
+    # The scripts the tests write in the workspace are trusted as they are now.
+    scripts = [f.name for f in tmp_path.iterdir() if f.is_file()]
     return HookRunner(
         {"PreToolUse": [config]},
         root=tmp_path,
         session_id="s1",
         transcript_path=tmp_path / "t.jsonl",
         emit=events.append,
+        programs=HostPrograms(tmp_path, trusted=snapshot(tmp_path, scripts)),
     )
 
 

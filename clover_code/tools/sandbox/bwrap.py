@@ -3,7 +3,7 @@
 Each command is its own ``bwrap`` process:
 
 - the host's root filesystem read-only; the workspace read-write at its own
-  path, with ``.git`` read-only as a whole (``git_state.read_only_paths``);
+  path, with ``.git`` and the control files read-only (``control_files``);
   /tmp a private tmpfs; /home, /root, the user's home and /run hidden behind
   empty read-only tmpfs (so no dotfile credentials, Docker socket or SSH agent
   socket is reachable); HOME a private tmpfs at /home/sandbox;
@@ -53,7 +53,7 @@ from typing import Any
 
 from clover_code.errors import ToolError
 from clover_code.tools.sandbox.base import ExecResult, SerialSandbox
-from clover_code.tools.sandbox.git_state import read_only_paths
+from clover_code.tools.sandbox.control_files import protected_paths
 from clover_code.tools.sandbox.host import OutputSink
 from clover_code.tools.sandbox.host_view import HostView, host_view
 from clover_code.tools.sandbox.policy import (
@@ -169,8 +169,11 @@ class BwrapSandbox(SerialSandbox):
         drain_timeout: float = 0.5,
         bwrap: str = "bwrap",
         toolchain: bool = True,
+        protect: Iterable[str] = (),
     ) -> None:
         self.root = Path(os.path.realpath(root))
+        self.protect = tuple(protect)
+        """Workspace scripts trusted settings name, mounted read-only with the control files."""
         self.cwd = self.root
         """Where the next command starts; always the root or a directory below it."""
         if self.root == Path("/"):
@@ -216,8 +219,9 @@ class BwrapSandbox(SerialSandbox):
         view = self._view(concealed)
         args += view.binds
         args += ["--bind", str(self.root), str(self.root)]
-        # .git as a whole, read-only: a mount point cannot be renamed, removed or replaced.
-        for protected in read_only_paths(self.root):
+        # .git and the control files, read-only: a mount point cannot be renamed,
+        # removed or replaced.
+        for protected in protected_paths(self.root, self.protect):
             args += ["--ro-bind", str(protected), str(protected)]
         args += view.hides
         args += ["--bind", str(cwd_file), str(cwd_file)]

@@ -5,7 +5,7 @@ and removed on close; containers whose owner died are removed when the next
 session starts. Inside it:
 
 - the workspace is bind-mounted read-write at the same path as on the host
-  (``.git`` read-only as a whole, see ``git_state.read_only_paths``; when a
+  (``.git`` and the control files read-only, see ``control_files``; when a
   ``.git`` appears or is replaced, the next command gets a fresh container
   that mounts it so); nothing else of the host is;
 - commands run as the host user's uid:gid (the workspace owner's when
@@ -48,6 +48,7 @@ from typing import Any
 
 from clover_code.errors import ToolError
 from clover_code.tools.sandbox.base import ExecResult, SerialSandbox
+from clover_code.tools.sandbox.control_files import protected_paths
 from clover_code.tools.sandbox.docker_link import (
     RunnerGone,
     RunnerLink,
@@ -63,7 +64,6 @@ from clover_code.tools.sandbox.docker_setup import (
     root_filter,
     short_error,
 )
-from clover_code.tools.sandbox.git_state import read_only_paths
 from clover_code.tools.sandbox.host import OutputSink
 from clover_code.tools.sandbox.policy import (
     DEFAULT_PASSTHROUGH,
@@ -113,8 +113,11 @@ class DockerSandbox(SerialSandbox):
         stream_limit: int = 1_000_000,
         client: Any = None,
         start_timeout: float = 30.0,
+        protect: Iterable[str] = (),
     ) -> None:
         self.root = Path(os.path.realpath(root))
+        self.protect = tuple(protect)
+        """Workspace scripts trusted settings name, mounted read-only with the control files."""
         self.cwd = self.root
         """Where the next command starts; always the root or a directory below it."""
         if self.root == Path("/"):
@@ -194,7 +197,7 @@ class DockerSandbox(SerialSandbox):
     def _protection(self) -> tuple[tuple[str, int], ...]:
         """What the container must mount read-only now: each path, with its inode."""
         key = []
-        for path in read_only_paths(self.root):
+        for path in protected_paths(self.root, self.protect):
             with contextlib.suppress(OSError):
                 key.append((str(path), os.stat(path).st_ino))
         return tuple(key)
@@ -215,6 +218,7 @@ class DockerSandbox(SerialSandbox):
             network=self.network,
             limits=self.limits,
             path=self.env["PATH"],
+            protect=self.protect,
         )
         spec["entrypoint"] = ""  # a project image's ENTRYPOINT must not wrap the runner
         self.container_id = client.api.create_container(**spec)["Id"]

@@ -24,11 +24,12 @@ import platform
 import shutil
 import socket
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from clover_code.errors import ToolError
-from clover_code.tools.sandbox.git_state import read_only_paths
+from clover_code.tools.sandbox.control_files import protected_paths
 from clover_code.tools.sandbox.policy import SANDBOX_HOME, SandboxLimits, needs_setuid_filter
 from clover_code.tools.sandbox.seccomp import setuid_filter
 
@@ -216,6 +217,7 @@ def container_spec(
     network: bool,
     limits: SandboxLimits,
     path: str,
+    protect: Iterable[str] = (),
 ) -> dict[str, Any]:
     """Keyword arguments for the low-level ``create_container``."""
     from docker.types import LogConfig, Mount
@@ -232,8 +234,9 @@ def container_spec(
     if needs_setuid_filter(user):  # support_files wrote it; the runner installs it first
         mounts.append(Mount(FILTER_PATH, str(state / _FILTER), type="bind", read_only=True))
         command.append(FILTER_PATH)
-    # .git as a whole, read-only: a mount point cannot be renamed, removed or replaced.
-    protected = read_only_paths(root)
+    # .git and the control files, read-only: a mount point cannot be renamed,
+    # removed or replaced.
+    protected = protected_paths(root, protect)
     mounts += [Mount(str(p), str(p), type="bind", read_only=True) for p in protected]
     home_opts = f"rw,nosuid,nodev,size={limits.home_mb}m,uid={uid},gid={gid},mode=0700"
     host_config = api.create_host_config(

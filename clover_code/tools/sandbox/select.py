@@ -62,6 +62,7 @@ class _Options:
     image: str | None
     setup: tuple[str, ...] = ()
     trusted: Callable[[Path], bool] = project_image_trusted
+    protect: tuple[str, ...] = ()
     notes: list[str] = field(default_factory=list)
     """What the Docker image choice has to say (a project image passed over, or in use)."""
 
@@ -78,6 +79,7 @@ def choose_sandbox(
     image: str | None = None,
     setup: Iterable[str] = (),
     project_trusted: Callable[[Path], bool] | bool = project_image_trusted,
+    protect: Iterable[str] = (),
 ) -> SandboxChoice:
     """Open the sandbox ``kind`` names for the workspace at ``root``.
 
@@ -85,7 +87,8 @@ def choose_sandbox(
     its lines. ``image`` overrides the image tag (then nothing is built).
     Otherwise Docker uses the project's image when it has one and
     ``project_trusted`` says so, and runs the ``setup`` commands in it once
-    (``project_image.py``).
+    (``project_image.py``). ``protect``: workspace scripts that trusted
+    settings name, mounted read-only (``control_files``).
     """
     if kind == "none":
         from clover_code.tools.sandbox.host import HostSandbox
@@ -108,6 +111,7 @@ def choose_sandbox(
         image,
         tuple(setup),
         trusted,
+        tuple(protect),
     )
     as_root = _writes_as_root(root)
     if kind in ("docker", "bwrap"):
@@ -155,6 +159,7 @@ def choose_from_settings(
         image=settings.sandbox_image,
         setup=settings.sandbox_setup,
         project_trusted=image_trusted_by(settings.project_trust),
+        protect=settings.project_trust.trusted_scripts() if settings.project_trust else (),
     )
 
 
@@ -231,6 +236,7 @@ def _docker(root: Path, opts: _Options) -> tuple[Sandbox | None, str]:
             passthrough=opts.passthrough,
             output_limit=opts.output_limit,
             client=client,
+            protect=opts.protect,
         )
     except ToolError as exc:
         return None, str(exc)
@@ -251,6 +257,7 @@ def _bwrap(root: Path, opts: _Options) -> tuple[Sandbox | None, str]:
             limits=opts.limits,
             passthrough=opts.passthrough,
             output_limit=opts.output_limit,
+            protect=opts.protect,
         )
     except ToolError as exc:
         return None, str(exc)
