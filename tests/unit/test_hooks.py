@@ -14,8 +14,8 @@ from pathlib import Path
 from clover_code import protocol as p
 from clover_code.agent.hooks import HookRunner
 from clover_code.agent.host_programs import HostPrograms
-from clover_code.fs.named_files import snapshot
 from clover_code.config import HookConfig, Settings
+from clover_code.fs.named_files import snapshot
 from tests.fakes import ScriptedBackend, text_response
 from tests.unit.test_agent_loop import open_session
 
