@@ -198,13 +198,17 @@ class ToolDispatcher:
         for notice in result.notices:
             self.emit(p.Notice(level="warning", text=notice))
         status = "error" if result.is_error else "ok"
+        shown = result.text
         if self.hooks is not None and self.hooks.has("PostToolUse"):
             response = {"result": result.text, "is_error": result.is_error}
             data = {"tool_name": tool.name, "tool_input": call.arguments, "tool_response": response}
             after = await self.hooks.run("PostToolUse", data, tool=tool.name)
             if after.blocked:
-                call.result = f"{call.result}\n\n[PostToolUse hook] {after.reason}"
-        self._finish(call, status, result.text, result.display, started)
+                # What the model sees gets the hook's reason, and so does the event.
+                note = f"\n\n[PostToolUse hook] {after.reason}"
+                call.result += note
+                shown += note
+        self._finish(call, status, shown, result.display, started)
 
     async def _pre_tool_hooks(
         self, call: ToolCall, tool: Tool, args: BaseModel

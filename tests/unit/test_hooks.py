@@ -160,3 +160,24 @@ def test_trusted_project_hooks_run_after_the_users(tmp_path: Path) -> None:
     assert commands() == {"PreToolUse": ["my-policy"], "Stop": ["s"]}  # not trusted yet
     trusted = commands(trust_project=True)
     assert trusted == {"PreToolUse": ["my-policy", "project-check"], "Stop": ["s"]}
+
+
+async def test_a_post_tool_use_reason_reaches_the_model_and_the_event(
+    make_settings: Callable[..., Settings], repo: Path, tmp_path: Path
+) -> None:
+    from tests.fakes import tool_response
+
+    (repo / "a.py").write_text("x = 1\n")
+    (tmp_path / "lint.py").write_text(
+        "import json\nprint(json.dumps({'decision': 'block', 'reason': 'lint: x is unused'}))\n"
+    )
+    hooks = {"PostToolUse": [{"command": f"{sys.executable} {tmp_path / 'lint.py'}"}]}
+    backend = ScriptedBackend([tool_response(("read_file", {"path": "a.py"})), text_response("ok")])
+    events: list[p.Event] = []
+    session = await open_session(make_settings(hooks=hooks), backend, repo, events)
+    await session.run_turn("read a.py")
+    await session.close()
+    seen = [m for m in backend.requests[1].messages if m["role"] == "tool"][0]["content"]
+    (finished,) = [e for e in events if isinstance(e, p.ToolCallFinished)]
+    assert "[PostToolUse hook] lint: x is unused" in seen
+    assert "[PostToolUse hook] lint: x is unused" in finished.result
