@@ -64,6 +64,17 @@ def user_data_dir() -> Path:
     return Path(platformdirs.user_data_dir(APP_NAME))
 
 
+def user_cache_dir() -> Path:
+    """Where clover-code keeps caches (the sandbox image's build folder)."""
+    return Path(platformdirs.user_cache_dir(APP_NAME))
+
+
+def worktrees_dir() -> Path:
+    """Where clover-code keeps the worktrees it makes for sessions: each one is a
+    workspace, so this folder is exempt from ``Settings.own_dirs``."""
+    return user_data_dir() / "worktrees"
+
+
 def trust_store() -> trust.TrustStore:
     """The user's project trust records (in the user data dir, outside every workspace)."""
     return trust.TrustStore(user_data_dir() / "trusted-projects.json")
@@ -249,6 +260,18 @@ class Settings(ModelSettings):
     def resolved_sessions_dir(self) -> Path:
         """The directory transcripts go to."""
         return self.sessions_dir or user_data_dir() / "sessions"
+
+    def own_dirs(self) -> tuple[Path, ...]:
+        """clover-code's own directories (config, data with the trust records and
+        checkpoints, sessions, cache), real paths: never a workspace, and never
+        written by a file tool (``worktrees_dir`` excepted)."""
+        dirs = (
+            user_config_path().parent,
+            user_data_dir(),
+            self.resolved_sessions_dir(),
+            user_cache_dir(),
+        )
+        return tuple(dict.fromkeys(Path(os.path.realpath(d.expanduser())) for d in dirs))
 
 
 def load_settings(

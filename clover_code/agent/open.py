@@ -54,8 +54,14 @@ from clover_code.agent.transcript import (
     load,
     new_session_id,
 )
-from clover_code.agent.workspace_check import snapshot_warning
-from clover_code.config import ApprovalMode, Settings, user_config_path, user_data_dir
+from clover_code.agent.workspace_check import refuse_workspace, snapshot_warning, workspace_refusal
+from clover_code.config import (
+    ApprovalMode,
+    Settings,
+    user_config_path,
+    user_data_dir,
+    worktrees_dir,
+)
 from clover_code.engine.base import Backend
 from clover_code.engine.select import open_backend
 from clover_code.errors import SandboxUnavailable
@@ -93,6 +99,7 @@ __all__ = [
     "open_session",
     "open_with_backend",
     "verdict",
+    "workspace_refusal",
 ]
 # Besides the factory, the few core functions front ends need: the workspace root,
 # stored sessions (listed, found, loaded) and the types of the adapters they plug in.
@@ -136,6 +143,7 @@ async def open_session(
     error is raised.
     """
     root, _ = find_root(cwd)
+    refuse_workspace(root, settings)
     opened = Steps()
     try:
         choice: SandboxChoice | None = None
@@ -189,6 +197,7 @@ async def open_with_backend(
     ``sandbox`` replaces the choice ``settings.sandbox`` would make. What this
     opened itself is released again when a step fails.
     """
+    refuse_workspace(find_root(cwd)[0], settings)
     opened = Steps()
     try:
         return await _assemble(
@@ -308,7 +317,7 @@ async def _assemble(
         hooks=hooks,
         tools=tools,
         context=ToolContext(
-            workspace=Workspace(root),
+            workspace=Workspace(root, protected=settings.own_dirs(), exempt=(worktrees_dir(),)),
             sandbox=choice.sandbox,
             shell_timeout=settings.shell_timeout,
             output_limit=settings.output_limit,
