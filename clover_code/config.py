@@ -216,6 +216,13 @@ class Settings(ModelSettings):
     sessions_dir: Path | None = None
     """Where session transcripts are written; unset means the user data dir."""
 
+    checkpoint_max_files: int = Field(50_000, ge=1)
+    """Most files a workspace may hold for checkpoints (undo, diff): past it the app
+    asks first, headless and MCP go on without checkpoints."""
+
+    checkpoint_max_bytes: int = Field(2 * 2**30, ge=1)
+    """Most bytes of files a workspace may hold for checkpoints (2 GiB), as above."""
+
     trust_project_settings: bool = False
     """Apply every project's safety-loosening settings without asking (user config or
     CLOVER_TRUST_PROJECT_SETTINGS only; a project file cannot set it)."""

@@ -27,7 +27,6 @@ from clover_code.agent.approval import (
     RefuseApprover,
     verdict,
 )
-from clover_code.agent.checkpoints import CheckpointError, CheckpointStore
 from clover_code.agent.commands import CustomCommand, load_commands
 from clover_code.agent.engines import Engines, WatchedBackend
 from clover_code.agent.fork import fork_session
@@ -42,6 +41,7 @@ from clover_code.agent.session import (
     find_root,
     repo_map_for,
 )
+from clover_code.agent.session_checkpoints import open_checkpoints
 from clover_code.agent.session_list import SessionInfo, iter_infos, list_sessions
 from clover_code.agent.skills import load_skills, skills_prompt
 from clover_code.agent.steps import Steps
@@ -54,7 +54,7 @@ from clover_code.agent.transcript import (
     load,
     new_session_id,
 )
-from clover_code.agent.workspace_check import refuse_workspace, snapshot_warning, workspace_refusal
+from clover_code.agent.workspace_check import refuse_workspace, workspace_refusal
 from clover_code.config import (
     ApprovalMode,
     Settings,
@@ -265,17 +265,17 @@ async def _assemble(
 
     spill = OutputSpill(transcript.path.with_suffix(".outputs"), settings.output_limit)
     startup_notices: list[str] = []
-    checkpoints: CheckpointStore | None = None
-    try:
-        checkpoints = await asyncio.to_thread(CheckpointStore, root, user_data_dir(), session_id)
-    except CheckpointError as exc:
-        startup_notices.append(f"{exc} Undo and diff are off for this session.")
+    checkpoints, held, notes = await asyncio.to_thread(
+        open_checkpoints,
+        root,
+        user_data_dir(),
+        session_id,
+        (settings.checkpoint_max_files, settings.checkpoint_max_bytes),
+        can_ask=approver is None,
+    )
+    startup_notices += notes
     trust_notice = settings.project_trust.notice() if settings.project_trust else None
     startup_notices += [trust_notice] if trust_notice else []
-    held = await asyncio.to_thread(snapshot_warning, root) if checkpoints else None
-    if held and approver is not None:  # a front end that cannot be asked: go on, say so
-        startup_notices.append(f"{held} Snapshotting it anyway.")
-        held = None
     servers, mcp_notices = declared_servers(settings, root)
     startup_notices += mcp_notices
     mcp: McpManager | None = None

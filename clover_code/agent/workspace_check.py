@@ -20,6 +20,7 @@ from pathlib import Path
 
 from clover_code.config import Settings, worktrees_dir
 from clover_code.errors import UsageError
+from clover_code.fs.ignore import IgnoreRules, walk_tree
 from clover_code.gitsafe import run_git
 
 LOOSE_FILES_LIMIT = 5_000
@@ -63,6 +64,36 @@ def snapshot_warning(
             f"{root} has more than {limit:,} files outside git: undo would copy them all "
             "before each turn (add them to .gitignore, or start in a smaller folder)."
         )
+    return None
+
+
+def checkpoint_overflow(root: Path, max_files: int, max_bytes: int) -> str | None:
+    """Why a checkpoint of ``root`` would pass its cap (``checkpoint_max_files``,
+    ``checkpoint_max_bytes``), or None.
+
+    Counts what a snapshot would take (files not ignored, ``.git`` left out)
+    without reading any, and stops as soon as either cap is passed, so a
+    huge folder costs no more than the cap to judge.
+    """
+    files = size = 0
+    for entry in walk_tree(root, root, rules=IgnoreRules(root)):
+        if not entry.is_file:
+            continue
+        files += 1
+        if files > max_files:
+            return (
+                f"{root} holds more than {max_files:,} files, the checkpoint limit "
+                "(checkpoint_max_files)."
+            )
+        try:
+            size += entry.path.lstat().st_size
+        except OSError:
+            continue
+        if size > max_bytes:
+            return (
+                f"{root} holds more than {max_bytes:,} bytes of files, the checkpoint "
+                "limit (checkpoint_max_bytes)."
+            )
     return None
 
 
