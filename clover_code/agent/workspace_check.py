@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from clover_code.config import Settings, worktrees_dir
+from clover_code.config import Settings, user_config_path, user_data_dir, worktrees_dir
 from clover_code.errors import UsageError
 from clover_code.fs.ignore import IgnoreRules, walk_tree
 from clover_code.gitsafe import run_git
@@ -97,10 +97,19 @@ def checkpoint_overflow(root: Path, max_files: int, max_bytes: int) -> str | Non
     return None
 
 
-def workspace_refusal(root: Path, own: tuple[Path, ...], home: Path | None = None) -> str | None:
+def workspace_refusal(
+    root: Path,
+    own: tuple[Path, ...],
+    home: Path | None = None,
+    *,
+    guarded: tuple[Path, ...] = (),
+) -> str | None:
     """Why ``root`` can never be a workspace (one sentence), or None when it can.
 
-    ``own`` are clover-code's own directories (``Settings.own_dirs``).
+    ``own`` are clover-code's own directories (``Settings.own_dirs``); a
+    workspace may not even hold a ``guarded`` one (the config and data
+    directories): a sandboxed command may write anywhere in the workspace,
+    and the next session would trust what it wrote there.
     """
     real = Path(os.path.realpath(root))
     if real.parent == real:
@@ -123,11 +132,19 @@ def workspace_refusal(root: Path, own: tuple[Path, ...], home: Path | None = Non
                 "trust records, sessions, checkpoints), which is never a workspace; start "
                 "clover-code in a project folder."
             )
+    for folder in guarded:
+        if Path(os.path.realpath(folder)).is_relative_to(real):
+            return (
+                f"{root} holds {folder}, one of clover-code's own directories, which no "
+                "workspace may hold (commands in the sandbox could rewrite your settings); "
+                "start clover-code in a project folder."
+            )
     return None
 
 
 def refuse_workspace(root: Path, settings: Settings) -> None:
     """Raise ``UsageError`` when ``root`` can never be a workspace."""
-    why = workspace_refusal(root, settings.own_dirs())
+    guarded = (user_config_path().parent, user_data_dir())
+    why = workspace_refusal(root, settings.own_dirs(), guarded=guarded)
     if why is not None:
         raise UsageError(why)

@@ -108,6 +108,23 @@ async def test_the_attack_cwd_is_the_config_dir_and_the_agent_writes_config_toml
     assert backend.requests == []
 
 
+@pytest.mark.parametrize("holds", ["config", "data"])
+async def test_a_workspace_that_holds_the_config_or_data_dir_is_refused(
+    make_settings: Callable[..., Settings],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    holds: str,
+) -> None:
+    # Say ~/.config or ~/.local/share: a sandboxed command could write config.toml.
+    workspace = tmp_path / "dotfiles"
+    (workspace / holds / "clover-code").mkdir(parents=True)
+    monkeypatch.setenv(f"XDG_{holds.upper()}_HOME", str(workspace / holds))
+    with pytest.raises(UsageError) as caught:
+        await _open(make_settings(), workspace)
+    assert f"holds {workspace / holds / 'clover-code'}" in str(caught.value)
+    assert "no workspace may hold" in str(caught.value)
+
+
 @pytest.mark.parametrize("approver", ["refuse", "yes"])
 async def test_no_file_tool_writes_own_directories_inside_a_workspace(
     make_settings: Callable[..., Settings],
@@ -115,29 +132,25 @@ async def test_no_file_tool_writes_own_directories_inside_a_workspace(
     monkeypatch: pytest.MonkeyPatch,
     approver: str,
 ) -> None:
-    # A workspace that holds clover-code's own directories (say, ~/.local or ~/.config).
-    workspace = tmp_path / "dotfiles"
+    # A workspace that holds the sessions and cache directories.
+    workspace = tmp_path / "project"
     workspace.mkdir()
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(workspace / "config"))
-    monkeypatch.setenv("XDG_DATA_HOME", str(workspace / "data"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(workspace / "cache"))
     settings = make_settings(sessions_dir=workspace / "sessions")
-    (workspace / "config" / "clover-code").mkdir(parents=True)
-    (workspace / "data" / "clover-code").mkdir(parents=True)
-    os.symlink(workspace / "config" / "clover-code", workspace / "innocent")
+    (workspace / "cache" / "clover-code" / "sandbox").mkdir(parents=True)
+    (workspace / "sessions").mkdir()
+    (workspace / "sessions" / "real.jsonl").write_text("a\n")
+    os.symlink(workspace / "sessions", workspace / "innocent")
     patch = (
-        "*** Begin Patch\n*** Add File: data/clover-code/trusted-projects.json\n"
-        '+{"version": 1, "projects": {}}\n*** End Patch\n'
+        "*** Begin Patch\n*** Add File: cache/clover-code/sandbox/Dockerfile\n"
+        "+FROM evil\n*** End Patch\n"
     )
     calls = [
-        ("write_file", {"path": "config/clover-code/config.toml", "content": LOOSE}),
-        ("write_file", {"path": "innocent/config.toml", "content": LOOSE}),
-        (
-            "write_file",
-            {"path": str(workspace / "config/CLOVER-code/../clover-code/x.toml"), "content": "x"},
-        ),
-        ("apply_patch", {"patch": patch}),
-        ("write_file", {"path": "data/clover-code/checkpoints/k/HEAD", "content": "x"}),
         ("write_file", {"path": "sessions/forged.jsonl", "content": "{}\n"}),
+        ("write_file", {"path": "innocent/forged.jsonl", "content": "{}\n"}),
+        ("write_file", {"path": str(workspace / "x/../sessions/a.jsonl"), "content": "x"}),
+        ("apply_patch", {"patch": patch}),
+        ("edit_file", {"path": "sessions/real.jsonl", "old_string": "a", "new_string": "b"}),
     ]
     backend = ScriptedBackend([*(tool_response(c) for c in calls), text_response("Done.")])
     events: list[p.Event] = []
@@ -156,10 +169,10 @@ async def test_no_file_tool_writes_own_directories_inside_a_workspace(
     for result in results:
         assert result.status == "error", result
         assert "one of clover-code's own directories" in result.result, result.result
-    assert not (workspace / "config" / "clover-code" / "config.toml").exists()
-    assert not (workspace / "config" / "clover-code" / "x.toml").exists()
-    assert not (workspace / "data" / "clover-code" / "trusted-projects.json").exists()
     assert not (workspace / "sessions" / "forged.jsonl").exists()
+    assert not (workspace / "sessions" / "a.jsonl").exists()
+    assert (workspace / "sessions" / "real.jsonl").read_text() == "a\n"
+    assert not (workspace / "cache" / "clover-code" / "sandbox" / "Dockerfile").exists()
 
 
 async def test_a_worktree_clover_code_made_is_a_workspace(
