@@ -63,6 +63,10 @@ def main(argv: list[str]) -> int:
     if not args.call_timeout > 0:
         print("clover-code mcp-server: --call-timeout must be above 0 seconds.", file=sys.stderr)
         return 2
+    for root in args.root or ():
+        if not root.expanduser().is_dir():
+            print(f"clover-code mcp-server: --root {root} is not a directory.", file=sys.stderr)
+            return 2
     roots = Roots.given(args.root) if args.root else Roots.started_in(Path.cwd())
     server = build_server(base, args.approval, roots=roots, call_timeout=args.call_timeout)
     try:

@@ -154,3 +154,21 @@ async def test_a_stuck_call_holds_up_neither_other_workspaces_nor_itself_past_it
         late = await within(stuck, message="the stuck call to end at its timeout")
         assert late["status"] in ("limit", "error"), late
         assert late["exit_code"] == 4, late
+
+
+def test_a_root_that_is_not_a_directory_is_one_sentence(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "clover_code", "mcp-server", "--root", str(tmp_path / "nope")],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert (
+        done.stderr.strip()
+        == f"clover-code mcp-server: --root {tmp_path / 'nope'} is not a directory."
+    )
