@@ -65,6 +65,17 @@ def user_data_dir() -> Path:
     return Path(platformdirs.user_data_dir(APP_NAME))
 
 
+def user_cache_dir() -> Path:
+    """Where clover-code keeps caches (the sandbox image's build folder)."""
+    return Path(platformdirs.user_cache_dir(APP_NAME))
+
+
+def worktrees_dir() -> Path:
+    """Where clover-code keeps the worktrees it makes for sessions: each one is a
+    workspace, so this folder is exempt from ``Settings.own_dirs``."""
+    return user_data_dir() / "worktrees"
+
+
 def trust_store() -> trust.TrustStore:
     """The user's project trust records (in the user data dir, outside every workspace)."""
     return trust.TrustStore(user_data_dir() / "trusted-projects.json")
@@ -211,6 +222,13 @@ class Settings(ModelSettings):
     sessions_dir: Path | None = None
     """Where session transcripts are written; unset means the user data dir."""
 
+    checkpoint_max_files: int = Field(50_000, ge=1)
+    """Most files a workspace may hold for checkpoints (undo, diff): past it the app
+    asks first, headless and MCP go on without checkpoints."""
+
+    checkpoint_max_bytes: int = Field(2 * 2**30, ge=1)
+    """Most bytes of files a workspace may hold for checkpoints (2 GiB), as above."""
+
     trust_project_settings: bool = False
     """Apply every project's safety-loosening settings without asking (user config or
     CLOVER_TRUST_PROJECT_SETTINGS only; a project file cannot set it)."""
@@ -255,6 +273,18 @@ class Settings(ModelSettings):
     def resolved_sessions_dir(self) -> Path:
         """The directory transcripts go to."""
         return self.sessions_dir or user_data_dir() / "sessions"
+
+    def own_dirs(self) -> tuple[Path, ...]:
+        """clover-code's own directories (config, data with the trust records and
+        checkpoints, sessions, cache), real paths: never a workspace, and never
+        written by a file tool (``worktrees_dir`` excepted)."""
+        dirs = (
+            user_config_path().parent,
+            user_data_dir(),
+            self.resolved_sessions_dir(),
+            user_cache_dir(),
+        )
+        return tuple(dict.fromkeys(Path(os.path.realpath(d.expanduser())) for d in dirs))
 
 
 def load_settings(

@@ -27,7 +27,6 @@ from clover_code.agent.approval import (
     RefuseApprover,
     verdict,
 )
-from clover_code.agent.checkpoints import CheckpointError, CheckpointStore
 from clover_code.agent.commands import CustomCommand, load_commands
 from clover_code.agent.engines import Engines, WatchedBackend
 from clover_code.agent.fork import fork_session
@@ -43,6 +42,7 @@ from clover_code.agent.session import (
     find_root,
     repo_map_for,
 )
+from clover_code.agent.session_checkpoints import open_checkpoints
 from clover_code.agent.session_list import SessionInfo, iter_infos, list_sessions
 from clover_code.agent.skills import load_skills, skills_prompt
 from clover_code.agent.steps import Steps
@@ -55,8 +55,14 @@ from clover_code.agent.transcript import (
     load,
     new_session_id,
 )
-from clover_code.agent.workspace_check import snapshot_warning
-from clover_code.config import ApprovalMode, Settings, user_config_path, user_data_dir
+from clover_code.agent.workspace_check import refuse_workspace, workspace_refusal
+from clover_code.config import (
+    ApprovalMode,
+    Settings,
+    user_config_path,
+    user_data_dir,
+    worktrees_dir,
+)
 from clover_code.engine.base import Backend
 from clover_code.engine.select import open_backend
 from clover_code.errors import SandboxUnavailable
@@ -95,6 +101,7 @@ __all__ = [
     "open_session",
     "open_with_backend",
     "verdict",
+    "workspace_refusal",
 ]
 # Besides the factory, the few core functions front ends need: the workspace root,
 # stored sessions (listed, found, loaded) and the types of the adapters they plug in.
@@ -147,6 +154,7 @@ async def open_session(
     error is raised.
     """
     root, _ = find_root(cwd)
+    refuse_workspace(root, settings)
     opened = Steps()
     try:
         choice: SandboxChoice | None = None
@@ -200,6 +208,7 @@ async def open_with_backend(
     ``sandbox`` replaces the choice ``settings.sandbox`` would make. What this
     opened itself is released again when a step fails.
     """
+    refuse_workspace(find_root(cwd)[0], settings)
     opened = Steps()
     try:
         return await _assemble(
@@ -267,17 +276,17 @@ async def _assemble(
 
     spill = OutputSpill(transcript.path.with_suffix(".outputs"), settings.output_limit)
     startup_notices: list[str] = []
-    checkpoints: CheckpointStore | None = None
-    try:
-        checkpoints = await asyncio.to_thread(CheckpointStore, root, user_data_dir(), session_id)
-    except CheckpointError as exc:
-        startup_notices.append(f"{exc} Undo and diff are off for this session.")
+    checkpoints, held, notes = await asyncio.to_thread(
+        open_checkpoints,
+        root,
+        user_data_dir(),
+        session_id,
+        (settings.checkpoint_max_files, settings.checkpoint_max_bytes),
+        can_ask=approver is None,
+    )
+    startup_notices += notes
     trust_notice = settings.project_trust.notice() if settings.project_trust else None
     startup_notices += [trust_notice] if trust_notice else []
-    held = await asyncio.to_thread(snapshot_warning, root) if checkpoints else None
-    if held and approver is not None:  # a front end that cannot be asked: go on, say so
-        startup_notices.append(f"{held} Snapshotting it anyway.")
-        held = None
     programs = HostPrograms(
         root,
         trusted=settings.project_trust.trusted_scripts() if settings.project_trust else {},
@@ -327,7 +336,7 @@ async def _assemble(
         hooks=hooks,
         tools=tools,
         context=ToolContext(
-            workspace=Workspace(root),
+            workspace=Workspace(root, protected=settings.own_dirs(), exempt=(worktrees_dir(),)),
             sandbox=choice.sandbox,
             shell_timeout=settings.shell_timeout,
             output_limit=settings.output_limit,

@@ -1,14 +1,47 @@
-"""The session's undo and diff ops, on its checkpoint store (None when checkpoints are off)."""
+"""The session's checkpoint store (opened, or left off past its cap) and its undo
+and diff ops on it (None when checkpoints are off)."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from pathlib import Path
 
 from clover_code import protocol as p
 from clover_code.agent.checkpoints import CheckpointError, CheckpointStore
+from clover_code.agent.workspace_check import checkpoint_overflow, snapshot_warning
 
 Emit = Callable[[p.Event], None]
+
+
+def open_checkpoints(
+    root: Path, data_dir: Path, session_id: str, cap: tuple[int, int], *, can_ask: bool
+) -> tuple[CheckpointStore | None, str | None, list[str]]:
+    """The store (None when checkpoints are off), why its snapshots wait for the
+    user's yes (only when ``can_ask``), and the notices to show.
+
+    Past the cap (most files, most bytes) a front end that can ask holds the
+    snapshots until the user says yes; one that cannot goes on without
+    checkpoints, saying so. Blocks: run it in a thread.
+    """
+    try:
+        store = CheckpointStore(root, data_dir, session_id)
+    except CheckpointError as exc:
+        return None, None, [f"{exc} Undo and diff are off for this session."]
+    over = checkpoint_overflow(root, *cap)
+    if over is not None and not can_ask:
+        return (
+            None,
+            None,
+            [
+                f"{over} Checkpoints are off for this session (no undo or diff, and no patch "
+                "from them); raise the limit or start in a smaller folder to keep them."
+            ],
+        )
+    held = over or snapshot_warning(root)
+    if held is not None and not can_ask:
+        return store, None, [f"{held} Snapshotting it anyway."]
+    return store, held, []
 
 
 async def undo(

@@ -156,7 +156,6 @@ async def run_one(
     started = time.monotonic()
     launcher = launcher or ColdLauncher(options.env)
     out = options.out
-    work = out / "workspaces" / task.slug
     log = out / "logs" / f"{task.slug}.log"
     transcript = out / "transcripts" / f"{task.slug}.jsonl"
     log.unlink(missing_ok=True)
@@ -178,7 +177,9 @@ async def run_one(
         )
 
     try:
-        await asyncio.to_thread(prepare, task.source(options.base), task.base_commit, work)
+        work = await asyncio.to_thread(
+            prepare, task.source(options.base), task.base_commit, out / "workspaces", task.slug
+        )
     except WorkspaceError as exc:
         return record("crashed", str(exc))
     if task.setup:

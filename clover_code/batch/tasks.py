@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +72,7 @@ def read_tasks(path: Path) -> list[BatchTask]:
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"task file {path} cannot be read ({exc}).") from None
     tasks: list[BatchTask] = []
-    seen: set[str] = set()
+    seen: dict[str, tuple[int, str]] = {}
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -80,13 +81,38 @@ def read_tasks(path: Path) -> list[BatchTask]:
         except (json.JSONDecodeError, ValidationError) as exc:
             what = "is not JSON" if isinstance(exc, json.JSONDecodeError) else _missing(exc)
             raise UsageError(f"{path} line {number} {what}.") from None
-        if task.id in seen:
-            raise UsageError(f"{path} line {number} repeats the id {task.id!r}; ids must differ.")
-        seen.add(task.id)
+        bad = bad_id(task.id)
+        if bad is not None:
+            raise UsageError(f"{path} line {number} has the id {task.id!r}, which {bad}.")
+        # Case-folded: on macOS and Windows ``A`` and ``a`` are one folder.
+        key = task.slug.casefold()
+        if key in seen:
+            first, other = seen[key]
+            what = "repeats the id" if other == task.id else "has the id"
+            raise UsageError(
+                f"{path} line {number} {what} {task.id!r}, which names the same workspace, "
+                f"log and transcript as the id {other!r} on line {first}; ids must differ "
+                "in their letters, digits, '.', '-' or '_'."
+            )
+        seen[key] = (number, task.id)
         tasks.append(task)
     if not tasks:
         raise UsageError(f"task file {path} holds no tasks.")
     return tasks
+
+
+def bad_id(task_id: str) -> str | None:
+    """Why ``task_id`` cannot name a task's files (it names folders that are deleted
+    and remade), or None when it can."""
+    if not task_id.strip():
+        return "is empty; give every task an id"
+    if task_id.strip() in (".", ".."):
+        return "names a folder above the task's own; use letters, digits, '.', '-' or '_'"
+    if "/" in task_id or "\\" in task_id:
+        return "holds a path separator; use letters, digits, '.', '-' or '_'"
+    if any(unicodedata.category(c) == "Cc" for c in task_id):
+        return "holds a control character; use letters, digits, '.', '-' or '_'"
+    return None
 
 
 def _missing(exc: ValidationError) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import os
 import shutil
 import signal
@@ -23,22 +24,28 @@ class WorkspaceError(Exception):
     """The workspace could not be made (one sentence)."""
 
 
-def prepare(source: str, base_commit: str | None, dest: Path) -> None:
-    """Clone ``source`` into ``dest`` (made afresh) and check out ``base_commit``."""
-    if dest.exists():
-        shutil.rmtree(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
+def prepare(source: str, base_commit: str | None, workspaces: Path, slug: str) -> Path:
+    """Clone ``source`` into a new folder of ``workspaces`` named after ``slug`` and
+    check out ``base_commit``; returns the folder.
+
+    Nothing already there is deleted: a folder left by an earlier run (an
+    interrupted task) stays, and this run's clone goes to ``SLUG~2`` (``~N``),
+    a name no slug can take.
+    """
+    workspaces.mkdir(parents=True, exist_ok=True)
+    dest = _new_folder(workspaces, slug)
     clone = run_git(
         "clone",
         "-q",
         "--no-hardlinks",
         source,
         str(dest),
-        cwd=dest.parent,
+        cwd=workspaces,
         check=False,
         timeout=3600.0,
     )
     if clone.returncode != 0:
+        shutil.rmtree(dest, ignore_errors=True)  # made by this call, a moment ago
         raise WorkspaceError(f"cannot clone {source}: {last_line(clone.stderr)}.")
     if base_commit:
         checkout = run_git("checkout", "-q", "--detach", base_commit, cwd=dest, check=False)
@@ -46,6 +53,23 @@ def prepare(source: str, base_commit: str | None, dest: Path) -> None:
             raise WorkspaceError(
                 f"cannot check out {base_commit} in {source}: {last_line(checkout.stderr)}."
             )
+    return dest
+
+
+def _new_folder(workspaces: Path, slug: str) -> Path:
+    """A folder of ``workspaces`` this call creates (so it is this run's own)."""
+    if slug in ("", ".", "..") or "/" in slug or os.sep in slug:
+        raise WorkspaceError(f"the task id {slug!r} cannot name a folder.")
+    for attempt in itertools.count(1):
+        dest = workspaces / (slug if attempt == 1 else f"{slug}~{attempt}")
+        try:
+            dest.mkdir()
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise WorkspaceError(f"cannot create {dest}: {exc.strerror}.") from None
+        return dest
+    raise AssertionError("unreachable")
 
 
 TIMED_OUT = 124

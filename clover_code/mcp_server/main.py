@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from clover_code import __version__
 
@@ -32,6 +33,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="the loosest approval mode a call may ask for (auto-edit); --sandbox none "
         "lets calls run commands on this machine",
     )
+    parser.add_argument(
+        "--root",
+        action="append",
+        type=Path,
+        metavar="DIR",
+        help="a folder calls may work in (repeatable); a call's cwd must lie inside one "
+        "(default: the directory the server was started in)",
+    )
+    parser.add_argument(
+        "--call-timeout",
+        type=float,
+        default=1800.0,
+        metavar="SECONDS",
+        help="the longest one call may take, waiting for another call on the same "
+        "workspace included (1800)",
+    )
     return parser
 
 
@@ -39,10 +56,19 @@ def main(argv: list[str]) -> int:
     """Run the server until the client closes stdin."""
     args = build_parser().parse_args(argv)
     from clover_code.cli_flags import ENGINE_FLAGS, flag_values, setting_names
+    from clover_code.mcp_server.roots import Roots
     from clover_code.mcp_server.server import build_server
 
     base = flag_values(args, setting_names(ENGINE_FLAGS))
-    server = build_server(base, args.approval)
+    if not args.call_timeout > 0:
+        print("clover-code mcp-server: --call-timeout must be above 0 seconds.", file=sys.stderr)
+        return 2
+    for root in args.root or ():
+        if not root.expanduser().is_dir():
+            print(f"clover-code mcp-server: --root {root} is not a directory.", file=sys.stderr)
+            return 2
+    roots = Roots.given(args.root) if args.root else Roots.started_in(Path.cwd())
+    server = build_server(base, args.approval, roots=roots, call_timeout=args.call_timeout)
     try:
         server.run("stdio")
     except KeyboardInterrupt:

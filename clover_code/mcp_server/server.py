@@ -4,8 +4,15 @@ Each call is one headless run (``headless.run_task``): the same settings
 layers (the project's loosening settings only once trusted), the same
 approver that refuses what it cannot ask (so ``approval`` decides what runs;
 anything that would need asking is refused and the model is told why), and
-the same result. Calls run one at a time: two agents editing one tree at
-once would tangle their patches.
+the same result. Calls on one workspace run one at a time (two agents
+editing one tree at once would tangle their patches); calls on different
+workspaces run side by side. Every call ends within the server's call
+timeout, its wait for the workspace included, so one stuck call never holds
+up the others for longer than that.
+
+A call works only inside the folders the user gave (``roots.Roots``), and
+never in a folder that can never be a workspace (``/``, the home directory,
+clover-code's own directories: checked again when the session opens).
 
 The caller is another agent, so what a call may ask for is capped by what
 the user started the server with: an approval mode no looser than the
@@ -18,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import io
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -25,8 +33,10 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel, Field
 
 from clover_code import __version__
-from clover_code.errors import CloverError
+from clover_code.config import Settings
+from clover_code.errors import CloverError, ExitCode
 from clover_code.mcp_server.patch import patch_between, tree_of
+from clover_code.mcp_server.roots import Roots
 from clover_code.trust import looser_approval
 
 __all__ = ["TaskOutcome", "build_server"]
@@ -49,9 +59,20 @@ class TaskOutcome(BaseModel):
     warnings: list[str] = Field(default_factory=list)
 
 
-def build_server(base: Mapping[str, Any], ceiling: Approval = "auto-edit") -> MCPServer:
-    """The server, with ``base`` (engine flags) under every call's settings and
-    ``ceiling`` the loosest approval mode a call may ask for."""
+CALL_GRACE_S = 30.0
+"""What a call may take past its task's time limit to close its session and make its patch."""
+
+
+def build_server(
+    base: Mapping[str, Any],
+    ceiling: Approval = "auto-edit",
+    *,
+    roots: Roots,
+    call_timeout: float = 1800.0,
+) -> MCPServer:
+    """The server, with ``base`` (engine flags) under every call's settings,
+    ``ceiling`` the loosest approval mode a call may ask for, ``roots`` the
+    folders calls may work in and ``call_timeout`` the seconds each call may take."""
     server = MCPServer(
         "clover-code",
         version=__version__,
@@ -61,7 +82,7 @@ def build_server(base: Mapping[str, Any], ceiling: Approval = "auto-edit") -> MC
             "session. Nothing can be approved interactively: choose the approval mode."
         ),
     )
-    lock = asyncio.Lock()
+    locks: dict[Path, asyncio.Lock] = {}
 
     async def run(
         prompt: str,
@@ -73,8 +94,27 @@ def build_server(base: Mapping[str, Any], ceiling: Approval = "auto-edit") -> MC
         refused = _beyond_limits(base, ceiling, approval, sandbox)
         if refused is not None:
             return _failed(refused)
-        async with lock:
-            return await _run(base, prompt, cwd, approval, sandbox, session_id)
+        started = asyncio.get_running_loop().time()
+        flags = {**base, "approval": approval}
+        if sandbox is not None:
+            flags["sandbox"] = sandbox
+        call = _prepare(flags, cwd, session_id, roots)
+        if isinstance(call, TaskOutcome):
+            return call
+        lock = locks.setdefault(call.root, asyncio.Lock())
+        try:
+            async with asyncio.timeout(call_timeout):
+                await lock.acquire()
+        except TimeoutError:
+            return _failed(
+                f"another call worked in {call.root} for the whole call timeout of "
+                f"{call_timeout:g} s; try again once it has finished."
+            )
+        try:
+            left = call_timeout - (asyncio.get_running_loop().time() - started)
+            return await _run(call, prompt, max(1.0, left))
+        finally:
+            lock.release()
 
     @server.tool()
     async def run_task(
@@ -106,22 +146,23 @@ def build_server(base: Mapping[str, Any], ceiling: Approval = "auto-edit") -> MC
     return server
 
 
-async def _run(
-    base: Mapping[str, Any],
-    prompt: str,
-    cwd: str,
-    approval: Approval,
-    sandbox: Sandbox | None,
-    session_id: str | None,
-) -> TaskOutcome:
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """What a call runs in: its settings, directory, workspace root and resumed session."""
+
+    settings: Settings
+    directory: Path
+    root: Path
+    resume: Path | None
+
+
+def _prepare(
+    flags: dict[str, Any], cwd: str, session_id: str | None, roots: Roots
+) -> _Call | TaskOutcome:
+    """The call's settings and workspace, or the outcome saying why it cannot run."""
     from clover_code.agent.open import find_root, find_session, load
     from clover_code.config import load_settings
-    from clover_code.headless import run_task
-    from clover_code.result import TaskResult
 
-    flags = {**base, "approval": approval}
-    if sandbox is not None:
-        flags["sandbox"] = sandbox
     try:
         resume: Path | None = None
         if session_id is not None:
@@ -133,15 +174,46 @@ async def _run(
         if not directory.is_absolute() or not directory.is_dir():
             return _failed(f"cwd '{cwd}' is not an absolute path to a directory; give one.")
         root, _ = find_root(directory.resolve())
+        outside = roots.refuse(directory, root)
+        if outside is not None:
+            return _failed(outside)
         settings = load_settings(flags, repo_root=root)
     except CloverError as exc:
         return _failed(str(exc), int(exc.exit_code))
-    before = await tree_of(root)
+    return _Call(settings, directory, root, resume)
+
+
+async def _run(call: _Call, prompt: str, seconds: float) -> TaskOutcome:
+    """Run the call's task, ending within ``seconds`` (its time limit, made shorter
+    to leave room for closing the session and making the patch)."""
+    from clover_code.headless import run_task
+    from clover_code.result import TaskResult
+
+    limit = max(1.0, seconds - CALL_GRACE_S) if seconds > 2 * CALL_GRACE_S else seconds / 2
+    if call.settings.timeout is not None:
+        limit = min(limit, call.settings.timeout)
+    settings = call.settings.model_copy(update={"timeout": limit})
     out, err = io.StringIO(), io.StringIO()
-    code = await run_task(
-        settings, prompt, directory, output_format="json", resume=resume, out=out, err=err
-    )
-    after = await tree_of(root)
+    try:
+        async with asyncio.timeout(seconds):
+            before = await tree_of(call.root)
+            code = await run_task(
+                settings,
+                prompt,
+                call.directory,
+                output_format="json",
+                resume=call.resume,
+                out=out,
+                err=err,
+            )
+            after = await tree_of(call.root)
+            patch = await patch_between(call.root, before, after)
+    except TimeoutError:
+        return _failed(
+            f"the call did not finish within the server's call timeout of {seconds:g} s "
+            "(--call-timeout).",
+            int(ExitCode.LIMIT_REACHED),
+        )
     lines = out.getvalue().strip().splitlines()
     if not lines:
         return _failed(err.getvalue().strip() or "the run ended without a result.", code)
@@ -150,7 +222,7 @@ async def _run(
         status=result.status,
         result=result.result,
         error=result.error,
-        patch=await patch_between(root, before, after),
+        patch=patch,
         session_id=result.session_id,
         exit_code=result.exit_code,
         warnings=result.warnings,

@@ -11,7 +11,11 @@ workspace or raises ``WorkspaceError``. Confinement works on real paths
   is a dangling link whose target would lie outside;
 - anything inside git internals (a ``.git`` component, compared without
   regard to case, in the path as given or as resolved) is refused, because
-  the file tools must not corrupt the repository or the checkpoint store.
+  the file tools must not corrupt the repository or the checkpoint store;
+- writing inside one of clover-code's own directories (``protected``: its
+  config, trust records, sessions and checkpoints) is refused, whichever
+  workspace holds them, except below an ``exempt`` folder (the worktrees
+  clover-code makes, which are workspaces themselves).
 
 The returned path is the resolved one: writing through a link inside the
 workspace updates its target and keeps the link.
@@ -20,7 +24,7 @@ workspace updates its target and keeps the link.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from clover_code.errors import WorkspaceError
@@ -42,14 +46,23 @@ def _has_git_component(parts: tuple[str, ...]) -> bool:
 class Workspace:
     """The root directory the file tools are confined to.
 
-    ``root`` is the real (symlink-free) absolute path of the directory.
+    ``root`` is the real (symlink-free) absolute path of the directory;
+    ``protected`` folders are never written (below an ``exempt`` one they are).
     """
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        protected: Iterable[Path] = (),
+        exempt: Iterable[Path] = (),
+    ) -> None:
         real = Path(os.path.realpath(root))
         if not real.is_dir():
             raise WorkspaceError(f"workspace {root} is not a directory; start clover-code in one")
         self.root = real
+        self.protected = tuple(Path(os.path.realpath(p)) for p in protected)
+        self.exempt = tuple(Path(os.path.realpath(p)) for p in exempt)
 
     def __repr__(self) -> str:
         return f"Workspace({str(self.root)!r})"
@@ -98,6 +111,7 @@ class Workspace:
                 f"path '{path}' is a symbolic link loop; remove or fix the link first"
             )
         if write:
+            self._refuse_protected(path, real)
             if real == self.root:
                 raise WorkspaceError(
                     "the workspace root is a directory, not a file; name a file to write"
@@ -107,6 +121,17 @@ class Workspace:
                     f"path '{path}' is a directory; name a file inside it to write"
                 )
         return real
+
+    def _refuse_protected(self, path: str, real: Path) -> None:
+        if any(real.is_relative_to(folder) for folder in self.exempt):
+            return
+        for folder in self.protected:
+            if real.is_relative_to(folder):
+                raise WorkspaceError(
+                    f"path '{path}' is inside {folder}, one of clover-code's own directories "
+                    "(settings, trust records, sessions, checkpoints), which the agent never "
+                    "writes; the user edits those files"
+                )
 
     def _git_error(self, path: str) -> WorkspaceError:
         return WorkspaceError(

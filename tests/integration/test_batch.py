@@ -196,6 +196,23 @@ async def test_a_bad_task_line_is_a_usage_error(tmp_path: Path) -> None:
     assert "Traceback" not in err
 
 
+async def test_an_id_naming_the_folder_above_deletes_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("the user's own\n")
+    (out / "results.jsonl").write_text('{"id": "done"}\n')
+    tasks = write_tasks(
+        tmp_path / "tasks.jsonl",
+        [{"id": "fine", "repo": ".", "task": "x"}, {"id": "..", "repo": ".", "task": "x"}],
+    )
+    code, _, err = await run_clover(tmp_path, "batch", str(tasks), "--out", str(out), home=tmp_path)
+    assert code == 2, err
+    assert "line 2 has the id '..', which names a folder above the task's own" in err
+    assert "Traceback" not in err
+    assert (out / "notes.txt").read_text() == "the user's own\n"
+    assert (out / "results.jsonl").read_text() == '{"id": "done"}\n'
+
+
 async def interrupt_a_batch(server: ScriptedServer, repo: Path, tmp_path: Path, *flags: str) -> str:
     """Start a batch of a quick task and one that hangs, Ctrl+C it once the first is
     recorded and the second asks the model; checks what every executor must do, and
