@@ -177,7 +177,7 @@ async def test_a_post_tool_use_reason_reaches_the_model_and_the_event(
     session = await open_session(make_settings(hooks=hooks), backend, repo, events)
     await session.run_turn("read a.py")
     await session.close()
-    seen = [m for m in backend.requests[1].messages if m["role"] == "tool"][0]["content"]
+    seen = next(m for m in backend.requests[1].messages if m["role"] == "tool")["content"]
     (finished,) = [e for e in events if isinstance(e, p.ToolCallFinished)]
     assert "[PostToolUse hook] lint: x is unused" in seen
     assert "[PostToolUse hook] lint: x is unused" in finished.result
