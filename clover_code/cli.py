@@ -60,7 +60,8 @@ TASK_FLAGS: tuple[FlagSpec, ...] = (
     ),
     Flag(
         "approval",
-        help="what may run without asking (headless default: auto-edit; asking = refused)",
+        help="what may run without asking (headless default: sandbox-auto, commands run "
+        "without asking only in Docker or bubblewrap; asking = refused)",
     ),
     Flag(
         "auto_commit",

@@ -167,7 +167,7 @@ async def _run_task(
                 cwd,
                 emit=emit,
                 approver=RefuseApprover(),
-                approval_mode=settings.approval or "auto-edit",
+                approval_mode=settings.approval or "sandbox-auto",
                 resume=resume,
                 strict_sandbox=True,
                 engine_notices=True,

@@ -12,7 +12,7 @@ from clover_code.errors import CloverError, ExitCode, UsageError
 from clover_code.github.api import DEFAULT_API_URL, WRITE_PERMISSIONS, GitHubApi
 from clover_code.github.event import GitHubRequest, read_event
 from clover_code.github.git import Repo, branch_slug, push_env
-from clover_code.github.task import TaskOutcome, Throttle, build_prompt, run_headless, scrubbed_env
+from clover_code.github.task import TaskOutcome, Throttle, build_prompt, run_headless, task_env
 
 __all__ = ["GitHubJob", "job_from_env", "run_job"]
 
@@ -150,7 +150,7 @@ def _work(
     outcome = run_headless(
         build_prompt(request, job.trigger),
         job.workspace,
-        scrubbed_env(env, job.token),
+        task_env(env, job.token, job.workspace),
         on_step=on_step,
     )
     log.write(f"clover-code github: the task ended with exit code {outcome.exit_code}.\n")

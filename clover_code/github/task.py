@@ -19,7 +19,7 @@ from typing import Any
 
 from clover_code.github.event import GitHubRequest
 
-__all__ = ["TaskOutcome", "build_prompt", "run_headless", "scrubbed_env"]
+__all__ = ["TaskOutcome", "build_prompt", "run_headless", "scrubbed_env", "task_env"]
 
 _TOKEN_NAMES = frozenset(
     {"GITHUB_TOKEN", "GH_TOKEN", "GITHUB_PAT", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN"}
@@ -37,6 +37,18 @@ def scrubbed_env(env: Mapping[str, str], token: str) -> dict[str, str]:
         and not name.startswith(_TOKEN_PREFIXES)
         and not (token and token in value)
     }
+
+
+def task_env(env: Mapping[str, str], token: str, root: Path) -> dict[str, str]:
+    """The task's environment: ``scrubbed_env``, with the approval mode ``auto-edit``
+    unless the environment or a config file names one (headless alone defaults to
+    ``sandbox-auto``; a job on GitHub keeps its own default)."""
+    from clover_code.config import load_settings
+
+    child = scrubbed_env(env, token)
+    if load_settings({}, repo_root=root, env=child).approval is None:
+        child["CLOVER_APPROVAL"] = "auto-edit"
+    return child
 
 
 def build_prompt(request: GitHubRequest, trigger: str) -> str:

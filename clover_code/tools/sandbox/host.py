@@ -133,6 +133,7 @@ class HostSandbox(SerialSandbox):
     """
 
     kind = "host"
+    contained = False
 
     def __init__(
         self,
