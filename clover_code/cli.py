@@ -246,6 +246,7 @@ def run(argv: list[str]) -> int:
             resume=resume,
             started=started,
             output_schema=output_schema,
+            own_process=True,
         )
     )
 

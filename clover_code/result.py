@@ -39,6 +39,7 @@ REASON_FOR_EXIT: dict[int, ExitReason] = {
     3: "no_engine",
     4: "timeout",
     130: "interrupted",
+    143: "interrupted",
 }
 """The reason an exit code stands for when nothing more precise is known."""
 
@@ -110,7 +111,7 @@ class TaskResult(_Frozen):
     """success, error, limit (--max-turns or --timeout hit) or interrupted (Ctrl+C)."""
 
     exit_code: int
-    """The process exit code (0, 1, 2, 3, 4 or 130; see the README)."""
+    """The process exit code (0, 1, 2, 3, 4, 130 or 143; see the README)."""
 
     result: str
     """The final answer text; on a limit or an interruption, the partial text so far."""
@@ -166,7 +167,7 @@ STATUS_EXIT_CODES: dict[ResultStatus, frozenset[int]] = {
     "success": frozenset({0}),
     "error": frozenset({1, 2, 3}),
     "limit": frozenset({4}),
-    "interrupted": frozenset({130}),
+    "interrupted": frozenset({130, 143}),
 }
 """The exit codes each status can come with."""
 

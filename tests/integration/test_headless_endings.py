@@ -1,0 +1,69 @@
+"""How a headless run ends, as a pipeline reads it: the real `clover-code` command
+against a scripted model server.
+
+SIGTERM (what CI runners and `timeout` send) ends the run as Ctrl+C does: the
+transcript saved, the one result printed (status ``interrupted``), exit 143.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from clover_code.result import TaskResult
+from tests.integration.sse_server import ScriptedServer, sse_response
+from tests.integration.stream_shapes import SGLangStream
+from tests.integration.test_headless_e2e import clover
+from tests.waiting import async_wait_until, read_until, within
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "notes.txt").write_text("hello\n")
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    return root
+
+
+@pytest.mark.parametrize("output_format", ["json", "stream-json"])
+async def test_sigterm_saves_prints_the_result_and_exits_143(
+    scripted_server: ScriptedServer, repo: Path, tmp_path: Path, output_format: str
+) -> None:
+    stream = SGLangStream()
+    stream.content("Partial answer, first block. ", "Second block. ")
+    scripted_server.enqueue(sse_response(stream.chunks()[:3], hold=True))
+    proc = await clover(
+        repo,
+        "--task",
+        "explain",
+        "--base-url",
+        scripted_server.base_url,
+        "--output-format",
+        output_format,
+        home=tmp_path,
+    )
+    assert proc.stdout is not None
+    if output_format == "stream-json":
+        await read_until(proc.stdout, b"Second block.", message="the second block streamed")
+    else:
+        await async_wait_until(
+            lambda: bool(scripted_server.chat_requests), message="the model request"
+        )
+    proc.send_signal(signal.SIGTERM)
+    out, err = await within(proc.communicate(), message="clover-code to exit after SIGTERM")
+    assert proc.returncode == 143, err
+    assert b"the transcript is saved" in err and b"Traceback" not in err
+    result = TaskResult.model_validate_json(out.decode().strip().splitlines()[-1])
+    assert result.status == "interrupted" and result.exit_code == 143
+    assert result.exit_reason == "interrupted"
+    assert await scripted_server.wait_for_disconnect(), "the model request was not abandoned"
+    [session] = list((tmp_path / "data/clover-code/sessions").glob("*.jsonl"))
+    kinds = [json.loads(line).get("event", {}).get("type") for line in session.open()]
+    assert "turn_finished" in kinds
