@@ -2,7 +2,9 @@
 against a scripted model server.
 
 SIGTERM (what CI runners and `timeout` send) ends the run as Ctrl+C does: the
-transcript saved, the one result printed (status ``interrupted``), exit 143.
+transcript saved, the one result printed (status ``interrupted``), exit 143. A
+server that answered in this run and then breaks off is the agent's error (exit
+1), not "no engine" (exit 3).
 """
 
 from __future__ import annotations
@@ -15,9 +17,13 @@ from pathlib import Path
 import pytest
 
 from clover_code.result import TaskResult
-from tests.integration.sse_server import ScriptedServer, sse_response
+from tests.integration.sse_server import (
+    ScriptedResponse,
+    ScriptedServer,
+    sse_response,
+)
 from tests.integration.stream_shapes import SGLangStream
-from tests.integration.test_headless_e2e import clover
+from tests.integration.test_headless_e2e import clover, run_clover, sglang
 from tests.waiting import async_wait_until, read_until, within
 
 pytestmark = pytest.mark.integration
@@ -67,3 +73,31 @@ async def test_sigterm_saves_prints_the_result_and_exits_143(
     [session] = list((tmp_path / "data/clover-code/sessions").glob("*.jsonl"))
     kinds = [json.loads(line).get("event", {}).get("type") for line in session.open()]
     assert "turn_finished" in kinds
+
+
+def _tool_then(server: ScriptedServer, *later: ScriptedResponse) -> None:
+    server.enqueue(sglang(lambda s: s.tool_call("read_file", {"path": "notes.txt"})), *later)
+
+
+async def test_a_server_that_answered_then_drops_is_an_agent_error(
+    scripted_server: ScriptedServer, repo: Path, tmp_path: Path
+) -> None:
+    # It answers the first request, then drops every later connection at once.
+    dropped = [sse_response([], drop_after=0) for _ in range(2)]
+    _tool_then(scripted_server, *dropped)
+    code, out, err = await run_clover(
+        repo,
+        "--task",
+        "read the notes",
+        "--base-url",
+        scripted_server.base_url,
+        "--output-format",
+        "json",
+        home=tmp_path,
+        extra_env={"CLOVER_MAX_RETRIES": "1"},
+    )
+    assert code == 1, err
+    result = TaskResult.model_validate_json(out)
+    assert (result.status, result.exit_reason) == ("error", "agent_error")
+    assert result.error is not None and "answered earlier in this run" in result.error
+    assert "cannot reach" not in result.error and "Traceback" not in err
