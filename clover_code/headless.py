@@ -248,6 +248,8 @@ async def _run_task(
     reason: ExitReason | None = None
     if schema_problem is not None:
         status, code, reason = "error", ExitCode.AGENT_ERROR, "output_schema"
+    elif status == "success" and finished.token_limit:
+        status, code, reason = "limit", ExitCode.LIMIT_REACHED, "max_tokens"
     failure = session.engine_failure
     if status == "error" and failure is not None and failure.exit_code != ExitCode.AGENT_ERROR:
         # A refused key or a vanished model mid-task is "no engine", as at start.
@@ -263,6 +265,10 @@ async def _run_task(
             f"{how}; the transcript is saved. "
             f"Resume with: clover-code --resume {session.id} --task ..."
         )
+        err.write(f"clover-code: {error}\n")
+    elif reason == "max_tokens":
+        limit = f"--max-tokens {settings.max_tokens}" if settings.max_tokens else "max_tokens"
+        error = f"the final answer was cut at the token limit ({limit}); raise it to go further."
         err.write(f"clover-code: {error}\n")
     elif schema_problem is not None:
         error = (

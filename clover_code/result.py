@@ -27,6 +27,7 @@ ExitReason = Literal[
     "usage_error",
     "no_engine",
     "max_turns",
+    "max_tokens",
     "timeout",
     "interrupted",
 ]
@@ -108,7 +109,8 @@ class TaskResult(_Frozen):
     """Always "result" (tells this line apart from the events in stream-json)."""
 
     status: ResultStatus
-    """success, error, limit (--max-turns or --timeout hit) or interrupted (Ctrl+C)."""
+    """success, error, limit (--max-turns, --timeout or --max-tokens hit) or interrupted
+    (Ctrl+C, SIGTERM)."""
 
     exit_code: int
     """The process exit code (0, 1, 2, 3, 4, 130 or 143; see the README)."""
@@ -121,7 +123,8 @@ class TaskResult(_Frozen):
 
     exit_reason: ExitReason = "completed"
     """Why the run ended: completed, agent_error, output_schema (the answer never
-    matched --output-schema), usage_error, no_engine, max_turns, timeout or interrupted."""
+    matched --output-schema), usage_error, no_engine, max_turns, max_tokens (the final
+    answer was cut at the token limit), timeout or interrupted."""
 
     warnings: list[str]
     """Problems that did not stop the run (a failed --auto-commit, a sandbox notice)."""

@@ -168,6 +168,7 @@ class Agent:
             status=status,
             final_text=state.final_text,
             model_requests=state.requests,
+            token_limit=status == "completed" and state.token_limit,
         )
         self.emit(finished)
         return finished

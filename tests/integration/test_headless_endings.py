@@ -4,7 +4,8 @@ against a scripted model server.
 SIGTERM (what CI runners and `timeout` send) ends the run as Ctrl+C does: the
 transcript saved, the one result printed (status ``interrupted``), exit 143. A
 server that answered in this run and then breaks off is the agent's error (exit
-1), not "no engine" (exit 3).
+1), not "no engine" (exit 3). A final answer cut by the token limit is a limit
+(exit 4, ``exit_reason`` ``max_tokens``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from clover_code.result import TaskResult
+from clover_code import protocol as p
+from clover_code.result import TaskResult, parse_stream_line
 from tests.integration.sse_server import (
     ScriptedResponse,
     ScriptedServer,
@@ -101,3 +103,54 @@ async def test_a_server_that_answered_then_drops_is_an_agent_error(
     assert (result.status, result.exit_reason) == ("error", "agent_error")
     assert result.error is not None and "answered earlier in this run" in result.error
     assert "cannot reach" not in result.error and "Traceback" not in err
+
+
+async def test_an_answer_cut_by_max_tokens_is_a_limit(
+    scripted_server: ScriptedServer, repo: Path, tmp_path: Path
+) -> None:
+    stream = SGLangStream().content("The notes say hel")
+    scripted_server.enqueue(sse_response(stream.chunks(finish_reason="length")))
+    code, out, err = await run_clover(
+        repo,
+        "--task",
+        "what do the notes say?",
+        "--base-url",
+        scripted_server.base_url,
+        "--max-tokens",
+        "5",
+        "--output-format",
+        "json",
+        home=tmp_path,
+    )
+    assert code == 4, err
+    result = TaskResult.model_validate_json(out)
+    assert (result.status, result.exit_code, result.exit_reason) == ("limit", 4, "max_tokens")
+    assert result.result == "The notes say hel"
+    assert result.error is not None and "--max-tokens 5" in result.error
+
+
+async def test_a_tool_call_response_cut_by_max_tokens_does_not_end_the_run(
+    scripted_server: ScriptedServer, repo: Path, tmp_path: Path
+) -> None:
+    """Only the final answer counts: the turn goes on after a cut that called a tool."""
+    call = SGLangStream()
+    call.tool_call("read_file", {"path": "notes.txt"})
+    scripted_server.enqueue(
+        sse_response(call.chunks(finish_reason="length")),
+        sglang(lambda s: s.content("They say hello.")),
+    )
+    code, out, err = await run_clover(
+        repo,
+        "--task",
+        "what do the notes say?",
+        "--base-url",
+        scripted_server.base_url,
+        "--output-format",
+        "stream-json",
+        home=tmp_path,
+    )
+    assert code == 0, err
+    *events, result = [parse_stream_line(line) for line in out.splitlines()]
+    finished = [e for e in events if isinstance(e, p.TurnFinished)]
+    assert finished[-1].status == "completed" and finished[-1].token_limit is False
+    assert isinstance(result, TaskResult) and result.exit_reason == "completed"
