@@ -267,8 +267,8 @@ async def _run_task(
         )
         err.write(f"clover-code: {error}\n")
     elif reason == "max_tokens":
-        limit = f"--max-tokens {settings.max_tokens}" if settings.max_tokens else "max_tokens"
-        error = f"the final answer was cut at the token limit ({limit}); raise it to go further."
+        cap = f"--max-tokens {settings.max_tokens}" if settings.max_tokens else "max_tokens"
+        error = f"the final answer was cut at the token limit ({cap}); raise it to go further."
         err.write(f"clover-code: {error}\n")
     elif schema_problem is not None:
         error = (
