@@ -20,6 +20,7 @@ import pytest
 from clover_code import protocol as p
 from clover_code.result import TaskResult, parse_stream_line
 from tests.integration.sse_server import (
+    MODELS_PATH,
     ScriptedResponse,
     ScriptedServer,
     sse_response,
@@ -154,3 +155,31 @@ async def test_a_tool_call_response_cut_by_max_tokens_does_not_end_the_run(
     finished = [e for e in events if isinstance(e, p.TurnFinished)]
     assert finished[-1].status == "completed" and finished[-1].token_limit is False
     assert isinstance(result, TaskResult) and result.exit_reason == "completed"
+
+
+async def test_sigterm_before_the_session_is_ready_still_prints_the_result(
+    scripted_server: ScriptedServer, repo: Path, tmp_path: Path
+) -> None:
+    # The model list never arrives: the run is still opening its session.
+    scripted_server.enqueue(sse_response([], hold=True), path=MODELS_PATH)
+    proc = await clover(
+        repo,
+        "--task",
+        "explain",
+        "--base-url",
+        scripted_server.base_url,
+        "--output-format",
+        "json",
+        home=tmp_path,
+    )
+    await async_wait_until(lambda: bool(scripted_server.requests), message="the model list request")
+    proc.send_signal(signal.SIGTERM)
+    out, err = await within(proc.communicate(), message="clover-code to exit after SIGTERM")
+    assert proc.returncode == 143, err
+    result = TaskResult.model_validate_json(out)
+    assert (result.status, result.exit_code, result.exit_reason) == (
+        "interrupted",
+        143,
+        "interrupted",
+    )
+    assert b"nothing was done" in err and b"Traceback" not in err
