@@ -143,7 +143,8 @@ async def run_clover(bench: Bench, tasks: list[Task], jobs: int, sandbox: str, n
     write_clover_tasks(tasks, tasks_file, tests=bench.tests)
     argv = [sys.executable, "-m", "clover_code", "batch", str(tasks_file), "--out", str(out)]
     argv += ["--jobs", str(jobs), "--base-url", bench.base_url, "--model", "test-model"]
-    argv += ["--sandbox", sandbox]
+    # mini-swe-agent runs every command it is given: so does clover-code here, on the host too.
+    argv += ["--sandbox", sandbox, "--approval", "full-auto"]
     await asyncio.to_thread(wait_for_containers)
     bench.model.reset()
     started = time.monotonic()

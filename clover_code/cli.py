@@ -61,7 +61,8 @@ TASK_FLAGS: tuple[FlagSpec, ...] = (
     ),
     Flag(
         "approval",
-        help="what may run without asking (headless default: auto-edit; asking = refused)",
+        help="what may run without asking (headless default: sandbox-auto, commands run "
+        "without asking only in Docker or bubblewrap; asking = refused)",
     ),
     Flag(
         "auto_commit",
@@ -250,6 +251,7 @@ def run(argv: list[str]) -> int:
             resume=resume,
             started=started,
             output_schema=output_schema,
+            own_process=True,
         )
     )
 

@@ -135,7 +135,8 @@ class Settings(ModelSettings):
 
     approval: ApprovalMode | None = None
     """What may run without asking (an approval mode, strictest first: read-only, plan, ask,
-    auto-edit, full-auto); unset means ask in the app and auto-edit headless."""
+    auto-edit, sandbox-auto, full-auto); unset means ask in the app and sandbox-auto
+    headless (commands run without asking only inside Docker or bubblewrap)."""
 
     permissions: PermissionRules = Field(default_factory=PermissionRules)
     """Allow and deny rules per tool, e.g. [permissions.allow] shell = ["pytest *"]."""

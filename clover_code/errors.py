@@ -39,6 +39,8 @@ class ExitCode(IntEnum):
     """The same code: what the task needs (engine, or the sandbox asked for) is missing."""
     LIMIT_REACHED = 4
     INTERRUPTED = 130
+    TERMINATED = 143
+    """SIGTERM (128 + 15), handled as an interruption: what CI runners and ``timeout`` send."""
 
 
 class CloverError(Exception):

@@ -2,7 +2,9 @@
 
 Contracts (documented in the README's headless section):
 
-- the exit code says how the run ended (0, 1, 2, 3, 4, 130);
+- the exit code says how the run ended (0, 1, 2, 3, 4, 130, 143);
+- SIGTERM is handled as Ctrl+C is (the transcript saved, the one result
+  printed, status ``interrupted``) but exits 143;
 - ``json`` prints one ``TaskResult`` (``clover_code/result.py``), the same
   shape for success, failure, a limit and an interruption;
 - ``stream-json`` prints each protocol event once, text only in the deltas,
@@ -13,6 +15,7 @@ Contracts (documented in the README's headless section):
 from __future__ import annotations
 
 import asyncio
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -46,6 +49,34 @@ _STATUS_EXIT: dict[ResultStatus, ExitCode] = {
     "limit": ExitCode.LIMIT_REACHED,
     "interrupted": ExitCode.INTERRUPTED,
 }
+
+
+class _Termination:
+    """SIGTERM while the task runs (when ``enabled``: the process's own run): cancel
+    it as Ctrl+C does, and remember why."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.received = False
+        self._task = asyncio.current_task()
+
+    def _on_signal(self) -> None:
+        if not self.received and self._task is not None:
+            self.received = True
+            self._task.cancel()
+
+    def __enter__(self) -> _Termination:
+        if self.enabled:
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, self._on_signal)
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        if self.enabled:
+            asyncio.get_running_loop().remove_signal_handler(signal.SIGTERM)
+
+    def exit_code(self) -> ExitCode:
+        """The exit code of an interrupted run."""
+        return ExitCode.TERMINATED if self.received else ExitCode.INTERRUPTED
 
 
 def report_error(
@@ -100,8 +131,12 @@ async def run_task(
     err: TextIO | None = None,
     started: float | None = None,
     output_schema: OutputSchema | None = None,
+    own_process: bool = False,
 ) -> int:
-    """Run one task to its end and return the process exit code."""
+    """Run one task to its end and return the process exit code.
+
+    ``own_process``: the task is the process's whole run, so SIGTERM ends it as
+    Ctrl+C does (exit 143); a server running tasks leaves its signals alone."""
     # Every line of every format passes through redact: no secret reaches stdout or stderr.
     out = redacting(out or sys.stdout)
     err = redacting(err or sys.stderr)
@@ -114,20 +149,22 @@ async def run_task(
 
     telemetry = telemetry_from_environment(warn)
     try:
-        return await _run_task(
-            settings,
-            task,
-            cwd,
-            output_format,
-            resume,
-            out,
-            err,
-            started,
-            output_schema,
-            record,
-            render,
-            telemetry,
-        )
+        with _Termination(own_process) as termination:
+            return await _run_task(
+                settings,
+                task,
+                cwd,
+                output_format,
+                resume,
+                out,
+                err,
+                started,
+                output_schema,
+                record,
+                render,
+                telemetry,
+                termination,
+            )
     finally:
         if telemetry is not None:
             await asyncio.shield(asyncio.to_thread(_stop_telemetry, telemetry, err))
@@ -146,6 +183,7 @@ async def _run_task(
     record: RunRecord,
     render: Callable[[p.Event], None] | None,
     telemetry: TelemetrySink | None,
+    termination: _Termination,
 ) -> int:
     def emit(event: p.Event) -> None:
         nonlocal telemetry
@@ -170,7 +208,7 @@ async def _run_task(
                 cwd,
                 emit=emit,
                 approver=RefuseApprover(),
-                approval_mode=settings.approval or "auto-edit",
+                approval_mode=settings.approval or "sandbox-auto",
                 resume=resume,
                 strict_sandbox=True,
                 engine_notices=True,
@@ -190,7 +228,8 @@ async def _run_task(
         return report_error(exc, output_format, out, err, started=started, record=record)
     except asyncio.CancelledError:
         _withdraw_cancel()
-        return _finish_interrupted_early(output_format, out, err, started, record)
+        code = termination.exit_code()
+        return _finish_interrupted_early(output_format, out, err, started, record, code)
     prompt = task if output_schema is None else task + output_schema.instructions()
     structured: object = None
     schema_problem: str | None = None
@@ -212,6 +251,8 @@ async def _run_task(
     reason: ExitReason | None = None
     if schema_problem is not None:
         status, code, reason = "error", ExitCode.AGENT_ERROR, "output_schema"
+    elif status == "success" and finished.token_limit:
+        status, code, reason = "limit", ExitCode.LIMIT_REACHED, "max_tokens"
     failure = session.engine_failure
     if status == "error" and failure is not None and failure.exit_code != ExitCode.AGENT_ERROR:
         # A refused key or a vanished model mid-task is "no engine", as at start.
@@ -221,10 +262,16 @@ async def _run_task(
         status, code = "error", ExitCode.AGENT_ERROR
     error: str | None = None
     if status == "interrupted":
+        code = termination.exit_code()
+        how = "terminated (SIGTERM)" if termination.received else "interrupted"
         error = (
-            f"interrupted; the transcript is saved. "
+            f"{how}; the transcript is saved. "
             f"Resume with: clover-code --resume {session.id} --task ..."
         )
+        err.write(f"clover-code: {error}\n")
+    elif reason == "max_tokens":
+        cap = f"--max-tokens {settings.max_tokens}" if settings.max_tokens else "max_tokens"
+        error = f"the final answer was cut at the token limit ({cap}); raise it to go further."
         err.write(f"clover-code: {error}\n")
     elif schema_problem is not None:
         error = (
@@ -257,7 +304,7 @@ def _turn_reason(status: p.TurnStatus, code: int) -> ExitReason | None:
     """The precise reason a turn's status gives (None: let the exit code say)."""
     if status in ("max_turns", "timeout"):
         return status
-    if code == ExitCode.INTERRUPTED:
+    if code in (ExitCode.INTERRUPTED, ExitCode.TERMINATED):
         return "interrupted"
     return None
 
@@ -278,20 +325,24 @@ def _withdraw_cancel() -> None:
 
 
 def _finish_interrupted_early(
-    output_format: OutputFormat, out: TextIO, err: TextIO, started: float, record: RunRecord
+    output_format: OutputFormat,
+    out: TextIO,
+    err: TextIO,
+    started: float,
+    record: RunRecord,
+    code: ExitCode,
 ) -> int:
     error = "interrupted before the session was ready; nothing was done."
     err.write(f"clover-code: {error}\n")
-    code = int(ExitCode.INTERRUPTED)
     result = record.result(
         status="interrupted",
-        exit_code=code,
+        exit_code=int(code),
         error=error,
         version=__version__,
         duration_s=_since(started),
     )
     _write_result(output_format, out, result)
-    return code
+    return int(code)
 
 
 async def _auto_commit(session: Session, task: str) -> None:

@@ -12,13 +12,22 @@ from clover_code import protocol as p
 
 OutputFormat = Literal["text", "json", "stream-json"]
 
+TAIL_LINES = 10
+"""How many of a failed command's last output lines the text output shows."""
+_TAIL_CHARS = 8_000
+
 
 class TextRenderer:
-    """Answer text to stdout as blocks arrive; progress and problems to stderr."""
+    """Answer text to stdout as blocks arrive; progress and problems to stderr.
+
+    A command that fails (non-zero exit, killed, timed out) shows how it ended
+    and the last lines of its output, as the app's tool card does."""
 
     def __init__(self, out: TextIO, err: TextIO) -> None:
         self.out, self.err = out, err
         self._ends_with_newline = True
+        self._output: dict[str, str] = {}
+        """The end of each running command's output, by call id."""
 
     def __call__(self, event: p.Event) -> None:
         if isinstance(event, p.ContentDelta):
@@ -28,9 +37,12 @@ class TextRenderer:
         elif isinstance(event, p.ToolCallStarted) and event.kind != "other":
             self._break_line()
             self.err.write(f"» {event.name} {event.summary}\n")
-        elif isinstance(event, p.ToolCallFinished) and event.status != "ok":
-            first = event.result.strip().splitlines()[0] if event.result.strip() else ""
-            self.err.write(f"  {event.status}: {first[:200]}\n")
+        elif isinstance(event, p.ToolOutput):
+            self._output[event.call_id] = (self._output.get(event.call_id, "") + event.text)[
+                -_TAIL_CHARS:
+            ]
+        elif isinstance(event, p.ToolCallFinished):
+            self._finished(event, self._output.pop(event.call_id, ""))
         elif isinstance(event, p.Notice):
             self.err.write(f"{event.level}: {event.text}\n")
         elif isinstance(event, p.ErrorEvent):
@@ -43,6 +55,20 @@ class TextRenderer:
             self._break_line()
             self.err.write(f"  » [{event.agent}] {child.name} {child.summary}\n")
         self.err.flush()
+
+    def _finished(self, event: p.ToolCallFinished, output: str) -> None:
+        run = event.display
+        if isinstance(run, p.CommandRun) and (run.exit_code != 0 or run.timed_out):
+            ended = "killed" if run.exit_code is None else f"exit {run.exit_code}"
+            ended += ", timed out" if run.timed_out else ""
+            lines = output.rstrip().splitlines()[-TAIL_LINES:]
+            self.err.write(f"  {ended}" + (":\n" if lines else "\n"))
+            self.err.writelines(f"    {line[:200]}\n" for line in lines)
+        elif event.status != "ok":
+            first = event.result.strip().splitlines()[0] if event.result.strip() else ""
+            # The result often starts with its status already ("denied: ...").
+            first = first.removeprefix(f"{event.status}:").strip()
+            self.err.write(f"  {event.status}: {first[:200]}\n")
 
     def _break_line(self) -> None:
         if not self._ends_with_newline:

@@ -27,6 +27,7 @@ ExitReason = Literal[
     "usage_error",
     "no_engine",
     "max_turns",
+    "max_tokens",
     "timeout",
     "interrupted",
 ]
@@ -39,6 +40,7 @@ REASON_FOR_EXIT: dict[int, ExitReason] = {
     3: "no_engine",
     4: "timeout",
     130: "interrupted",
+    143: "interrupted",
 }
 """The reason an exit code stands for when nothing more precise is known."""
 
@@ -107,10 +109,11 @@ class TaskResult(_Frozen):
     """Always "result" (tells this line apart from the events in stream-json)."""
 
     status: ResultStatus
-    """success, error, limit (--max-turns or --timeout hit) or interrupted (Ctrl+C)."""
+    """success, error, limit (--max-turns, --timeout or --max-tokens hit) or interrupted
+    (Ctrl+C, SIGTERM)."""
 
     exit_code: int
-    """The process exit code (0, 1, 2, 3, 4 or 130; see the README)."""
+    """The process exit code (0, 1, 2, 3, 4, 130 or 143; see the README)."""
 
     result: str
     """The final answer text; on a limit or an interruption, the partial text so far."""
@@ -120,7 +123,8 @@ class TaskResult(_Frozen):
 
     exit_reason: ExitReason = "completed"
     """Why the run ended: completed, agent_error, output_schema (the answer never
-    matched --output-schema), usage_error, no_engine, max_turns, timeout or interrupted."""
+    matched --output-schema), usage_error, no_engine, max_turns, max_tokens (the final
+    answer was cut at the token limit), timeout or interrupted."""
 
     warnings: list[str]
     """Problems that did not stop the run (a failed --auto-commit, a sandbox notice)."""
@@ -166,7 +170,7 @@ STATUS_EXIT_CODES: dict[ResultStatus, frozenset[int]] = {
     "success": frozenset({0}),
     "error": frozenset({1, 2, 3}),
     "limit": frozenset({4}),
-    "interrupted": frozenset({130}),
+    "interrupted": frozenset({130, 143}),
 }
 """The exit codes each status can come with."""
 

@@ -72,7 +72,7 @@ APPROVAL_ORDER: tuple[str, ...] = APPROVAL_MODES
 read-only, so it sits next to it)."""
 DEFAULT_APPROVAL = "ask"
 """The mode an unset ``approval`` is judged against: the app's default, the
-strictest of the defaults (headless uses auto-edit)."""
+strictest of the defaults (headless uses sandbox-auto)."""
 _MCP_PROJECT_ORDER: tuple[str, ...] = ("ignore", "ask", "trust")
 
 

@@ -50,6 +50,11 @@ MODES: dict[ApprovalMode, SessionMode] = {
     "auto-edit": SessionMode(
         id="auto-edit", name="Auto edit", description="Edits files; asks before commands."
     ),
+    "sandbox-auto": SessionMode(
+        id="sandbox-auto",
+        name="Sandbox auto",
+        description="Edits files; runs commands without asking only in Docker or bubblewrap.",
+    ),
     "full-auto": SessionMode(
         id="full-auto", name="Full auto", description="Edits and runs commands without asking."
     ),
@@ -237,7 +242,9 @@ class LiveSession:
     def _needs_approval(self, kind: str) -> bool:
         if self._session is None or kind not in _TOOL_KINDS:
             return False
-        return verdict(self.mode, cast(ToolKind, kind)) == "ask"
+        sandbox = self._session.sandbox
+        contained = sandbox is not None and sandbox.contained
+        return verdict(self.mode, cast(ToolKind, kind), contained=contained) == "ask"
 
     async def _allow_edits(self) -> None:
         await self.set_mode("auto-edit")

@@ -40,6 +40,7 @@ class EditorTerminal:
     """Runs each shell command in a terminal the editor creates and shows."""
 
     kind = "editor-terminal"
+    contained = False
 
     def __init__(
         self,

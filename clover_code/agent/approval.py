@@ -1,12 +1,17 @@
 """Approval modes: which tool calls run at once, which ask, which are refused.
 
-| mode       | read/search | edit  | execute | fetch |
-|------------|-------------|-------|---------|-------|
-| read-only  | run         | deny  | deny    | ask   |
-| plan       | run         | deny  | deny    | deny  |
-| ask        | run         | ask   | ask     | ask   |
-| auto-edit  | run         | run   | ask     | ask   |
-| full-auto  | run         | run   | run     | run   |
+| mode         | read/search | edit  | execute          | fetch |
+|--------------|-------------|-------|------------------|-------|
+| read-only    | run         | deny  | deny             | ask   |
+| plan         | run         | deny  | deny             | deny  |
+| ask          | run         | ask   | ask              | ask   |
+| auto-edit    | run         | run   | ask              | ask   |
+| sandbox-auto | run         | run   | run if contained | ask   |
+| full-auto    | run         | run   | run              | run   |
+
+``sandbox-auto`` runs a command without asking only when the sandbox it runs
+in is contained (Docker or bubblewrap without network: ``Sandbox.contained``);
+on the host, in an editor's terminal or with the network on it is auto-edit.
 
 ``fetch`` (web_fetch, web_search) is network egress: what the agent sends out
 (a URL can carry workspace contents) is not undone by any checkpoint, so it
@@ -42,12 +47,18 @@ _TABLE: dict[ApprovalMode, dict[str, Verdict]] = {
     "plan": {"edit": "deny", "execute": "deny", "fetch": "deny"},
     "ask": {"edit": "ask", "execute": "ask", "fetch": "ask"},
     "auto-edit": {"edit": "allow", "execute": "ask", "fetch": "ask"},
+    "sandbox-auto": {"edit": "allow", "execute": "ask", "fetch": "ask"},
     "full-auto": {},
 }
+_CONTAINED_RUNS: frozenset[ApprovalMode] = frozenset({"sandbox-auto"})
+"""Modes that run commands without asking when the sandbox contains them."""
 
 
-def verdict(mode: ApprovalMode, kind: ToolKind) -> Verdict:
-    """What ``mode`` says about a call of ``kind``."""
+def verdict(mode: ApprovalMode, kind: ToolKind, *, contained: bool = False) -> Verdict:
+    """What ``mode`` says about a call of ``kind``; ``contained``: commands run in a
+    sandbox without network that confines writes to the workspace."""
+    if kind == "execute" and contained and mode in _CONTAINED_RUNS:
+        return "allow"
     return _TABLE[mode].get(kind, "allow")
 
 

@@ -69,7 +69,11 @@ class Agent:
             context=context,
             approver=approver,
             approval_mode=approval_mode,
-            policy=PermissionPolicy(settings.permissions, context.workspace.root),
+            policy=PermissionPolicy(
+                settings.permissions,
+                context.workspace.root,
+                contained=context.sandbox is not None and context.sandbox.contained,
+            ),
             spill=spill,
             emit=emit,
             on_todo=self._set_todo,
@@ -165,6 +169,7 @@ class Agent:
             status=status,
             final_text=state.final_text,
             model_requests=state.requests,
+            token_limit=status == "completed" and state.token_limit,
         )
         self.emit(finished)
         return finished

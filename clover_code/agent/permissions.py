@@ -96,10 +96,12 @@ class _PathRule:
 
 
 class PermissionPolicy:
-    """The allow and deny rules of one session, plus what the user allowed in it."""
+    """The allow and deny rules of one session, plus what the user allowed in it;
+    ``contained``: its commands run in a contained sandbox (``approval.verdict``)."""
 
-    def __init__(self, rules: PermissionRules, root: Path) -> None:
+    def __init__(self, rules: PermissionRules, root: Path, *, contained: bool = False) -> None:
         self.root = Path(os.path.realpath(root))
+        self.contained = contained
         self._commands: dict[str, dict[str, list[CommandPattern]]] = {}
         self._paths: dict[str, dict[str, list[_PathRule]]] = {}
         for table, entries in (("allow", rules.allow), ("deny", rules.deny)):
@@ -122,7 +124,7 @@ class PermissionPolicy:
         command = arguments.get("command")
         if kind == "execute" and isinstance(command, str):
             edits = verdict(mode, "edit") == "allow"
-            runs = verdict(mode, kind) == "allow"
+            runs = verdict(mode, kind, contained=self.contained) == "allow"
             ruling = self.check_shell(command, edits_allowed=edits, runs_allowed=runs, tool=name)
         else:
             ruling = self.check_tool(name, kind, arguments)
@@ -132,7 +134,7 @@ class PermissionPolicy:
             protected = self.protected_write(name, arguments)
             if protected is not None:
                 return protected
-        base = verdict(mode, kind)
+        base = verdict(mode, kind, contained=self.contained)
         if base == "deny":
             return Ruling(
                 "deny", f"approval mode '{mode}' does not allow {kind} tools such as {name}."
@@ -173,7 +175,7 @@ class PermissionPolicy:
                     return denied
         if parsed.problem is not None:
             return Ruling("ask", f"{parsed.problem}, so it needs approval.")
-        edit_denials = self._has_path_rules("deny", "edit", SHELL_TOOL)
+        edit_denials = bool(self._path_rules("deny", "edit", SHELL_TOOL))
         if parsed.opaque is not None and (deny or edit_denials):
             return Ruling(
                 "ask",
@@ -334,9 +336,6 @@ class PermissionPolicy:
         if name == SHELL_TOOL and group == "edit":
             keys = ["edit"] if "edit" in rules else []
         return [r for key in keys for r in rules[key]]
-
-    def _has_path_rules(self, table: str, group: str, name: str) -> bool:
-        return bool(self._path_rules(table, group, name))
 
     def _locate(self, path: str) -> tuple[list[str], str | None]:
         """The forms of ``path`` rules are matched against, and its resolved form

@@ -39,6 +39,8 @@ class TurnState:
     final_text: str = ""
     stop_hook_active: bool = False
     """A Stop hook already sent the model back to work in this turn."""
+    token_limit: bool = False
+    """The last response stopped at the token limit."""
 
 
 async def stream_response(
@@ -61,6 +63,7 @@ async def stream_response(
     experts: float | None = None
     # Left "streaming" if cancelled mid-stream, so _close_partial knows.
     state.phase = "streaming"
+    state.token_limit = False
     async with aclosing(backend.stream(request)) as stream:
         async for event in stream:
             if isinstance(event, ev.BlockCommitted):
@@ -107,6 +110,7 @@ async def stream_response(
             elif isinstance(event, ev.Failed):
                 failure = event.error
             elif isinstance(event, ev.Finished) and event.reason == "length":
+                state.token_limit = True
                 emit(p.Notice(level="warning", text="the response hit the token limit."))
     state.phase = "idle"
     elapsed = time.monotonic() - first_block if first_block else 0.0

@@ -62,9 +62,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--approval",
-        choices=("read-only", "ask", "auto-edit", "full-auto"),
-        default="full-auto",
-        help="approval mode of each run (full-auto)",
+        choices=("read-only", "ask", "auto-edit", "sandbox-auto", "full-auto"),
+        default="sandbox-auto",
+        help="approval mode of each run (sandbox-auto: commands run without asking "
+        "only in Docker or bubblewrap)",
     )
     parser.add_argument("--max-turns", type=int, metavar="N", help="most model requests per task")
     parser.add_argument(

@@ -9,15 +9,8 @@ from pathlib import Path
 
 from clover_code.doctor.report import Check, State
 
-__all__ = ["GET_A_SANDBOX", "gpu_checks", "python_checks", "sandbox_checks"]
+__all__ = ["gpu_checks", "python_checks", "sandbox_checks"]
 
-GET_A_SANDBOX = (
-    "Debian/Ubuntu: sudo apt-get install bubblewrap   (or docker.io)\n"
-    "Fedora: sudo dnf install bubblewrap\n"
-    "Arch: sudo pacman -S bubblewrap\n"
-    "macOS: install Docker Desktop (brew install --cask docker) and start it"
-)
-"""One command a system for getting a sandbox the shell tool can run in."""
 
 _EXTRAS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
     ("web", "clover-code web (the app in a browser)", "textual-serve", ("textual_serve",)),
@@ -76,6 +69,7 @@ def sandbox_checks(root: Path) -> list[Check]:
     from clover_code.tools.sandbox.docker_setup import docker_client
     from clover_code.tools.sandbox.image import image_present, image_tag
     from clover_code.tools.sandbox.policy import sandbox_user
+    from clover_code.tools.sandbox.select import GET_A_SANDBOX
 
     checks: list[Check] = []
     client = None

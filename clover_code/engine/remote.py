@@ -52,7 +52,6 @@ from clover_code.engine.retry import (
 from clover_code.engine.sse import iter_sse
 from clover_code.errors import (
     EngineError,
-    EngineUnavailable,
     StreamInterrupted,
 )
 
@@ -102,6 +101,8 @@ class OpenAIBackend:
         self.output_limit = OutputLimit(context_window)
         """The default max_tokens (none when ``context_window`` is None)."""
         self.backoff = BackoffPolicy(max_retries, backoff_base, backoff_max)
+        self.answered = False
+        """Whether the server answered in this run (then losing it is not "no engine")."""
         headers = {"Accept": "text/event-stream", "Accept-Encoding": "identity"}
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
@@ -126,6 +127,7 @@ class OpenAIBackend:
     async def check(self) -> None:
         """Make sure the server is reachable and serves ``model`` (pick one if unset)."""
         self.model = await pick_model(self._client, self.base_url, self.model)
+        self.answered = True
 
     async def aclose(self) -> None:
         """Close the HTTP connection pool."""
@@ -213,6 +215,7 @@ class OpenAIBackend:
                 "POST", f"{self.base_url}/chat/completions", json=body
             ) as response:
                 status = response.status_code
+                self.answered = True
                 if status != 200:
                     content = await response.aread()
                     error = error_for_status(status, content, url=self.base_url, model=self.model)
@@ -241,7 +244,9 @@ class OpenAIBackend:
             elif not output_begun:
                 attempts = self.backoff.max_retries + 1
                 raise RetryAttempt(
-                    error_for_transport(exc, url=self.base_url, attempts=attempts)
+                    error_for_transport(
+                        exc, url=self.base_url, attempts=attempts, answered=self.answered
+                    )
                 ) from exc
             else:
                 for event in self._interrupted(decoder, exc):
@@ -257,7 +262,8 @@ class OpenAIBackend:
             # The connection closed cleanly but the response never ended.
             if not output_begun:
                 raise RetryAttempt(
-                    EngineUnavailable(
+                    # A status came with the stream: there is an engine, and it broke off.
+                    EngineError(
                         f"the server at {self.base_url} closed the stream before sending "
                         "anything; check the server's logs"
                     ),

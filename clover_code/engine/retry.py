@@ -165,10 +165,20 @@ def error_for_status(status: int, body: bytes, *, url: str, model: str) -> Engin
     )
 
 
-def error_for_transport(exc: httpx.RequestError, *, url: str, attempts: int) -> EngineError:
-    """Map a connection failure that outlasted the retries to one clear error."""
+def error_for_transport(
+    exc: httpx.RequestError, *, url: str, attempts: int, answered: bool = False
+) -> EngineError:
+    """Map a connection failure that outlasted the retries to one clear error.
+
+    ``answered``: the server answered earlier in this run, so there is an engine
+    and it broke off: the agent's error (exit 1), not "no engine" (exit 3)."""
     detail = str(exc) or type(exc).__name__
     tries = f" after {attempts} attempts" if attempts > 1 else ""
+    if answered:
+        return EngineError(
+            f"the model server at {url} answered earlier in this run, then failed{tries} "
+            f"({detail}); check that it is still running and read its logs"
+        )
     if isinstance(exc, httpx.TimeoutException):
         return EngineUnavailable(
             f"the model server at {url} did not answer in time{tries} ({detail}); "

@@ -10,11 +10,16 @@ from typing import TextIO
 
 from clover_code.errors import CloverError, ExitCode, UsageError
 from clover_code.github.api import DEFAULT_API_URL, WRITE_PERMISSIONS, GitHubApi
-from clover_code.github.credentials import without_credentials
 from clover_code.github.event import GitHubRequest, read_event
 from clover_code.github.git import GitError, Repo, branch_slug, push_env
 from clover_code.github.leaks import SecretFound, find_secret
-from clover_code.github.task import TaskOutcome, Throttle, build_prompt, run_headless
+from clover_code.github.task import (
+    TaskOutcome,
+    Throttle,
+    build_prompt,
+    run_headless,
+    task_env,
+)
 from clover_code.redact import redacting
 
 __all__ = ["GitHubJob", "job_from_env", "run_job"]
@@ -175,7 +180,7 @@ def _work(
     outcome = run_headless(
         build_prompt(request, job.trigger),
         job.workspace,
-        without_credentials(env, job.token),
+        task_env(env, job.token, job.workspace),
         on_step=on_step,
         sandbox=job.sandbox,
     )

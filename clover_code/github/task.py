@@ -17,9 +17,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clover_code.github.credentials import without_credentials
 from clover_code.github.event import GitHubRequest
 
-__all__ = ["TaskOutcome", "build_prompt", "run_headless"]
+__all__ = ["TaskOutcome", "build_prompt", "run_headless", "task_env"]
+
+
+def task_env(env: Mapping[str, str], token: str, root: Path) -> dict[str, str]:
+    """The task's environment: ``without_credentials``, with the approval mode ``auto-edit``
+    unless the environment or a config file names one (headless alone defaults to
+    ``sandbox-auto``; a job on GitHub keeps its own default)."""
+    from clover_code.config import load_settings
+
+    child = without_credentials(env, token)
+    if load_settings({}, repo_root=root, env=child).approval is None:
+        child["CLOVER_APPROVAL"] = "auto-edit"
+    return child
 
 
 def build_prompt(request: GitHubRequest, trigger: str) -> str:

@@ -245,6 +245,8 @@ class TurnFinished(_Event):
     status: TurnStatus
     final_text: str = ""
     model_requests: int = 0
+    token_limit: bool = False
+    """A completed turn's final answer stopped at the token limit (``max_tokens``): cut."""
 
 
 class SubagentEvent(_Event):

@@ -12,10 +12,11 @@ from pydantic import Field, TypeAdapter
 
 from clover_code.protocol.base import _Op
 
-ApprovalMode = Literal["read-only", "plan", "ask", "auto-edit", "full-auto"]
+ApprovalMode = Literal["read-only", "plan", "ask", "auto-edit", "sandbox-auto", "full-auto"]
 """What may run without asking: nothing that changes anything, nothing but reads and
-the todo list while the model writes a plan, nothing without asking, file edits, or
-everything. The settings, the flags and every picker use this."""
+the todo list while the model writes a plan, nothing without asking, file edits, file
+edits and the commands a real sandbox contains, or everything. The settings, the flags
+and every picker use this."""
 APPROVAL_MODES: tuple[ApprovalMode, ...] = get_args(ApprovalMode)
 """The approval modes, strictest first (the order Shift+Tab cycles through)."""
 

@@ -76,7 +76,7 @@ async def test_session_edit_permission_cancel_and_load(
         session_id = new.session_id
         assert new.modes is not None and new.modes.current_mode_id == "ask"
         offered = [m.id for m in new.modes.available_modes]
-        assert offered == ["read-only", "plan", "ask", "auto-edit", "full-auto"]
+        assert offered == ["read-only", "plan", "ask", "auto-edit", "sandbox-auto", "full-auto"]
 
         done = await conn.prompt(session_id=session_id, prompt=[text_block("Fix add in calc.py")])
         assert done.stop_reason == "end_turn"

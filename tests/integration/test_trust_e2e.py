@@ -42,10 +42,13 @@ def repo(tmp_path: Path) -> Path:
 def home(tmp_path: Path) -> Path:
     # The user's own choice is bubblewrap: a plain run must not be moved to the
     # host by the project file (and "auto" could spend minutes building the
-    # Docker image).
+    # Docker image). Their approval is auto-edit, so a sandboxed `rm` is refused
+    # until the project's full-auto applies.
     home = tmp_path / "home"
     (home / "config" / "clover-code").mkdir(parents=True)
-    (home / "config" / "clover-code" / "config.toml").write_text('sandbox = "bwrap"\n')
+    (home / "config" / "clover-code" / "config.toml").write_text(
+        'sandbox = "bwrap"\napproval = "auto-edit"\n'
+    )
     return home
 
 

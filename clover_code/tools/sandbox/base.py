@@ -36,6 +36,11 @@ class Sandbox(Protocol):
     kind: str
     """"host", "docker" or "bwrap": shown to the user."""
 
+    contained: bool
+    """Whether a command can neither reach the network nor write outside the
+    workspace (Docker or bubblewrap without network): ``sandbox-auto`` runs such
+    commands without asking."""
+
     async def exec(
         self,
         command: str,

@@ -179,6 +179,7 @@ class BwrapSandbox(SerialSandbox):
         if self.root == Path("/"):
             raise ToolError("the sandbox cannot use / as the workspace; open a project directory.")
         self.network = network
+        self.contained = not network
         self.limits = limits or SandboxLimits()
         self.output_limit = output_limit
         self.stream_limit = stream_limit

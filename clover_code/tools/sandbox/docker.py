@@ -129,6 +129,7 @@ class DockerSandbox(SerialSandbox):
         root_filter(self.user)  # as root, fail now where no filter can stop setuid files
         self.image = image
         self.network = network
+        self.contained = not network
         self.limits = limits or SandboxLimits()
         self.output_limit = output_limit
         self.stream_limit = stream_limit

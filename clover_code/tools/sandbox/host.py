@@ -134,6 +134,7 @@ class HostSandbox(SerialSandbox):
     """
 
     kind = "host"
+    contained = False
 
     def __init__(
         self,

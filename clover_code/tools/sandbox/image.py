@@ -7,6 +7,8 @@ engines that cannot pull), ``packages.txt`` and ``setup.sh``. The tag is
 of the SHA-256 of ``sha256sum``'s listing of those files, so any change to the
 definition names a new image and an old one is rebuilt on next use.
 ``build-offline --print-tag`` computes the same tag in shell.
+``clover_code/sandbox_image/`` only links to those files (one source); a wheel
+carries copies of them, so it computes the same tag.
 """
 
 from __future__ import annotations

@@ -31,13 +31,14 @@ from clover_code.tools.sandbox.policy import (
 )
 from clover_code.tools.sandbox.project_image import image_trusted_by, project_image_trusted
 
-__all__ = ["SandboxChoice", "choose_from_settings", "choose_sandbox"]
+__all__ = ["GET_A_SANDBOX", "SandboxChoice", "choose_from_settings", "choose_sandbox"]
 
-_ENABLE = (
-    "Start Docker (clover-code builds its image on first use) or install bubblewrap "
-    "(e.g. apt-get install bubblewrap), or pass --sandbox none to let the agent run "
-    "commands directly on this machine."
+GET_A_SANDBOX = (
+    "install bubblewrap (Debian/Ubuntu: `sudo apt-get install bubblewrap`, Fedora: "
+    "`sudo dnf install bubblewrap`, Arch: `sudo pacman -S bubblewrap`) or Docker "
+    "(macOS: `brew install --cask docker`, then open Docker Desktop)"
 )
+"""How to get a sandbox, one command per platform (a clause)."""
 
 
 @dataclass(slots=True)
@@ -133,9 +134,9 @@ def choose_sandbox(
             return SandboxChoice(sandbox, notice)
         problems[candidate] = problem
     notice = (
-        f"the shell tool is off: no sandbox is available (Docker: "
-        f"{_unsentence(problems['docker'])}; bubblewrap: {_unsentence(problems['bwrap'])}). "
-        f"{_ENABLE}"
+        f"no sandbox can run here, so the shell tool is off: {GET_A_SANDBOX}, or pass "
+        "--sandbox none to run commands directly on this machine (Docker: "
+        f"{_unsentence(problems['docker'])}; bubblewrap: {_unsentence(problems['bwrap'])})."
     )
     return SandboxChoice(None, notice, warning=True)
 
