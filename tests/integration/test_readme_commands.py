@@ -29,6 +29,7 @@ import pytest
 from tests.integration.llama_peer import PeerMissing, free_port, gemma_model_path
 from tests.integration.sse_server import (
     CHAT_PATH,
+    MODELS_PATH,
     RecordedRequest,
     ScriptedServer,
     error_response,
@@ -94,6 +95,8 @@ def failing_project(where: Path) -> Path:
 def fixer(request: RecordedRequest) -> object:
     """The scripted model: the doctor's probe gets a tool call; the agent runs the
     tests, fixes ``add``, runs them again and says so."""
+    if request.path == MODELS_PATH:
+        return json_response({"object": "list", "data": [{"id": "clover", "object": "model"}]})
     if request.path != CHAT_PATH:  # the doctor's /props: not a llama.cpp server
         return error_response(404, "no such endpoint")
     body = request.json()
