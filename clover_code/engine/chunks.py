@@ -40,6 +40,7 @@ from clover_code.engine.events import (
     Usage,
 )
 from clover_code.engine.qwen3_parser import Qwen3StreamParser
+from clover_code.protocol.json_text import JSONLimitError, loads_bounded
 
 __all__ = ["ChunkDecoder", "RawParsing", "ServerStreamError"]
 
@@ -339,7 +340,9 @@ def _parse_arguments(name: str, text: str) -> tuple[dict[str, Any], str | None]:
     if not text:
         return {}, None
     try:
-        value = json.loads(text)
+        value = loads_bounded(text)
+    except JSONLimitError as exc:
+        return {}, f"arguments of tool {name} were not read: {exc}; send flat, shorter arguments"
     except ValueError as exc:
         return {}, f"arguments of tool {name} are not valid JSON: {exc}; send one JSON object"
     if not isinstance(value, dict):
