@@ -157,6 +157,7 @@ _LOOSER: dict[str, Callable[[Any, Any], bool]] = {
     "mcp_servers": _any,  # programs started on the host
     "hooks": _any,  # programs run on the host at lifecycle points
     "mcp_project": _ranked(_MCP_PROJECT_ORDER),
+    "mcp_read_only": _more_names,  # MCP tools run in plan and read-only without asking
     "model_path": _changed,  # checkpoints load with their own code (trust_remote_code)
     "sessions_dir": _changed,  # where the harness writes on the host
     "sandbox_setup": _any,  # commands run with the network on when the image is built
