@@ -29,6 +29,7 @@ from typing import Any
 
 from clover_code.errors import ConfigError
 from clover_code.protocol import APPROVAL_MODES
+from clover_code.protocol.json_text import loads_bounded
 
 __all__ = [
     "APPROVAL_ORDER",
@@ -223,7 +224,7 @@ def mcp_loosening(data: bytes) -> list[str]:
     """What a ``.mcp.json`` would loosen: the servers it would start (none when
     it cannot be read; then nothing starts either)."""
     try:
-        table = json.loads(data.decode("utf-8")).get("mcpServers")
+        table = loads_bounded(data.decode("utf-8")).get("mcpServers")
     except (ValueError, AttributeError):
         return []
     if not isinstance(table, dict) or not table:

@@ -4,14 +4,17 @@
 deep (about 10 kB) raised ``RecursionError`` in the argument parser and ended
 the session. Each parser (the OpenAI ``tool_calls`` arguments, the Qwen3 XML
 parameters converted by the schema, the older JSON form inside
-``<tool_call>``, a server's whole chunk, an editor's ACP line) must measure
-the text first and give back one sentence.
+``<tool_call>``, a server's whole chunk, an editor's ACP line), and the other
+JSON the model or a repository writes (a final answer for --output-schema,
+``.mcp.json``, ``devcontainer.json``), must measure the text first and give
+back one sentence.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,12 +26,16 @@ from clover_code.engine.events import EngineEvent, ToolCallEnd
 from clover_code.engine.qwen3_parser import Qwen3StreamParser
 from clover_code.engine.retry import error_message
 from clover_code.engine.schema_values import convert_value
+from clover_code.output_schema import OutputSchema
+from clover_code.project_definition import parse_jsonc
 from clover_code.protocol.json_text import (
     MAX_JSON_DEPTH,
     JSONLimitError,
     json_depth,
     loads_bounded,
 )
+from clover_code.tools.mcp_config import read_project_servers
+from clover_code.trust import mcp_loosening
 
 DEPTH = 5000
 DEEP_LIST = "[" * DEPTH + "]" * DEPTH
@@ -177,3 +184,32 @@ def test_loads_bounded_bounds_size_and_depth() -> None:
     assert loads_bounded(b'{"a": "\xc3\xa9"}') == {"a": "\u00e9"}
     with pytest.raises(ValueError):
         loads_bounded("{")
+
+
+# -- other JSON the model or the repository controls --------------------------------
+
+
+def test_a_final_answer_nested_deep_fails_the_output_schema(tmp_path: Path) -> None:
+    schema = OutputSchema(schema={"type": "array"}, path=tmp_path / "schema.json")
+    value, problem = schema.check(DEEP_LIST)
+    assert value is None
+    assert problem == (
+        "the answer is not usable JSON "
+        f"(the JSON is nested {DEPTH} levels deep, more than the {MAX_JSON_DEPTH} allowed)"
+    )
+
+
+def test_a_deep_mcp_json_starts_nothing_in_one_sentence(tmp_path: Path) -> None:
+    raw = ('{"mcpServers": {"x": {"command": "x", "args": ' + DEEP_LIST + "}}}").encode()
+    servers, notices = read_project_servers(tmp_path / ".mcp.json", {}, raw=raw)
+    assert servers == []
+    assert notices == [
+        f"{tmp_path / '.mcp.json'} cannot be used (the JSON is nested {DEPTH + 3} levels "
+        f"deep, more than the {MAX_JSON_DEPTH} allowed); its MCP servers were not started."
+    ]
+    assert mcp_loosening(raw) == []
+
+
+def test_a_deep_devcontainer_json_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(JSONLimitError):
+        parse_jsonc('{"build": // a comment\n ' + DEEP_LIST + "}")
