@@ -5,7 +5,8 @@ not be built with ``json.dumps``: 5,000 levels would overflow it too). Each
 hostile call must come back to the model as a failed tool result with one
 sentence, beside a good call that still runs; the run goes on to the model's
 answer. Through headless stream-json (every line JSON), headless json (one
-result object) and ACP (a failed tool call update, then ``end_turn``).
+result object), ACP (a failed tool call update, then ``end_turn``) and the
+GitHub bot (the answer in the comment, no pull request, no traceback).
 """
 
 from __future__ import annotations
@@ -17,12 +18,21 @@ from pathlib import Path
 import pytest
 from acp import text_block
 
+from tests.integration import test_github
+from tests.integration.github_api_server import FakeGitHub
 from tests.integration.sse_server import ScriptedServer, sse_response
 from tests.integration.stream_shapes import LlamaCppStream
 from tests.integration.test_acp_harness import EditorClient, spawn_acp
+from tests.integration.test_github import REPOSITORY, Act
 from tests.integration.test_headless_e2e import run_clover
 
 pytestmark = pytest.mark.integration
+
+# The GitHub bot's fixtures: a fake GitHub, a bare remote, the job's checkout.
+github = test_github.github
+remote = test_github.remote
+checkout = test_github.checkout
+act = test_github.act
 
 DEPTH = 5000
 # The argument each tool's hostile value goes in (any of them would do).
@@ -165,3 +175,14 @@ async def test_deep_arguments_through_acp(scripted_server: ScriptedServer, tmp_p
     for text, (case, _) in zip(texts, cases, strict=True):
         assert CLASSES[case][1] in text, text[:400]
     assert "Still here." in client.message_text()
+
+
+async def test_deep_arguments_through_the_github_bot(
+    scripted_server: ScriptedServer, github: FakeGitHub, act: Act
+) -> None:
+    _script(scripted_server, [("deep", "shell"), ("huge-array", "grep"), ("surrogate-key", "glob")])
+    code, out = await act("issue_comment.json", "issue_comment")
+    assert code == 0, out
+    assert "Traceback" not in out
+    assert "\n\nStill here.\n" in github.comments[9000]
+    assert not github.calls_to("POST", rf"/repos/{REPOSITORY}/pulls")
