@@ -194,3 +194,22 @@ async def test_github_bot_opens_the_pull_request_with_the_answer(
             check=True,
         )
         assert shown.stdout == data
+
+
+@pytest.mark.parametrize("fmt", ["json", "stream-json"])
+async def test_model_text_with_lone_surrogates_is_escaped(
+    scripted_server: ScriptedServer, tmp_path: Path, fmt: str
+) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    stream = SGLangStream().reasoning("think \ud800 hard").content("caf\udcff done")
+    # json.dumps escapes the surrogates as \ud800, as a server's JSON can.
+    scripted_server.enqueue(sse_response([json.dumps(c) for c in stream.chunks()]))
+    code, out, err = await run_clover(repo, *_headless(scripted_server, fmt), home=tmp_path)
+    assert code == 0, err[-3000:]
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert lines[-1]["result"] == "caf\\xff done"
+    if fmt == "stream-json":
+        reasoning = "".join(e["text"] for e in lines if e["type"] == "reasoning_delta")
+        assert reasoning == "think \ufffd hard"
