@@ -151,6 +151,12 @@ class Settings(ModelSettings):
     hooks: dict[HookEvent, list[HookConfig]] = Field(default_factory=dict)
     """Programs run at lifecycle points, e.g. [[hooks.PreToolUse]] command = "./check"."""
 
+    mcp_read_only: list[str] = Field(default_factory=list)
+    """MCP tools you vouch for as read-only, by name or glob (mcp__docs__search,
+    mcp__docs__*): they count as reading, so plan and read-only modes run them. A
+    server's own readOnlyHint is a claim and never counts; a project file sets this
+    only once you trusted it."""
+
     mcp_timeout: float = Field(120.0, gt=0)
     """Longest an MCP tool call may take, in seconds."""
 

@@ -18,6 +18,7 @@ import asyncio
 import signal
 import sys
 import time
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
@@ -96,7 +97,7 @@ def report_error(
         out.write(p.ErrorEvent(message=str(error), fatal=True).model_dump_json() + "\n")
     code = int(error.exit_code)
     status: ResultStatus = "limit" if code == ExitCode.LIMIT_REACHED else "error"
-    _write_result(
+    return _write_result(
         output_format,
         out,
         (record or RunRecord()).result(
@@ -107,13 +108,41 @@ def report_error(
             duration_s=_since(started),
         ),
     )
-    return code
 
 
-def _write_result(output_format: OutputFormat, out: TextIO, result: TaskResult) -> None:
+def _write_result(output_format: OutputFormat, out: TextIO, result: TaskResult) -> int:
+    """Print ``result`` (json and stream-json) and return the exit code it states."""
+    written = _writable(result)
     if output_format != "text":
-        out.write(result.model_dump_json() + "\n")
+        out.write(written.model_dump_json() + "\n")
     out.flush()
+    return written.exit_code
+
+
+def _writable(result: TaskResult) -> TaskResult:
+    """``result``, or if a field of it cannot be written as JSON, an error result saying so."""
+    try:
+        result.model_dump_json()
+    except (ValueError, TypeError) as exc:  # pydantic's serialisation error is a ValueError
+        return TaskResult(
+            status="error",
+            exit_code=int(ExitCode.AGENT_ERROR),
+            exit_reason="agent_error",
+            result="",
+            error=(
+                f"the run's result could not be written as JSON ({type(exc).__name__}); "
+                "the session's transcript has what happened."
+            ),
+            warnings=[],
+            session_id=result.session_id,
+            transcript=result.transcript,
+            version=result.version,
+            duration_s=result.duration_s,
+            turns=result.turns,
+            tool_calls=result.tool_calls,
+            usage=result.usage,
+        )
+    return result
 
 
 def _since(started: float | None) -> float:
@@ -165,6 +194,13 @@ async def run_task(
                 telemetry,
                 termination,
             )
+    except Exception as exc:  # a bug: still end with one result object, never a bare traceback
+        traceback.print_exception(exc, file=err)
+        internal = CloverError(
+            f"internal error ({type(exc).__name__}: {exc}); the task stopped. "
+            "Please report it with the lines above."
+        )
+        return report_error(internal, output_format, out, err, started=started, record=record)
     finally:
         if telemetry is not None:
             await asyncio.shield(asyncio.to_thread(_stop_telemetry, telemetry, err))
@@ -281,7 +317,7 @@ async def _run_task(
         err.write(f"clover-code: {error}\n")
     elif status != "success":
         error = record.last_error() or f"the task ended with status {finished.status}."
-    _write_result(
+    return _write_result(
         output_format,
         out,
         record.result(
@@ -297,7 +333,6 @@ async def _run_task(
             structured_output=structured,
         ),
     )
-    return int(code)
 
 
 def _turn_reason(status: p.TurnStatus, code: int) -> ExitReason | None:
@@ -341,8 +376,7 @@ def _finish_interrupted_early(
         version=__version__,
         duration_s=_since(started),
     )
-    _write_result(output_format, out, result)
-    return int(code)
+    return _write_result(output_format, out, result)
 
 
 async def _auto_commit(session: Session, task: str) -> None:

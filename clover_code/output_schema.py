@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from clover_code import protocol as p
 from clover_code.errors import UsageError
+from clover_code.protocol.json_text import JSONLimitError, loads_bounded
 
 if TYPE_CHECKING:
     from clover_code.agent.session import Session
@@ -49,7 +50,9 @@ class OutputSchema:
         if fenced is not None:
             text = fenced.group("body").strip()
         try:
-            value = json.loads(text)
+            value = loads_bounded(text)
+        except JSONLimitError as exc:
+            return None, f"the answer is not usable JSON ({exc})"
         except json.JSONDecodeError as exc:
             return None, f"the answer is not JSON ({exc.msg} at line {exc.lineno} col {exc.colno})"
         import jsonschema  # only runs with --output-schema pay for loading it

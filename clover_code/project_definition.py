@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from clover_code.errors import ToolError
+from clover_code.protocol.json_text import loads_bounded
 
 __all__ = [
     "DEVCONTAINER_FILES",
@@ -200,7 +201,7 @@ def parse_jsonc(text: str) -> Any:
             out.append(ch)
             i += 1
     cleaned = re.sub(r",(\s*[}\]])", r"\1", "".join(out))
-    return json.loads(cleaned)
+    return loads_bounded(cleaned)
 
 
 def definition_digest(

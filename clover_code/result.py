@@ -12,11 +12,12 @@ validate what it reads with ``TaskResult.model_validate_json``.
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, BeforeValidator, ConfigDict
 
 from clover_code import protocol as p
+from clover_code.protocol.json_text import printable, printable_value
 
 ResultStatus = Literal["success", "error", "limit", "interrupted"]
 
@@ -52,6 +53,14 @@ STATUS_FOR_TURN: dict[p.TurnStatus, ResultStatus] = {
     "interrupted": "interrupted",
 }
 """How a turn's status maps onto the result's status."""
+
+
+def _printable_value(value: object) -> object:
+    return printable(value) if isinstance(value, str) else value
+
+
+Text = Annotated[str, BeforeValidator(_printable_value)]
+"""A string field of the result: undecodable bytes escaped (see ``printable``)."""
 
 
 class _Frozen(BaseModel):
@@ -115,10 +124,10 @@ class TaskResult(_Frozen):
     exit_code: int
     """The process exit code (0, 1, 2, 3, 4, 130 or 143; see the README)."""
 
-    result: str
+    result: Text
     """The final answer text; on a limit or an interruption, the partial text so far."""
 
-    error: str | None
+    error: Text | None
     """Null on success; otherwise one sentence saying what went wrong."""
 
     exit_reason: ExitReason = "completed"
@@ -126,13 +135,13 @@ class TaskResult(_Frozen):
     matched --output-schema), usage_error, no_engine, max_turns, max_tokens (the final
     answer was cut at the token limit), timeout or interrupted."""
 
-    warnings: list[str]
+    warnings: list[Text]
     """Problems that did not stop the run (a failed --auto-commit, a sandbox notice)."""
 
-    session_id: str | None
+    session_id: Text | None
     """The session, for --resume; null when the run stopped before a session opened."""
 
-    transcript: str | None
+    transcript: Text | None
     """Path of the session's JSONL transcript; null when no session opened."""
 
     version: str
@@ -150,15 +159,16 @@ class TaskResult(_Frozen):
     usage: ResultUsage
     """Token accounting."""
 
-    patch: str = ""
+    patch: Text = ""
     """Unified diff of everything the run changed in the workspace since it started
     (files made by shell commands included, binary files noted as such); empty when
     nothing changed or checkpoints were off."""
 
-    files_changed: list[str] = []
-    """Paths (relative to the workspace) the patch touches."""
+    files_changed: list[Text] = []
+    """Paths (relative to the workspace) the patch touches. In these paths and in
+    ``patch``, a byte that is not UTF-8 is written ``\\xNN``."""
 
-    structured_output: Any = None
+    structured_output: Annotated[Any, BeforeValidator(printable_value)] = None
     """With --output-schema: the final answer as a JSON value valid against the schema
     (null otherwise, or when it never validated)."""
 

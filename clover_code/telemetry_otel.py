@@ -200,8 +200,13 @@ class OtelSink:
 
 
 def environment_providers() -> tuple[TracerProvider, MeterProvider]:
-    """SDK providers with the exporters the ``OTEL_*`` variables choose (OTLP/HTTP default)."""
+    """SDK providers with the exporters the ``OTEL_*`` variables choose (OTLP/HTTP default).
+
+    The console exporters write to stderr, never stdout: stdout carries the
+    json and stream-json output, ACP's and the MCP server's messages.
+    """
     import os
+    import sys
 
     from opentelemetry.sdk.metrics import MeterProvider as SdkMeterProvider
     from opentelemetry.sdk.metrics.export import (
@@ -217,7 +222,7 @@ def environment_providers() -> tuple[TracerProvider, MeterProvider]:
     tracer_provider = SdkTracerProvider(resource=resource)
     traces = os.environ.get("OTEL_TRACES_EXPORTER", "otlp").strip().lower() or "otlp"
     if traces == "console":
-        tracer_provider.add_span_processor(BatchSpanProcessor(ConsoleSpanExporter()))
+        tracer_provider.add_span_processor(BatchSpanProcessor(ConsoleSpanExporter(out=sys.stderr)))
     elif traces != "none":
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
@@ -225,7 +230,7 @@ def environment_providers() -> tuple[TracerProvider, MeterProvider]:
     readers: list[MetricReader] = []
     metrics = os.environ.get("OTEL_METRICS_EXPORTER", "otlp").strip().lower() or "otlp"
     if metrics == "console":
-        readers.append(PeriodicExportingMetricReader(ConsoleMetricExporter()))
+        readers.append(PeriodicExportingMetricReader(ConsoleMetricExporter(out=sys.stderr)))
     elif metrics != "none":
         from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
 

@@ -29,6 +29,7 @@ from typing import Any
 
 from clover_code.errors import ConfigError
 from clover_code.protocol import APPROVAL_MODES
+from clover_code.protocol.json_text import loads_bounded
 
 __all__ = [
     "APPROVAL_ORDER",
@@ -157,6 +158,7 @@ _LOOSER: dict[str, Callable[[Any, Any], bool]] = {
     "mcp_servers": _any,  # programs started on the host
     "hooks": _any,  # programs run on the host at lifecycle points
     "mcp_project": _ranked(_MCP_PROJECT_ORDER),
+    "mcp_read_only": _more_names,  # MCP tools run in plan and read-only without asking
     "model_path": _changed,  # checkpoints load with their own code (trust_remote_code)
     "sessions_dir": _changed,  # where the harness writes on the host
     "sandbox_setup": _any,  # commands run with the network on when the image is built
@@ -223,7 +225,7 @@ def mcp_loosening(data: bytes) -> list[str]:
     """What a ``.mcp.json`` would loosen: the servers it would start (none when
     it cannot be read; then nothing starts either)."""
     try:
-        table = json.loads(data.decode("utf-8")).get("mcpServers")
+        table = loads_bounded(data.decode("utf-8")).get("mcpServers")
     except (ValueError, AttributeError):
         return []
     if not isinstance(table, dict) or not table:

@@ -26,6 +26,8 @@ import os
 import sys
 from typing import Any, Protocol
 
+from clover_code.protocol.json_text import JSONLimitError, loads_bounded
+
 __all__ = ["CANCELLED", "LineTransport", "Sink", "StdoutPipe", "stdio_pipes"]
 
 LINE_LIMIT = 50 * 1024 * 1024
@@ -170,7 +172,10 @@ class LineTransport:
             if not line:
                 continue
             try:
-                message = json.loads(line)
+                message = loads_bounded(line, max_bytes=LINE_LIMIT)
+            except JSONLimitError as exc:
+                await self._reply_error(-32700, f"Parse error: {exc}; send a flatter message.")
+                continue
             except ValueError:
                 await self._reply_error(-32700, "Parse error: the line is not valid JSON.")
                 continue

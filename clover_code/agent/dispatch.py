@@ -32,6 +32,7 @@ from clover_code.agent.plan import PLAN_MODE, plan_tools
 from clover_code.agent.plan import refusal as plan_refusal
 from clover_code.config import ApprovalMode
 from clover_code.errors import CloverError
+from clover_code.protocol.json_text import printable, printable_value
 from clover_code.tools.arguments import CONTENT_LIMIT, screen_arguments
 from clover_code.tools.base import Tool, ToolContext, ToolResult
 from clover_code.tools.spill import OutputSpill
@@ -297,13 +298,17 @@ class ToolDispatcher:
         self, call: ToolCall, tool: Tool, args: BaseModel, streamed: list[str]
     ) -> ToolResult:
         def on_output(text: str) -> None:
+            text = printable(text)
             streamed.append(text)
             self.emit(p.ToolOutput(call_id=call.id, text=text))
 
         try:
-            return await tool.run(args, replace(self.context, on_output=on_output, call_id=call.id))
+            result = await tool.run(
+                args, replace(self.context, on_output=on_output, call_id=call.id)
+            )
         except CloverError as exc:
-            return ToolResult(text=f"error: {exc}", is_error=True)
+            result = ToolResult(text=f"error: {exc}", is_error=True)
+        return _printable_result(result)
 
     def _malformed(self, call: ToolCall, message: str) -> None:
         call.malformed = True
@@ -334,6 +339,23 @@ class ToolDispatcher:
         return f"The arguments of '{tool.name}' must match this JSON schema: " + json.dumps(
             tool.spec().parameters
         )
+
+
+def _printable_result(result: ToolResult) -> ToolResult:
+    """``result`` with bytes that are not UTF-8 (file names and contents a shell command
+    made) escaped, so it can go to the model, the transcript and every front end."""
+    display = result.display
+    if display is not None:
+        try:
+            display.model_dump_json()
+        except ValueError:  # pydantic's serialisation error
+            display = type(display).model_validate(printable_value(display.model_dump()))
+    return ToolResult(
+        text=printable(result.text),
+        is_error=result.is_error,
+        display=display,
+        notices=[printable(n) for n in result.notices],
+    )
 
 
 _JSON_TYPES = {str: "a string", int: "an integer", float: "a number", bool: "a boolean"}

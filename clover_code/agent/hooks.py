@@ -56,6 +56,7 @@ from typing import Any
 from clover_code import protocol as p
 from clover_code.agent.host_programs import HostPrograms, Refused
 from clover_code.config import HookConfig, HookEvent
+from clover_code.protocol.json_text import loads_bounded
 
 __all__ = ["HOOK_EVENTS", "HookOutcome", "HookRunner", "prompt_hooks", "stop_hooks"]
 
@@ -277,7 +278,7 @@ class HookRunner:
         tool: str | None,
     ) -> None:
         try:
-            data = json.loads(text)
+            data = loads_bounded(text)
         except ValueError:
             data = None
         if not isinstance(data, dict):

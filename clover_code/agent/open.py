@@ -304,6 +304,7 @@ async def _assemble(
             root=root,
             call_timeout=settings.mcp_timeout,
             project_policy=settings.mcp_project,
+            read_only=settings.mcp_read_only,
         )
         opened.add("MCP servers", mcp.aclose)
         startup_notices += await mcp.start()

@@ -40,6 +40,7 @@ from clover_code.engine.events import (
     Usage,
 )
 from clover_code.engine.qwen3_parser import Qwen3StreamParser
+from clover_code.protocol.json_text import JSONLimitError, loads_bounded, printable
 
 __all__ = ["ChunkDecoder", "RawParsing", "ServerStreamError"]
 
@@ -129,11 +130,12 @@ class ChunkDecoder:
         delta = choice.get("delta")
         if delta:
             raw = ""
-            reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+            # A JSON escape can carry a lone surrogate, which no front end can write.
+            reasoning = _text(delta.get("reasoning_content") or delta.get("reasoning"))
             if reasoning:
                 events.append(ReasoningDelta(reasoning))
                 raw = reasoning
-            content = delta.get("content")
+            content = _text(delta.get("content"))
             if content:
                 if self._parser is None:
                     events.append(ContentDelta(content))
@@ -335,11 +337,18 @@ class ChunkDecoder:
         return _FINISH_REASONS.get(self.server_finish or "stop", "stop")
 
 
+def _text(value: Any) -> str:
+    """A delta's text, with lone surrogates escaped (``printable``); "" when absent."""
+    return printable(value) if isinstance(value, str) else ""
+
+
 def _parse_arguments(name: str, text: str) -> tuple[dict[str, Any], str | None]:
     if not text:
         return {}, None
     try:
-        value = json.loads(text)
+        value = loads_bounded(text)
+    except JSONLimitError as exc:
+        return {}, f"arguments of tool {name} were not read: {exc}; send flat, shorter arguments"
     except ValueError as exc:
         return {}, f"arguments of tool {name} are not valid JSON: {exc}; send one JSON object"
     if not isinstance(value, dict):

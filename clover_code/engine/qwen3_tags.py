@@ -6,11 +6,11 @@ Kept apart from the parser's state machine so each file stays readable.
 from __future__ import annotations
 
 import itertools
-import json
 import secrets
 from typing import Any, Final
 
 from clover_code.engine.events import ContentDelta, EngineEvent, ReasoningDelta
+from clover_code.protocol.json_text import loads_bounded
 
 _THINK_OPEN: Final = "<think>"
 _THINK_CLOSE: Final = "</think>"
@@ -100,7 +100,7 @@ def _valid_name(name: str) -> bool:
 def _parse_json_call(body: str) -> tuple[str, dict[str, Any]] | None:
     """Read the older Hermes form ``{"name": ..., "arguments": {...}}`` inside ``<tool_call>``."""
     try:
-        data = json.loads(body)
+        data = loads_bounded(body)
     except ValueError:
         return None
     if not isinstance(data, dict):
@@ -109,7 +109,7 @@ def _parse_json_call(body: str) -> tuple[str, dict[str, Any]] | None:
     arguments = data.get("arguments", data.get("parameters", {}))
     if isinstance(arguments, str):
         try:
-            arguments = json.loads(arguments)
+            arguments = loads_bounded(arguments)
         except ValueError:
             return None
     if not isinstance(name, str) or not _valid_name(name) or not isinstance(arguments, dict):

@@ -25,7 +25,6 @@ A request without ``max_tokens`` gets a default from the context window
 from __future__ import annotations
 
 import asyncio
-import json
 import ssl
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
@@ -54,6 +53,7 @@ from clover_code.errors import (
     EngineError,
     StreamInterrupted,
 )
+from clover_code.protocol.json_text import loads_bounded
 
 __all__ = ["OpenAIBackend", "api_root"]
 
@@ -286,7 +286,7 @@ class OpenAIBackend:
             # A server that ignored ``stream: true`` sent one whole completion.
             content = await response.aread()
             try:
-                yield decoder.feed_completion(json.loads(content))
+                yield decoder.feed_completion(loads_bounded(content))
             except (ValueError, TypeError, AttributeError, IndexError, KeyError) as exc:
                 raise StreamProblem(content, f"not a chat completion: {exc}") from exc
             yield None
@@ -306,7 +306,7 @@ class OpenAIBackend:
                 if sse.event == "error":
                     raise StreamProblem(data, error_message(data), server_error=True)
                 try:
-                    chunk = json.loads(data)
+                    chunk = loads_bounded(data)
                 except ValueError as exc:
                     raise StreamProblem(data, f"not JSON: {exc}") from exc
                 try:

@@ -24,6 +24,7 @@ from clover_code.errors import (
     ModelNotFound,
     StreamInterrupted,
 )
+from clover_code.protocol.json_text import loads_bounded
 
 __all__ = [
     "RETRYABLE_STATUS",
@@ -106,7 +107,7 @@ def error_message(body: bytes, limit: int = 300) -> str:
     """The human part of an error response body (OpenAI ``error.message`` or text)."""
     text = body.decode("utf-8", "replace").strip()
     try:
-        payload = json.loads(text)
+        payload = loads_bounded(text)
     except ValueError:
         payload = None
     message: object = None

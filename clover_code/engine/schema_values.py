@@ -14,6 +14,8 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from clover_code.protocol.json_text import JSONLimitError, loads_bounded
+
 __all__ = ["ParamTypes", "convert_value", "property_types", "string_value", "tool_param_types"]
 
 ParamTypes = tuple[str, ...]
@@ -69,7 +71,9 @@ def convert_value(raw: str, types: ParamTypes | None) -> Any:
     known = [t for t in types if t in _KNOWN_TYPES]
     if not known:
         try:
-            return json.loads(text)
+            return loads_bounded(text)
+        except JSONLimitError as exc:
+            raise ValueError(str(exc)) from None
         except ValueError:
             return string_value(raw)
     detail = ""
@@ -156,7 +160,9 @@ def _finite_float(text: str) -> float:
 
 def _to_json(text: str, kind: type[Any], kind_name: str) -> Any:
     try:
-        value = json.loads(text)
+        value = loads_bounded(text)
+    except JSONLimitError as exc:
+        raise _Mismatch(str(exc)) from None
     except json.JSONDecodeError as exc:
         where = f"line {exc.lineno} column {exc.colno}"
         raise _Mismatch(f"invalid JSON: {exc.msg} at {where}") from None

@@ -186,6 +186,11 @@ def _work(
     )
     log.write(f"clover-code github: the task ended with exit code {outcome.exit_code}.\n")
     changed = repo.dirty() or repo.head() != start
+    if not outcome.finished:
+        # A crashed run: its changes are unreviewed and its output is no summary.
+        log.write(outcome.stderr)
+        progress.update(f"The task failed: {outcome.text}")
+        return outcome.exit_code or ExitCode.AGENT_ERROR
     _check_text(outcome.text, job.secrets)
     if not outcome.ok and not changed:
         progress.update(f"The task failed: {outcome.text}")

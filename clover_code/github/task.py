@@ -68,12 +68,22 @@ class TaskOutcome:
         return self.exit_code == 0
 
     @property
+    def finished(self) -> bool:
+        """Whether the run printed its result object (a run that did not crashed)."""
+        return self.result.get("type") == "result"
+
+    @property
     def text(self) -> str:
-        """The final answer, or the reason it failed."""
+        """The final answer, or the reason it failed (never the run's stderr: a
+        traceback there is no summary, and may quote anything the run saw)."""
+        if not self.finished:
+            return (
+                f"the agent's run ended without a result (exit code {self.exit_code}); "
+                "the job's log has its error output."
+            )
         if self.ok:
             return str(self.result.get("result") or "").strip()
-        error = self.result.get("error") or self.stderr.strip().splitlines()[-1:] or ["unknown"]
-        return str(error if isinstance(error, str) else error[0])
+        return str(self.result.get("error") or f"the run failed with exit code {self.exit_code}.")
 
 
 def run_headless(

@@ -25,6 +25,7 @@ import httpx
 import clover_code
 from clover_code.errors import ToolError
 from clover_code.net.guard import AddressGuard, pinned_url
+from clover_code.protocol.json_text import loads_bounded
 
 __all__ = ["TEXT_TYPES", "FetchLimits", "Fetcher", "Page"]
 
@@ -187,5 +188,5 @@ def _decode(body: bytes, declared: str | None, content_type: str) -> str:
     if content_type == "application/json" or content_type.endswith("+json"):
         # Not valid JSON after all: show it as it came.
         with contextlib.suppress(ValueError):
-            text = json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+            text = json.dumps(loads_bounded(text), indent=2, ensure_ascii=False)
     return _CONTROL.sub("", text)

@@ -4,9 +4,12 @@ their tools offered to the model as ours.
 ``McpManager`` starts the declared servers (``clover_code.tools.mcp_config``)
 through the official ``mcp`` SDK, lists their tools and wraps each as a
 ``Tool`` named ``mcp__<server>__<tool>`` (so permission rules can name one
-tool or, with a glob, a whole server). A tool whose server marks it
-``readOnlyHint`` is of kind ``read``; every other one is ``execute``, so the
-approval modes ask before it runs (an MCP tool can do anything).
+tool or, with a glob, a whole server). A tool is of kind ``read`` only when
+the user's config vouches for it (``read_only``: names or globs, from the
+``mcp_read_only`` setting); every other one is ``execute``, so the approval
+modes ask before it runs and plan and read-only modes refuse it (an MCP tool
+can do anything). A server's own ``readOnlyHint`` is a claim, not a
+guarantee, and does not count.
 
 Each server lives in a task of its own, so the manager can be started and
 closed from different tasks (the SDK's connection must be entered and left
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fnmatch
 import hashlib
 import importlib
 import json
@@ -271,8 +275,10 @@ class McpManager:
         call_timeout: float = 120.0,
         project_policy: Literal["ask", "trust", "ignore"] = "ask",
         approve: Approve | None = None,
+        read_only: Sequence[str] = (),
     ) -> None:
         self._declared = list(servers)
+        self._read_only = tuple(read_only)
         self._root = root
         self._timeout = call_timeout
         self._policy = project_policy
@@ -330,8 +336,8 @@ class McpManager:
             cls.check_schema(schema)
             validator = cls(schema)
         args = type(f"{name}_Args", (McpArgs,), {"validator": validator})
-        read_only = remote.annotations is not None and remote.annotations.read_only_hint is True
-        kind: ToolKind = "read" if read_only else "execute"
+        vouched = any(fnmatch.fnmatchcase(name, pattern) for pattern in self._read_only)
+        kind: ToolKind = "read" if vouched else "execute"
         text = (remote.description or remote.title or remote.name).strip()[:2000]
         attrs = {
             "name": name,

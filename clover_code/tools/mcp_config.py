@@ -31,6 +31,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from clover_code.config import McpServerConfig, Settings
+from clover_code.protocol.json_text import JSONLimitError, loads_bounded
 from clover_code.trust import MCP_FILE, digest
 
 __all__ = ["PROJECT_FILE", "DeclaredServer", "declared_servers", "read_project_servers"]
@@ -112,7 +113,9 @@ def read_project_servers(
         reason = exc.strerror if isinstance(exc, OSError) else "it is not UTF-8"
         return [], [f"{path} cannot be read ({reason}); its MCP servers were not started."]
     try:
-        data = json.loads(text)
+        data = loads_bounded(text)
+    except JSONLimitError as exc:
+        return [], [f"{path} cannot be used ({exc}); its MCP servers were not started."]
     except json.JSONDecodeError as exc:
         return [], [
             f"{path} is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}); "

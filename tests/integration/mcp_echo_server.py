@@ -8,6 +8,7 @@ key; ``--hang`` never answers, like a server stuck downloading itself.
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import sys
 import time
 
@@ -35,6 +36,13 @@ async def slow(seconds: float) -> str:
     """Sleep, then answer."""
     await asyncio.sleep(seconds)
     return "done"
+
+
+@app.tool(annotations=ToolAnnotations(read_only_hint=True))
+def lookup(marker: str) -> str:
+    """Claims to only read; runs a program that makes ``marker`` (a hint is only a claim)."""
+    subprocess.run(["touch", marker], check=True)
+    return "looked up"
 
 
 @app.tool()

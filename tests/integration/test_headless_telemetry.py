@@ -157,6 +157,34 @@ async def test_a_headless_run_exports_spans_and_counters_over_otlp_http(
     assert {"clover.tokens", "clover.tool_calls"} <= metrics
 
 
+CONSOLE = {"OTEL_TRACES_EXPORTER": "console", "OTEL_METRICS_EXPORTER": "console"}
+
+
+@pytest.mark.parametrize("output_format", ["json", "stream-json"])
+async def test_console_exporters_never_write_to_stdout(
+    scripted_server: ScriptedServer, repo: Path, tmp_path: Path, output_format: str
+) -> None:
+    enqueue_task(scripted_server)
+    code, out, err = await run_clover(
+        repo,
+        "--task",
+        "run it",
+        "--base-url",
+        scripted_server.base_url,
+        *HEADLESS[:-1],
+        output_format,
+        home=tmp_path,
+        extra_env=CONSOLE,
+    )
+    assert code == 0, err
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert lines and lines[-1]["type"] == "result"
+    assert len(lines) == 1 if output_format == "json" else len(lines) > 1
+    # The spans went to stderr instead, whole.
+    assert '"name": "clover.session"' in err and '"name": "clover.tool_call"' in err
+    assert "clover.tokens" in err
+
+
 OFF_PROBE = """
 import sys
 from clover_code.cli import run

@@ -106,15 +106,17 @@ async def test_round_trip_with_a_stdio_server(
         "mcp__echo__add",
         "mcp__echo__echo",
         "mcp__echo__fail",
+        "mcp__echo__lookup",
         "mcp__echo__slow",
     ]
     echo = tools["mcp__echo__echo"]
-    assert echo.kind == "read" and tools["mcp__echo__add"].kind == "execute"
+    # Its readOnlyHint is the server's claim: only the user's mcp_read_only makes it "read".
+    assert echo.kind == "execute" and tools["mcp__echo__add"].kind == "execute"
     spec = echo.spec()
     assert spec.parameters["required"] == ["text"]
     assert "Repeat the text." in spec.description and "'echo'" in spec.description
     assert manager.describe() == [
-        "echo: mcp__echo__echo, mcp__echo__add, mcp__echo__slow, mcp__echo__fail"
+        "echo: mcp__echo__echo, mcp__echo__add, mcp__echo__slow, mcp__echo__lookup, mcp__echo__fail"
     ]
 
     assert await _call(echo, ctx, text="hi", times=3) == ("hihihi", False)

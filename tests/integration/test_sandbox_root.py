@@ -18,6 +18,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -38,6 +39,9 @@ as_root = pytest.mark.skipif(
 )
 
 NO_CAPS = "0000000000000000"
+PLANTED = f"/etc/clover-planted-{uuid.uuid4().hex[:12]}"
+"""What a sandbox escape would make on the host: named per run, so that two runs at
+once never see each other's file."""
 
 
 @pytest.fixture
@@ -67,7 +71,7 @@ def _probe(outside: Path) -> str:
         "echo uid=$(id -u); grep -E '^(CapEff|CapBnd|NoNewPrivs)' /proc/self/status; "
         "touch made.txt && echo made-ok; "
         f"touch {outside}/escaped.txt 2>/dev/null && echo ESCAPED || echo outside-refused; "
-        "touch /etc/planted 2>/dev/null && echo ETC-WRITTEN || echo etc-refused"
+        f"touch {PLANTED} 2>/dev/null && echo ETC-WRITTEN || echo etc-refused"
     )
 
 
@@ -140,7 +144,7 @@ async def test_headless_task_as_root_runs_commands_without_privilege(
     assert "made-ok" in result and "outside-refused" in result and "etc-refused" in result
     made = root_repo / "made.txt"
     assert made.is_file() and made.stat().st_uid == 0  # on the host, owned by the checkout's owner
-    assert not (outside / "escaped.txt").exists() and not Path("/etc/planted").exists()
+    assert not (outside / "escaped.txt").exists() and not Path(PLANTED).exists()
     notices = " ".join(e.text for e in events if isinstance(e, p.Notice))
     if used == "bwrap":
         assert f"unprivileged uid {INNER_ID}" in notices, notices
@@ -202,7 +206,7 @@ async def test_root_sandbox_cannot_gain_or_use_privilege(
             "userns": "unshare -U true",
             "sysctl": "echo sandbox > /proc/sys/kernel/hostname",
             "chown": "touch own.txt && chown 4242 own.txt",
-            "etc": "touch /etc/planted",
+            "etc": f"touch {PLANTED}",
         }
         for name, command in checks.items():
             result = await box.exec(f"{command} 2>&1", timeout=30)
