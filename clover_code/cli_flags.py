@@ -74,6 +74,15 @@ SERVE_FLAGS: tuple[FlagSpec, ...] = (
     Flag("serve_host", flag="--host", metavar="ADDRESS"),
     Flag("serve_port", flag="--port"),
     Flag("serve_drafts", flag="--drafts"),
+    Flag(
+        "serve_api_key",
+        flag="--api-key",
+        metavar="KEY",
+        help="the key clients send as Authorization: Bearer (or set CLOVER_SERVE_API_KEY); "
+        "default: a random key, printed at start",
+    ),
+    Flag("serve_max_body_mb", flag="--max-body-mb", metavar="MB"),
+    Flag("serve_read_timeout", flag="--read-timeout", metavar="S"),
     "block_size",
     "threshold",
     "dtype",

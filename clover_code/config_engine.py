@@ -136,6 +136,16 @@ class ModelSettings(BaseSettings):
     serve_drafts: bool = False
     """clover-code serve: stream denoising drafts to every client (the clover_draft extension)."""
 
+    serve_api_key: SecretStr | None = None
+    """clover-code serve: the key every client sends (``Authorization: Bearer``); unset
+    makes a random one, printed once at start."""
+
+    serve_max_body_mb: float = Field(16.0, gt=0)
+    """clover-code serve: the largest request body read, in MiB."""
+
+    serve_read_timeout: float = Field(30.0, gt=0)
+    """clover-code serve: seconds a request body may take to arrive."""
+
     @field_validator("base_url")
     @classmethod
     def _base_url_is_http(cls, value: str | None) -> str | None:

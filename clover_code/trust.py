@@ -166,7 +166,12 @@ _LOOSER: dict[str, Callable[[Any, Any], bool]] = {
     "search_url": _changed,  # where web_search sends the model's queries
     "base_url": _changed,  # where the model's requests go: the code, and the user's API key
     "github_host_shell": _switched_on,  # the bot's agent on the runner, beside the token
+    "serve_host": _changed,  # who can reach clover-code serve
+    "serve_api_key": _changed,  # a key the project's author knows would let them in
 }
+
+_SECRET_KEYS = frozenset({"serve_api_key"})
+"""Loosening settings whose value is a secret: named, never shown."""
 
 NEUTRAL_KEYS = frozenset(
     {
@@ -175,7 +180,8 @@ NEUTRAL_KEYS = frozenset(
         "threshold", "dtype", "device", "repetition_penalty", "presence_penalty",
         "frequency_penalty", "end_bias_after", "end_bias_per_1k", "think_bias_after",
         "think_bias_per_1k", "tp_size", "mem_fraction_static", "quantization",
-        "serve_host", "serve_port", "serve_drafts", "response_reserve",
+        "serve_port", "serve_drafts", "serve_max_body_mb", "serve_read_timeout",
+        "response_reserve",
         "compact_threshold", "repo_map_tokens", "show_denoising", "draft_confidences",
         "mcp_timeout", "auto_commit", "max_turns", "timeout", "shell_timeout",
         "output_limit", "tool_retries", "max_retries", "request_timeout",
@@ -199,7 +205,8 @@ def loosening(project: Mapping[str, Any], base: Mapping[str, Any]) -> list[str]:
     for key, value in project.items():
         test = _LOOSER.get(key)
         if test is not None and test(value, base.get(key)):
-            shown = json.dumps(value) if isinstance(value, str | bool | int | float) else ""
+            plain = isinstance(value, str | bool | int | float) and key not in _SECRET_KEYS
+            shown = json.dumps(value) if plain else ""
             found.append(f"{key} = {shown}" if shown else key)
         elif key == "permissions" and isinstance(value, Mapping) and value.get("allow"):
             found.append("permissions.allow")

@@ -1,5 +1,9 @@
 """The OpenAI-compatible ASGI app (starlette + sse-starlette) over one ``Backend``.
 
+Every request carries the server's API key (``Authorization: Bearer KEY``),
+loopback included, and a body is checked against one schema
+(``serve/request.py``) before it reaches the engine.
+
 Endpoints: ``GET /v1/models`` and ``POST /v1/chat/completions`` (streaming
 and not, tools, reasoning as ``reasoning_content``). A stream carries one SSE
 chunk per committed block: that block's reasoning, content and finished tool
@@ -18,6 +22,7 @@ GPU box live.
 from __future__ import annotations
 
 import json
+import secrets
 import time
 import uuid
 from collections.abc import AsyncGenerator
@@ -31,7 +36,6 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from clover_code.engine.base import (
-    CONTROL_KEYS,
     Backend,
     BlockCommitted,
     BlockDraft,
@@ -43,36 +47,53 @@ from clover_code.engine.base import (
     ReasoningDelta,
     ToolCallEnd,
     ToolCallStart,
-    ToolSpec,
     Usage,
-    control_value,
 )
 from clover_code.errors import ContextOverflow, EngineError, EngineUnavailable
+from clover_code.serve.request import BadRequest, BodyLimits, parse_body, read_body
+from clover_code.serve.request import chat_request as request_for
 
 __all__ = ["build_app"]
 
 
-def build_app(backend: Backend, *, drafts: bool = False) -> Starlette:
-    """The server app for ``backend``; ``drafts`` sends drafts to every streaming client."""
+def build_app(
+    backend: Backend,
+    *,
+    api_key: str,
+    drafts: bool = False,
+    limits: BodyLimits | None = None,
+) -> Starlette:
+    """The server app for ``backend``; every request must carry ``api_key`` as
+    ``Authorization: Bearer``; ``drafts`` sends drafts to every streaming client."""
+    expected = f"Bearer {api_key}".encode()
+    body_limits = limits or BodyLimits()
 
-    async def models(_: Request) -> Response:
+    def authorized(request: Request) -> bool:
+        given = request.headers.get("authorization", "").encode()
+        return secrets.compare_digest(given, expected)
+
+    async def models(request: Request) -> Response:
+        if not authorized(request):
+            return _unauthorized()
         entry = {"id": backend.model, "object": "model", "created": 0, "owned_by": "clover-code"}
         return JSONResponse({"object": "list", "data": [entry]})
 
     async def chat(request: Request) -> Response:
+        if not authorized(request):
+            return _unauthorized()
         try:
-            body = await request.json()
-            chat_request = _chat_request(body)
-        except KeyError as exc:
-            return _error(400, f"invalid request: the field {exc} is missing")
-        except (ValueError, TypeError) as exc:
-            return _error(400, f"invalid request: {exc}")
+            body = parse_body(await read_body(request, body_limits))
+        except BadRequest as exc:
+            return _error(exc.status, exc.message)
+        chat_request = request_for(body)
         completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
-        if not body.get("stream"):
+        if not body.stream:
             return await _complete(backend, chat_request, completion_id)
-        want_drafts = drafts or bool((body.get("clover") or {}).get("drafts"))
-        options = body.get("stream_options") or {}
-        chunks = _stream(backend, chat_request, completion_id, want_drafts, options)
+        want_drafts = drafts or (body.clover is not None and body.clover.drafts)
+        options = body.stream_options
+        continuous = options is not None and options.continuous_usage_stats
+        usage = options is not None and options.include_usage
+        chunks = _stream(backend, chat_request, completion_id, want_drafts, continuous, usage)
         return EventSourceResponse(chunks, ping=15)
 
     return Starlette(
@@ -81,69 +102,6 @@ def build_app(backend: Backend, *, drafts: bool = False) -> Starlette:
             Route("/v1/chat/completions", chat, methods=["POST"]),
         ]
     )
-
-
-def _chat_request(body: dict[str, Any]) -> ChatRequest:
-    messages = body["messages"]
-    if not isinstance(messages, list) or not messages:
-        raise ValueError("messages must be a non-empty list")
-    tools = []
-    for tool in body.get("tools") or []:
-        function = tool["function"]
-        tools.append(
-            ToolSpec(
-                function["name"], function.get("description", ""), function.get("parameters") or {}
-            )
-        )
-    choice = body.get("tool_choice", "auto")
-    if choice == "none":
-        tools = []  # the model is not shown any tools
-    elif choice not in ("auto", None):
-        raise ValueError(
-            "tool_choice must be 'auto' or 'none' (block diffusion cannot force a call)"
-        )
-    if body.get("n", 1) != 1:
-        raise ValueError("n must be 1 (one completion per request)")
-    kwargs = body.get("chat_template_kwargs") or {}
-    max_tokens = body.get("max_completion_tokens") or body.get("max_tokens")
-    return ChatRequest(
-        messages=messages,
-        tools=tools,
-        max_tokens=int(max_tokens) if max_tokens else None,
-        temperature=body.get("temperature"),
-        enable_thinking=bool(kwargs.get("enable_thinking", True)),
-        stop=_stop_strings(body.get("stop")),
-        controls=_controls(body),
-    )
-
-
-def _controls(body: dict[str, Any]) -> dict[str, float]:
-    """The request's penalties (OpenAI's presence/frequency, and repetition_penalty)."""
-    controls: dict[str, float] = {}
-    for key in CONTROL_KEYS:
-        if body.get(key) is None:
-            continue
-        value = control_value(key, body[key])
-        if value is None:
-            low = "1" if key == "repetition_penalty" else "0"
-            raise ValueError(f"{key} must be a number of at least {low}")
-        controls[key] = value
-    return controls
-
-
-def _stop_strings(value: Any) -> tuple[str, ...]:
-    """The request's ``stop``: a string or a list of up to 4 strings (as OpenAI's API)."""
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        value = [value]
-    if (
-        not isinstance(value, list)
-        or len(value) > 4
-        or not all(isinstance(s, str) and s for s in value)
-    ):
-        raise ValueError("stop must be a non-empty string or a list of up to 4 non-empty strings")
-    return tuple(value)
 
 
 class _Block:
@@ -204,12 +162,12 @@ async def _stream(
     request: ChatRequest,
     cid: str,
     drafts: bool,
-    options: dict[str, Any],
+    continuous: bool,
+    include_usage: bool,
 ) -> AsyncGenerator[str, None]:
     model = backend.model
     pending = _Block()
     tokens = 0
-    continuous = bool(options.get("continuous_usage_stats"))
     usage: Usage | None = None
     first = True
     async with aclosing(backend.stream(request)) as events:
@@ -247,7 +205,7 @@ async def _stream(
                 yield json.dumps(_chunk(cid, model, delta, finish), ensure_ascii=False)
             else:
                 pending.add(event)
-    if usage is not None and options.get("include_usage"):
+    if usage is not None and include_usage:
         yield json.dumps({"id": cid, "choices": [], "usage": _usage(usage)})
     yield "[DONE]"
 
@@ -304,6 +262,15 @@ def _failure(error: EngineError) -> Response:
     if isinstance(error, EngineUnavailable):
         return _error(503, error.message)
     return _error(500, error.message)
+
+
+def _unauthorized() -> Response:
+    return _error(
+        401,
+        "a valid API key is needed: send Authorization: Bearer KEY with the key the "
+        "server printed at start (or set with --api-key / CLOVER_SERVE_API_KEY)",
+        "invalid_api_key",
+    )
 
 
 def _error(status: int, message: str, code: str | None = None) -> Response:

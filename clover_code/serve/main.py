@@ -1,5 +1,10 @@
 """``clover-code serve``: parse the flags, load the local engine, run uvicorn.
 
+Settings load as for every other command, with the repository's own config
+(where ``serve_host`` and ``serve_api_key`` apply only once the project is
+trusted). Every client authenticates, loopback included: ``--api-key`` (or
+``CLOVER_SERVE_API_KEY``), else a random key printed once at start.
+
 For one box. For many users or many GPUs, run SGLang's own server
 (``python -m sglang.launch_server``) and point clover-code at it.
 """
@@ -8,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import secrets
 import sys
 from pathlib import Path
 from typing import Any
@@ -37,13 +43,20 @@ def main(argv: list[str]) -> int:
     flags = flag_values(args, setting_names(SERVE_FLAGS))
     flags.setdefault("engine", "hf")
     try:
-        settings = load_settings(flags)
+        from clover_code.agent.open import find_root
+
+        settings = load_settings(flags, repo_root=find_root(Path.cwd())[0])
+        report = settings.project_trust
+        notice = report.notice() if report is not None else None
+        if notice:
+            print(f"clover-code serve: {notice}", file=sys.stderr)
         if not settings.model_path:
             raise UsageError("clover-code serve needs --model-path DIR (a local checkpoint).")
         try:
             import uvicorn
 
             from clover_code.serve.app import build_app
+            from clover_code.serve.request import BodyLimits
         except ModuleNotFoundError as exc:
             raise missing_extra(exc, "serving a checkpoint") from None
         from clover_code.agent.engines import build_backend
@@ -58,10 +71,19 @@ def main(argv: list[str]) -> int:
     except CloverError as exc:
         print(f"clover-code serve: {exc}", file=sys.stderr)
         return int(exc.exit_code)
-
     for line in getattr(backend, "notices", ()):
         print(f"clover-code serve: {line}", file=sys.stderr)
-    app = build_app(backend, drafts=settings.serve_drafts)
+    key = settings.serve_api_key.get_secret_value() if settings.serve_api_key else None
+    if not key:
+        key = secrets.token_urlsafe(32)
+        # Printed this once, to the terminal that started the server, and nowhere else.
+        print(
+            f"clover-code serve: clients must send Authorization: Bearer {key} "
+            "(a new random key each start; set one with --api-key or CLOVER_SERVE_API_KEY)",
+            file=sys.stderr,
+        )
+    limits = BodyLimits(int(settings.serve_max_body_mb * (1 << 20)), settings.serve_read_timeout)
+    app = build_app(backend, api_key=key, drafts=settings.serve_drafts, limits=limits)
     config = uvicorn.Config(
         app, host=settings.serve_host, port=settings.serve_port, log_level="warning"
     )

@@ -7,10 +7,12 @@ otherwise it is the interactive app with the same flags.
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 
 from clover_code.errors import CloverError
+from clover_code.parent_tie import tie_to_parent
 from clover_code.webapp import CHECK
 
 __all__ = ["main"]
@@ -18,6 +20,7 @@ __all__ = ["main"]
 
 def main(argv: list[str]) -> int:
     """Run the app with ``argv`` (the main command's flags)."""
+    tie_to_parent(signal.SIGTERM)  # first: the server may stop while this starts
     from clover_code.agent.open import find_root
     from clover_code.cli import _cli_settings, build_parser
     from clover_code.config import Settings, load_settings

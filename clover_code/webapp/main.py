@@ -1,22 +1,23 @@
 """``clover-code web [--host H] [--port P] [app flags]``: the app in a browser.
 
 Each browser tab gets its own app process (textual-serve). The default is
-loopback only; bound to any other address, the URL carries a random token
-that every request must present, and a warning says who can reach it.
+loopback only; the printed URL carries a random token that every request must
+present, loopback included, and bound to any other address a warning says who
+can reach it.
 """
 
 from __future__ import annotations
 
 import argparse
 import secrets
-import shlex
+import socket
 import subprocess
 import sys
 
 from clover_code.webapp import CHECK
-from clover_code.webapp.guard import is_loopback
+from clover_code.webapp.guard import is_loopback, url_host
 
-__all__ = ["build_parser", "child_command", "main"]
+__all__ = ["build_parser", "child_argv", "main", "shown_host"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -33,10 +34,30 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def child_command(app_args: list[str]) -> str:
-    """The command line textual-serve runs for each tab: this Python, the app's
-    entry point and the user's own flags, each quoted (it goes through a shell)."""
-    return shlex.join([sys.executable, "-P", "-m", "clover_code.webapp.child", *app_args])
+def child_argv(app_args: list[str]) -> list[str]:
+    """The program textual-serve runs for each tab: this Python, the app's entry
+    point and the user's own flags (run directly, no shell in between)."""
+    return [sys.executable, "-P", "-m", "clover_code.webapp.child", *app_args]
+
+
+def shown_host(host: str) -> str:
+    """The host to print in the URL: for a wildcard bind (``0.0.0.0``, ``::``), an
+    address of this machine that another one can use, else the address bound."""
+    wildcard = {"0.0.0.0": socket.AF_INET, "": socket.AF_INET, "::": socket.AF_INET6}
+    family = wildcard.get(host.strip("[]"))
+    if family is None:
+        return url_host(host)
+    # Connecting a UDP socket sends nothing: it only picks the outgoing interface.
+    probe = "192.0.2.1" if family == socket.AF_INET else "2001:db8::1"
+    try:
+        with socket.socket(family, socket.SOCK_DGRAM) as sock:
+            sock.connect((probe, 9))
+            address = str(sock.getsockname()[0])
+    except OSError:
+        address = ""
+    if not address or is_loopback(address):
+        address = socket.gethostname()
+    return url_host(address)
 
 
 def main(argv: list[str]) -> int:
@@ -48,7 +69,7 @@ def main(argv: list[str]) -> int:
     # The app's flags are checked now, by the app's own parser, rather than in
     # each tab; it runs as its own process, as the tabs' apps will.
     check = subprocess.run(
-        [sys.executable, "-P", "-m", "clover_code.webapp.child", CHECK, *rest],
+        [*child_argv([CHECK]), *rest],
         capture_output=True,
         text=True,
         check=False,
@@ -64,11 +85,10 @@ def main(argv: list[str]) -> int:
             "pip install 'clover-code[web]'.\n"
         )
         return 2
-    token = None if is_loopback(args.host) else secrets.token_urlsafe(24)
-    server = GuardedServer(child_command(rest), args.host, args.port, token)
-    shown = f"[{args.host}]" if ":" in args.host else args.host
-    url = f"http://{shown}:{args.port}/" + (f"?token={token}" if token else "")
-    if token:
+    token = secrets.token_urlsafe(24)
+    server = GuardedServer(child_argv(rest), args.host, args.port, token)
+    url = f"http://{shown_host(args.host)}:{args.port}/?token={token}"
+    if not is_loopback(args.host):
         sys.stderr.write(
             f"clover-code: warning: serving on {args.host}, not loopback: anyone who can "
             "reach this address and has the URL below can run the agent as you, and the "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -35,6 +36,8 @@ TEXT = (
     "let me look</think>\n\nListing now.\n<tool_call>\n<function=ls>\n<parameter=path>\n"
     "src\n</parameter>\n</function>\n</tool_call>"
 )
+KEY = "test-serve-key"
+AUTH = {"Authorization": f"Bearer {KEY}"}
 LS = ToolSpec("ls", "list", {"type": "object", "properties": {"path": {"type": "string"}}})
 
 
@@ -51,7 +54,9 @@ def _port() -> int:
 
 async def _serving(backend: HFBackend, drafts: bool) -> AsyncIterator[str]:
     port = _port()
-    config = uvicorn.Config(build_app(backend, drafts=drafts), port=port, log_level="warning")
+    config = uvicorn.Config(
+        build_app(backend, api_key=KEY, drafts=drafts), port=port, log_level="warning"
+    )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     await async_wait_until(
@@ -73,7 +78,7 @@ def _list_src(**options: Any) -> ChatRequest:
 
 async def _remote_events(url: str, request: ChatRequest) -> list[Any]:
     """Everything clover-code's remote backend makes of one response from ``url``."""
-    remote = OpenAIBackend(url, block_size=8, max_retries=0)
+    remote = OpenAIBackend(url, api_key=KEY, block_size=8, max_retries=0)
     try:
         return [e async for e in remote.stream(request)]
     finally:
@@ -90,7 +95,7 @@ async def served(checkpoint: Path, request: pytest.FixtureRequest) -> AsyncItera
 
 @pytest.mark.parametrize("served", [True], indirect=True)
 async def test_remote_backend_streams_blocks_drafts_and_tool_call(served: str) -> None:
-    remote = OpenAIBackend(served, block_size=8, max_retries=0)
+    remote = OpenAIBackend(served, api_key=KEY, block_size=8, max_retries=0)
     try:
         events: list[Any] = [e async for e in remote.stream(_list_src())]
     finally:
@@ -110,7 +115,7 @@ async def test_remote_backend_streams_blocks_drafts_and_tool_call(served: str) -
 
 
 async def test_non_streaming_completion_and_models(served: str) -> None:
-    async with httpx.AsyncClient(timeout=120) as client:
+    async with httpx.AsyncClient(timeout=120, headers=AUTH) as client:
         models = (await client.get(f"{served}/models")).json()
         assert [m["id"] for m in models["data"]] == ["ckpt"]
         body = {
@@ -164,7 +169,7 @@ async def test_a_client_can_ask_for_drafts_per_request(served: str) -> None:
         "clover": {"drafts": True},
     }
     async with (
-        httpx.AsyncClient(timeout=120) as client,
+        httpx.AsyncClient(timeout=120, headers=AUTH) as client,
         client.stream("POST", f"{served}/chat/completions", json=body) as response,
     ):
         text = (await response.aread()).decode()
@@ -193,7 +198,7 @@ async def test_request_stop_strings_end_the_answer_through_serve(served: str) ->
 
 async def test_stop_as_one_string_and_bad_stop_values(served: str) -> None:
     base = {"messages": [{"role": "user", "content": "list src"}], "tools": [LS.openai()]}
-    async with httpx.AsyncClient(timeout=120) as client:
+    async with httpx.AsyncClient(timeout=120, headers=AUTH) as client:
         url = f"{served}/chat/completions"
         reply = (await client.post(url, json={**base, "stop": "look"})).json()
         assert reply["choices"][0]["message"]["reasoning_content"].strip() == "let me"
@@ -207,7 +212,7 @@ async def test_stop_as_one_string_and_bad_stop_values(served: str) -> None:
 
 async def test_request_penalties_are_checked(served: str) -> None:
     base = {"messages": [{"role": "user", "content": "x"}]}
-    async with httpx.AsyncClient(timeout=120) as client:
+    async with httpx.AsyncClient(timeout=120, headers=AUTH) as client:
         url = f"{served}/chat/completions"
         ok = await client.post(url, json={**base, "presence_penalty": 0.5, "max_tokens": 8})
         assert ok.status_code == 200
@@ -220,12 +225,13 @@ async def test_request_penalties_are_checked(served: str) -> None:
 
 
 async def test_tool_choice_none_hides_the_tools_and_forcing_is_refused(served: str) -> None:
-    from clover_code.serve.app import _chat_request
+    from clover_code.serve.request import chat_request, parse_body
 
     base = {"messages": [{"role": "user", "content": "list src"}], "tools": [LS.openai()]}
-    assert _chat_request(base).tools == [LS]
-    assert _chat_request({**base, "tool_choice": "none"}).tools == []
-    async with httpx.AsyncClient(timeout=120) as client:
+    assert chat_request(parse_body(json.dumps(base).encode())).tools == [LS]
+    none = {**base, "tool_choice": "none"}
+    assert chat_request(parse_body(json.dumps(none).encode())).tools == []
+    async with httpx.AsyncClient(timeout=120, headers=AUTH) as client:
         url = f"{served}/chat/completions"
         assert (await client.post(url, json={**base, "tool_choice": "none"})).status_code == 200
         forced = {"type": "function", "function": {"name": "ls"}}
@@ -246,7 +252,7 @@ async def test_a_client_that_goes_away_stops_the_generation(checkpoint: Path) ->
             "max_tokens": 4000,
         }
         async with (
-            httpx.AsyncClient(timeout=120) as client,
+            httpx.AsyncClient(timeout=120, headers=AUTH) as client,
             client.stream("POST", f"{url}/chat/completions", json=body) as response,
         ):
             async for line in response.aiter_lines():
@@ -257,7 +263,7 @@ async def test_a_client_that_goes_away_stops_the_generation(checkpoint: Path) ->
         )
         assert backend.last_stats is None or backend.last_stats.tokens < 4000
         # The engine is free for the next client at once.
-        async with httpx.AsyncClient(timeout=120) as client:
+        async with httpx.AsyncClient(timeout=120, headers=AUTH) as client:
             reply = await client.post(
                 f"{url}/chat/completions", json={**body, "stream": False, "max_tokens": 8}
             )
@@ -276,7 +282,7 @@ async def test_malformed_requests_are_one_sentence_each(served: str) -> None:
             "invalid request: the field 'function' is missing",
         ),
     ]
-    async with httpx.AsyncClient(timeout=60) as client:
+    async with httpx.AsyncClient(timeout=60, headers=AUTH) as client:
         for body, expected in cases:
             response = await client.post(
                 url, content=body, headers={"content-type": "application/json"}
@@ -309,6 +315,7 @@ async def test_the_serve_command_loads_answers_and_stops_on_ctrl_c(
         "8",
         stderr=asyncio.subprocess.PIPE,
         env=env,
+        cwd=tmp_path,
     )
     assert proc.stderr is not None
     lines: list[str] = []
@@ -318,8 +325,16 @@ async def test_the_serve_command_loads_answers_and_stops_on_ctrl_c(
                 lines.append((await proc.stderr.readline()).decode())
                 assert lines[-1], "".join(lines)
         assert lines[0].startswith(f"clover-code serve: loading {checkpoint} with the hf engine")
+        # No key given: a random one, printed once, that every client must send.
+        printed = [line for line in lines if "Authorization: Bearer " in line]
+        assert len(printed) == 1, lines
+        key = printed[0].split("Authorization: Bearer ", 1)[1].split()[0]
+        assert len(key) >= 32
         url = f"http://127.0.0.1:{port}/v1"
-        async with httpx.AsyncClient(timeout=60) as client:
+        async with httpx.AsyncClient(timeout=60) as anonymous:
+            assert (await anonymous.get(f"{url}/models")).status_code == 401
+        headers = {"Authorization": f"Bearer {key}"}
+        async with httpx.AsyncClient(timeout=60, headers=headers) as client:
             assert (await client.get(f"{url}/models")).json()["data"][0]["id"] == "ckpt"
             body = {"messages": [{"role": "user", "content": "x"}], "max_tokens": 8}
             reply = await client.post(f"{url}/chat/completions", json=body)
@@ -340,6 +355,7 @@ async def test_the_serve_command_streams_with_expert_selection(tmp_path: Path) -
     port = _port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLOVER_")}
     env["XDG_CONFIG_HOME"] = str(tmp_path)
+    env["CLOVER_SERVE_API_KEY"] = KEY
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -357,6 +373,7 @@ async def test_the_serve_command_streams_with_expert_selection(tmp_path: Path) -
         "0.9",
         stderr=asyncio.subprocess.PIPE,
         env=env,
+        cwd=tmp_path,
     )
     assert proc.stderr is not None
     lines: list[str] = []
@@ -374,7 +391,7 @@ async def test_the_serve_command_streams_with_expert_selection(tmp_path: Path) -
         }
         chunks: list[dict[str, Any]] = []
         async with (
-            httpx.AsyncClient(timeout=60) as client,
+            httpx.AsyncClient(timeout=60, headers=AUTH) as client,
             client.stream("POST", f"http://127.0.0.1:{port}/v1/chat/completions", json=body) as r,
         ):
             async for line in r.aiter_lines():
