@@ -253,6 +253,16 @@ class CloverApp(App[int]):
     def _submitted(self, event: PromptInput.Submitted) -> None:
         self.send_text(event.text)
 
+    @on(PromptInput.ScrollTranscript)
+    def _scroll_transcript(self, event: PromptInput.ScrollTranscript) -> None:
+        scroll = {
+            "page_up": self.transcript.scroll_page_up,
+            "page_down": self.transcript.scroll_page_down,
+            "home": self.transcript.scroll_home,
+            "end": self.transcript.scroll_end,
+        }[event.where]
+        scroll(animate=False)
+
     def send_text(self, text: str) -> None:
         """Act on what the user sent: a slash command, or a prompt that starts a turn."""
         if text.startswith("/") and not text.startswith("//"):
