@@ -161,7 +161,8 @@ class CloverApp(App[int]):
                     await asyncio.wait_for(self._retry_now.wait(), wait)
         session_opened(self)
         if attempt:
-            self.transcript.waiting_done(f"The model server answered after {attempt} retries.")
+            retries = "1 retry" if attempt == 1 else f"{attempt} retries"
+            self.transcript.waiting_done(f"The model server answered after {retries}.")
         for op in self._early[:1]:  # one turn at a time; the rest are queued
             await self.bridge.submit(op)
         self._early.clear()
