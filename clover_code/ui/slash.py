@@ -24,6 +24,20 @@ KEYS_HELP = (
 )
 
 
+def removed_turns(prompts: list[str], turns: int) -> list[str]:
+    """The lines naming each of the last ``turns`` turns that an undo takes out of the
+    conversation, numbered from the session's first turn, with its prompt."""
+    first = max(0, len(prompts) - turns)
+    shown = [
+        f"  turn {n}: {' '.join(prompt.split())[:60]}"
+        for n, prompt in enumerate(prompts[first:], first + 1)
+    ]
+    if not shown:
+        return []
+    head = "and removes this turn" if len(shown) == 1 else f"and removes these {len(shown)} turns"
+    return ["", f"{head} from the conversation:", *shown]
+
+
 class SlashCommands:
     """``run`` and one method per command (the ``handlers`` table), acting on ``app``."""
 
@@ -165,6 +179,7 @@ class SlashCommands:
             what = "the last turn that changed files" + (
                 f" ({turns} turns back)" if turns > 1 else ""
             )
+        details += removed_turns(self.app.turn_prompts, turns)
 
         def answered(yes: bool | None) -> None:
             if yes:
