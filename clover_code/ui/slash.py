@@ -282,6 +282,7 @@ class SlashCommands:
             self.app.transcript.add_note("Interrupt the running turn before resuming.", "warning")
             return
         self.app.turn_files.clear()
+        self.app.stats.new_session()
 
         async def reopen() -> None:
             await self.app.transcript.clear()

@@ -147,6 +147,9 @@ async def test_fork_continues_in_a_copy_and_keeps_the_original(
         assert (last["type"], last["session_id"]) == ("session_ended", original_id)
         assert app.started is not None and app.started.session_id != original_id
         assert f"Forked session {original_id}" in notes(app)
+        await type_and_send(pilot, "/cost")  # the parent's response is not the fork's
+        await until(pilot, lambda: "This session:" in notes(app))
+        assert "This session: 0 model responses" in notes(app)
         await type_and_send(pilot, "sure?")
         await until(pilot, lambda: "Still 42." in answers(app) and not app.turn_running)
         assert user_texts(backend) == ["the answer?", "sure?"]
