@@ -16,12 +16,22 @@ from clover_code.ui.widgets.confirm import ConfirmScreen
 if TYPE_CHECKING:
     from clover_code.ui.slash_host import SlashHost
 
-KEYS_HELP = (
-    "Keys: Enter send (queued while a turn runs) · Alt+↑ edit the last queued · "
-    "Shift+Enter/Ctrl+J newline · ↑/↓ history · Tab complete · "
-    "@ file · Esc interrupt · Ctrl+C twice quit · Shift+Tab approval mode · "
-    "F2 denoising view · Ctrl+P commands"
-)
+KEYS_HELP: list[tuple[str, str]] = [
+    ("Enter", "send (queued while a turn runs)"),
+    ("Alt+↑", "edit the last queued prompt"),
+    ("Shift+Enter, Ctrl+J", "new line"),
+    ("↑ ↓", "prompt history"),
+    ("Tab", "complete"),
+    ("@", "mention a file"),
+    ("PageUp PageDown", "scroll the transcript (also with Shift)"),
+    ("Ctrl+Home Ctrl+End", "top / end of the transcript"),
+    ("Esc", "interrupt"),
+    ("Ctrl+C twice", "quit"),
+    ("Shift+Tab", "next approval mode"),
+    ("F2", "denoising view on/off"),
+    ("Ctrl+P", "commands"),
+]
+"""The keys /help lists, each with what it does."""
 
 
 def removed_turns(prompts: list[str], turns: int) -> list[str]:
@@ -82,9 +92,8 @@ class SlashCommands:
         self.handlers[command.name](arg)
 
     def _cmd_help(self, arg: str) -> None:
-        width = max(len(c.name) + len(c.args) for c in COMMANDS) + 3
-        lines = [f"/{c.name} {c.args}".ljust(width) + f"  {c.help}" for c in COMMANDS]
-        self.app.transcript.add_note("\n  ".join(["Commands:", *lines, "", KEYS_HELP]))
+        commands = [(f"/{c.name} {c.args}".rstrip(), c.help) for c in COMMANDS]
+        self.app.transcript.add_help([("Commands:", commands), ("Keys:", KEYS_HELP)])
 
     def _cmd_model(self, arg: str) -> None:
         s = self.app.started
