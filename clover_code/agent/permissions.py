@@ -72,6 +72,7 @@ __all__ = ["PermissionPolicy", "Ruling"]
 SHELL_TOOL = "shell"
 _GROUPS = ("edit", "read")
 
+
 @dataclass(frozen=True, slots=True)
 class Ruling:
     """A verdict on a call and the sentence that explains it."""
