@@ -79,6 +79,15 @@ async def test_custom_command_completes_with_its_description_and_runs(
         await until(pilot, lambda: "Skills" in notes(app))
         assert "tidy-imports (project," in notes(app)
         assert "Sort and group Python imports the house way" in notes(app)
+        added = repo / ".clover" / "skills" / "write-changelog"
+        added.mkdir()
+        (added / "SKILL.md").write_text(
+            "---\nname: write-changelog\ndescription: Add a changelog entry\n---\nBody.\n"
+        )
+        await type_and_send(pilot, "/skills")  # listed while the app runs, and marked
+        await until(pilot, lambda: "write-changelog" in notes(app))
+        assert "Add a changelog entry (added since this session started" in notes(app)
+        assert "house way (added" not in notes(app)
 
 
 async def test_plan_mode_asks_then_carries_out_in_the_chosen_mode(
