@@ -71,14 +71,15 @@ def command_prefix(command: str) -> str:
         words = command.split()
     if not words:
         return ""
-    if len(words) > 1 and not words[1].startswith("-") and words[0] in _SUBCOMMAND_TOOLS:
+    if len(words) > 1 and not words[1].startswith("-") and words[0] in SUBCOMMAND_TOOLS:
         return f"{words[0]} {words[1]}"
     return words[0]
 
 
-_SUBCOMMAND_TOOLS = frozenset(
+SUBCOMMAND_TOOLS = frozenset(
     {"git", "npm", "pnpm", "yarn", "cargo", "go", "uv", "pip", "poetry", "make", "docker"}
 )
+"""Programs whose second word (a sub-command) is part of a session rule's prefix."""
 
 
 @dataclass(slots=True, frozen=True)

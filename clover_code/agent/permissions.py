@@ -54,7 +54,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from clover_code.agent.approval import Verdict, command_prefix, verdict
+from clover_code.agent.approval import Verdict, verdict
+from clover_code.agent.session_rule import session_rule_prefix
 from clover_code.agent.shell_parse import Write, parse_shell
 from clover_code.agent.shell_rules import CommandPattern, allowed
 from clover_code.agent.shell_verdict import write_paths
@@ -70,12 +71,6 @@ __all__ = ["PermissionPolicy", "Ruling"]
 
 SHELL_TOOL = "shell"
 _GROUPS = ("edit", "read")
-# Programs whose name alone says nothing about what they will do: remembering
-# "python *" for the session would allow anything.
-_NO_SESSION_RULE = frozenset(
-    {"bash", "sh", "zsh", "dash", "ksh", "ash", "eval", "exec", "source", ".", "sudo", "doas"}
-    | {"env", "xargs", "find", "python", "python3", "node", "perl", "ruby", "npx", "uvx"}
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,7 +228,7 @@ class PermissionPolicy:
     def session_prefix(self, command: str) -> str | None:
         """What "allow for this session" would cover for ``command``, e.g. ``git status``
         or ``cd && pytest``; None when no safe prefix exists (wrappers that add power,
-        interpreters, programs only known at run time)."""
+        interpreters not running a named module, programs only known at run time)."""
         parsed = parse_shell(command)
         if parsed.problem is not None or parsed.opaque is not None or not parsed.commands:
             return None
@@ -242,10 +237,8 @@ class PermissionPolicy:
             program = cmd.program
             if program.dynamic or any(not layer.transparent for layer in cmd.layers[:-1]):
                 return None
-            if os.path.basename(program.argv[0]) in _NO_SESSION_RULE:
-                return None
-            prefix = command_prefix(shlex.join(program.argv))
-            if "&&" in prefix:
+            prefix = session_rule_prefix(program.argv)
+            if prefix is None or "&&" in prefix:
                 return None
             prefixes.append(prefix)
         return " && ".join(dict.fromkeys(prefixes))

@@ -26,11 +26,11 @@ from clover_code.agent.session_checkpoints import (
     show_diff,
     undo,
 )
-from clover_code.agent.skills import Skill
+from clover_code.agent.skills import Skill, load_skills
 from clover_code.agent.steps import Step, run_all
 from clover_code.agent.subagents import SubagentRunner
 from clover_code.agent.transcript import Transcript, TranscriptError
-from clover_code.config import Settings, user_data_dir
+from clover_code.config import Settings, user_config_path, user_data_dir
 from clover_code.engine.base import Backend
 from clover_code.errors import CloverError, EngineError
 from clover_code.repomap import RepoMap
@@ -214,6 +214,13 @@ class Session:
             if store is not None:
                 with contextlib.suppress(CheckpointError):
                     await asyncio.shield(asyncio.to_thread(store.end_turn, turn))
+
+    def skills_on_disk(self) -> list[Skill]:
+        """The skills the workspace and the user's config dir hold now: the ones this
+        session offers and any added since it opened (the model sees those only from
+        the next session, whose system prompt lists them)."""
+        root = self.agent.dispatch.context.workspace.root
+        return load_skills(root, user_config_path().parent)[0]
 
     def _command(self, text: str) -> ExpandedPrompt | None:
         """``text`` expanded when it runs a custom command (``/name args``)."""

@@ -161,7 +161,8 @@ class CloverApp(App[int]):
                     await asyncio.wait_for(self._retry_now.wait(), wait)
         session_opened(self)
         if attempt:
-            self.transcript.waiting_done(f"The model server answered after {attempt} retries.")
+            retries = "1 retry" if attempt == 1 else f"{attempt} retries"
+            self.transcript.waiting_done(f"The model server answered after {retries}.")
         for op in self._early[:1]:  # one turn at a time; the rest are queued
             await self.bridge.submit(op)
         self._early.clear()
@@ -252,6 +253,16 @@ class CloverApp(App[int]):
     @on(PromptInput.Submitted)
     def _submitted(self, event: PromptInput.Submitted) -> None:
         self.send_text(event.text)
+
+    @on(PromptInput.ScrollTranscript)
+    def _scroll_transcript(self, event: PromptInput.ScrollTranscript) -> None:
+        scroll = {
+            "page_up": self.transcript.scroll_page_up,
+            "page_down": self.transcript.scroll_page_down,
+            "home": self.transcript.scroll_home,
+            "end": self.transcript.scroll_end,
+        }[event.where]
+        scroll(animate=False)
 
     def send_text(self, text: str) -> None:
         """Act on what the user sent: a slash command, or a prompt that starts a turn."""

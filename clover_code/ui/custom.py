@@ -57,13 +57,22 @@ def run_custom(app: SlashHost, text: str) -> bool:
 
 
 def show_skills(app: SlashHost) -> None:
-    """``/skills``: each skill's name, where it comes from, and its description."""
-    skills: list[SkillInfo] = getattr(app.bridge.session, "skills", None) or []
+    """``/skills``: each skill's name, where it comes from, and its description, read
+    from disk again, so a skill added while the app runs is listed (and marked)."""
+    session = app.bridge.session
+    offered: list[SkillInfo] = getattr(session, "skills", None) or []
+    rescan = getattr(session, "skills_on_disk", None)
+    skills: list[SkillInfo] = rescan() if callable(rescan) else offered
     if not skills:
         app.transcript.add_note(
             "No skills found. Add a folder with a SKILL.md to .clover/skills/, "
             ".agents/skills/ or your config dir's skills/."
         )
         return
-    lines = [f"{s.name} ({s.source}, {s.folder}): {s.description}" for s in skills]
+    known = {s.name for s in offered}
+    new = " (added since this session started: the model can load it from the next session)"
+    lines = [
+        f"{s.name} ({s.source}, {s.folder}): {s.description}" + ("" if s.name in known else new)
+        for s in skills
+    ]
     app.transcript.add_note("\n  ".join(["Skills (the model loads one when it fits):", *lines]))

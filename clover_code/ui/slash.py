@@ -16,12 +16,36 @@ from clover_code.ui.widgets.confirm import ConfirmScreen
 if TYPE_CHECKING:
     from clover_code.ui.slash_host import SlashHost
 
-KEYS_HELP = (
-    "Keys: Enter send (queued while a turn runs) · Alt+↑ edit the last queued · "
-    "Shift+Enter/Ctrl+J newline · ↑/↓ history · Tab complete · "
-    "@ file · Esc interrupt · Ctrl+C twice quit · Shift+Tab approval mode · "
-    "F2 denoising view · Ctrl+P commands"
-)
+KEYS_HELP: list[tuple[str, str]] = [
+    ("Enter", "send (queued while a turn runs)"),
+    ("Alt+↑", "edit the last queued prompt"),
+    ("Shift+Enter, Ctrl+J", "new line"),
+    ("↑ ↓", "prompt history"),
+    ("Tab", "complete"),
+    ("@", "mention a file"),
+    ("PageUp PageDown", "scroll the transcript (also with Shift)"),
+    ("Ctrl+Home Ctrl+End", "top / end of the transcript"),
+    ("Esc", "interrupt"),
+    ("Ctrl+C twice", "quit"),
+    ("Shift+Tab", "next approval mode"),
+    ("F2", "denoising view on/off"),
+    ("Ctrl+P", "commands"),
+]
+"""The keys /help lists, each with what it does."""
+
+
+def removed_turns(prompts: list[str], turns: int) -> list[str]:
+    """The lines naming each of the last ``turns`` turns that an undo takes out of the
+    conversation, numbered from the session's first turn, with its prompt."""
+    first = max(0, len(prompts) - turns)
+    shown = [
+        f"  turn {n}: {' '.join(prompt.split())[:60]}"
+        for n, prompt in enumerate(prompts[first:], first + 1)
+    ]
+    if not shown:
+        return []
+    head = "and removes this turn" if len(shown) == 1 else f"and removes these {len(shown)} turns"
+    return ["", f"{head} from the conversation:", *shown]
 
 
 class SlashCommands:
@@ -68,9 +92,8 @@ class SlashCommands:
         self.handlers[command.name](arg)
 
     def _cmd_help(self, arg: str) -> None:
-        width = max(len(c.name) + len(c.args) for c in COMMANDS) + 3
-        lines = [f"/{c.name} {c.args}".ljust(width) + f"  {c.help}" for c in COMMANDS]
-        self.app.transcript.add_note("\n  ".join(["Commands:", *lines, "", KEYS_HELP]))
+        commands = [(f"/{c.name} {c.args}".rstrip(), c.help) for c in COMMANDS]
+        self.app.transcript.add_help([("Commands:", commands), ("Keys:", KEYS_HELP)])
 
     def _cmd_model(self, arg: str) -> None:
         s = self.app.started
@@ -165,6 +188,7 @@ class SlashCommands:
             what = "the last turn that changed files" + (
                 f" ({turns} turns back)" if turns > 1 else ""
             )
+        details += removed_turns(self.app.turn_prompts, turns)
 
         def answered(yes: bool | None) -> None:
             if yes:
@@ -267,6 +291,7 @@ class SlashCommands:
             self.app.transcript.add_note("Interrupt the running turn before resuming.", "warning")
             return
         self.app.turn_files.clear()
+        self.app.stats.new_session()
 
         async def reopen() -> None:
             await self.app.transcript.clear()

@@ -32,6 +32,7 @@ class SlashHost(Protocol):
     started: p.SessionStarted | None
     turn_running: bool
     turn_files: list[list[str]]
+    turn_prompts: list[str]
     """The files each turn of this view changed, oldest first."""
     rewinding: bool
     """A /rewind was sent and its answer has not come yet."""

@@ -29,6 +29,12 @@ class TurnStats:
         """What each child agent (task call) of the session cost, as it ended."""
         self.reset()
 
+    def new_session(self) -> None:
+        """Another session opened here (a fork, a resume): its counts start at zero."""
+        self.prompt_tokens = self.completion_tokens = self.responses = 0
+        self.subagents = []
+        self.reset()
+
     def reset(self) -> None:
         """A new turn begins."""
         self._first: float | None = None

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
+from textual.widgets import Button, Input
 
 from clover_code import protocol as p
 from clover_code.agent import dispatch
@@ -168,3 +169,63 @@ def test_a_patch_offers_all_edits_but_not_this_file() -> None:
     )
     hints = str(key_hints(patch))
     assert "this file" not in hints and "A all edits this session" in hints
+
+
+async def test_typed_feedback_reaches_its_field_after_tab_moved_focus(
+    repo: Path, settings: Settings
+) -> None:
+    backend = ScriptedBackend(
+        [tool_response(("shell", {"command": "rm -rf build"})), text_response("ok")]
+    )
+    app = scripted_app(backend, repo, settings)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: app.started is not None)
+        await type_and_send(pilot, "clean")
+        await until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        screen = app.screen
+        assert isinstance(screen, ApprovalScreen)
+        field = screen.query_one("#fb", Input)
+        assert "type any other key" in str(field.placeholder)
+        await pilot.press("tab")
+        assert isinstance(screen.focused, Button)
+        await pilot.press(*"wrong, keep it")  # its "n" and "y" do not answer
+        assert app.screen is screen and field.value == "wrong, keep it"
+        await pilot.press("tab", "y")  # focus left the field: still the feedback's key
+        assert app.screen is screen and field.value == "wrong, keep ity"
+        await pilot.press("enter")
+        await until(pilot, lambda: not app.turn_running)
+        decisions = [op for op in app.bridge.sent if isinstance(op, p.ApprovalDecision)]
+        assert [(d.decision, d.feedback) for d in decisions] == [("deny", "wrong, keep ity")]
+
+
+async def test_a_on_python_m_pytest_allows_that_module_for_the_session(
+    repo: Path, settings: Settings
+) -> None:
+    backend = ScriptedBackend(
+        [
+            tool_response(("shell", {"command": "python3 -m pytest -q"})),
+            tool_response(("shell", {"command": "python3 -m pytest -q calc.py"})),
+            tool_response(("shell", {"command": "python3 -c 'print(1)'"})),
+            text_response("ok"),
+        ]
+    )
+    app = scripted_app(backend, repo, settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.started is not None)
+        await type_and_send(pilot, "test")
+        await until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        screen = app.screen
+        assert isinstance(screen, ApprovalScreen)
+        assert screen.request.prefix == "python3 -m pytest"
+        assert "`python3 -m pytest` this session" in str(key_hints(screen.request))
+        await pilot.press("a")
+        # the second pytest runs without asking; python3 -c asks
+        await until(
+            pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen is not screen
+        )
+        assert isinstance(app.screen, ApprovalScreen)
+        assert app.screen.request.arguments["command"] == "python3 -c 'print(1)'"
+        await pilot.press("n")
+        await until(pilot, lambda: not app.turn_running)
+        decisions = [op.decision for op in app.bridge.sent if isinstance(op, p.ApprovalDecision)]
+        assert decisions == ["allow_prefix", "deny"]

@@ -79,6 +79,15 @@ async def test_custom_command_completes_with_its_description_and_runs(
         await until(pilot, lambda: "Skills" in notes(app))
         assert "tidy-imports (project," in notes(app)
         assert "Sort and group Python imports the house way" in notes(app)
+        added = repo / ".clover" / "skills" / "write-changelog"
+        added.mkdir()
+        (added / "SKILL.md").write_text(
+            "---\nname: write-changelog\ndescription: Add a changelog entry\n---\nBody.\n"
+        )
+        await type_and_send(pilot, "/skills")  # listed while the app runs, and marked
+        await until(pilot, lambda: "write-changelog" in notes(app))
+        assert "Add a changelog entry (added since this session started" in notes(app)
+        assert "house way (added" not in notes(app)
 
 
 async def test_plan_mode_asks_then_carries_out_in_the_chosen_mode(
@@ -147,6 +156,9 @@ async def test_fork_continues_in_a_copy_and_keeps_the_original(
         assert (last["type"], last["session_id"]) == ("session_ended", original_id)
         assert app.started is not None and app.started.session_id != original_id
         assert f"Forked session {original_id}" in notes(app)
+        await type_and_send(pilot, "/cost")  # the parent's response is not the fork's
+        await until(pilot, lambda: "This session:" in notes(app))
+        assert "This session: 0 model responses" in notes(app)
         await type_and_send(pilot, "sure?")
         await until(pilot, lambda: "Still 42." in answers(app) and not app.turn_running)
         assert user_texts(backend) == ["the answer?", "sure?"]

@@ -160,3 +160,50 @@ async def test_the_palette_runs_a_slash_command() -> None:
         await until(pilot, lambda: len(app.screen_stack) > 1)
         await pilot.press(*"/cost", "enter")
         await until(pilot, lambda: "This session:" in notes(app))
+
+
+async def test_keys_scroll_the_transcript_while_the_prompt_has_focus() -> None:
+    app = replay_app(scenes.OPEN)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: app.started is not None)
+        for n in range(60):
+            app.transcript.add_note(f"note {n}")
+        transcript = app.transcript
+        await until(pilot, lambda: transcript.max_scroll_y > 40, message="a long transcript")
+        transcript.scroll_end(animate=False)
+        await pilot.pause()
+        assert app.composer.input.has_focus
+        bottom = transcript.scroll_y
+        assert bottom == transcript.max_scroll_y
+
+        await pilot.press("shift+pageup")
+        await until(pilot, lambda: transcript.scroll_y < bottom, message="Shift+PageUp")
+        await pilot.press("ctrl+home")
+        await until(pilot, lambda: transcript.scroll_y == 0, message="Ctrl+Home")
+        await pilot.press("pagedown")
+        await until(pilot, lambda: transcript.scroll_y > 0, message="PageDown")
+        await pilot.press("ctrl+end")
+        await until(pilot, lambda: transcript.scroll_y == transcript.max_scroll_y)
+        await pilot.press("pageup")
+        await until(pilot, lambda: transcript.scroll_y < transcript.max_scroll_y)
+        assert app.composer.input.has_focus and app.composer.input.text == ""
+
+
+async def test_page_keys_page_through_a_prompt_taller_than_its_box() -> None:
+    app = replay_app(scenes.OPEN)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: app.started is not None)
+        for n in range(60):
+            app.transcript.add_note(f"note {n}")
+        prompt = app.composer.input
+        prompt.insert("\n".join(f"line {n}" for n in range(40)))
+        await until(pilot, lambda: prompt.max_scroll_y > 0, message="a tall prompt")
+        transcript = app.transcript
+        transcript.scroll_end(animate=False)
+        await pilot.pause()
+        bottom, row = transcript.scroll_y, prompt.cursor_location[0]
+        await pilot.press("pageup")
+        await until(pilot, lambda: prompt.cursor_location[0] < row, message="the prompt's cursor")
+        assert transcript.scroll_y == bottom
+        await pilot.press("shift+pageup")  # always the transcript
+        await until(pilot, lambda: transcript.scroll_y < bottom, message="Shift+PageUp")

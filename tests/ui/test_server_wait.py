@@ -56,6 +56,26 @@ async def test_the_app_waits_for_a_starting_server_and_keeps_the_prompt(
         await server.stop()
 
 
+async def test_one_retry_is_said_in_the_singular(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(app_module, "delay", lambda attempt: 60.0)
+    port = free_port()
+    repo = make_repo(tmp_path / "repo")
+    settings = ui_settings(tmp_path, base_url=f"http://127.0.0.1:{port}/v1", max_retries=0)
+    app = CloverApp(session_factory(settings, repo), cwd=repo, sessions_dir=None, git_status=False)
+    server = ScriptedServer()
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: "not ready" in notes(app), timeout=20)
+            await server.start(port=port)
+            await type_and_send(pilot, "/retry")
+            await until(pilot, lambda: app.started is not None, timeout=20)
+            assert "answered after 1 retry." in notes(app)
+    finally:
+        await server.stop()
+
+
 def test_which_failures_are_worth_waiting_for() -> None:
     assert not_ready(EngineUnavailable("cannot reach the model server at http://x (refused)"))
     assert not_ready(

@@ -48,7 +48,13 @@ async def test_undo_reverts_the_last_turn_that_changed_files_and_says_which(
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         assert isinstance(app.screen, ConfirmScreen)
         assert "last turn that changed files (2 turns back)" in app.screen.question
-        assert app.screen.details == ["  calc.py"]
+        assert app.screen.details == [
+            "  calc.py",
+            "",
+            "and removes these 2 turns from the conversation:",
+            "  turn 1: fix add",
+            "  turn 2: thanks",
+        ]
         await pilot.press("y")
         await until(pilot, lambda: "Undid" in notes(app))
         assert (

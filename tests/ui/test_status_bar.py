@@ -31,6 +31,18 @@ async def test_narrow_bar_keeps_approval_and_sandbox_and_cuts_the_model() -> Non
         assert "tok/s" not in text  # the rate went first, before the model's name
 
 
+async def test_wide_bar_gives_the_context_its_unit() -> None:
+    app = replay_app([scenes.LONG_MODEL])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.started is not None)
+        app.status_bar.context_used = 120
+        await pilot.pause(0.1)
+        assert "ctx 0% 120 tok" in str(app.status_bar.render())
+        app.status_bar.context_used = 5_400
+        await pilot.pause(0.1)
+        assert "5.4k tok" in str(app.status_bar.render())
+
+
 def test_shorten_middle() -> None:
     assert shorten_middle("short", 10) == "short"
     cut = shorten_middle("Qwen3-Coder-480B-A35B-Instruct-FP8", 15)

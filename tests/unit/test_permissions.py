@@ -260,6 +260,28 @@ def test_session_prefixes(policy: PermissionPolicy) -> None:
     assert policy.decide("ask", "shell", "execute", {"command": "makex"}).verdict == "ask"
 
 
+def test_an_interpreter_running_a_module_offers_that_module(policy: PermissionPolicy) -> None:
+    assert policy.session_prefix("python3 -m pytest -q") == "python3 -m pytest"
+    assert policy.session_prefix("python -m pip install -e .") == "python -m pip install"
+    assert policy.session_prefix("cd src && python3.12 -m mypy x") == "cd && python3.12 -m mypy"
+    for risky in (
+        "python3 -c 'print(1)'",
+        "python3.12 -c 'print(1)'",
+        "python3 -m timeit 'x'",
+        "python3 -m runpy x",
+        "python3 -m cProfile x.py",
+        "python3 -I -m pytest",
+        "python3 -m 'a b'",
+        "python3 -m",
+    ):
+        assert policy.session_prefix(risky) is None, risky
+    policy.allow_for_session("python3 -m pytest")
+    run = {"command": "python3 -m pytest -q tests"}
+    assert policy.decide("ask", "shell", "execute", run).verdict == "allow"
+    for other in ("python3 -c 'import pytest'", "python3 -m pytestx", "python3 x.py -m pytest"):
+        assert policy.decide("ask", "shell", "execute", {"command": other}).verdict == "ask"
+
+
 def test_rules_load_from_config_file(tmp_path: Path) -> None:
     config = tmp_path / ".clover" / "config.toml"
     config.parent.mkdir()

@@ -2,9 +2,10 @@
 
 y allows once; for a command, a allows its prefix for the rest of the
 session (when one is safe to offer); for an edit, a allows edits to this
-file and A all edits for the session; n or Esc denies. Text typed in the
-feedback field goes to the model with a denial (Enter there denies with it).
-The buttons and key hints always show: a long diff scrolls inside the modal.
+file and A all edits for the session; n or Esc denies. Any other letter,
+whatever has focus, starts the feedback, which goes to the model with a denial
+(Enter denies with it); once it holds text every key types into it. The buttons
+and key hints always show: a long diff scrolls inside the modal.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.events import Key
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
@@ -98,6 +100,13 @@ def key_hints(request: p.ApprovalRequested) -> Text:
     return out
 
 
+FEEDBACK_HINT = "Feedback with a denial: type any other key, then Enter"
+"""The feedback field's placeholder: how to reach it from anywhere in the modal."""
+
+ANSWER_KEYS = frozenset({"y", "a", "A", "n"})
+"""The letters that answer the modal while the feedback field is empty."""
+
+
 class ApprovalScreen(ModalScreen[p.ApprovalDecision]):
     """Asks whether one tool call may run; dismisses with the decision."""
 
@@ -135,7 +144,7 @@ class ApprovalScreen(ModalScreen[p.ApprovalDecision]):
                     yield Button(label, id="allow_prefix", compact=True)
                 yield Button("Deny (n)", id="deny", variant="error", compact=True)
             yield Static(key_hints(r), id="hints")
-            yield Input(placeholder="Feedback for the model with a denial (optional)", id="fb")
+            yield Input(placeholder=FEEDBACK_HINT, id="fb", select_on_focus=False)
 
     def on_mount(self) -> None:
         self._allow.focus()
@@ -147,6 +156,21 @@ class ApprovalScreen(ModalScreen[p.ApprovalDecision]):
     def _fit(self) -> None:
         # The body takes what is left, so the buttons and hints are never pushed off.
         self.query_one("#body").styles.max_height = max(3, self.size.height - FIXED_ROWS)
+
+    def on_key(self, event: Key) -> None:
+        # Typed feedback goes to its field whatever has focus (after Tab to a button,
+        # the "n" of "no, ..." must not deny and lose the rest).
+        field = self.query_one("#fb", Input)
+        char = event.character
+        if field.has_focus or char is None or not char.isprintable():
+            return
+        if char == " " and not field.value:
+            return  # Space presses the focused button
+        if field.value or char not in ANSWER_KEYS:
+            event.stop()
+            event.prevent_default()
+            field.focus()
+            field.insert_text_at_cursor(char)
 
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:

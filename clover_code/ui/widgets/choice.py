@@ -52,7 +52,11 @@ class ChoiceScreen(ModalScreen[tuple[str, str] | None]):
                     yield Static(Text(self.details))
             with Vertical(id="choices"):
                 for choice in self.choices:
-                    yield Button(f"{choice.label} ({choice.key})", id=f"choice-{choice.key}")
+                    # compact: one line, no border (the default style's borders, which
+                    # outrank this screen's CSS, would hide the label)
+                    yield Button(
+                        f"{choice.label} ({choice.key})", id=f"choice-{choice.key}", compact=True
+                    )
             if self.text_hint is not None:
                 yield Input(placeholder=self.text_hint, id="text")
 

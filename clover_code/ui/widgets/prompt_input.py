@@ -1,10 +1,13 @@
 """The multiline prompt: Enter sends, Shift+Enter / Ctrl+J / Alt+Enter break the line,
 Up/Down walk the history from the first/last line, and a huge paste becomes a
-placeholder that is expanded when the prompt is sent."""
+placeholder that is expanded when the prompt is sent. Shift+PageUp/PageDown and
+Ctrl+Home/End scroll the transcript, and so do PageUp/PageDown unless the prompt
+itself is taller than its box (then they page through the prompt)."""
 
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 from textual import events
 from textual.message import Message
@@ -12,11 +15,22 @@ from textual.widgets import TextArea
 
 from clover_code.ui.css import sibling_css
 
+ScrollTo = Literal["page_up", "page_down", "home", "end"]
+
 PASTE_INLINE_LIMIT = 5_000
 """A paste longer than this is held aside and shown as ``[pasted text #N: ...]``."""
 
 _PLACEHOLDER = re.compile(r"\[pasted text #(\d+): [\d,]+ characters[^\]]*\]")
 _NEWLINE_KEYS = ("shift+enter", "ctrl+j", "alt+enter", "ctrl+enter")
+_SCROLL_KEYS: dict[str, ScrollTo] = {
+    "shift+pageup": "page_up",
+    "shift+pagedown": "page_down",
+    "pageup": "page_up",
+    "pagedown": "page_down",
+    "ctrl+home": "home",
+    "ctrl+end": "end",
+}
+"""The keys that scroll the transcript while the prompt has focus."""
 
 
 class PromptInput(TextArea):
@@ -39,6 +53,14 @@ class PromptInput(TextArea):
         def __init__(self, key: str) -> None:
             super().__init__()
             self.key = key
+
+    class ScrollTranscript(Message):
+        """A key asked to scroll the transcript (``where``: a page up or down, the top
+        or the end)."""
+
+        def __init__(self, where: ScrollTo) -> None:
+            super().__init__()
+            self.where = where
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(
@@ -65,6 +87,11 @@ class PromptInput(TextArea):
         if key == "enter":
             self._consume(event)
             self.submit()
+            return
+        paging_prompt = key in ("pageup", "pagedown") and self.max_scroll_y > 0
+        if key in _SCROLL_KEYS and not paging_prompt:
+            self._consume(event)
+            self.post_message(self.ScrollTranscript(_SCROLL_KEYS[key]))
             return
         if key in _NEWLINE_KEYS:
             self._consume(event)

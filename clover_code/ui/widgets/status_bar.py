@@ -61,7 +61,7 @@ class StatusBar(Static):
             style = "bold red" if share > 90 else "yellow" if share > 70 else ""
             ctx = Text(f"ctx {share:.0f}%", style=style)
             if wide:
-                ctx.append(f" {human_count(self.context_used)}", style="dim")
+                ctx.append(f" {human_count(self.context_used)} tok", style="dim")
             parts.append((3, ctx))
         if self.sandbox:
             host = self.sandbox in ("host", "none")

@@ -16,6 +16,7 @@ from clover_code.ui.text import clean
 from clover_code.ui.widgets.answer import Answer
 from clover_code.ui.widgets.denoise import DenoiseView
 from clover_code.ui.widgets.diff_view import DiffView
+from clover_code.ui.widgets.help_table import HelpTable, Section
 from clover_code.ui.widgets.notice_line import Level, NoticeLine
 from clover_code.ui.widgets.reasoning import Reasoning
 from clover_code.ui.widgets.subagent_card import SubagentCard
@@ -92,6 +93,10 @@ class Transcript(VerticalScroll, can_focus=False):
     def add_note(self, text: str, level: Level = "info") -> None:
         """A note line."""
         self._add(NoticeLine(text, level))
+
+    def add_help(self, sections: list[Section]) -> None:
+        """A note of titled two-column tables (/help)."""
+        self._add(HelpTable(sections))
 
     def waiting_note(self, text: str) -> None:
         """A note about waiting for the server, replaced in place by the next one."""
