@@ -48,6 +48,7 @@ from clover_code.agent.steps import Steps
 from clover_code.agent.subagents import SubagentRunner
 from clover_code.agent.task_tool import TaskTool
 from clover_code.agent.transcript import (
+    INTERRUPTED,
     LoadedSession,
     Transcript,
     find_session,
@@ -73,6 +74,7 @@ if TYPE_CHECKING:
     from clover_code.tools.mcp import McpManager
 
 __all__ = [
+    "INTERRUPTED",
     "ApprovalRequest",
     "Approver",
     "CustomCommand",
