@@ -161,3 +161,35 @@ async def test_pyenv_shims_work_with_another_home(
         await box.close()
     assert f"{shims}/python3\n" in result.output, result.output
     assert "pyenv-python-ok\n" in result.output, result.output
+
+
+async def test_other_top_level_data_is_hidden_but_path_entries_stay(
+    space: Space, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another user's project under a top-level directory (/srv, /work...) is hidden; a
+    PATH entry there is bound back in."""
+    if os.getuid() != 0:
+        pytest.skip("making a top-level directory needs root")
+    top = Path(tempfile.mkdtemp(prefix="clover-top-", dir="/"))
+    try:
+        top.chmod(0o755)
+        other = top / "projects" / "other" / "app.py"
+        other.parent.mkdir(parents=True)
+        other.write_text("CONTENT-OF-other-project\n")
+        other.chmod(0o644)
+        tool = top / "tools" / "bin" / "top-tool"
+        tool.parent.mkdir(parents=True)
+        tool.write_text("#!/bin/sh\necho top-tool-ok\n")
+        tool.chmod(0o755)
+        for path in (top / "projects", other.parent, top / "tools", tool.parent):
+            path.chmod(0o755)
+        monkeypatch.setenv("PATH", f"{tool.parent}:{os.environ['PATH']}")
+        box = open_sandbox("bwrap", space.root, request)
+        try:
+            out = (await box.exec(f"top-tool; cat {other} 2>/dev/null", timeout=60)).output
+        finally:
+            await box.close()
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+    assert "top-tool-ok\n" in out, out
+    assert "CONTENT-OF-other-project" not in out, out
