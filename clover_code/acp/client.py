@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import errno
 import io
 import logging
 import threading
@@ -208,10 +209,16 @@ class EditorFiles:
     def open_read(self, path: Path) -> BinaryIO:
         """The editor's buffer of ``path`` (unsaved changes included), else the file."""
         if self.reads_editor and not _binary_on_disk(path):
-            answer = self._call(
-                self._client.read_text_file(session_id=self._outbox.session_id, path=str(path)),
-                f"read {path}",
-            )
+            try:
+                answer = self._call(
+                    self._client.read_text_file(session_id=self._outbox.session_id, path=str(path)),
+                    f"read {path}",
+                )
+            except ToolError:
+                if not path.exists():
+                    # Editors answer an error for a file that does not exist: a new file.
+                    raise FileNotFoundError(errno.ENOENT, "no such file", str(path)) from None
+                raise
             data = answer.content.encode("utf-8")
         elif path.stat().st_size > _REMEMBER_BYTES:
             return path.open("rb")

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from clover_code import protocol as p
 from clover_code.acp.updates import EventMapper, Update
-from clover_code.agent.open import LoadedSession
+from clover_code.agent.open import INTERRUPTED, LoadedSession
 
 __all__ = ["replay_updates"]
 
@@ -67,6 +67,7 @@ def replay_updates(loaded: LoadedSession, root: Path) -> list[Update]:
         root, needs_approval=lambda _kind: False, take_edit=lambda _path: None, log=lambda _m: None
     )
     updates: list[Update] = []
+    unanswered: dict[str, None] = {}  # calls shown started that no result closed yet
     for message in loaded.messages:
         role = message.get("role")
         content = message.get("content")
@@ -88,16 +89,21 @@ def replay_updates(loaded: LoadedSession, root: Path) -> list[Update]:
                     summary="",
                 )
                 updates += mapper.feed(start)
+                unanswered[call_id] = None
         elif role == "tool":
             call_id = str(message.get("tool_call_id", ""))
             end = _next(finished, call_id)
             if end is None:
                 text = content if isinstance(content, str) else ""
-                failed = text.startswith(_FAILED_PREFIXES)
+                failed = text.startswith(_FAILED_PREFIXES) or text == INTERRUPTED
                 end = p.ToolCallFinished(
                     call_id=call_id, name="", status="error" if failed else "ok", result=text
                 )
             updates += mapper.feed(end)
+            unanswered.pop(call_id, None)
+    for call_id in unanswered:  # never left in progress in the editor
+        gone = p.ToolCallFinished(call_id=call_id, name="", status="error", result=INTERRUPTED)
+        updates += mapper.feed(gone)
     usage = [e for e in events if isinstance(e, p.UsageReport)]
     todo = [e for e in events if isinstance(e, p.TodoUpdated)]
     for last in usage[-1:] + todo[-1:]:

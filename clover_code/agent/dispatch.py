@@ -31,7 +31,7 @@ from clover_code.agent.permissions import PermissionPolicy
 from clover_code.agent.plan import PLAN_MODE, plan_tools
 from clover_code.agent.plan import refusal as plan_refusal
 from clover_code.config import ApprovalMode
-from clover_code.errors import CloverError
+from clover_code.errors import CloverError, WorkspaceError
 from clover_code.protocol.json_text import printable, printable_value
 from clover_code.tools.arguments import CONTENT_LIMIT, screen_arguments
 from clover_code.tools.base import Tool, ToolContext, ToolResult
@@ -264,9 +264,14 @@ class ToolDispatcher:
             return None
         if ruling.verdict == "deny":
             return f"refused: {ruling.reason}"
+        path = arguments.get("path") if tool.kind == "edit" else None
+        if isinstance(path, str):
+            try:  # a write the tool will refuse anyway is refused before anyone is asked
+                self.context.workspace.resolve(path, write=True)
+            except WorkspaceError as exc:
+                return f"refused: {exc}."
         if approved and not ruling.protected:
             return None
-        path = arguments.get("path") if tool.kind == "edit" else None
         if self.edits.covers(path):
             return None
         prefix = self.policy.session_prefix(command) if shell else None

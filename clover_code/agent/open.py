@@ -49,6 +49,7 @@ from clover_code.agent.steps import Steps
 from clover_code.agent.subagents import SubagentRunner
 from clover_code.agent.task_tool import TaskTool
 from clover_code.agent.transcript import (
+    INTERRUPTED,
     LoadedSession,
     Transcript,
     find_session,
@@ -81,6 +82,7 @@ if TYPE_CHECKING:
     from clover_code.tools.mcp import McpManager
 
 __all__ = [
+    "INTERRUPTED",
     "ApprovalRequest",
     "Approver",
     "CustomCommand",
@@ -262,10 +264,16 @@ async def _assemble(
         choice = await _open_sandbox(settings, root, emit, opened)
     messages: list[dict[str, Any]] = []
     if resume is not None:
-        loaded = load(resume)
+        transcript = Transcript.reopen(resume)  # locked first: nobody appends while it loads
+        try:
+            loaded = load(resume)
+        except BaseException:
+            transcript.close()
+            raise
         session_id = str(loaded.meta["id"])
         messages = loaded.messages
-        transcript = Transcript.reopen(resume)
+        if loaded.interrupted:
+            transcript.history(messages)  # the calls' "interrupted" results, for good
     else:
         session_id = new_session_id()
         transcript = Transcript.create(

@@ -34,6 +34,7 @@ from pathlib import Path
 
 from clover_code.agent.git_objects import blob_sha, file_content, index_line, pack_entry_header
 from clover_code.agent.shadow_git import CheckpointError, ShadowGit, last_line
+from clover_code.fs.private import open_private, private_dir
 from clover_code.gitsafe import git_argv, git_env, run_git
 
 __all__ = [
@@ -91,16 +92,24 @@ class ShadowStore(ShadowGit):
         self._skipped: set[str] = set()
         self.notices: list[str] = []
         """Things the user should know (``.git`` too large to snapshot); drain it."""
+        try:
+            private_dir(git_dir.parent)  # another local user must not list any store
+            private_dir(git_dir)
+        except OSError as exc:
+            raise CheckpointError(
+                f"could not make the checkpoint store {git_dir} ({exc.strerror or exc})."
+            ) from None
         if not (git_dir / "HEAD").is_file():
-            git_dir.mkdir(parents=True, exist_ok=True)
-            self.git("init", "--bare", "-q", work_tree=False)
+            # --shared=0600: git makes every file 0600 and directory 0700, whatever the umask.
+            self.git("init", "--bare", "-q", "--shared=0600", work_tree=False)
             for key, value in (
                 ("gc.auto", "0"),
                 ("user.name", "clover-code"),
                 ("user.email", "checkpoints@clover-code.invalid"),
             ):
                 self.git("config", key, value, work_tree=False)
-            (git_dir / "clover-root").write_text(f"{root}\n", encoding="utf-8")
+            with open_private(git_dir / "clover-root", append=False) as fh:
+                fh.write(f"{root}\n".encode())
 
     # --------------------------------------------------------------- capture
 
@@ -262,11 +271,11 @@ class ShadowStore(ShadowGit):
         sha = hashlib.sha1(header + data).hexdigest()
         target = self.git_dir / "objects" / sha[:2] / sha[2:]
         if not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
+            private_dir(target.parent)
             fd, tmp = tempfile.mkstemp(prefix="tmp-", dir=target.parent)
             with os.fdopen(fd, "wb") as fh:
                 fh.write(zlib.compress(header + data, 1))
-            os.chmod(tmp, 0o444)
+            os.chmod(tmp, 0o400)
             os.replace(tmp, target)
         return sha
 

@@ -28,7 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from clover_code.agent.session_lock import SessionLock
 from clover_code.errors import CloverError, UsageError
+from clover_code.fs.private import open_private, private_dir
 from clover_code.redact import redact_tree
 
 _WHY = {
@@ -72,14 +74,17 @@ class LoadedSession:
     messages: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     dropped_torn_line: bool = False
+    interrupted: int = 0
+    """Tool calls that had no result (the process died during them), now answered."""
 
 
 class Transcript:
     """An open transcript file that records are appended to."""
 
-    def __init__(self, path: Path, fh: IO[bytes]) -> None:
+    def __init__(self, path: Path, fh: IO[bytes], lock: SessionLock | None = None) -> None:
         self.path = path
         self._fh = fh
+        self._lock = lock
         self.failure: TranscriptError | None = None
         """The write failure that stopped recording, if one happened."""
         self.on_failure: Callable[[TranscriptError], None] | None = None
@@ -89,14 +94,22 @@ class Transcript:
 
     @classmethod
     def create(cls, directory: Path, meta: dict[str, Any]) -> Transcript:
-        """Start a new transcript in ``directory`` with the given meta record."""
+        """Start a new transcript in ``directory`` with the given meta record.
+
+        The directory and the file are private (0700, 0600) and the session
+        is locked (``session_lock.py``) until ``close``."""
         path = directory / f"{meta['id']}.jsonl"
         try:
-            directory.mkdir(parents=True, exist_ok=True)
-            fh = path.open("ab", buffering=0)
+            private_dir(directory)
+            lock = SessionLock.acquire(path)
         except OSError as exc:
             raise _write_failure(path, exc, resumable=False) from None
-        transcript = cls(path, fh)
+        try:
+            fh = open_private(path)
+        except OSError as exc:
+            lock.release()
+            raise _write_failure(path, exc, resumable=False) from None
+        transcript = cls(path, fh, lock)
         transcript._resumable = False
         try:
             transcript._write({"kind": "meta", **meta})
@@ -105,19 +118,27 @@ class Transcript:
             with contextlib.suppress(OSError):
                 if path.stat().st_size == 0:
                     path.unlink()  # nothing in it to resume
+                    lock.path.unlink()  # a new session id: nobody else waits on it
             raise
         transcript._resumable = True
         return transcript
 
     @classmethod
     def reopen(cls, path: Path) -> Transcript:
-        """Continue appending to an existing transcript, first cutting a torn tail."""
+        """Continue appending to an existing transcript, first cutting a torn tail.
+
+        Raises ``UsageError`` when another process has the session open."""
         try:
-            _truncate_torn_tail(path)
-            fh = path.open("ab", buffering=0)
+            lock = SessionLock.acquire(path)
         except OSError as exc:
             raise _write_failure(path, exc, resumable=True) from None
-        return cls(path, fh)
+        try:
+            _truncate_torn_tail(path)
+            fh = open_private(path)
+        except OSError as exc:
+            lock.release()
+            raise _write_failure(path, exc, resumable=True) from None
+        return cls(path, fh, lock)
 
     def append(self, record: dict[str, Any]) -> None:
         """Write one record and make it durable before returning.
@@ -169,9 +190,11 @@ class Transcript:
         self.append({"kind": "event", "event": event})
 
     def close(self) -> None:
-        """Close the file; every record is already on disk."""
+        """Close the file (every record is already on disk) and unlock the session."""
         with contextlib.suppress(OSError):
             self._fh.close()
+        if self._lock is not None:
+            self._lock.release()
 
 
 def _truncate_torn_tail(path: Path) -> None:
@@ -221,7 +244,43 @@ def load(path: Path) -> LoadedSession:
     if session is None:
         raise UsageError(f"session file {path} has no session header; it cannot be resumed.")
     session.dropped_torn_line = dropped
+    session.messages, session.interrupted = answer_interrupted(session.messages)
     return session
+
+
+INTERRUPTED = (
+    "[interrupted: clover-code stopped while this tool call ran, so it has no result; "
+    "it may have run in part. Check its effects before running it again.]"
+)
+"""The result given on load to a tool call that never got one (the process was killed)."""
+
+
+def answer_interrupted(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    """``messages`` with a result after every assistant tool call that has none (a strict
+    server rejects tool calls with no results after them), and how many were added."""
+    out: list[dict[str, Any]] = []
+    pending: list[str] = []
+    added = 0
+
+    def answer_pending() -> None:
+        nonlocal added
+        for call_id in pending:
+            out.append({"role": "tool", "tool_call_id": call_id, "content": INTERRUPTED})
+            added += 1
+        pending.clear()
+
+    for message in messages:
+        if message.get("role") == "tool" and message.get("tool_call_id") in pending:
+            pending.remove(message["tool_call_id"])
+            out.append(message)
+            continue
+        answer_pending()
+        out.append(message)
+        if message.get("role") == "assistant":
+            calls = message.get("tool_calls") or []
+            pending[:] = [str(c["id"]) for c in calls if isinstance(c, dict) and c.get("id")]
+    answer_pending()
+    return out, added
 
 
 def iter_sessions(directory: Path) -> Iterator[Path]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from clover_code.fs.private import open_private, private_dir
 from clover_code.tools.sandbox.output import cap_head_tail
 
 
@@ -26,8 +27,10 @@ class OutputSpill:
         path = self.directory / f"{_safe(call_id)}.txt"
         kept, _ = cap_head_tail(text, self.limit)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(whole, encoding="utf-8", errors="replace")
+            private_dir(path.parent)
+            with open_private(path, append=False) as fh:
+                fh.truncate(0)
+                fh.write(whole.encode("utf-8", errors="replace"))
         except OSError as exc:
             # The disk being full must not cost the model the result itself.
             return f"{kept}\n[the rest of the output could not be saved: {exc.strerror or exc}]"

@@ -7,12 +7,20 @@ allowed as in headless mode); ``AI?`` gets an answer in the terminal
 turn ends the marker comment is removed from the file. One session serves
 the whole run, so later instructions can refer to earlier ones. Files that
 git ignores, ``.git`` and binary or very large files are skipped.
+
+Only instructions the user wrote are acted on (``provenance.py``): a file
+whose content is what a turn left there (the agent's edits, its shell
+commands, the marker's removal) starts no turn, and one save starts at most
+one turn. A change that arrives while git moved (HEAD or the index: a merge,
+pull, checkout or rebase) is not acted on until the user saves that file
+themselves.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
@@ -27,6 +35,7 @@ from clover_code.fs.atomic import atomic_write
 from clover_code.fs.ignore import IgnoreRules
 from clover_code.headless import TextRenderer
 from clover_code.watch.markers import Marker, find_markers, remove_marker
+from clover_code.watch.provenance import AgentWrites, content_hash, git_state
 
 __all__ = ["Watcher", "run_watch", "watch"]
 
@@ -87,8 +96,9 @@ async def watch(
             if ready is not None:
                 ready()
                 ready = None
+            through_git = watcher.git_moved()
             for path in sorted({Path(name) for _, name in changes}):
-                await watcher.visit(path)
+                await watcher.visit(path, through_git=through_git)
     finally:
         await asyncio.shield(session.close())
     return int(ExitCode.OK)
@@ -108,6 +118,16 @@ class Watcher:
         self._ignore = IgnoreRules(root)
         self._stuck: set[tuple[str, str, str]] = set()
         """Markers that could not be removed; not acted on again."""
+        self._agent = AgentWrites(root, MAX_FILE_BYTES)
+        self._git = git_state(root)
+        self._from_git: dict[str, tuple[str, int]] = {}
+        """Files whose markers arrived through git: their content hash and mtime then."""
+
+    def git_moved(self) -> bool:
+        """Whether git moved (HEAD or the index) since the last look."""
+        state = git_state(self.root)
+        moved, self._git = state != self._git, state
+        return moved
 
     def _text(self, path: Path) -> str | None:
         try:
@@ -119,21 +139,44 @@ class Watcher:
         except (OSError, UnicodeDecodeError, ValueError):
             return None
 
-    async def visit(self, path: Path) -> None:
-        """Carry out every new marker in ``path``, one at a time."""
+    async def visit(self, path: Path, *, through_git: bool = False) -> None:
+        """Carry out the first new marker in ``path`` when the user wrote it (at most one
+        turn per save); ``through_git``: the change came with git moving."""
         rel = path.relative_to(self.root).as_posix() if path.is_relative_to(self.root) else None
         if rel is None or ".git" in Path(rel).parts:
             return
         self._ignore = IgnoreRules(self.root)  # .gitignore may have changed since
-        while (text := self._text(path)) is not None:
-            pending = [
-                m for m in find_markers(text, path.name) if (rel, m.kind, m.text) not in self._stuck
-            ]
-            if not pending:
-                return
-            marker = pending[0]
+        text = self._text(path)
+        if text is None:
+            return
+        pending = [
+            m for m in find_markers(text, path.name) if (rel, m.kind, m.text) not in self._stuck
+        ]
+        data = text.encode("utf-8")
+        if not pending or self._agent.is_agents(rel, data):
+            return  # nothing to do, or the markers are in text the agent wrote
+        digest, mtime = content_hash(data), _mtime(path)
+        if through_git or self._from_git.get(rel, ("", mtime)) == (digest, mtime):
+            if self._from_git.get(rel) != (digest, mtime):
+                self.err.write(
+                    f"» {rel}: an AI comment arrived through git (HEAD or the index moved); "
+                    "not acted on. Save the file yourself to have it carried out.\n"
+                )
+                self.err.flush()
+            self._from_git[rel] = (digest, mtime)
+            return
+        self._from_git.pop(rel, None)  # saved by the user since it arrived: confirmed
+        marker = pending[0]
+        started = time.time_ns()
+        try:
             await self._run(rel, text, marker)
-            self._remove(path, rel, marker)
+        finally:
+            self._agent.remember_between(started, time.time_ns())
+            self._git = git_state(self.root)  # the turn's own commits are not git arriving
+        self._remove(path, rel, marker)
+        if len(pending) > 1:
+            self.err.write(f"  {len(pending) - 1} more in {rel}: save it again for the next.\n")
+            self.err.flush()
 
     async def _run(self, rel: str, text: str, marker: Marker) -> p.TurnFinished:
         verb = "Doing" if marker.kind == "do" else "Answering"
@@ -154,12 +197,21 @@ class Watcher:
             return
         for marker in find_markers(text, path.name):
             if (marker.kind, marker.text) == (done.kind, done.text):
+                data = remove_marker(text, marker, path.name).encode("utf-8")
+                self._agent.remember(rel, data)  # the watcher's own write starts nothing
                 try:
-                    atomic_write(path, remove_marker(text, marker, path.name).encode("utf-8"))
+                    atomic_write(path, data)
                 except ToolError as exc:
                     self.err.write(f"could not remove the marker from {rel}: {exc}\n")
                     self._stuck.add((rel, done.kind, done.text))
                 return
+
+
+def _mtime(path: Path) -> int:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return 0
 
 
 def instruction_prompt(rel: str, text: str, marker: Marker) -> str:

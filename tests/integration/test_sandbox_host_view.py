@@ -149,8 +149,11 @@ async def test_the_readme_example_runs_the_projects_failing_test(
 def test_credential_names() -> None:
     for name in ("api_token", "id_rsa", ".credentials.json", "secrets.yaml", "server.pem", "KEYS"):
         assert looks_like_credential(name), name
-    for name in ("token.py", "secrets.py", "keybindings.json", "monkey", "bin", ".bashrc"):
+    for name in ("keybindings.json", "monkey", "tokenizer.txt", "bin", ".bashrc"):
         assert not looks_like_credential(name), name
+    for name in ("token.py", "secrets.py", "secret.sh"):
+        assert looks_like_credential(name), name  # outside a project tree: hidden by name
+        assert not looks_like_credential(name, in_project=True), name
 
 
 async def test_headless_fix_the_failing_test_under_bubblewrap(

@@ -6,7 +6,9 @@ Each command is its own ``bwrap`` process:
   path, with ``.git`` and the control files read-only (``control_files``);
   /tmp a private tmpfs; /home, /root, the user's home and /run hidden behind
   empty read-only tmpfs (so no dotfile credentials, Docker socket or SSH agent
-  socket is reachable); HOME a private tmpfs at /home/sandbox;
+  socket is reachable), and so is every top-level directory that is not the
+  system's (``/srv``, ``/mnt``, other people's projects); HOME a private tmpfs
+  at /home/sandbox;
 - new user, pid, network (unless ``network=True``), ipc and uts namespaces,
   every capability dropped, a new session, ``--die-with-parent``;
 - the environment is ``policy.sandbox_env`` only; limits are rlimits set
@@ -71,6 +73,29 @@ __all__ = ["BwrapSandbox", "bwrap_problem", "identity_args"]
 
 _HIDDEN = ("/home", "/root", "/run", "/var/run")
 """Host directories replaced by an empty read-only tmpfs (plus the user's home)."""
+
+_SYSTEM_TOP = frozenset(
+    {"bin", "boot", "dev", "etc", "lib", "lib32", "lib64", "libx32", "opt", "proc", "run"}
+    | {"sbin", "sys", "tmp", "usr", "var", "home", "root", "snap", "nix", "gnu"}
+)
+"""Top-level directories of the system and its toolchains. Every other one (``/srv``,
+``/mnt``, ``/media``, ``/work``...) holds someone's data and is hidden like /home; the
+workspace and the PATH entries and toolchains in it are bound back in."""
+
+
+def _data_tops() -> list[str]:
+    """The top-level directories that are neither system nor toolchain."""
+    try:
+        entries = list(os.scandir("/"))
+    except OSError:
+        return []
+    tops = []
+    for entry in entries:
+        with contextlib.suppress(OSError):
+            if entry.name not in _SYSTEM_TOP and entry.is_dir(follow_symlinks=False):
+                tops.append(entry.path)
+    return sorted(tops)
+
 
 _ROOT_SECRETS = (
     "/etc/shadow",
@@ -203,6 +228,7 @@ class BwrapSandbox(SerialSandbox):
             args.append("--share-net")
         args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
         hidden = [h for h in _HIDDEN if os.path.isdir(h) and not os.path.islink(h)]
+        hidden += _data_tops()
         home = os.path.realpath(os.path.expanduser("~"))
         if home != "/" and os.path.isdir(home) and not any(_under(home, h) for h in hidden):
             hidden.append(home)

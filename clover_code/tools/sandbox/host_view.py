@@ -12,6 +12,11 @@ does in the user's own shell:
   read-only tmpfs or ``/dev/null``;
 - every ``PATH`` entry outside the workspace, read-only (bind-mounted when it
   lies in a place the sandbox otherwise hides, such as /tmp or /run);
+- for a PATH entry or interpreter inside a hidden place, the whole toolchain
+  installation it belongs to (``~/.pyenv``, not only ``~/.pyenv/shims``),
+  with the credential-like names in it hidden;
+- clover-code's own directories never (``credentials.own_places``: every
+  transcript and checkpoint), wherever they are;
 - the project's virtualenv: ``$VIRTUAL_ENV`` (read-only when outside the
   workspace), else ``.venv`` or ``venv`` in the workspace, with its ``bin``
   first on ``PATH``;
@@ -26,11 +31,19 @@ for a workspace owned by someone else), HOME stays the sandbox's private one.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from clover_code.tools.sandbox.credentials import (
+    CREDENTIAL_PLACES,
+    SEARCH_DEPTH,
+    credential_places,
+    looks_like_credential,
+    own_places,
+    under,
+    within,
+)
 from clover_code.tools.sandbox.policy import looks_secret
 
 __all__ = [
@@ -41,63 +54,6 @@ __all__ = [
     "host_view",
     "looks_like_credential",
 ]
-
-CREDENTIAL_PLACES = (
-    ".ssh",
-    ".aws",
-    ".azure",
-    ".gnupg",
-    ".docker",
-    ".kube",
-    ".netrc",
-    ".git-credentials",
-    ".pypirc",
-    ".npmrc",
-    ".yarnrc",
-    ".yarnrc.yml",
-    ".pgpass",
-    ".my.cnf",
-    ".vault-token",
-    ".password-store",
-    ".terraform.d",
-    ".gem/credentials",
-    ".cargo/credentials",
-    ".cargo/credentials.toml",
-    ".config/gh",
-    ".config/hub",
-    ".config/gcloud",
-    ".config/op",
-    ".config/git/credentials",
-    ".local/share/keyrings",
-    ".local/share/kwalletd",
-    ".mozilla",
-    ".thunderbird",
-    ".config/google-chrome",
-    ".config/chromium",
-    ".config/BraveSoftware",
-    ".config/microsoft-edge",
-    ".config/vivaldi",
-    ".bash_history",
-    ".zsh_history",
-    ".python_history",
-    ".psql_history",
-    ".mysql_history",
-    ".sqlite_history",
-    ".lesshst",
-    ".viminfo",
-)
-"""Places under the home directory hidden from sandboxed commands, always."""
-
-SEARCH_DEPTH = 3
-"""How many levels below the home the credential-name search looks (``~/a/b/name``)."""
-
-_SEARCH_BUDGET = 20_000
-"""Directory entries the search reads at most, so a huge home cannot stall a command."""
-
-_SKIP_DIRS = frozenset(
-    {".git", "node_modules", "site-packages", "dist-packages", "__pycache__", ".cache-pip"}
-)
-"""Directories the search does not enter: code, not credentials."""
 
 TOOLCHAIN_VARS = (
     "VIRTUAL_ENV",
@@ -134,31 +90,6 @@ TOOLCHAIN_VARS = (
 )
 """Host variables that say where the user's tools live; passed when set."""
 
-_WORD = re.compile(
-    r"(?:^|[^a-z])(?:api[_-]?keys?|keys?|tokens?|secrets?|credentials?|creds|passwords?|"
-    r"passwd|passphrases?|private)(?:[^a-z]|$)",
-    re.IGNORECASE,
-)
-_KEY_FILE = re.compile(
-    r"^id_(?:rsa|dsa|ecdsa|ed25519)(?:_sk)?$|\.(?:pem|key|p12|pfx|jks|keystore|kdbx|ppk|gpg|asc)$",
-    re.IGNORECASE,
-)
-_CODE = re.compile(
-    r"\.(?:py|pyc|pyi|js|mjs|cjs|ts|rs|go|rb|java|class|c|h|cc|cpp|hpp|so|dylib|a|o|"
-    r"md|rst|txt|html|css|1|gz)$",
-    re.IGNORECASE,
-)
-
-
-def looks_like_credential(name: str) -> bool:
-    """Whether a file or directory's name suggests it holds a credential.
-
-    Source files (``token.py`` is part of Python's standard library) never do.
-    """
-    if _KEY_FILE.search(name):
-        return True
-    return bool(_WORD.search(name)) and not _CODE.search(name)
-
 
 @dataclass(slots=True)
 class HostView:
@@ -194,24 +125,29 @@ def host_view(
     view = HostView()
     workspace = str(root)
     home = _home(env.get("HOME", ""), user)
-    denied: list[str] = []
+    own = own_places(os.path.realpath(env.get("HOME", "") or "/"), env)
     if home is not None:
         view.home = home
         view.env["HOME"] = home
         view.binds += ["--ro-bind", home, home]
-        denied = _credential_places(home, workspace)
+        denied = credential_places(home, workspace, (*CREDENTIAL_PLACES, *own))
+    else:
+        denied = [os.path.realpath(p) for p in own if os.path.exists(p)]
+        denied = [p for p in denied if not under(workspace, p)]
     shown = [home] if home else []
 
     def show(path: str) -> None:
         real = os.path.realpath(path)
-        if not os.path.isdir(real) or _under(real, workspace) or _within(real, shown):
+        if not os.path.isdir(real) or under(real, workspace) or within(real, shown):
             return
+        real = _toolchain_root(real, env, concealed) or real
         if not _user_may_enter(real, user):
             return  # bubblewrap, running as the user, could not bind it
-        if _within(real, denied) or not _within(real, list(concealed)):
+        if within(real, denied) or not within(real, list(concealed)):
             return  # denied, or already visible through the read-only root
         view.binds += ["--ro-bind", real, real]
         shown.append(real)
+        denied.extend(p for p in credential_places(real, workspace) if p not in denied)
 
     path = [p for p in env.get("PATH", "").split(os.pathsep) if os.path.isabs(p)]
     venv = _virtualenv(root, env)
@@ -238,6 +174,48 @@ def host_view(
             view.hides += ["--ro-bind", "/dev/null", place]
     view.hidden = denied
     return view
+
+
+_ROOT_VARS = (
+    "PYENV_ROOT",
+    "RBENV_ROOT",
+    "NODENV_ROOT",
+    "GOENV_ROOT",
+    "NVM_DIR",
+    "VOLTA_HOME",
+    "FNM_DIR",
+    "SDKMAN_DIR",
+    "BUN_INSTALL",
+    "RUSTUP_HOME",
+    "CARGO_HOME",
+)
+"""Variables naming a toolchain's whole installation, which its PATH entries need."""
+
+
+def _toolchain_root(entry: str, env: Mapping[str, str], concealed: tuple[str, ...]) -> str | None:
+    """The whole installation a PATH entry (or interpreter) inside a hidden place belongs
+    to, when it has one: pyenv's shims run ``$PYENV_ROOT/libexec/pyenv``, and its
+    interpreters live in ``$PYENV_ROOT/versions``, so binding the entry alone breaks it.
+
+    That is the directory a variable of ``_ROOT_VARS`` names, else the outermost
+    directory above the entry that carries its own ``libexec/<name>`` (``~/.pyenv``,
+    ``~/.rbenv``, ``~/.nodenv``). Never a hidden place itself (``/root``, ``/home``).
+    """
+    hidden = [os.path.realpath(c) for c in concealed]
+    for name in _ROOT_VARS:
+        value = env.get(name, "")
+        if os.path.isabs(value):
+            real = os.path.realpath(value)
+            if under(entry, real) and real not in hidden and os.path.isdir(real):
+                return real
+    found = None
+    current = os.path.dirname(entry)
+    while current not in ("/", *hidden) and within(current, hidden):
+        tool = os.path.basename(current).lstrip(".")
+        if tool and os.path.isfile(os.path.join(current, "libexec", tool)):
+            found = current
+        current = os.path.dirname(current)
+    return found
 
 
 def _home(home: str, user: tuple[int, int]) -> str | None:
@@ -274,56 +252,6 @@ def _user_may_enter(path: str, user: tuple[int, int]) -> bool:
         current, need = os.path.dirname(current), 0o1
 
 
-def _credential_places(home: str, workspace: str) -> list[str]:
-    """Host paths under ``home`` to hide: the fixed list, and credential-like names.
-
-    Symbolic links are followed to what they name, which is what gets hidden
-    (when it is under the home); names found inside the workspace are left to
-    it, unless they are in the fixed list or the workspace is the home itself.
-    """
-    found: list[str] = []
-
-    def add(path: str, fixed: bool) -> None:
-        real = os.path.realpath(path)
-        if not os.path.exists(real) or real in ("/", home) or real in found:
-            return
-        if _under(workspace, real):
-            return  # hiding it would hide the workspace too (~/secret-project/app)
-        in_project = workspace != home and _under(real, workspace)
-        if not fixed and (not _under(real, home) or in_project):
-            return
-        found.append(real)
-
-    for place in CREDENTIAL_PLACES:
-        add(os.path.join(home, place), True)
-    budget = _SEARCH_BUDGET
-    level = [home]
-    for _depth in range(SEARCH_DEPTH):
-        deeper: list[str] = []
-        for folder in level:
-            try:
-                entries = list(os.scandir(folder))
-            except OSError:
-                continue
-            budget -= len(entries)
-            for entry in entries:
-                if looks_like_credential(entry.name):
-                    add(entry.path, False)
-                    continue
-                try:
-                    is_dir = entry.is_dir(follow_symlinks=False)
-                except OSError:
-                    continue
-                if is_dir and entry.name not in _SKIP_DIRS and entry.path not in found:
-                    deeper.append(entry.path)
-            if budget <= 0:
-                break
-        if budget <= 0:
-            break
-        level = deeper
-    return [p for p in found if not _within(p, [q for q in found if q != p])]
-
-
 def _virtualenv(root: Path, env: Mapping[str, str]) -> str | None:
     """``$VIRTUAL_ENV`` when it is a virtualenv, else the workspace's ``.venv`` or ``venv``."""
     candidates = [env.get("VIRTUAL_ENV", "")]
@@ -350,11 +278,3 @@ def _venv_base(venv: str) -> str | None:
         if key.strip() == "home" and os.path.isabs(value.strip()):
             return os.path.dirname(os.path.realpath(value.strip()))
     return None
-
-
-def _under(path: str, parent: str) -> bool:
-    return path == parent or path.startswith(parent.rstrip("/") + "/")
-
-
-def _within(path: str, parents: list[str]) -> bool:
-    return any(_under(path, parent) for parent in parents)
