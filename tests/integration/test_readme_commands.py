@@ -121,27 +121,29 @@ def fixer(request: RecordedRequest) -> object:
 
 
 async def run_block(body: str, cwd: Path, env: dict[str, str]) -> tuple[int, str]:
-    proc = await asyncio.create_subprocess_exec(
-        "bash",
-        "-e",
-        "-c",
-        body,
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    try:
-        out, _ = await within(proc.communicate(), timeout=600, message="the README block")
-    finally:
-        if proc.returncode is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-        else:  # a server the block left running in the background
-            with_group(proc.pid, signal.SIGTERM)
+    """Run ``body`` with bash; its output goes to a file, since a server the block
+    starts in the background keeps any pipe open after the block ends."""
+    log = cwd.parent / f"block-{os.getpid()}-{id(body)}.log"
+    with log.open("wb") as sink:
+        proc = await asyncio.create_subprocess_exec(
+            "bash",
+            "-e",
+            "-c",
+            body,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            await within(proc.wait(), timeout=800, message="the README block")
+        finally:
+            # Whatever the block left running in the background (a server) goes too.
+            with_group(proc.pid, signal.SIGTERM if proc.returncode is not None else signal.SIGKILL)
     assert proc.returncode is not None
-    return proc.returncode, out.decode(errors="replace")
+    return proc.returncode, log.read_text(errors="replace")
 
 
 def with_group(pgid: int, sig: int) -> None:
@@ -182,6 +184,7 @@ def peak_rss_mb(pid_file: Path) -> float:
     return float(pid_file.read_text() or 0) / 1024
 
 
+@pytest.mark.timeout(900)
 async def test_the_llama_cpp_path_starts_within_memory_and_answers(
     gemma: Path, venv: Path, tmp_path: Path
 ) -> None:
@@ -196,9 +199,18 @@ async def test_the_llama_cpp_path_starts_within_memory_and_answers(
     )
     script = "\n".join([f"trap {shlex.quote(watch)} EXIT", *lines])
     project = failing_project(tmp_path)
-    env = {**environment(venv, tmp_path), "OMP_WAIT_POLICY": "PASSIVE"}
+    # A 270M model on two CPU cores: one short answer is enough to show the path
+    # works (the block itself is run unchanged; these are the user's own knobs).
+    env = {
+        **environment(venv, tmp_path),
+        "OMP_WAIT_POLICY": "PASSIVE",
+        "CLOVER_MAX_TOKENS": "32",
+        "CLOVER_MAX_TURNS": "1",
+    }
     code, out = await run_block(script, project, env)
-    assert code in (0, 1), out  # the model answered (a 270M model may not fix the test)
+    # The model answered (exit 4: the one request allowed was used; a 270M model
+    # is not expected to fix the test).
+    assert code in (0, 1, 4), out
     assert "cannot reach" not in out and "Traceback" not in out, out
     peak = peak_rss_mb(tmp_path / "peak")
     assert 0 < peak < 4096, f"llama_cpp.server peaked at {peak:.0f} MB"
