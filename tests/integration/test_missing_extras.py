@@ -50,9 +50,11 @@ def test_one_sentence_naming_the_extra(
     ckpt.mkdir()
     (ckpt / "config.json").write_text("{}")
     argv = [a.replace("{ckpt}", str(ckpt)) for a in args]
+    work = tmp_path / "work"  # beside the XDG folders: no workspace may hold them
+    work.mkdir()
     done = subprocess.run(
         [sys.executable, "-P", "-m", "clover_code", *argv],
-        cwd=tmp_path,
+        cwd=work,
         env=without(tmp_path, *missing),
         stdin=subprocess.DEVNULL,
         capture_output=True,
