@@ -27,6 +27,7 @@ def test_a_run_without_a_result_is_not_summarised_by_its_traceback(tmp_path: Pat
         tmp_path,
         {"PATH": "/usr/bin:/bin"},
         on_step=steps.append,
+        sandbox="bwrap",
         command=[sys.executable, "-c", CRASH],
     )
     assert steps == ["shell ls"]
@@ -45,6 +46,7 @@ def test_a_failed_run_with_a_result_gives_its_error(tmp_path: Path) -> None:
         tmp_path,
         {"PATH": "/usr/bin:/bin"},
         on_step=lambda _: None,
+        sandbox="bwrap",
         command=[sys.executable, "-c", script],
     )
     assert outcome.finished and outcome.exit_code == 3
