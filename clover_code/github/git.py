@@ -60,7 +60,10 @@ class Repo:
             cwd=self.root,
             env=env if env is not None else _plain_env(),
             capture_output=True,
-            text=True,
+            # File names may be any bytes: kept as surrogate escapes, which turn back
+            # into the same bytes when passed to git again.
+            encoding="utf-8",
+            errors="surrogateescape",
             check=False,
         )
         if done.returncode != 0:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from clover_code import protocol as p
-from clover_code.result import parse_stream_line
+from clover_code.result import TaskResult, parse_stream_line
 from tests.integration.test_headless_e2e import repo, run_clover  # noqa: F401
 from tests.tiny_model import build_tiny_checkpoint
 
@@ -43,13 +43,15 @@ async def test_a_task_on_the_local_engine_streams_blocks(
         home=tmp_path,
         extra_env={"CLOVER_MAX_TOKENS": "24"},
     )
-    assert code == 0, err
-    *events, _result = [parse_stream_line(line) for line in out.splitlines()]
+    # The answer is cut at 24 tokens: a limit, as any other (exit 4, max_tokens).
+    assert code == 4, err
+    *events, result = [parse_stream_line(line) for line in out.splitlines()]
+    assert isinstance(result, TaskResult) and result.exit_reason == "max_tokens"
     blocks = [e for e in events if isinstance(e, p.BlockCommitted)]
     # 24 tokens; block boundaries sit at multiples of 8 in the whole sequence.
     assert sum(b.token_count for b in blocks) == 24 and all(b.steps for b in blocks)
     finished = next(e for e in events if isinstance(e, p.TurnFinished))
-    assert finished.status == "completed"
+    assert finished.status == "completed" and finished.token_limit
     # The decoder chosen, and why, is said once at load; experts are counted per block.
     notices = [e.text for e in events if isinstance(e, p.Notice)]
     assert [n for n in notices if n.startswith("Decoding with")] == [

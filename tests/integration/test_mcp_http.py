@@ -87,7 +87,10 @@ async def test_tools_of_an_http_server(
         url=f"http://127.0.0.1:{port}{path}",
         headers={"Authorization": "Bearer ${CLOVER_TEST_UNSET_VAR}"},
     )
-    async with McpManager([good, bad, unset], root=tmp_path) as manager:
+    # The user vouches for shout being read-only (its own readOnlyHint is only a claim).
+    async with McpManager(
+        [good, bad, unset], root=tmp_path, read_only=["mcp__web__shout"]
+    ) as manager:
         tools = {t.name: t for t in manager.tools}
         assert set(tools) == {"mcp__web__shout", "mcp__web__add"}
         assert tools["mcp__web__shout"].kind == "read"
