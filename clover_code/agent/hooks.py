@@ -48,7 +48,7 @@ import os
 import re
 import shlex
 import signal
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -110,11 +110,14 @@ class HookRunner:
         transcript_path: Path,
         emit: Callable[[p.Event], None],
         programs: HostPrograms,
+        retrust: Callable[[str], Awaitable[bool]] | None = None,
     ) -> None:
         self.hooks = {event: list(configs) for event, configs in hooks.items() if configs}
         self.root = root
         self.programs = programs
         """The check every hook command passes before it runs."""
+        self.retrust = retrust
+        """Asks the user about a trusted script that changed (None: refuse)."""
         self.session_id = session_id
         self.transcript_path = transcript_path
         self.emit = emit
@@ -128,6 +131,7 @@ class HookRunner:
         transcript_path: Path,
         emit: Callable[[p.Event], None],
         programs: HostPrograms,
+        retrust: Callable[[str], Awaitable[bool]] | None = None,
     ) -> HookRunner | None:
         """A runner for a session, or None when no hook is configured."""
         if not any(hooks.values()):
@@ -139,6 +143,7 @@ class HookRunner:
             transcript_path=transcript_path,
             emit=emit,
             programs=programs,
+            retrust=retrust,
         )
 
     async def session_start(self, resumed: bool) -> str:
@@ -190,6 +195,10 @@ class HookRunner:
         if not argv:
             return _Run(None, "", "", "its command is empty")
         prepared = self.programs.prepare(argv)
+        changed = prepared.changed if isinstance(prepared, Refused) else None
+        # Checked again after the answer: bytes changed since the diff do not run.
+        if changed and self.retrust is not None and await self.retrust(changed):
+            prepared = self.programs.prepare(argv)
         if isinstance(prepared, Refused):
             return _Run(None, "", "", f"it was not run: {prepared.reason}.", refused=True)
         env = {**os.environ, "PATH": prepared.path_env, "CLOVER_PROJECT_DIR": str(self.root)}

@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -67,8 +67,9 @@ class HostPrograms:
     """Checks the programs the host runs against what the user trusted."""
 
     root: Path
-    trusted: Mapping[str, str] = field(default_factory=dict)
-    """Workspace scripts as trusted: relative path -> sha256."""
+    trusted: dict[str, str] = field(default_factory=dict)
+    """Workspace scripts as trusted: relative path -> sha256 (updated when the
+    user trusts a changed script: ``script_retrust``)."""
     user_dir: Path | None = None
     """The user's config folder, where relative paths of user commands resolve."""
     path_env: str = field(default_factory=lambda: os.environ.get("PATH", os.defpath))

@@ -34,6 +34,7 @@ from clover_code.agent.hooks import HookRunner
 from clover_code.agent.host_programs import HostPrograms, checked_servers
 from clover_code.agent.instructions import system_prompt
 from clover_code.agent.loop import Agent
+from clover_code.agent.script_retrust import ScriptRetrust, snapshot_bytes
 from clover_code.agent.session import (
     NOT_RECORDED,
     Session,
@@ -60,6 +61,7 @@ from clover_code.agent.workspace_check import refuse_workspace, workspace_refusa
 from clover_code.config import (
     ApprovalMode,
     Settings,
+    trust_store,
     user_config_path,
     user_data_dir,
     worktrees_dir,
@@ -329,8 +331,15 @@ async def _assemble(
             transcript.event(event.model_dump(mode="json"))
         emit(event)
 
+    asker = approver or QueueApprover(record_and_emit)
+    retrust = None
+    report = settings.project_trust
+    if approver is None and report is not None:  # a front end that can ask: the app
+        retrust = ScriptRetrust(
+            root, report, trust_store(), asker, programs, snapshot_bytes(root, programs.trusted)
+        ).ask
     hooks = HookRunner.create(
-        settings.hooks, root, session_id, transcript.path, record_and_emit, programs
+        settings.hooks, root, session_id, transcript.path, record_and_emit, programs, retrust
     )
     skills, skill_notes = load_skills(root, user_config_path().parent)
     startup_notices += skill_notes
@@ -352,7 +361,7 @@ async def _assemble(
             files=files or LocalFiles(),
         ),
         settings=settings,
-        approver=approver or QueueApprover(record_and_emit),
+        approver=asker,
         approval_mode=approval_mode,
         system_prompt=system_prompt(
             root,
