@@ -27,6 +27,7 @@ ExitReason = Literal[
     "output_schema",
     "usage_error",
     "no_engine",
+    "no_sandbox",
     "max_turns",
     "max_tokens",
     "timeout",
@@ -132,8 +133,9 @@ class TaskResult(_Frozen):
 
     exit_reason: ExitReason = "completed"
     """Why the run ended: completed, agent_error, output_schema (the answer never
-    matched --output-schema), usage_error, no_engine, max_turns, max_tokens (the final
-    answer was cut at the token limit), timeout or interrupted."""
+    matched --output-schema), usage_error, no_engine, no_sandbox (the sandbox asked for
+    cannot run), max_turns, max_tokens (the final answer was cut at the token limit),
+    timeout or interrupted."""
 
     warnings: list[Text]
     """Problems that did not stop the run (a failed --auto-commit, a sandbox notice)."""
