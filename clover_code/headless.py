@@ -292,6 +292,8 @@ async def _run_task(
         status, code, reason = "error", ExitCode.AGENT_ERROR, "output_schema"
     elif status == "success" and finished.token_limit:
         status, code, reason = "limit", ExitCode.LIMIT_REACHED, "max_tokens"
+    elif finished.blocked:
+        reason = "blocked"
     failure = session.engine_failure
     if status == "error" and failure is not None and failure.exit_code != ExitCode.AGENT_ERROR:
         # A refused key or a vanished model mid-task is "no engine", as at start.

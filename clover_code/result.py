@@ -26,6 +26,7 @@ ExitReason = Literal[
     "agent_error",
     "output_schema",
     "usage_error",
+    "blocked",
     "no_engine",
     "no_sandbox",
     "max_turns",
@@ -133,7 +134,8 @@ class TaskResult(_Frozen):
 
     exit_reason: ExitReason = "completed"
     """Why the run ended: completed, agent_error, output_schema (the answer never
-    matched --output-schema), usage_error, no_engine, no_sandbox (the sandbox asked for
+    matched --output-schema), usage_error, blocked (a UserPromptSubmit hook refused the
+    prompt; exit 1), no_engine, no_sandbox (the sandbox asked for
     cannot run), max_turns, max_tokens (the final answer was cut at the token limit),
     timeout or interrupted."""
 

@@ -247,6 +247,8 @@ class TurnFinished(_Event):
     model_requests: int = 0
     token_limit: bool = False
     """A completed turn's final answer stopped at the token limit (``max_tokens``): cut."""
+    blocked: bool = False
+    """A UserPromptSubmit hook refused the prompt: the model never saw it (status failed)."""
 
 
 class SubagentEvent(_Event):
