@@ -31,6 +31,7 @@ ExitReason = Literal[
     "no_sandbox",
     "max_turns",
     "max_tokens",
+    "output_limit",
     "timeout",
     "interrupted",
 ]
@@ -137,7 +138,8 @@ class TaskResult(_Frozen):
     matched --output-schema), usage_error, blocked (a UserPromptSubmit hook refused the
     prompt; exit 1), no_engine, no_sandbox (the sandbox asked for
     cannot run), max_turns, max_tokens (the final answer was cut at the token limit),
-    timeout or interrupted."""
+    output_limit (a batch task stopped for writing past --max-output), timeout or
+    interrupted."""
 
     warnings: list[Text]
     """Problems that did not stop the run (a failed --auto-commit, a sandbox notice)."""
