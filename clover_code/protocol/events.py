@@ -166,6 +166,9 @@ class UndoDone(_Event):
     possible when it was compacted or cleared since)."""
     what: RewindWhat = "both"
     """What was asked for: files restored, conversation cut back, or both."""
+    still_held: bool = False
+    """Files only: the conversation still holds the undone turns (it was not cut back,
+    compacted or cleared since)."""
 
 
 class DiffReport(_Event):
