@@ -35,6 +35,8 @@ def test_no_engine_configured_exits_3_with_help(
     code, out, err = run_cli(["-C", str(tmp_path), "--task", "hi"], capsys)
     assert code == 3
     assert "--base-url" in err and "Traceback" not in err
+    # one sentence: a single full stop, at the end
+    assert err.strip().count(". ") == 0 and err.strip().endswith("."), err
     assert out == ""
 
 
