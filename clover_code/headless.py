@@ -27,7 +27,7 @@ from clover_code import __version__
 from clover_code import protocol as p
 from clover_code.agent.open import RefuseApprover, Session, open_session
 from clover_code.config import Settings
-from clover_code.errors import CloverError, ExitCode, LimitReached
+from clover_code.errors import CloverError, ExitCode, LimitReached, SandboxUnavailable
 from clover_code.headless_record import RunRecord
 from clover_code.headless_render import OutputFormat, StreamJsonRenderer, TextRenderer, renderer
 from clover_code.output_schema import MAX_RETRIES, OutputSchema, answer_to_schema
@@ -97,6 +97,8 @@ def report_error(
         out.write(p.ErrorEvent(message=str(error), fatal=True).model_dump_json() + "\n")
     code = int(error.exit_code)
     status: ResultStatus = "limit" if code == ExitCode.LIMIT_REACHED else "error"
+    # Exit 3 is shared by "no engine" and "no sandbox"; the reason tells them apart.
+    reason: ExitReason | None = "no_sandbox" if isinstance(error, SandboxUnavailable) else None
     return _write_result(
         output_format,
         out,
@@ -106,6 +108,7 @@ def report_error(
             error=str(error),
             version=__version__,
             duration_s=_since(started),
+            reason=reason,
         ),
     )
 
@@ -289,6 +292,8 @@ async def _run_task(
         status, code, reason = "error", ExitCode.AGENT_ERROR, "output_schema"
     elif status == "success" and finished.token_limit:
         status, code, reason = "limit", ExitCode.LIMIT_REACHED, "max_tokens"
+    elif finished.blocked:
+        reason = "blocked"
     failure = session.engine_failure
     if status == "error" and failure is not None and failure.exit_code != ExitCode.AGENT_ERROR:
         # A refused key or a vanished model mid-task is "no engine", as at start.

@@ -26,9 +26,12 @@ ExitReason = Literal[
     "agent_error",
     "output_schema",
     "usage_error",
+    "blocked",
     "no_engine",
+    "no_sandbox",
     "max_turns",
     "max_tokens",
+    "output_limit",
     "timeout",
     "interrupted",
 ]
@@ -132,8 +135,11 @@ class TaskResult(_Frozen):
 
     exit_reason: ExitReason = "completed"
     """Why the run ended: completed, agent_error, output_schema (the answer never
-    matched --output-schema), usage_error, no_engine, max_turns, max_tokens (the final
-    answer was cut at the token limit), timeout or interrupted."""
+    matched --output-schema), usage_error, blocked (a UserPromptSubmit hook refused the
+    prompt; exit 1), no_engine, no_sandbox (the sandbox asked for
+    cannot run), max_turns, max_tokens (the final answer was cut at the token limit),
+    output_limit (a batch task stopped for writing past --max-output), timeout or
+    interrupted."""
 
     warnings: list[Text]
     """Problems that did not stop the run (a failed --auto-commit, a sandbox notice)."""

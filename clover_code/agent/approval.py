@@ -109,6 +109,8 @@ class ApprovalRequest:
     """The unified diff an edit would make (approvers with ``shows_diff``)."""
     preview: EditPreview | None = None
     """The same change as whole-file text, before and after."""
+    mode_allows: bool = False
+    """The approval mode alone would allow the call: a rule's check could not clear it."""
 
 
 class Approver(Protocol):
@@ -139,6 +141,16 @@ class RefuseApprover:
                     f"{request.name} needs approval, which headless mode cannot ask for; "
                     "the user can allow the host with [permissions.allow] "
                     f'{request.name} = ["HOST"] or rerun with --approval full-auto.'
+                ),
+            )
+        if request.mode_allows:
+            # A looser mode would not help: the rules, not the mode, hold the call back.
+            return Decision(
+                allowed=False,
+                feedback=(
+                    f"{request.name} needs approval, which headless mode cannot ask for, "
+                    "because a deny rule exists and this call cannot be checked against it; "
+                    "the user can run it by hand or rewrite it so that it can be checked."
                 ),
             )
         flag = "full-auto" if request.kind == "execute" else "auto-edit"

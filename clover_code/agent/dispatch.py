@@ -289,6 +289,7 @@ class ToolDispatcher:
                 protected=ruling.protected,
                 diff=preview.diff if preview else None,
                 preview=preview,
+                mode_allows=self.approval_mode == "full-auto" and not ruling.protected,
             )
         )
         if answer.allowed:

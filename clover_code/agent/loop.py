@@ -178,7 +178,7 @@ class Agent:
         """A prompt a UserPromptSubmit hook refused: the model never sees it."""
         self.emit(p.TurnStarted(turn=self.turn, text=text))
         self.emit(p.ErrorEvent(message=f"a UserPromptSubmit hook refused the prompt: {reason}"))
-        finished = p.TurnFinished(turn=self.turn, status="failed")
+        finished = p.TurnFinished(turn=self.turn, status="failed", blocked=True)
         self.emit(finished)
         return finished
 

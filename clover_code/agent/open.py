@@ -265,6 +265,7 @@ async def _assemble(
     if choice is None:
         choice = await _open_sandbox(settings, root, emit, opened)
     messages: list[dict[str, Any]] = []
+    moved: str | None = None
     if resume is not None:
         transcript = Transcript.reopen(resume)  # locked first: nobody appends while it loads
         try:
@@ -273,6 +274,10 @@ async def _assemble(
             transcript.close()
             raise
         session_id = str(loaded.meta["id"])
+        started_in = loaded.meta.get("cwd")
+        if isinstance(started_in, str) and Path(started_in) != root:
+            # Its files and commands now act on this directory, not the one it began in.
+            moved = f"session {session_id} began in {started_in}; it continues here, in {root}."
         messages = loaded.messages
         if loaded.interrupted:
             transcript.history(messages)  # the calls' "interrupted" results, for good
@@ -285,7 +290,7 @@ async def _assemble(
     opened.add("transcript", transcript.close)
 
     spill = OutputSpill(transcript.path.with_suffix(".outputs"), settings.output_limit)
-    startup_notices: list[str] = []
+    startup_notices: list[str] = [moved] if moved else []
     checkpoints, held, notes = await asyncio.to_thread(
         open_checkpoints,
         root,

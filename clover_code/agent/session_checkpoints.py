@@ -84,7 +84,18 @@ async def undo(
         emit(p.ErrorEvent(message=str(exc)))
         return
     forgotten = op.what == "both" and turn is not None and forget(turn)
-    emit(p.UndoDone(turns=turns, files=files, turn=turn, forgotten=forgotten, what=op.what))
+    # The newest ``turns`` turns of the conversation start at ``turn`` only if it holds them.
+    held = turn is not None and turn_back is not None and turn_back(turns) == turn
+    emit(
+        p.UndoDone(
+            turns=turns,
+            files=files,
+            turn=turn,
+            forgotten=forgotten,
+            what=op.what,
+            still_held=op.what == "files" and held,
+        )
+    )
 
 
 async def show_diff(store: CheckpointStore | None, emit: Emit) -> None:

@@ -98,8 +98,9 @@ def _headless_args(args: argparse.Namespace) -> list[str]:
     return forwarded
 
 
-def summary(records: list[BatchRecord], skipped: int) -> str:
-    """The table printed at the end."""
+def summary(records: list[BatchRecord], skipped: int, stopped: int = 0) -> str:
+    """The table printed at the end: ``skipped`` tasks were done by an earlier run,
+    ``stopped`` ones were left unfinished by Ctrl+C (counted as interrupted)."""
     counts = Counter(r.outcome for r in records)
     tested = [r for r in records if r.tests_passed is not None]
     rows = [
@@ -109,7 +110,7 @@ def summary(records: list[BatchRecord], skipped: int) -> str:
         ("output limit", counts["output_limit"]),
         ("timed out", counts["timeout"]),
         ("crashed", counts["crashed"]),
-        ("interrupted", counts["interrupted"]),
+        ("interrupted", counts["interrupted"] + stopped),
         ("tests passed", f"{sum(1 for r in tested if r.tests_passed)}/{len(tested)}"),
         ("skipped (done before)", skipped),
     ]
@@ -169,7 +170,8 @@ def main(argv: list[str]) -> int:
             f"interrupted: {progress.done} finished task(s) are kept in {out}; "
             "run the same command again to go on.\n"
         )
-        sys.stderr.write(summary(progress.records, len(todo) - progress.done))
+        stopped = len(todo) - progress.done
+        sys.stderr.write(summary(progress.records, len(tasks) - len(todo), stopped))
         return int(ExitCode.INTERRUPTED)
     sys.stderr.write(summary(progress.records, len(tasks) - len(todo)))
     return 0

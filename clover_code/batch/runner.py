@@ -20,6 +20,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from clover_code import __version__
 from clover_code.batch.launch import ColdLauncher, Launcher, WarmLauncher
 from clover_code.batch.output import OutputBudget
 from clover_code.batch.tasks import BatchTask
@@ -30,7 +31,7 @@ from clover_code.batch.workspace import (
     run_sandboxed,
     stop_group,
 )
-from clover_code.result import ResultStatus, TaskResult
+from clover_code.result import ResultStatus, ResultUsage, TaskResult
 
 Outcome = Literal[
     "completed", "failed", "limit", "output_limit", "timeout", "crashed", "interrupted"
@@ -193,11 +194,10 @@ async def run_one(
     prompt.write_text(task.task, encoding="utf-8")
     code, result, over = await _headless(prompt, work, transcript, log, options, launcher)
     if over:
-        return record(
-            "output_limit",
-            f"stopped after writing more than {options.max_output:,} bytes of output.",
-            result,
-        )
+        why = f"stopped after writing more than {options.max_output:,} bytes of output."
+        if result is None:
+            result = _stopped_result(why, transcript, time.monotonic() - started)
+        return record("output_limit", why, result)
     if result is None:
         if code is None:
             return record("timeout", f"killed after {options.task_timeout:g} s without a result.")
@@ -265,6 +265,25 @@ async def _headless(
         budget.cut_torn_line(transcript)
     code = proc.returncode if done else None
     return code, _last_result(transcript), budget.exceeded.is_set()
+
+
+def _stopped_result(error: str, transcript: Path, duration_s: float) -> TaskResult:
+    """The result of a run the batch stopped before it printed its own."""
+    return TaskResult(
+        status="limit",
+        exit_code=4,
+        exit_reason="output_limit",
+        result="",
+        error=error,
+        warnings=[],
+        session_id=None,
+        transcript=str(transcript),
+        version=__version__,
+        duration_s=round(duration_s, 3),
+        turns=0,
+        tool_calls=0,
+        usage=ResultUsage(),
+    )
 
 
 def _last_result(transcript: Path) -> TaskResult | None:

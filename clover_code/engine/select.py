@@ -16,14 +16,11 @@ if TYPE_CHECKING:
     from clover_code.engine.hf import HFOptions
 
 NO_ENGINE_HELP = (
-    "No model engine is configured. Point clover-code at an OpenAI-compatible server with "
-    "--base-url (or CLOVER_BASE_URL, or base_url in .clover/config.toml), for example an "
-    "SGLang server started with `python -m sglang.launch_server --model-path <Clover checkpoint> "
-    "--tool-call-parser qwen3_coder --reasoning-parser qwen3` (then --base-url "
-    "http://localhost:30000/v1), a llama.cpp server (`llama-server -m model.gguf`, then "
-    "--base-url http://localhost:8080/v1), or any hosted endpoint with --api-key. "
-    "On a machine with a CUDA GPU, --engine sglang --model-path <checkpoint> runs Clover "
-    "in-process."
+    "No model engine is configured: pass --base-url with the /v1 address of an "
+    "OpenAI-compatible server (for example http://localhost:30000/v1 for SGLang started with "
+    "`--tool-call-parser qwen3_coder --reasoning-parser qwen3`, http://localhost:8080/v1 "
+    "for llama.cpp's llama-server, or a hosted endpoint with --api-key), or on a CUDA "
+    "machine --engine sglang --model-path <checkpoint> to run Clover in-process."
 )
 
 

@@ -76,6 +76,8 @@ def build_server(
     server = MCPServer(
         "clover-code",
         version=__version__,
+        # INFO would put a line per model request (httpx) on the client's stderr.
+        log_level="WARNING",
         instructions=(
             "clover-code is a coding agent. run_task gives it a task in a directory and "
             "returns its answer and the patch it made; continue_session goes on with a "

@@ -166,6 +166,9 @@ class UndoDone(_Event):
     possible when it was compacted or cleared since)."""
     what: RewindWhat = "both"
     """What was asked for: files restored, conversation cut back, or both."""
+    still_held: bool = False
+    """Files only: the conversation still holds the undone turns (it was not cut back,
+    compacted or cleared since)."""
 
 
 class DiffReport(_Event):
@@ -247,6 +250,8 @@ class TurnFinished(_Event):
     model_requests: int = 0
     token_limit: bool = False
     """A completed turn's final answer stopped at the token limit (``max_tokens``): cut."""
+    blocked: bool = False
+    """A UserPromptSubmit hook refused the prompt: the model never saw it (status failed)."""
 
 
 class SubagentEvent(_Event):

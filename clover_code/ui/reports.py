@@ -73,7 +73,8 @@ def undo_text(event: p.UndoDone) -> str:
     if event.what == "conversation":
         return f"Cut the conversation back to before {which}; the files stay as they are."
     if event.what == "files":
-        return f"Restored {files} as before {which}; the conversation still holds {those}."
+        held = "still holds" if event.still_held else "no longer holds"
+        return f"Restored {files} as before {which}; the conversation {held} {those}."
     if event.forgotten:
         return f"Undid {which}: restored {files}, and removed {those} from the conversation."
     return (

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import signal
 import subprocess
 from pathlib import Path
@@ -241,6 +242,9 @@ async def interrupt_a_batch(server: ScriptedServer, repo: Path, tmp_path: Path, 
     assert proc.returncode == 130, err.decode()
     assert [r["id"] for r in lines(results)] == ["quick"]
     assert "run the same command again" in err.decode()
+    # the summary counts the stopped task as interrupted, none as done before
+    assert re.search(r"^ +interrupted +1$", err.decode(), re.M), err.decode()
+    assert re.search(r"^ +skipped \(done before\) +0$", err.decode(), re.M), err.decode()
     # the stopped task's headless process went away with it
     assert await server.wait_for_disconnect()
     return err.decode()

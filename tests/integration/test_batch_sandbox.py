@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from clover_code.result import TaskResult
 from tests.integration.sse_server import (
     MODELS_PATH,
     RecordedRequest,
@@ -121,6 +122,9 @@ async def test_a_task_past_its_output_limit_is_stopped_and_the_batch_goes_on(
     records = {r["id"]: r for r in lines(tmp_path / "out" / "results.jsonl")}
     assert records["spam"]["outcome"] == "output_limit"
     assert "more than 262,144 bytes" in records["spam"]["error"]
+    stopped = TaskResult.model_validate(records["spam"]["result"])
+    assert (stopped.status, stopped.exit_code, stopped.exit_reason) == ("limit", 4, "output_limit")
+    assert stopped.error == records["spam"]["error"]
     assert records["fine"]["outcome"] == "completed"
     transcript = (tmp_path / "out" / records["spam"]["transcript"]).read_bytes()
     assert 0 < len(transcript) <= 262_144

@@ -241,6 +241,7 @@ async def test_user_prompt_submit_refuses_the_prompt(
     assert code == 1
     _events, result = events_of(out)
     assert result.status == "error" and "prompts may not mention secrets" in (result.error or "")
+    assert (result.exit_code, result.exit_reason) == (1, "blocked")
     assert scripted_server.chat_requests == []
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
 from tests.integration.sse_server import ScriptedServer, sse_response
 from tests.integration.stream_shapes import SGLangStream
@@ -98,6 +99,23 @@ async def test_run_a_task_then_continue_the_session(
     # The continued session carried the first task's conversation.
     texts = [m.get("content") for m in scripted_server.chat_requests[2].json()["messages"]]
     assert "create hello.txt" in str(texts)
+
+
+async def test_requests_leave_no_library_log_lines_on_stderr(
+    scripted_server: ScriptedServer, repo: Path, tmp_path: Path
+) -> None:
+    scripted_server.enqueue(sglang(lambda s: s.content("Nothing to do.")))
+    params = _params(scripted_server, tmp_path, "--sandbox", "none")
+    errlog = tmp_path / "server-stderr.txt"
+    with errlog.open("w") as err_file:
+        async with Client(stdio_client(params, errlog=err_file)) as client:
+            done = await client.call_tool(
+                "run_task", {"prompt": "look", "cwd": str(repo), "sandbox": "none"}
+            )
+            assert not done.is_error, done
+    err = errlog.read_text()
+    assert len(scripted_server.chat_requests) == 1
+    assert "HTTP Request" not in err and "INFO" not in err, err
 
 
 async def test_a_bad_directory_is_one_sentence(

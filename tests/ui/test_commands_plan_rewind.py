@@ -165,6 +165,26 @@ async def test_fork_continues_in_a_copy_and_keeps_the_original(
         assert original.read_bytes() == saved
 
 
+async def test_rewind_files_after_the_conversation_says_it_is_gone(
+    repo: Path, settings: Settings
+) -> None:
+    edit = {"path": "calc.py", "old_string": "return a - b", "new_string": "return a + b"}
+    backend = ScriptedBackend([tool_response(("edit_file", edit)), text_response("Fixed.")])
+    app = scripted_app(backend, repo, settings, approval="full-auto")
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.started is not None)
+        await type_and_send(pilot, "fix add")
+        await until(pilot, lambda: "Fixed." in answers(app) and not app.turn_running)
+        await type_and_send(pilot, "/rewind 1 conversation")
+        await until(pilot, lambda: "Cut the conversation" in notes(app))
+        app.composer.input.clear()
+        await type_and_send(pilot, "/rewind 1 files")
+        await until(pilot, lambda: "Restored" in notes(app))
+        assert "return a - b" in (repo / "calc.py").read_text()
+        assert "the conversation no longer holds that turn" in notes(app)
+        assert "still holds" not in notes(app)
+
+
 @pytest.mark.parametrize(
     ("key", "restored", "cut"),
     [("f", True, False), ("c", False, True), ("b", True, True)],

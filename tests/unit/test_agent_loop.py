@@ -50,6 +50,27 @@ def assert_valid_conversation(messages: list[dict[str, Any]]) -> None:
     assert not pending
 
 
+async def test_resume_from_another_directory_says_so(
+    make_settings: Callable[..., Settings], repo: Path, tmp_path: Path
+) -> None:
+    settings = make_settings()
+    first = await open_session(settings, ScriptedBackend([text_response("hi")]), repo, [])
+    await first.run_turn("hello")
+    await first.close()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    events: list[p.Event] = []
+    backend = ScriptedBackend([text_response("again")])
+    second = await open_session(settings, backend, elsewhere, events, resume=first.transcript.path)
+    await second.close()
+    texts = [n.text for n in of_type(events, p.Notice)]
+    assert f"session {first.id} began in {repo}; it continues here, in {elsewhere}." in texts
+    same: list[p.Event] = []
+    third = await open_session(settings, backend, repo, same, resume=first.transcript.path)
+    await third.close()
+    assert not any("began in" in n.text for n in of_type(same, p.Notice))
+
+
 async def test_text_answer_streams_blocks_and_is_recorded(
     make_settings: Callable[..., Settings], repo: Path
 ) -> None:

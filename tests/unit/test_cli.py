@@ -35,6 +35,8 @@ def test_no_engine_configured_exits_3_with_help(
     code, out, err = run_cli(["-C", str(tmp_path), "--task", "hi"], capsys)
     assert code == 3
     assert "--base-url" in err and "Traceback" not in err
+    # one sentence: a single full stop, at the end
+    assert err.strip().count(". ") == 0 and err.strip().endswith("."), err
     assert out == ""
 
 
@@ -43,6 +45,23 @@ def test_no_engine_in_json_formats(tmp_path: Path, capsys: pytest.CaptureFixture
         ["-C", str(tmp_path), "--task", "hi", "--output-format", "stream-json"], capsys
     )
     assert code == 3 and '"type":"error"' in out and '"fatal":true' in out
+
+
+def test_sandbox_that_cannot_run_has_its_own_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A Docker socket that does not exist: the sandbox asked for cannot run.
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-docker.sock")
+    argv = ["-C", str(tmp_path), "--task", "hi", "--sandbox", "docker"]
+    argv += ["--base-url", "http://127.0.0.1:9/v1", "--output-format", "json"]
+    code, out, _ = run_cli(argv, capsys)
+    result = TaskResult.model_validate_json(out)
+    assert (code, result.exit_code, result.exit_reason) == (3, 3, "no_sandbox")
+    assert result.error is not None and "--sandbox docker cannot run" in result.error
+
+
+def test_result_schema_lists_no_sandbox(capsys: pytest.CaptureFixture[str]) -> None:
+    assert "no_sandbox" in str(TaskResult.model_json_schema())
 
 
 def test_malformed_repo_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -65,6 +65,16 @@ async def test_the_issue_example_does_not_delete_the_file(
     assert "value for x" in finished.result  # the reason names the construct
 
 
+async def test_eval_under_a_deny_rule_in_full_auto_says_what_is_wrong(
+    make_settings: Callable[..., Settings], repo: Path
+) -> None:
+    settings = make_settings(sandbox="none", permissions={"deny": {"shell": ["rm *"]}})
+    finished = await run_shell(settings, repo, "full-auto", "eval 'touch made'")
+    assert finished.status == "denied" and not (repo / "made").exists()
+    assert "a deny rule exists and this call cannot be checked" in finished.result
+    assert "--approval full-auto" not in finished.result
+
+
 async def test_without_rules_full_auto_really_runs_it(
     make_settings: Callable[..., Settings], repo: Path
 ) -> None:
