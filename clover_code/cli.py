@@ -100,7 +100,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_setting_flags(task, TASK_FLAGS)
     resume = task.add_mutually_exclusive_group()
-    resume.add_argument("--resume", nargs="?", const="", metavar="ID", help="resume a session")
+    resume.add_argument(
+        "--resume",
+        nargs="?",
+        const="",
+        metavar="ID",
+        help="resume session ID (or a unique prefix); without ID, the latest in this repository",
+    )
     resume.add_argument(
         "--continue",
         dest="continue_",

@@ -39,14 +39,19 @@ def events_schema() -> dict[str, Any]:
 SCHEMAS = {"result": result_schema, "events": events_schema}
 
 
-def main(argv: list[str]) -> int:
-    """Print the chosen schema as JSON."""
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``clover-code schema``."""
     parser = argparse.ArgumentParser(
         prog="clover-code schema",
         description="Print the JSON Schema of headless output: the --output-format json "
         "result, or one line of --output-format stream-json.",
     )
     parser.add_argument("which", choices=tuple(SCHEMAS), help="result or events")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    """Print the chosen schema as JSON."""
+    args = build_parser().parse_args(argv)
     sys.stdout.write(json.dumps(SCHEMAS[args.which](), indent=2) + "\n")
     return 0
