@@ -4,9 +4,11 @@ A block marked ``<!-- readme-test: NAME -->`` on the line before its fence is
 extracted from README.md (and every page under docs/) and run with bash, line
 by line as a user would type it. What a test machine has instead of the
 user's is substituted, and only that: the model server's URL (a scripted
-loopback server), the values of the ``MODEL=`` and ``PORT=`` lines (the small
-GGUF model the tests already use, a free port), and ``your-project`` /
-``./clover-code`` as folders of a scratch directory. ``pip`` is a virtual
+loopback server), the values of the ``MODEL=``, ``MODEL_DIR=`` and ``PORT=``
+lines (the small GGUF model the tests already use, a tiny checkpoint of Clover's
+architecture family, a free port), the fixed ports of the ``web`` and ``serve``
+blocks (free ones), and ``your-project`` / ``./clover-code`` as folders of a
+scratch directory. ``pip`` is a virtual
 environment's over the installed dependencies, so installing touches nothing
 outside it.
 """
@@ -15,15 +17,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
+import pty
 import re
 import shlex
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+import termios
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.integration.llama_peer import PeerMissing, free_port, gemma_model_path
@@ -57,7 +64,7 @@ def marked_blocks() -> dict[str, tuple[Path, str]]:
 
 
 def test_the_runnable_blocks_are_all_tested() -> None:
-    assert set(marked_blocks()) == {"quickstart", "llama"}
+    assert set(marked_blocks()) == {"quickstart", "llama", "sandbox", "web", "serve", "acp"}
 
 
 @pytest.fixture(scope="module")
@@ -146,6 +153,51 @@ async def run_block(body: str, cwd: Path, env: dict[str, str]) -> tuple[int, str
     return proc.returncode, log.read_text(errors="replace")
 
 
+async def run_in_terminal(body: str, cwd: Path, env: dict[str, str]) -> tuple[int, str]:
+    """Run ``body`` with its output on a terminal (a pty), as a user typing it sees it."""
+    master, slave = pty.openpty()
+    attrs = termios.tcgetattr(slave)
+    attrs[1] &= ~termios.ONLCR  # keep the program's own line endings
+    termios.tcsetattr(slave, termios.TCSANOW, attrs)
+    proc = await asyncio.create_subprocess_exec(
+        "bash",
+        "-e",
+        "-c",
+        body,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=slave,
+        stderr=slave,
+        start_new_session=True,
+    )
+    os.close(slave)
+    chunks: list[bytes] = []
+    loop = asyncio.get_running_loop()
+
+    def read() -> None:
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # EIO: every writer has closed the terminal
+                return
+            if not data:
+                return
+            chunks.append(data)
+
+    try:
+        await within(
+            asyncio.gather(proc.wait(), loop.run_in_executor(None, read)),
+            timeout=120,
+            message="the README block",
+        )
+    finally:
+        os.close(master)
+        with_group(proc.pid, signal.SIGKILL)
+    assert proc.returncode is not None
+    return proc.returncode, b"".join(chunks).decode(errors="replace")
+
+
 def with_group(pgid: int, sig: int) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pgid, sig)
@@ -214,3 +266,109 @@ async def test_the_llama_cpp_path_starts_within_memory_and_answers(
     assert "cannot reach" not in out and "Traceback" not in out, out
     peak = peak_rss_mb(tmp_path / "peak")
     assert 0 < peak < 4096, f"llama_cpp.server peaked at {peak:.0f} MB"
+
+
+@contextlib.asynccontextmanager
+async def running_block(
+    body: str, cwd: Path, env: dict[str, str]
+) -> AsyncIterator[tuple[asyncio.subprocess.Process, Path]]:
+    """A block that keeps running (a server): started, handed over, then stopped."""
+    log = cwd / f"block-{os.getpid()}.log"
+    with log.open("wb") as sink:
+        proc = await asyncio.create_subprocess_exec(
+            "bash",
+            "-e",
+            "-c",
+            body,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        yield proc, log
+    finally:
+        with_group(proc.pid, signal.SIGTERM)
+        try:
+            await asyncio.wait_for(proc.wait(), 15)
+        except TimeoutError:
+            with_group(proc.pid, signal.SIGKILL)
+            await proc.wait()
+
+
+async def poll(check: Callable[[], Awaitable[bool]], what: str, seconds: float = 180) -> None:
+    deadline = time.monotonic() + seconds
+    while not await check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"waited {seconds:g} s for {what}")
+        await asyncio.sleep(0.3)
+
+
+async def test_sandbox_build_and_status_run_as_written(venv: Path, tmp_path: Path) -> None:
+    _, body = marked_blocks()["sandbox"]
+    project = failing_project(tmp_path)
+    code, out = await run_block(body, project, environment(venv, tmp_path))
+    assert code == 0, out
+    assert "clover-code-sandbox:" in out and "--sandbox auto" in out, out
+
+
+async def test_acp_answers_initialize(
+    scripted_server: ScriptedServer, venv: Path, tmp_path: Path
+) -> None:
+    _, body = marked_blocks()["acp"]
+    body = body.replace("http://localhost:30000/v1", scripted_server.base_url)
+    project = failing_project(tmp_path)
+    code, out = await run_in_terminal(body, project, environment(venv, tmp_path))
+    assert code == 0, out
+    answer = json.loads(next(line for line in out.splitlines() if line.startswith("{")))
+    assert answer["id"] == 0 and answer["result"]["protocolVersion"] == 1, out
+
+
+async def test_web_serves_the_printed_url(
+    scripted_server: ScriptedServer, venv: Path, tmp_path: Path
+) -> None:
+    _, body = marked_blocks()["web"]
+    port = free_port()
+    body = body.replace("--port 8000", f"--port {port}")
+    body = body.replace("http://localhost:30000/v1", scripted_server.base_url)
+    project = failing_project(tmp_path)
+    async with running_block(body, project, environment(venv, tmp_path)) as (_, log):
+        printed: list[str] = []
+
+        async def url_printed() -> bool:
+            printed[:] = re.findall(r"open (http://\S+)", log.read_text(errors="replace"))
+            return bool(printed)
+
+        await poll(url_printed, "the web front end to print its URL")
+        async with httpx.AsyncClient() as client:
+            page = await client.get(printed[0])
+            assert page.status_code == 200
+        async with httpx.AsyncClient() as stranger:  # no token and no cookie: no page
+            assert (await stranger.get(printed[0].split("?")[0])).status_code == 403
+
+
+async def test_serve_answers_with_its_key(venv: Path, tmp_path: Path) -> None:
+    from tests.tiny_model import build_tiny_checkpoint
+
+    _, body = marked_blocks()["serve"]
+    checkpoint = tmp_path / "my-checkpoint"
+    build_tiny_checkpoint(checkpoint)
+    port = free_port()
+    body = re.sub(r"^MODEL_DIR=.*$", f"MODEL_DIR={checkpoint}", body, flags=re.MULTILINE)
+    body = body.replace("--port 8001", f"--port {port}")
+    project = failing_project(tmp_path)
+    async with running_block(body, project, environment(venv, tmp_path)):
+        url = f"http://127.0.0.1:{port}/v1/models"
+        async with httpx.AsyncClient() as client:
+
+            async def answers() -> bool:
+                try:
+                    got = await client.get(url, headers={"Authorization": "Bearer local-key"})
+                except httpx.HTTPError:
+                    return False
+                return got.status_code == 200
+
+            await poll(answers, "clover-code serve to answer")
+            assert (await client.get(url)).status_code == 401
