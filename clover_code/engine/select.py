@@ -36,14 +36,28 @@ def _resolved_engine(settings: Settings) -> str | None:
 
 
 def _untrusted_address(settings: Settings) -> str:
-    """The trust notice, when the project's own server address was ignored for want of
-    trust (it would get the code and the user's API key), so the user sees why."""
+    """A clause for the no-engine sentence when the project's own server address was
+    ignored for want of trust (it would get the code and the user's API key)."""
     report = settings.project_trust
-    notice = report.notice() if report is not None else None
-    ignored = report is not None and any(
-        item.startswith("base_url ") for f in report.untrusted() for item in f.loosening
+    if report is None:
+        return ""
+    ignored = [
+        f"{f.path} sets {item}"
+        for f in report.untrusted()
+        for item in f.loosening
+        if item.startswith("base_url ")
+    ]
+    if not ignored:
+        return ""
+    return (
+        f"; {ignored[0]}, ignored until you trust that file (review it, then run once "
+        "with --trust-project)"
     )
-    return f" {notice}" if notice and ignored else ""
+
+
+def _one_sentence(text: str, clause: str) -> str:
+    """``text`` (one sentence) with ``clause`` added before its full stop."""
+    return text.removesuffix(".") + clause + "."
 
 
 def is_local(settings: Settings) -> bool:
@@ -55,12 +69,15 @@ def build_backend(settings: Settings) -> Backend:
     """The backend for ``settings.engine``, or ``EngineUnavailable`` saying what to do."""
     engine = _resolved_engine(settings)
     if engine is None:
-        raise EngineUnavailable(NO_ENGINE_HELP + _untrusted_address(settings))
+        raise EngineUnavailable(_one_sentence(NO_ENGINE_HELP, _untrusted_address(settings)))
     if engine == "remote":
         if not settings.base_url:
             raise EngineUnavailable(
-                "--engine remote needs a server address: pass --base-url URL "
-                "(or set CLOVER_BASE_URL)." + _untrusted_address(settings)
+                _one_sentence(
+                    "--engine remote needs a server address: pass --base-url URL "
+                    "(or set CLOVER_BASE_URL).",
+                    _untrusted_address(settings),
+                )
             )
         from clover_code.engine.remote import OpenAIBackend
 

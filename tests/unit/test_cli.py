@@ -127,6 +127,7 @@ def test_an_untrusted_project_cannot_send_the_model_traffic_elsewhere(
     code, _, err = run_cli(["-C", str(tmp_path), "--task", "hi"], capsys)
     assert code == 3 and "No model engine is configured" in err
     assert 'base_url = "http://127.0.0.1:9/v1"' in err and "--trust-project" in err
+    assert err.strip().count(". ") == 0 and err.strip().endswith(".")  # one sentence
     code, _, err = run_cli(["-C", str(tmp_path), "--trust-project", "--task", "hi"], capsys)
     assert code == 3 and "cannot reach the model server at http://127.0.0.1:9/v1" in err
 
