@@ -128,27 +128,10 @@ def fixer(request: RecordedRequest) -> object:
 
 
 async def run_block(body: str, cwd: Path, env: dict[str, str]) -> tuple[int, str]:
-    """Run ``body`` with bash; its output goes to a file, since a server the block
-    starts in the background keeps any pipe open after the block ends."""
-    log = cwd.parent / f"block-{os.getpid()}-{id(body)}.log"
-    with log.open("wb") as sink:
-        proc = await asyncio.create_subprocess_exec(
-            "bash",
-            "-e",
-            "-c",
-            body,
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        try:
-            await within(proc.wait(), timeout=800, message="the README block")
-        finally:
-            # Whatever the block left running in the background (a server) goes too.
-            with_group(proc.pid, signal.SIGTERM if proc.returncode is not None else signal.SIGKILL)
+    """Run ``body`` to its end; what it left running in the background (a server) is
+    stopped after it."""
+    async with running_block(body, cwd, env) as (proc, log):
+        await within(proc.wait(), timeout=800, message="the README block")
     assert proc.returncode is not None
     return proc.returncode, log.read_text(errors="replace")
 
@@ -272,8 +255,11 @@ async def test_the_llama_cpp_path_starts_within_memory_and_answers(
 async def running_block(
     body: str, cwd: Path, env: dict[str, str]
 ) -> AsyncIterator[tuple[asyncio.subprocess.Process, Path]]:
-    """A block that keeps running (a server): started, handed over, then stopped."""
-    log = cwd / f"block-{os.getpid()}.log"
+    """A block started with bash, handed over, then stopped with whatever it started.
+
+    Its output goes to a file beside ``cwd``: a server the block starts in the
+    background would keep a pipe open after the block ends."""
+    log = cwd.parent / f"block-{os.getpid()}-{id(body)}.log"
     with log.open("wb") as sink:
         proc = await asyncio.create_subprocess_exec(
             "bash",
