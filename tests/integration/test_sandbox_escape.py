@@ -30,6 +30,10 @@ from clover_code.tools.sandbox.output import omitted_bytes
 from tests.integration.sandbox_fixtures import KINDS, Space, assert_alive, open_sandbox
 from tests.waiting import PATIENCE, async_wait_until, env_flag, in_ci, need_program, within
 
+# Per-process markers: two copies of the suite may run at once on one machine,
+# and the host-wide process checks must only see this run's processes.
+_RUN = f"{os.getpid():07d}"
+
 pytestmark = pytest.mark.integration
 
 
@@ -223,22 +227,22 @@ async def test_env_shows_no_host_secret(
 @pytest.mark.parametrize("kind", KINDS)
 async def test_sleep_forever_returns_after_the_timeout(sandbox: Sandbox) -> None:
     result = await within(
-        sandbox.exec("sleep 1000.125", timeout=2), message="the timed-out command to return"
+        sandbox.exec(f"sleep 1000.125{_RUN}", timeout=2), message="the timed-out command to return"
     )
     assert result.timed_out and result.exit_code is None
-    await _assert_gone(sandbox, "1000.125")
+    await _assert_gone(sandbox, f"1000.125{_RUN}")
     await assert_alive(sandbox)
 
 
 @pytest.mark.parametrize("kind", KINDS)
 async def test_background_child_holding_stdout_cannot_hang_the_call(sandbox: Sandbox) -> None:
     result = await within(
-        sandbox.exec("(sleep 999.125 &); sleep 1000.375", timeout=2),
+        sandbox.exec(f"(sleep 999.125{_RUN} &); sleep 1000.375{_RUN}", timeout=2),
         message="the timed-out command to return despite its child holding stdout",
     )
     assert result.timed_out
-    await _assert_gone(sandbox, "999.125")
-    await _assert_gone(sandbox, "1000.375")
+    await _assert_gone(sandbox, f"999.125{_RUN}")
+    await _assert_gone(sandbox, f"1000.375{_RUN}")
     await assert_alive(sandbox)
 
 

@@ -23,6 +23,10 @@ from clover_code.tools.sandbox.docker_setup import LABEL
 from tests.integration.sandbox_fixtures import KINDS, Space, assert_alive, open_sandbox
 from tests.waiting import PATIENCE, async_wait_until, wait_until, within
 
+# Per-process markers: two copies of the suite may run at once on one machine,
+# and the host-wide process checks must only see this run's processes.
+_RUN = f"{os.getpid():07d}"
+
 pytestmark = pytest.mark.integration
 
 
@@ -111,23 +115,25 @@ async def test_commands_run_as_the_user_never_root(
 @pytest.mark.parametrize("kind", KINDS)
 async def test_timeout_kills_the_command(sandbox: Sandbox) -> None:
     result = await within(
-        sandbox.exec("echo begun; sleep 1000.0625", timeout=1.5),
+        sandbox.exec(f"echo begun; sleep 1000.0625{_RUN}", timeout=1.5),
         message="the timed-out command to return",
     )
     assert result.timed_out and result.exit_code is None
     assert result.output.startswith("begun")
-    await _assert_no_process(sandbox, "1000.0625")
+    await _assert_no_process(sandbox, f"1000.0625{_RUN}")
     await assert_alive(sandbox)
 
 
 @pytest.mark.parametrize("kind", KINDS)
 async def test_cancellation_kills_the_command(sandbox: Sandbox, space: Space) -> None:
-    task = asyncio.create_task(sandbox.exec("touch started; sleep 1000.5", timeout=PATIENCE * 2))
+    task = asyncio.create_task(
+        sandbox.exec(f"touch started; sleep 1000.5{_RUN}", timeout=PATIENCE * 2)
+    )
     await async_wait_until((space.root / "started").exists, message="the command to start")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await within(task, message="the cancelled call to return")
-    await _assert_no_process(sandbox, "1000.5")
+    await _assert_no_process(sandbox, f"1000.5{_RUN}")
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -143,18 +149,18 @@ async def test_long_output_is_capped_head_and_tail(sandbox: Sandbox) -> None:
 @pytest.mark.parametrize("kind", KINDS)
 async def test_background_holding_output_is_stopped(sandbox: Sandbox) -> None:
     # Waiting for the background sleep would end in the timeout instead.
-    result = await sandbox.exec("(sleep 1000.25 &); echo quick", timeout=PATIENCE)
+    result = await sandbox.exec(f"(sleep 1000.25{_RUN} &); echo quick", timeout=PATIENCE)
     assert not result.timed_out
     assert result.exit_code == 0 and result.output.startswith("quick\n")
-    await _assert_no_process(sandbox, "1000.25")
+    await _assert_no_process(sandbox, f"1000.25{_RUN}")
 
 
 @pytest.mark.docker
 @pytest.mark.parametrize("kind", ["docker"])
 async def test_docker_background_job_with_redirected_output_lives_on(sandbox: Sandbox) -> None:
-    result = await sandbox.exec("sleep 1000.75 > /dev/null 2>&1 &", timeout=30)
+    result = await sandbox.exec(f"sleep 1000.75{_RUN} > /dev/null 2>&1 &", timeout=30)
     assert result.exit_code == 0
-    assert "1000.75" in (await sandbox.exec("ps -eo args", timeout=30)).output
+    assert f"1000.75{_RUN}" in (await sandbox.exec("ps -eo args", timeout=30)).output
 
 
 # -- Docker container lifecycle -------------------------------------------------
