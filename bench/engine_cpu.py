@@ -30,9 +30,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch
 
-from clover_code.engine.diffusion import Block, BlockDiffusion, Controls, DecodeOptions
-from clover_code.engine.diffusion.forward import HFForward
-from clover_code.engine.diffusion.state import CacheCheckpoint
+from clover_code.engine.local.diffusion import Block, BlockDiffusion, Controls, DecodeOptions
+from clover_code.engine.local.diffusion.forward import HFForward
+from clover_code.engine.local.diffusion.state import CacheCheckpoint
 from tests.tiny_model import ScriptedLogits, build_tiny_checkpoint, peaked
 
 BLOCK = 32
@@ -180,7 +180,7 @@ def _expert_selection(prompt: list[int]) -> None:
     """(e): experts touched and time per step, expert selection on (0.9) vs off."""
     from transformers import AutoModelForCausalLM
 
-    from clover_code.engine.diffusion.experts import ExpertRouting, find_routers
+    from clover_code.engine.local.diffusion.experts import ExpertRouting, find_routers
 
     with tempfile.TemporaryDirectory() as tmp:
         path = build_tiny_checkpoint(Path(tmp) / "wide", experts=256, top_k=8, router_scale=100.0)

@@ -8,10 +8,10 @@ from typing import Any
 
 import torch
 
-from clover_code.engine.diffusion import BlockDiffusion, Controls, DecodeOptions
-from clover_code.engine.diffusion.experts import ExpertRouting, find_routers
-from clover_code.engine.diffusion.forward import HFForward
-from clover_code.engine.diffusion.state import CacheCheckpoint
+from clover_code.engine.local.diffusion import BlockDiffusion, Controls, DecodeOptions
+from clover_code.engine.local.diffusion.experts import ExpertRouting, find_routers
+from clover_code.engine.local.diffusion.forward import HFForward
+from clover_code.engine.local.diffusion.state import CacheCheckpoint
 
 MASS = 0.9
 

@@ -41,7 +41,7 @@ sys.path.insert(0, str(_ROOT))
 
 from clover_code.engine.base import ChatRequest, ToolSpec  # noqa: E402
 from clover_code.engine.events import Failed, Usage  # noqa: E402
-from clover_code.engine.remote import OpenAIBackend  # noqa: E402
+from clover_code.engine.remote.backend import OpenAIBackend  # noqa: E402
 from tests.integration.sse_server import (  # noqa: E402
     RecordedRequest,
     ScriptedResponse,

@@ -40,10 +40,10 @@ _ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(_ROOT))
 
 from clover_code import protocol as p  # noqa: E402
-from clover_code.agent.approval import RefuseApprover  # noqa: E402
 from clover_code.agent.open import open_with_backend  # noqa: E402
-from clover_code.config import load_settings  # noqa: E402
-from clover_code.engine.remote import OpenAIBackend  # noqa: E402
+from clover_code.agent.permissions.approval import RefuseApprover  # noqa: E402
+from clover_code.config.settings import load_settings  # noqa: E402
+from clover_code.engine.remote.backend import OpenAIBackend  # noqa: E402
 from tests.integration.sse_server import (  # noqa: E402
     MODELS_PATH,
     Pause,

@@ -52,7 +52,7 @@ from textual.containers import VerticalScroll  # noqa: E402
 from textual.message import Message  # noqa: E402
 from textual.widgets import Input, Markdown, TextArea  # noqa: E402
 
-from clover_code.config import load_settings  # noqa: E402
+from clover_code.config.settings import load_settings  # noqa: E402
 from clover_code.engine import events as ev  # noqa: E402
 from clover_code.engine.base import ChatRequest  # noqa: E402
 from clover_code.ui.widgets.answer import Answer, render_plain  # noqa: E402

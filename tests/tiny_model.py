@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from clover_code.engine.diffusion.forward import ModelForward
+from clover_code.engine.local.diffusion.forward import ModelForward
 
 SPECIAL_TOKENS = [
     "<|endoftext|>",
@@ -216,7 +216,7 @@ def script_text(backend: Any, text: str) -> None:
     original = backend._producer
 
     def producer(request: Any) -> Any:
-        from clover_code.engine.diffusion.chat import render_prompt
+        from clover_code.engine.local.diffusion.chat import render_prompt
 
         backend._prompt_len = len(render_prompt(backend.tokenizer, request))
         return original(request)

@@ -33,8 +33,8 @@ from clover_code.acp.terminal import EditorTerminal
 from clover_code.acp.updates import EventMapper, stop_reason
 from clover_code.agent.engines import Engines
 from clover_code.agent.open import CustomCommand, LoadedSession, Session, open_session, verdict
-from clover_code.config import ApprovalMode, Settings
-from clover_code.telemetry import observed
+from clover_code.config.settings import ApprovalMode, Settings
+from clover_code.telemetry.spans import observed
 from clover_code.tools.base import ToolKind
 
 __all__ = ["MODES", "LiveSession"]

@@ -26,7 +26,7 @@ from acp.agent.connection import AgentSideConnection
 
 from clover_code.acp.agent import CloverAgent
 from clover_code.acp.transport import LineTransport, stdio_pipes
-from clover_code.cli_flags import (
+from clover_code.config.flags import (
     ENGINE_FLAGS,
     Flag,
     FlagSpec,
@@ -80,8 +80,8 @@ def main(argv: list[str]) -> int:
         level=logging.WARNING, stream=sys.stderr, format="clover-code acp: %(message)s"
     )
     try:
-        from clover_code.agent.open import find_root
-        from clover_code.config import load_settings
+        from clover_code.config.settings import load_settings
+        from clover_code.fs.workspace_root import find_root
 
         load_settings(cli, repo_root=find_root(Path.cwd())[0])
     except CloverError as exc:

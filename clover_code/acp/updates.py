@@ -83,7 +83,7 @@ Update = (
 ToolContent = ContentToolCallContent | FileEditToolCallContent | TerminalToolCallContent
 
 TOKEN_LIMIT_NOTICE = "the response hit the token limit."
-"""The loop's notice when a response stopped at ``max_tokens`` (see ``agent/respond.py``)."""
+"""The loop's notice when a response stopped at ``max_tokens`` (see ``agent/turn/respond.py``)."""
 
 OUTPUT_INTERVAL = 0.25
 """Seconds between live command-output updates of one call."""

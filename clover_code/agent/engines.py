@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 
-from clover_code.config import Settings
+from clover_code.config.settings import Settings
 from clover_code.engine.base import Backend, ChatRequest
 from clover_code.engine.events import EngineEvent, Failed
+from clover_code.engine.local.shared import SharedBackend
 from clover_code.engine.select import build_backend, is_local, open_backend
-from clover_code.engine.shared import SharedBackend
 from clover_code.errors import EngineError
 
 __all__ = ["Engines", "WatchedBackend", "build_backend"]

@@ -18,8 +18,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clover_code import protocol as p
-from clover_code.agent.agent_defs import agents_prompt, load_agents
-from clover_code.agent.approval import (
+from clover_code.agent.checkpoints.run_patch import RunPatch
+from clover_code.agent.checkpoints.session import open_checkpoints
+from clover_code.agent.checkpoints.workspace_check import refuse_workspace, workspace_refusal
+from clover_code.agent.engines import Engines, WatchedBackend
+from clover_code.agent.extensions.agent_defs import agents_prompt, load_agents
+from clover_code.agent.extensions.commands import CustomCommand, load_commands
+from clover_code.agent.extensions.hooks import HookRunner
+from clover_code.agent.extensions.host_programs import HostPrograms, checked_servers
+from clover_code.agent.extensions.script_retrust import ScriptRetrust, snapshot_bytes
+from clover_code.agent.extensions.skills import load_skills, skills_prompt
+from clover_code.agent.extensions.subagents import SubagentRunner
+from clover_code.agent.extensions.task_tool import TaskTool
+from clover_code.agent.fork import fork_session
+from clover_code.agent.permissions.approval import (
     ApprovalRequest,
     Approver,
     Decision,
@@ -27,28 +39,15 @@ from clover_code.agent.approval import (
     RefuseApprover,
     verdict,
 )
-from clover_code.agent.commands import CustomCommand, load_commands
-from clover_code.agent.engines import Engines, WatchedBackend
-from clover_code.agent.fork import fork_session
-from clover_code.agent.hooks import HookRunner
-from clover_code.agent.host_programs import HostPrograms, checked_servers
-from clover_code.agent.instructions import system_prompt
-from clover_code.agent.loop import Agent
-from clover_code.agent.script_retrust import ScriptRetrust, snapshot_bytes
 from clover_code.agent.session import (
     NOT_RECORDED,
     Session,
     bulky_child_event,
     caused,
-    find_root,
     repo_map_for,
 )
-from clover_code.agent.session_checkpoints import open_checkpoints
 from clover_code.agent.session_list import SessionInfo, iter_infos, list_sessions
-from clover_code.agent.skills import load_skills, skills_prompt
 from clover_code.agent.steps import Steps
-from clover_code.agent.subagents import SubagentRunner
-from clover_code.agent.task_tool import TaskTool
 from clover_code.agent.transcript import (
     INTERRUPTED,
     LoadedSession,
@@ -57,8 +56,9 @@ from clover_code.agent.transcript import (
     load,
     new_session_id,
 )
-from clover_code.agent.workspace_check import refuse_workspace, workspace_refusal
-from clover_code.config import (
+from clover_code.agent.turn.instructions import system_prompt
+from clover_code.agent.turn.loop import Agent
+from clover_code.config.settings import (
     ApprovalMode,
     Settings,
     trust_store,
@@ -69,6 +69,7 @@ from clover_code.config import (
 from clover_code.engine.base import Backend
 from clover_code.engine.select import open_backend
 from clover_code.errors import SandboxUnavailable
+from clover_code.fs.workspace_root import find_root
 from clover_code.redact import redact
 from clover_code.tools.base import ToolContext
 from clover_code.tools.fileio import FileAccess, LocalFiles
@@ -93,10 +94,10 @@ __all__ = [
     "FileAccess",
     "LoadedSession",
     "RefuseApprover",
+    "RunPatch",
     "Sandbox",
     "Session",
     "SessionInfo",
-    "find_root",
     "find_session",
     "fork_session",
     "iter_infos",

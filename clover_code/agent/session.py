@@ -15,29 +15,29 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from clover_code import protocol as p
-from clover_code.agent.approval import QueueApprover
-from clover_code.agent.checkpoints import CheckpointError, CheckpointStore
-from clover_code.agent.commands import CustomCommand, ExpandedPrompt, prepare, read_rule
-from clover_code.agent.loop import Agent
-from clover_code.agent.session_checkpoints import (
+from clover_code.agent.checkpoints.session import (
     auto_commit,
     checkpoints_answer,
     held_notice,
     show_diff,
     undo,
 )
-from clover_code.agent.skills import Skill, load_skills
+from clover_code.agent.checkpoints.store import CheckpointError, CheckpointStore
+from clover_code.agent.extensions.commands import CustomCommand, ExpandedPrompt, prepare, read_rule
+from clover_code.agent.extensions.skills import Skill, load_skills
+from clover_code.agent.extensions.subagents import SubagentRunner
+from clover_code.agent.permissions.approval import QueueApprover
 from clover_code.agent.steps import Step, run_all
-from clover_code.agent.subagents import SubagentRunner
 from clover_code.agent.transcript import Transcript, TranscriptError
-from clover_code.config import Settings, user_config_path, user_data_dir
+from clover_code.agent.turn.loop import Agent
+from clover_code.config.settings import Settings, user_config_path, user_data_dir
 from clover_code.engine.base import Backend
 from clover_code.errors import CloverError, EngineError
 from clover_code.repomap import RepoMap
 from clover_code.tools.sandbox.base import Sandbox
 
 if TYPE_CHECKING:
-    from clover_code.result_patch import RunPatch
+    from clover_code.agent.checkpoints.run_patch import RunPatch
     from clover_code.tools.mcp import McpManager
 
 CAUSE: ContextVar[str | None] = ContextVar("clover_op_id", default=None)
@@ -63,34 +63,6 @@ NOT_RECORDED = frozenset(
 def bulky_child_event(event: p.Event) -> bool:
     """A child agent's event of a kind that is not recorded for the parent either."""
     return isinstance(event, p.SubagentEvent) and event.event.type in NOT_RECORDED
-
-
-def find_root(cwd: Path) -> tuple[Path, bool]:
-    """The workspace root (the git top level, else ``cwd``) and whether it is a git repo.
-
-    Found as git finds it, by walking up to the first folder whose ``.git`` is a
-    repository (a directory with ``HEAD`` and objects) or a ``gitdir:`` pointer
-    (a worktree or submodule), without starting a program.
-    """
-    start = cwd.resolve()
-    for folder in (start, *start.parents):
-        if _marks_repository(folder / ".git"):
-            return folder, True
-    return start, False
-
-
-def _marks_repository(dot: Path) -> bool:
-    try:
-        if dot.is_dir():
-            return (dot / "HEAD").is_file() and (
-                (dot / "objects").is_dir() or (dot / "commondir").is_file()
-            )
-        if dot.is_file():
-            with dot.open("rb") as fh:
-                return fh.read(8) == b"gitdir: "
-    except OSError:
-        pass
-    return False
 
 
 REPO_MAP_WAIT = 10.0
@@ -174,7 +146,7 @@ class Session:
     async def patch(self) -> RunPatch:
         """What the agent changed in the workspace this session, as a patch (headless's
         result); empty when checkpoints are off."""
-        from clover_code.result_patch import run_patch
+        from clover_code.agent.checkpoints.run_patch import run_patch
 
         return await run_patch(self.checkpoints)
 

@@ -1,1 +1,2 @@
-"""``clover-code batch``: many headless tasks, each in its own clone, N at a time."""
+"""``clover-code batch``: many headless tasks, each in its own clone, N at a time, with the
+warm start that forks a loaded process for each (``zygote``)."""

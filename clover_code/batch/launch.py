@@ -1,5 +1,5 @@
 """How a batch starts ``clover-code`` for a task: a fresh interpreter each time
-(``ColdLauncher``), or a fork of the warm process of ``clover_code.zygote``
+(``ColdLauncher``), or a fork of the warm process of ``clover_code.batch.zygote``
 (``WarmLauncher``), which spares each task the interpreter's start and the
 loading of clover-code. Both give a process its own session (the batch
 signals its group), stdin from /dev/null, and either pipes for its stdout and
@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
-from clover_code.parent_tie import ENV
+from clover_code.proc.parent_tie import ENV
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +32,7 @@ MAX_MESSAGE = 1 << 20
 def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment of a task's processes: ours and ``extra`` (secrets such as the
     API key travel here, never on a command line that ``ps`` shows), plus the request
-    to stop when this batch dies (``clover_code.parent_tie``)."""
+    to stop when this batch dies (``clover_code.proc.parent_tie``)."""
     return {**os.environ, **(extra or {}), ENV: str(os.getpid())}
 
 
@@ -119,7 +119,7 @@ async def _pipe_reader(loop: asyncio.AbstractEventLoop, fd: int) -> asyncio.Stre
 
 
 class WarmLauncher:
-    """Forks of one warm process (``clover_code.zygote``); see ``open``."""
+    """Forks of one warm process (``clover_code.batch.zygote``); see ``open``."""
 
     def __init__(
         self,
@@ -145,7 +145,7 @@ class WarmLauncher:
                 sys.executable,
                 "-P",
                 "-m",
-                "clover_code.zygote",
+                "clover_code.batch.zygote",
                 str(theirs.fileno()),
                 pass_fds=(theirs.fileno(),),
                 stdin=asyncio.subprocess.DEVNULL,

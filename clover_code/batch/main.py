@@ -20,7 +20,7 @@ _FORWARDED = ("engine", "base_url", "model", "model_path", "block_size", "sandbo
 
 def build_parser() -> argparse.ArgumentParser:
     """The batch command's interface."""
-    from clover_code.cli_flags import add_engine_arguments
+    from clover_code.config.flags import add_engine_arguments
 
     parser = argparse.ArgumentParser(
         prog="clover-code batch",

@@ -31,7 +31,7 @@ from clover_code.batch.workspace import (
     run_sandboxed,
     stop_group,
 )
-from clover_code.result import ResultStatus, ResultUsage, TaskResult
+from clover_code.outcome.result import ResultStatus, ResultUsage, TaskResult
 
 Outcome = Literal[
     "completed", "failed", "limit", "output_limit", "timeout", "crashed", "interrupted"

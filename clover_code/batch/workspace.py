@@ -1,6 +1,6 @@
 """A batch task's own workspace: a clone of its repository at its base commit.
 
-Cloning and checkout go through ``clover_code.gitsafe`` (no hooks, filters or
+Cloning and checkout go through ``clover_code.git.safe`` (no hooks, filters or
 other programs the repository configures). A local repository is cloned
 without hard links, so nothing the agent does reaches the original.
 """
@@ -15,9 +15,8 @@ import shutil
 import signal
 from pathlib import Path
 
-from clover_code.agent.shadow_store import last_line
 from clover_code.batch.launch import Launcher, Proc
-from clover_code.gitsafe import run_git
+from clover_code.git.safe import last_line, run_git
 
 
 class WorkspaceError(Exception):

@@ -9,7 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from clover_code.cli_flags import ENGINE_FLAGS, add_engine_arguments, flag_values, setting_names
+from clover_code.config.flags import ENGINE_FLAGS, add_engine_arguments, flag_values, setting_names
 from clover_code.doctor.report import print_json, print_table
 
 __all__ = ["main"]
@@ -34,10 +34,10 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     """Run every check and print the report."""
     args = _parser().parse_args(argv)
-    from clover_code.agent.session import find_root
-    from clover_code.config import user_config_path
+    from clover_code.config.settings import user_config_path
     from clover_code.doctor.local import gpu_checks, python_checks, sandbox_checks
     from clover_code.doctor.server import config_checks, server_checks
+    from clover_code.fs.workspace_root import find_root
 
     cwd = (args.cd or Path.cwd()).resolve()
     if not cwd.is_dir():

@@ -41,7 +41,7 @@ def _shown(url: str) -> str:
 
 def config_checks(root: Path, user_config: Path, flags: dict[str, Any]) -> tuple[list[Check], Any]:
     """The config files (they parse, what the project's trust decided) and the settings."""
-    from clover_code.config import load_settings
+    from clover_code.config.settings import load_settings
 
     checks: list[Check] = []
     if user_config.is_file():
@@ -98,7 +98,7 @@ def server_checks(settings: Any) -> list[Check]:
 
 
 async def _probe(base_url: str, model: str, key: str | None, window: int) -> list[Check]:
-    from clover_code.engine.remote_endpoint import api_root, pick_model
+    from clover_code.engine.remote.endpoint import api_root, pick_model
 
     root = api_root(base_url)
     headers = {"Authorization": f"Bearer {key}"} if key else {}

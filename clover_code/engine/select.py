@@ -8,12 +8,12 @@ from collections.abc import Callable
 from dataclasses import fields
 from typing import TYPE_CHECKING
 
-from clover_code.config import Settings
+from clover_code.config.settings import Settings
 from clover_code.engine.base import Backend
 from clover_code.errors import EngineUnavailable, missing_extra
 
 if TYPE_CHECKING:
-    from clover_code.engine.hf import HFOptions
+    from clover_code.engine.local.hf import HFOptions
 
 NO_ENGINE_HELP = (
     "No model engine is configured: pass --base-url with the /v1 address of an "
@@ -79,7 +79,7 @@ def build_backend(settings: Settings) -> Backend:
                     _untrusted_address(settings),
                 )
             )
-        from clover_code.engine.remote import OpenAIBackend
+        from clover_code.engine.remote.backend import OpenAIBackend
 
         return OpenAIBackend(
             settings.base_url,
@@ -99,14 +99,14 @@ def build_backend(settings: Settings) -> Backend:
         )
     if engine == "hf":
         try:
-            from clover_code.engine.hf import HFBackend
+            from clover_code.engine.local.hf import HFBackend
 
             options = hf_options(settings)
         except ModuleNotFoundError as exc:
             raise missing_extra(exc, "--engine hf") from None
         return HFBackend(settings.model_path, options)
     if engine == "sglang":
-        from clover_code.engine.sglang_backend import SGLangBackend, SGLangOptions
+        from clover_code.engine.local.sglang import SGLangBackend, SGLangOptions
 
         return SGLangBackend(
             settings.model_path,
@@ -126,8 +126,8 @@ def build_backend(settings: Settings) -> Backend:
 
 def hf_options(settings: Settings) -> HFOptions:
     """The hf engine's options from the settings (explicit decoding controls included)."""
-    from clover_code.engine.diffusion.controls import Controls
-    from clover_code.engine.hf import HFOptions
+    from clover_code.engine.local.diffusion.controls import Controls
+    from clover_code.engine.local.hf import HFOptions
 
     names = [f.name for f in fields(Controls) if hasattr(settings, f.name)]
     explicit = {n: getattr(settings, n) for n in names if getattr(settings, n) is not None}
@@ -163,7 +163,7 @@ async def open_backend(settings: Settings, notice: Callable[[str], None] | None 
                 "checkpoint takes a few minutes."
             )
         if engine == "hf":
-            from clover_code.engine.local_worker import in_daemon_thread
+            from clover_code.engine.local.worker import in_daemon_thread
 
             backend = await in_daemon_thread(lambda: build_backend(settings))
         else:

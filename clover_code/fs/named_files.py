@@ -9,7 +9,7 @@ config that names them.
 ``words`` is deliberately generous (every token of the command, quoted or
 not, ``bash -c`` bodies included): it decides what the trust fingerprint
 covers, and covering a file too many only makes trust stricter. The exact
-check before each run (``clover_code.agent.host_programs``) reads the command
+check before each run (``clover_code.agent.extensions.host_programs``) reads the command
 with the shell parser and refuses any workspace file this fingerprint missed.
 """
 

@@ -13,7 +13,7 @@ __all__ = ["main"]
 
 def build_parser() -> argparse.ArgumentParser:
     """The mcp-server command's flags: the engine flags of the main command."""
-    from clover_code.cli_flags import add_engine_arguments
+    from clover_code.config.flags import add_engine_arguments
 
     parser = argparse.ArgumentParser(
         prog="clover-code mcp-server",
@@ -55,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     """Run the server until the client closes stdin."""
     args = build_parser().parse_args(argv)
-    from clover_code.cli_flags import ENGINE_FLAGS, flag_values, setting_names
+    from clover_code.config.flags import ENGINE_FLAGS, flag_values, setting_names
     from clover_code.mcp_server.roots import Roots
     from clover_code.mcp_server.server import build_server
 

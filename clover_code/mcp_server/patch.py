@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from clover_code.gitsafe import git_argv, git_env
+from clover_code.git.safe import git_argv, git_env
 
 __all__ = ["patch_between", "tree_of"]
 

@@ -33,11 +33,11 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel, Field
 
 from clover_code import __version__
-from clover_code.config import Settings
+from clover_code.config.settings import Settings
+from clover_code.config.trust import looser_approval
 from clover_code.errors import CloverError, ExitCode
 from clover_code.mcp_server.patch import patch_between, tree_of
 from clover_code.mcp_server.roots import Roots
-from clover_code.trust import looser_approval
 
 __all__ = ["TaskOutcome", "build_server"]
 
@@ -162,8 +162,9 @@ def _prepare(
     flags: dict[str, Any], cwd: str, session_id: str | None, roots: Roots
 ) -> _Call | TaskOutcome:
     """The call's settings and workspace, or the outcome saying why it cannot run."""
-    from clover_code.agent.open import find_root, find_session, load
-    from clover_code.config import load_settings
+    from clover_code.agent.open import find_session, load
+    from clover_code.config.settings import load_settings
+    from clover_code.fs.workspace_root import find_root
 
     try:
         resume: Path | None = None
@@ -188,8 +189,8 @@ def _prepare(
 async def _run(call: _Call, prompt: str, seconds: float) -> TaskOutcome:
     """Run the call's task, ending within ``seconds`` (its time limit, made shorter
     to leave room for closing the session and making the patch)."""
-    from clover_code.headless import run_task
-    from clover_code.result import TaskResult
+    from clover_code.headless.run import run_task
+    from clover_code.outcome.result import TaskResult
 
     limit = max(1.0, seconds - CALL_GRACE_S) if seconds > 2 * CALL_GRACE_S else seconds / 2
     if call.settings.timeout is not None:

@@ -5,7 +5,7 @@ A front end sends ``Op`` values (what the user asks for) and receives
 a ``type`` field, so the JSONL written by ``--output-format stream-json`` is
 this stream and can be read back with ``EVENT_ADAPTER`` (there each text is
 sent once: block and turn-end events leave theirs out, and a final ``result``
-line from ``clover_code/result.py`` follows the events).
+line from ``clover_code/outcome/result.py`` follows the events).
 
 This package imports nothing else of clover-code. ``ops`` holds the operations,
 ``events`` the events (both built on ``base``) and ``tool_display`` the typed

@@ -219,7 +219,7 @@ class ErrorEvent(_Event):
 
 
 class HookRan(_Event):
-    """A hook program ran (``clover_code.agent.hooks``); a blocked or failed one
+    """A hook program ran (``clover_code.agent.extensions.hooks``); a blocked or failed one
     is also reported as a warning ``Notice``."""
 
     type: Literal["hook_ran"] = "hook_ran"

@@ -18,8 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from clover_code.cli_flags import SERVE_FLAGS, add_setting_flags, flag_values, setting_names
-from clover_code.config import load_settings
+from clover_code.config.flags import SERVE_FLAGS, add_setting_flags, flag_values, setting_names
+from clover_code.config.settings import load_settings
 from clover_code.errors import CloverError, UsageError, missing_extra
 
 __all__ = ["main"]
@@ -43,7 +43,7 @@ def main(argv: list[str]) -> int:
     flags = flag_values(args, setting_names(SERVE_FLAGS))
     flags.setdefault("engine", "hf")
     try:
-        from clover_code.agent.open import find_root
+        from clover_code.fs.workspace_root import find_root
 
         settings = load_settings(flags, repo_root=find_root(Path.cwd())[0])
         report = settings.project_trust

@@ -12,7 +12,7 @@ over a project server of the same name. Problems never stop the session:
 each becomes one notice sentence and the server (or the whole file, when it
 is not valid JSON) is skipped. Project servers come from the repository, so
 they are marked ``project`` and started only when the user trusts them: the
-exact content of the ``.mcp.json`` was trusted (``clover_code.trust``), or
+exact content of the ``.mcp.json`` was trusted (``clover_code.config.trust``), or
 the user's own config says ``mcp_project = "trust"``. The file is hashed as
 it is read here, so a file changed since the settings were loaded (by a
 sandboxed command, say) is untrusted again.
@@ -30,9 +30,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from clover_code.config import McpServerConfig, Settings
+from clover_code.config.settings import McpServerConfig, Settings
+from clover_code.config.trust import MCP_FILE, digest
 from clover_code.protocol.json_text import JSONLimitError, loads_bounded
-from clover_code.trust import MCP_FILE, digest
 
 __all__ = ["PROJECT_FILE", "DeclaredServer", "declared_servers", "read_project_servers"]
 

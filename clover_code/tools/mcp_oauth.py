@@ -30,7 +30,7 @@ from mcp.shared.auth import (
 )
 from pydantic import AnyUrl
 
-from clover_code.config import user_data_dir
+from clover_code.config.settings import user_data_dir
 
 __all__ = ["CallbackListener", "FileTokenStorage", "oauth_provider"]
 

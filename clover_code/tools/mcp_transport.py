@@ -22,7 +22,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from clover_code.config import McpServerConfig
+from clover_code.config.settings import McpServerConfig
 
 __all__ = ["MissingVariable", "describe", "open_transport"]
 

@@ -19,7 +19,7 @@ from clover_code.tools.todo import TodoTool
 from clover_code.tools.write_file import WriteFileTool
 
 if TYPE_CHECKING:
-    from clover_code.config import Settings
+    from clover_code.config.settings import Settings
 
 __all__ = ["default_tools"]
 

@@ -28,7 +28,7 @@ DEFAULT_BUDGET = 2048
 
 def default_cache_path() -> Path:
     """Where the repo map cache lives: the user data dir, shared by all workspaces."""
-    from clover_code.config import user_data_dir
+    from clover_code.config.settings import user_data_dir
 
     return user_data_dir() / "repomap.sqlite3"
 

@@ -1,4 +1,4 @@
-"""The ``skill`` tool: load a skill's instructions (see ``clover_code.agent.skills``)."""
+"""The ``skill`` tool: load a skill's instructions (see ``clover_code.agent.extensions.skills``)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ __all__ = ["LoadedSkill", "SkillArgs", "SkillTool"]
 
 
 class LoadedSkill(Protocol):
-    """What the tool needs of a skill (``clover_code.agent.skills.Skill`` is one);
+    """What the tool needs of a skill (``clover_code.agent.extensions.skills.Skill`` is one);
     a protocol, so the tools layer does not import the agent."""
 
     @property

@@ -24,7 +24,7 @@ from clover_code.protocol import WebPage, WebSearch
 from clover_code.tools.base import Tool, ToolContext, ToolKind, ToolResult
 
 if TYPE_CHECKING:
-    from clover_code.config import Settings
+    from clover_code.config.settings import Settings
 
 __all__ = [
     "FETCH_TOOL",

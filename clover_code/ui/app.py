@@ -179,7 +179,7 @@ class CloverApp(App[int]):
 
     @work(thread=True, group="files", exclusive=True)
     def _index_files(self) -> None:
-        from clover_code.agent.open import find_root
+        from clover_code.fs.workspace_root import find_root
 
         root, _ = find_root(self.cwd)
         index = FileIndex.build(root)
@@ -195,7 +195,7 @@ class CloverApp(App[int]):
         """Read the branch and whether the work tree is dirty (in a thread)."""
         if not self._git_status:
             return
-        from clover_code.gitsafe import run_git
+        from clover_code.git.safe import run_git
 
         try:
             out = run_git("status", "--porcelain=v1", "-b", cwd=self.cwd, check=False, timeout=10)

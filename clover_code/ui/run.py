@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from clover_code.config import Settings
+from clover_code.config.settings import Settings
 from clover_code.errors import CloverError
 from clover_code.ui.bridge import Emit, SessionFactory, SessionLike
 
@@ -43,7 +43,7 @@ def session_factory(
     async def _open(settings: Settings, emit: Emit, resume: Path | None) -> SessionLike:
         from clover_code import protocol as p
         from clover_code.agent.open import open_session
-        from clover_code.telemetry import observed
+        from clover_code.telemetry.spans import observed
 
         return await open_session(
             settings,
@@ -64,7 +64,7 @@ def trust_question(
     """The question to ask when the project's files have untrusted loosening
     settings, and where the session takes its settings from (they are read
     again once the user trusts)."""
-    from clover_code.config import trust_store
+    from clover_code.config.settings import trust_store
     from clover_code.ui.widgets.trust import TrustQuestion
 
     holder = [settings]

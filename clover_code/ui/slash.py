@@ -237,7 +237,8 @@ class SlashCommands:
 
     def _pick(self, arg: str) -> None:
         """The session picker: this repository's sessions, or every one with ``--all``."""
-        from clover_code.agent.open import find_root, list_sessions
+        from clover_code.agent.open import list_sessions
+        from clover_code.fs.workspace_root import find_root
         from clover_code.ui.widgets.session_picker import SessionPicker
 
         if self.app.sessions_dir is None:
@@ -263,8 +264,9 @@ class SlashCommands:
         self.app.push_screen(SessionPicker(sessions, title), chosen)
 
     def _cmd_resume(self, arg: str) -> None:
-        from clover_code.agent.open import find_root, find_session
+        from clover_code.agent.open import find_session
         from clover_code.errors import CloverError
+        from clover_code.fs.workspace_root import find_root
 
         if self.app.sessions_dir is None:
             self.app.transcript.add_note("No sessions directory is configured.", "warning")

@@ -28,12 +28,13 @@ from typing import TextIO
 from watchfiles import DefaultFilter, awatch
 
 from clover_code import protocol as p
-from clover_code.agent.open import RefuseApprover, Session, find_root, open_session
-from clover_code.config import ApprovalMode, Settings
+from clover_code.agent.open import RefuseApprover, Session, open_session
+from clover_code.config.settings import ApprovalMode, Settings
 from clover_code.errors import CloverError, ExitCode, ToolError
 from clover_code.fs.atomic import atomic_write
 from clover_code.fs.ignore import IgnoreRules
-from clover_code.headless import TextRenderer
+from clover_code.fs.workspace_root import find_root
+from clover_code.headless.run import TextRenderer
 from clover_code.watch.markers import Marker, find_markers, remove_marker
 from clover_code.watch.provenance import AgentWrites, content_hash, git_state
 

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from clover_code.errors import CloverError
-from clover_code.parent_tie import tie_to_parent
+from clover_code.proc.parent_tie import tie_to_parent
 from clover_code.webapp import CHECK
 
 __all__ = ["main"]
@@ -21,9 +21,9 @@ __all__ = ["main"]
 def main(argv: list[str]) -> int:
     """Run the app with ``argv`` (the main command's flags)."""
     tie_to_parent(signal.SIGTERM)  # first: the server may stop while this starts
-    from clover_code.agent.open import find_root
-    from clover_code.cli import _cli_settings, build_parser
-    from clover_code.config import Settings, load_settings
+    from clover_code.cli.main import _cli_settings, build_parser
+    from clover_code.config.settings import Settings, load_settings
+    from clover_code.fs.workspace_root import find_root
     from clover_code.ui.run import run_app
 
     checking = argv[:1] == [CHECK]

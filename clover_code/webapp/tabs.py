@@ -21,7 +21,7 @@ from typing import Any
 
 from textual_serve.app_service import AppService
 
-from clover_code.parent_tie import ENV
+from clover_code.proc.parent_tie import ENV
 
 __all__ = ["TabProcess"]
 

@@ -20,7 +20,7 @@ from acp.schema import ClientCapabilities, ReadTextFileResponse
 
 from clover_code.acp.client import EditorApprover, EditorFiles, Outbox
 from clover_code.acp.terminal import EditorTerminal
-from clover_code.agent.approval import ApprovalRequest
+from clover_code.agent.permissions.approval import ApprovalRequest
 from clover_code.errors import ToolError
 from clover_code.tools.edit_file import edit_text
 from clover_code.tools.workspace import Workspace

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from clover_code.result import TaskResult
+from clover_code.outcome.result import TaskResult
 from tests.integration.sse_server import (
     MODELS_PATH,
     Hold,

@@ -190,7 +190,9 @@ async def test_a_task_whose_worker_dies_is_recorded_as_crashed(
 
 
 async def test_a_local_batch_does_not_load_ray(tmp_path: Path) -> None:
-    code = "import sys, clover_code.batch.main, clover_code.cli; assert 'ray' not in sys.modules"
+    code = (
+        "import sys, clover_code.batch.main, clover_code.cli.main; assert 'ray' not in sys.modules"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path, timeout=120)
 
 
@@ -240,7 +242,7 @@ async def test_ray_missing_is_one_sentence(tmp_path: Path) -> None:
     tasks = write_tasks(tmp_path / "tasks.jsonl", [{"id": "a", "repo": ".", "task": "x"}])
     # this interpreter as it would be without Ray: its import fails
     code = (
-        "import sys; sys.modules['ray'] = None; from clover_code.cli import main; "
+        "import sys; sys.modules['ray'] = None; from clover_code.cli.main import main; "
         f"sys.argv[1:] = ['batch', {str(tasks)!r}, '--out', {str(tmp_path / 'out')!r}, "
         "'--executor', 'ray', '--ray-address', '127.0.0.1:6379']; main()"
     )

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from clover_code import protocol as p
-from clover_code.engine.max_tokens import MAX_TOKENS_CAP
-from clover_code.result import STATUS_EXIT_CODES, TaskResult, parse_stream_line
+from clover_code.engine.remote.max_tokens import MAX_TOKENS_CAP
+from clover_code.outcome.result import STATUS_EXIT_CODES, TaskResult, parse_stream_line
 from tests.integration.sse_server import (
     MODELS_PATH,
     Hold,

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from clover_code import protocol as p
-from clover_code.result import TaskResult, parse_stream_line
+from clover_code.outcome.result import TaskResult, parse_stream_line
 from tests.integration.sse_server import ScriptedServer, error_response, sse_response
 from tests.integration.stream_shapes import SGLangStream
 from tests.waiting import read_until, within

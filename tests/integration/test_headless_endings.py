@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from clover_code import protocol as p
-from clover_code.result import TaskResult, parse_stream_line
+from clover_code.outcome.result import TaskResult, parse_stream_line
 from tests.integration.sse_server import (
     MODELS_PATH,
     ScriptedResponse,

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from clover_code import protocol as p
-from clover_code.result import TaskResult, parse_stream_line
+from clover_code.outcome.result import TaskResult, parse_stream_line
 from tests.integration.test_headless_e2e import repo, run_clover  # noqa: F401
 from tests.tiny_model import build_tiny_checkpoint
 

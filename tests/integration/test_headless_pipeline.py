@@ -17,7 +17,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from clover_code.result import TaskResult
+from clover_code.outcome.result import TaskResult
 from tests.integration.sse_server import ScriptedServer
 from tests.integration.test_headless_e2e import run_clover, sglang
 

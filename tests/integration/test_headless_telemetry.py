@@ -187,7 +187,7 @@ async def test_console_exporters_never_write_to_stdout(
 
 OFF_PROBE = """
 import sys
-from clover_code.cli import run
+from clover_code.cli.main import run
 code = run(sys.argv[1:])
 loaded = sorted(m for m in sys.modules if m.split(".")[0] == "opentelemetry")
 print("LOADED=" + ",".join(loaded), file=sys.stderr)

@@ -19,7 +19,7 @@ import pytest
 from acp import text_block
 
 from clover_code import protocol as p
-from clover_code.result import TaskResult, parse_stream_line
+from clover_code.outcome.result import TaskResult, parse_stream_line
 from tests.integration.sse_server import ScriptedServer
 from tests.integration.test_acp_harness import EditorClient, spawn_acp
 from tests.integration.test_headless_e2e import run_clover, sglang

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from clover_code import protocol as p
-from clover_code.result import parse_stream_line
+from clover_code.outcome.result import parse_stream_line
 from tests.integration.llama_peer import LlamaServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -21,7 +21,7 @@ from clover_code.engine.events import (
     ReasoningDelta,
     Usage,
 )
-from clover_code.engine.remote import OpenAIBackend
+from clover_code.engine.remote.backend import OpenAIBackend
 from clover_code.errors import ContextOverflow, ModelNotFound
 from tests.integration.llama_peer import LlamaServer
 from tests.waiting import within

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from clover_code import protocol as p
-from clover_code.agent.approval import RefuseApprover
 from clover_code.agent.open import open_with_backend
-from clover_code.config import McpServerConfig, load_settings
+from clover_code.agent.permissions.approval import RefuseApprover
+from clover_code.config.settings import McpServerConfig, load_settings
 from tests.fakes import ScriptedBackend
 from tests.unit.test_tool_arguments import fuzz_tool
 

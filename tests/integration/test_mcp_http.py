@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from clover_code.config import McpServerConfig
+from clover_code.config.settings import McpServerConfig
 from clover_code.tools.base import ToolContext
 from clover_code.tools.mcp import McpManager
 from clover_code.tools.mcp_config import DeclaredServer, read_project_servers

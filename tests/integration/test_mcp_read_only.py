@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from clover_code import protocol as p
-from clover_code.agent.approval import RefuseApprover
 from clover_code.agent.open import open_with_backend
-from clover_code.config import ApprovalMode, load_settings
-from clover_code.trust import TrustStore
+from clover_code.agent.permissions.approval import RefuseApprover
+from clover_code.config.settings import ApprovalMode, load_settings
+from clover_code.config.trust import TrustStore
 from tests.fakes import ScriptedBackend, text_response, tool_response
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]

@@ -23,8 +23,8 @@ from clover_code.engine.events import (
     ToolCallStart,
     Usage,
 )
-from clover_code.engine.remote import OpenAIBackend, api_root
-from clover_code.engine.retry import BackoffPolicy, parse_retry_after
+from clover_code.engine.remote.backend import OpenAIBackend, api_root
+from clover_code.engine.remote.retry import BackoffPolicy, parse_retry_after
 from clover_code.errors import (
     AuthError,
     ContextOverflow,

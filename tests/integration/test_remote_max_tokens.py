@@ -8,8 +8,8 @@ import pytest
 
 from clover_code.engine.base import ChatRequest
 from clover_code.engine.events import ContentDelta, EngineEvent, Failed
-from clover_code.engine.max_tokens import MAX_TOKENS_CAP, default_max_tokens
-from clover_code.engine.remote import OpenAIBackend
+from clover_code.engine.remote.backend import OpenAIBackend
+from clover_code.engine.remote.max_tokens import MAX_TOKENS_CAP, default_max_tokens
 from clover_code.errors import ContextOverflow
 from tests.integration.sse_server import ScriptedServer, error_response, sse_response
 from tests.integration.stream_shapes import SGLangStream

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from clover_code.errors import ToolError
-from clover_code.gitsafe import run_git
+from clover_code.git.safe import run_git
 from clover_code.tools.sandbox.base import Sandbox
 from clover_code.tools.sandbox.output import omitted_bytes
 from tests.integration.sandbox_fixtures import KINDS, Space, assert_alive, open_sandbox

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from clover_code import protocol as p
-from clover_code.result import parse_stream_line
+from clover_code.outcome.result import parse_stream_line
 from clover_code.tools.sandbox.host_view import looks_like_credential
 from tests.integration.sandbox_fixtures import Space, open_sandbox
 from tests.integration.sse_server import ScriptedServer

@@ -22,13 +22,13 @@ from typing import Any
 
 import pytest
 
-from clover_code.config import Settings, load_settings
+from clover_code.config.settings import Settings, load_settings
+from clover_code.config.trust import TrustStore
 from clover_code.tools.base import ToolContext
 from clover_code.tools.sandbox.docker import DockerSandbox
 from clover_code.tools.sandbox.select import SandboxChoice, choose_from_settings, choose_sandbox
 from clover_code.tools.shell import ShellArgs, ShellTool
 from clover_code.tools.workspace import Workspace
-from clover_code.trust import TrustStore
 from tests.integration.sandbox_fixtures import TEST_UID
 
 pytestmark = [pytest.mark.integration, pytest.mark.docker]

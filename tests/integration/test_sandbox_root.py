@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from clover_code import protocol as p
-from clover_code.result import parse_stream_line
+from clover_code.outcome.result import parse_stream_line
 from clover_code.tools.sandbox.base import Sandbox
 from clover_code.tools.sandbox.policy import INNER_ID
 from tests.integration.sandbox_fixtures import KINDS, TEST_UID, open_sandbox

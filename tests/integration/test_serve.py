@@ -23,8 +23,8 @@ from clover_code.engine.events import (
     ReasoningDelta,
     ToolCallEnd,
 )
-from clover_code.engine.hf import HFBackend, HFOptions
-from clover_code.engine.remote import OpenAIBackend
+from clover_code.engine.local.hf import HFBackend, HFOptions
+from clover_code.engine.remote.backend import OpenAIBackend
 from clover_code.errors import ContextOverflow
 from clover_code.serve.app import build_app
 from tests.tiny_model import build_tiny_checkpoint, script_text

@@ -20,7 +20,7 @@ import httpx
 import pytest
 import uvicorn
 
-from clover_code.engine.hf import HFBackend, HFOptions
+from clover_code.engine.local.hf import HFBackend, HFOptions
 from clover_code.serve.app import build_app
 from clover_code.serve.request import BodyLimits
 from tests.tiny_model import build_tiny_checkpoint

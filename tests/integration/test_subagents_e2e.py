@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from clover_code import protocol as p
-from clover_code.result import TaskResult, parse_stream_line
+from clover_code.outcome.result import TaskResult, parse_stream_line
 from tests.integration.sse_server import (
     MODELS_PATH,
     RecordedRequest,

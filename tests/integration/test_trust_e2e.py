@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from clover_code import protocol as p
-from clover_code.result import parse_stream_line
+from clover_code.outcome.result import parse_stream_line
 from tests.integration.sse_server import ScriptedServer
 from tests.integration.test_headless_e2e import run_clover, sglang
 

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from clover_code.config import Settings
+from clover_code.config.settings import Settings
 from clover_code.errors import ToolError
 from clover_code.protocol import WebPage
 from clover_code.tools.base import Tool, ToolContext, ToolResult

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from clover_code.config import Settings
+from clover_code.config.settings import Settings
 from clover_code.ui.clock import Clock
 from clover_code.ui.widgets.prompt_input import PromptInput
 from tests.ui.fakes_ui import make_repo, ui_settings

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from clover_code.agent.open import open_with_backend
-from clover_code.config import Settings, load_settings
+from clover_code.config.settings import Settings, load_settings
 from clover_code.engine import events as ev
 from clover_code.ui.app import CloverApp
 from clover_code.ui.bridge import Emit, SessionLike

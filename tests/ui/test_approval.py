@@ -10,8 +10,8 @@ import pytest
 from textual.widgets import Button, Input
 
 from clover_code import protocol as p
-from clover_code.agent import dispatch
-from clover_code.config import Settings
+from clover_code.agent.turn import dispatch
+from clover_code.config.settings import Settings
 from clover_code.ui.widgets.approval import ApprovalScreen, key_hints
 from clover_code.ui.widgets.diff_view import DiffView, render_diff
 from clover_code.ui.widgets.tool_card import ToolCard

@@ -7,7 +7,7 @@ import asyncio
 from pathlib import Path
 
 from clover_code import protocol as p
-from clover_code.config import Settings
+from clover_code.config.settings import Settings
 from clover_code.engine import events as ev
 from clover_code.errors import StreamInterrupted
 from clover_code.ui.widgets.answer import Answer

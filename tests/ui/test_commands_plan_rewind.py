@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from clover_code import protocol as p
-from clover_code.config import Settings
+from clover_code.config.settings import Settings
 from clover_code.ui.widgets.choice import ChoiceScreen
 from clover_code.ui.widgets.notice_line import NoticeLine
 from tests.fakes import ScriptedBackend, text_response, tool_response

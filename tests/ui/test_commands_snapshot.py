@@ -8,7 +8,7 @@ from typing import Any
 
 from textual.pilot import Pilot
 
-from clover_code.agent.commands import CustomCommand
+from clover_code.agent.extensions.commands import CustomCommand
 from clover_code.ui.app import CloverApp
 from clover_code.ui.bridge import Emit, SessionLike
 from tests.ui import scenes

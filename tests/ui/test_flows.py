@@ -10,7 +10,7 @@ from pathlib import Path
 from textual.pilot import Pilot
 
 from clover_code import protocol as p
-from clover_code.config import Settings
+from clover_code.config.settings import Settings
 from clover_code.engine import events as ev
 from clover_code.ui.app import CloverApp
 from clover_code.ui.widgets.answer import Answer

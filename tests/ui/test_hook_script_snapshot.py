@@ -9,7 +9,7 @@ from typing import Any
 from textual.pilot import Pilot
 
 from clover_code import protocol as p
-from clover_code.agent.script_retrust import script_diff
+from clover_code.agent.extensions.script_retrust import script_diff
 from clover_code.ui.app import CloverApp
 from clover_code.ui.bridge import Emit, SessionLike
 from clover_code.ui.widgets.approval import ApprovalScreen

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import torch
 
-from clover_code.config import Settings
-from clover_code.engine.hf import HFBackend, HFOptions
+from clover_code.config.settings import Settings
+from clover_code.engine.local.hf import HFBackend, HFOptions
 from clover_code.ui.widgets.notice_line import NoticeLine
 from tests.tiny_model import build_tiny_checkpoint, script_text
 from tests.ui.fakes_ui import scripted_app

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from clover_code import protocol as p
-from clover_code.agent import workspace_check
+from clover_code.agent.checkpoints import workspace_check
 from clover_code.agent.transcript import Transcript
-from clover_code.config import Settings
+from clover_code.config.settings import Settings
 from clover_code.ui.run import resume_hint
 from clover_code.ui.widgets.confirm import ConfirmScreen
 from clover_code.ui.widgets.notice_line import NoticeLine

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from clover_code.config import Settings
+from clover_code.config.settings import Settings
 from clover_code.engine import events as ev
 from clover_code.ui.widgets.notice_line import NoticeLine
 from clover_code.ui.widgets.subagent_card import SubagentCard

@@ -8,7 +8,7 @@ import pytest
 
 from clover_code import protocol as p
 from clover_code.agent.open import open_with_backend
-from clover_code.config import Settings, load_settings, trust_store
+from clover_code.config.settings import Settings, load_settings, trust_store
 from clover_code.ui.app import CloverApp
 from clover_code.ui.bridge import Emit, SessionLike
 from clover_code.ui.run import trust_question

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from clover_code import protocol as p
-from clover_code.config import Settings
+from clover_code.config.settings import Settings
 from clover_code.engine import events as ev
 from clover_code.ui.clock import Clock
 from clover_code.ui.widgets.approval import ApprovalScreen

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from clover_code.config import Settings, load_settings
+from clover_code.config.settings import Settings, load_settings
 
 
 @pytest.fixture

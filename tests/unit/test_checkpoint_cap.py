@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from clover_code import protocol as p
-from clover_code.agent.approval import RefuseApprover
+from clover_code.agent.checkpoints.workspace_check import checkpoint_overflow
 from clover_code.agent.open import open_with_backend
-from clover_code.agent.workspace_check import checkpoint_overflow
-from clover_code.config import Settings
+from clover_code.agent.permissions.approval import RefuseApprover
+from clover_code.config.settings import Settings
 from tests.fakes import ScriptedBackend, text_response, tool_response
 from tests.waiting import within
 

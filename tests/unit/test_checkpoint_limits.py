@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from clover_code import protocol as p
-from clover_code.agent import shadow_store, workspace_check
-from clover_code.agent.approval import RefuseApprover
-from clover_code.agent.checkpoints import CheckpointStore
+from clover_code.agent.checkpoints import shadow_store, workspace_check
+from clover_code.agent.checkpoints.store import CheckpointStore
+from clover_code.agent.checkpoints.workspace_check import snapshot_warning
 from clover_code.agent.open import open_with_backend
-from clover_code.agent.workspace_check import snapshot_warning
-from clover_code.config import Settings
+from clover_code.agent.permissions.approval import RefuseApprover
+from clover_code.config.settings import Settings
 from tests.fakes import ScriptedBackend
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")

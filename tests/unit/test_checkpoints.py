@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from clover_code.agent import shadow_store
-from clover_code.agent.checkpoints import CheckpointError, CheckpointStore
+from clover_code.agent.checkpoints import shadow_store
+from clover_code.agent.checkpoints.store import CheckpointError, CheckpointStore
 from clover_code.tools.base import ToolContext
 from clover_code.tools.edit_file import EditFileArgs, EditFileTool
 from clover_code.tools.sandbox.host import HostSandbox

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from clover_code import __version__
-from clover_code.cli import run
+from clover_code.cli.main import run
+from clover_code.outcome.result import TaskResult, parse_stream_line
 from clover_code.protocol import ErrorEvent
-from clover_code.result import TaskResult, parse_stream_line
 
 
 def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

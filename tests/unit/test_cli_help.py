@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from clover_code.config import load_settings
+from clover_code.config.settings import load_settings
 from clover_code.errors import ConfigError
 
 

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clover_code.agent.commands import BUILTIN_COMMANDS, expand, load_commands, match, prepare
+from clover_code.agent.extensions.commands import (
+    BUILTIN_COMMANDS,
+    expand,
+    load_commands,
+    match,
+    prepare,
+)
 
 
 def write(path: Path, text: str) -> None:

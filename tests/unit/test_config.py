@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from clover_code.config import Settings, load_settings
+from clover_code.config.settings import Settings, load_settings
 from clover_code.errors import ConfigError
 
 

@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from clover_code import protocol as p
-from clover_code.agent.approval import RefuseApprover
-from clover_code.agent.context import TokenCounter, estimate_tokens
 from clover_code.agent.open import open_with_backend
+from clover_code.agent.permissions.approval import RefuseApprover
 from clover_code.agent.session import Session
 from clover_code.agent.transcript import load
-from clover_code.config import Settings
+from clover_code.agent.turn.context import TokenCounter, estimate_tokens
+from clover_code.config.settings import Settings
 from tests.fakes import ScriptedBackend, text_response, tool_response
 from tests.unit.test_agent_loop import assert_valid_conversation, of_type
 from tests.waiting import async_wait_until

@@ -12,19 +12,19 @@ import sys
 
 CORE_MODULES = [
     "clover_code.protocol",
-    "clover_code.config",
-    "clover_code.cli_flags",
+    "clover_code.config.settings",
+    "clover_code.config.flags",
     "clover_code.fs.ignore",
-    "clover_code.engine.remote",
-    "clover_code.engine.qwen3_parser",
+    "clover_code.engine.remote.backend",
+    "clover_code.engine.qwen3.parser",
     "clover_code.agent.session",
-    "clover_code.agent.loop",
+    "clover_code.agent.turn.loop",
     "clover_code.tools.registry",
-    "clover_code.headless",
-    "clover_code.cli",
+    "clover_code.headless.run",
+    "clover_code.cli.main",
     "clover_code.engine.select",
-    "clover_code.engine.hf",
-    "clover_code.engine.sglang_backend",
+    "clover_code.engine.local.hf",
+    "clover_code.engine.local.sglang",
     "clover_code.serve.main",
 ]
 

@@ -20,14 +20,15 @@ from typing import Any
 import pytest
 
 from clover_code.acp.transport import LineTransport
+from clover_code.config.project_definition import parse_jsonc
+from clover_code.config.trust import mcp_loosening
 from clover_code.engine.base import ToolSpec
-from clover_code.engine.chunks import ChunkDecoder
 from clover_code.engine.events import EngineEvent, ToolCallEnd
-from clover_code.engine.qwen3_parser import Qwen3StreamParser
-from clover_code.engine.retry import error_message
-from clover_code.engine.schema_values import convert_value
-from clover_code.output_schema import OutputSchema
-from clover_code.project_definition import parse_jsonc
+from clover_code.engine.qwen3.parser import Qwen3StreamParser
+from clover_code.engine.qwen3.schema_values import convert_value
+from clover_code.engine.remote.chunks import ChunkDecoder
+from clover_code.engine.remote.retry import error_message
+from clover_code.outcome.output_schema import OutputSchema
 from clover_code.protocol.json_text import (
     MAX_JSON_DEPTH,
     JSONLimitError,
@@ -35,7 +36,6 @@ from clover_code.protocol.json_text import (
     loads_bounded,
 )
 from clover_code.tools.mcp_config import read_project_servers
-from clover_code.trust import mcp_loosening
 
 DEPTH = 5000
 DEEP_LIST = "[" * DEPTH + "]" * DEPTH

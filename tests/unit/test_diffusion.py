@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 import torch
 
-from clover_code.engine.diffusion import Block, BlockDiffusion, Controls, DecodeOptions, Step
-from clover_code.engine.diffusion.forward import HFForward
-from clover_code.engine.diffusion.rule import low_confidence_step
-from clover_code.engine.diffusion.state import CacheCheckpoint
+from clover_code.engine.local.diffusion import Block, BlockDiffusion, Controls, DecodeOptions, Step
+from clover_code.engine.local.diffusion.forward import HFForward
+from clover_code.engine.local.diffusion.rule import low_confidence_step
+from clover_code.engine.local.diffusion.state import CacheCheckpoint
 from clover_code.errors import ContextOverflow, EngineError
 from tests.tiny_model import ScriptedLogits, build_tiny_checkpoint, peaked
 
@@ -298,7 +298,7 @@ def test_whole_generation_equals_the_deepcopy_reference(
         return list(BlockDiffusion(Recorder(), options).generate(list(range(3, 40))))
 
     ours = run("ours")
-    import clover_code.engine.diffusion.loop as loop_module
+    import clover_code.engine.local.diffusion.loop as loop_module
 
     monkeypatch.setattr(loop_module, "CacheCheckpoint", _DeepcopyCheckpoint)
     reference = run("reference")

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 import torch
 
-from clover_code.engine.diffusion.forward import HFForward
-from clover_code.engine.diffusion.state import CacheCheckpoint
+from clover_code.engine.local.diffusion.forward import HFForward
+from clover_code.engine.local.diffusion.state import CacheCheckpoint
 from tests.tiny_model import build_tiny_checkpoint
 
 PROMPT = list(range(3, 40))

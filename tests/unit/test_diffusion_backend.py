@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from clover_code.config import Settings
+from clover_code.config.settings import Settings
 from clover_code.engine.base import ChatRequest, ToolSpec
 from clover_code.engine.events import (
     BlockCommitted,
@@ -21,7 +21,7 @@ from clover_code.engine.events import (
     ToolCallEnd,
     Usage,
 )
-from clover_code.engine.hf import HFBackend, HFOptions
+from clover_code.engine.local.hf import HFBackend, HFOptions
 from clover_code.engine.select import build_backend
 from clover_code.errors import ContextOverflow, EngineUnavailable
 from tests.tiny_model import build_tiny_checkpoint, script_text
@@ -139,7 +139,7 @@ async def test_closing_the_stream_stops_decoding(checkpoint: Path) -> None:
 
 
 def test_thinking_off_renders_an_empty_think_block(checkpoint: Path) -> None:
-    from clover_code.engine.diffusion.chat import render_prompt
+    from clover_code.engine.local.diffusion.chat import render_prompt
 
     backend = HFBackend(str(checkpoint), HFOptions(block_size=8))
     messages = [{"role": "user", "content": "hi"}]
@@ -163,7 +163,7 @@ async def test_stop_string_ends_the_response_inside_a_block(checkpoint: Path) ->
 
 def _assembled(checkpoint: Path, pieces: list[str], stops: tuple[str, ...]) -> tuple[str, bool]:
     """Feed ``pieces`` as committed blocks; return the text let out and whether it stopped."""
-    from clover_code.engine.diffusion.chat import OutputAssembler
+    from clover_code.engine.local.diffusion.chat import OutputAssembler
 
     tok = HFBackend(str(checkpoint), HFOptions(block_size=8)).tokenizer
     request = ChatRequest([{"role": "user", "content": "hi"}], enable_thinking=False)
@@ -198,7 +198,7 @@ def test_decoding_controls_from_checkpoint_settings_and_request(
 ) -> None:
     import shutil
 
-    from clover_code.config import Settings
+    from clover_code.config.settings import Settings
     from clover_code.engine.select import hf_options
 
     local = tmp_path / "ckpt"
@@ -220,7 +220,7 @@ def test_decoding_controls_from_checkpoint_settings_and_request(
 
 
 def test_a_character_split_across_byte_tokens_shows_whole_in_drafts(checkpoint: Path) -> None:
-    from clover_code.engine.diffusion.chat import draft_texts
+    from clover_code.engine.local.diffusion.chat import draft_texts
 
     tok = HFBackend(str(checkpoint), HFOptions(block_size=8)).tokenizer
     ids = tok("中文 ok", add_special_tokens=False)["input_ids"]  # 3 byte tokens per character

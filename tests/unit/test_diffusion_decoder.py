@@ -11,7 +11,7 @@ import pytest
 
 from clover_code.engine.base import ChatRequest
 from clover_code.engine.events import BlockCommitted, BlockDraft, Failed, Finished
-from clover_code.engine.hf import HFBackend, HFOptions
+from clover_code.engine.local.hf import HFBackend, HFOptions
 from clover_code.errors import EngineUnavailable
 from tests.tiny_model import KWARGS_DECODER, add_remote_decoder, build_tiny_checkpoint
 
@@ -99,7 +99,7 @@ async def test_a_kwargs_only_entry_point_is_not_taken(kwargs_only: Path) -> None
 
 
 async def test_the_choice_is_said_once_at_load(shipped: Path) -> None:
-    from clover_code.config import Settings
+    from clover_code.config.settings import Settings
     from clover_code.engine.select import open_backend
 
     heard: list[str] = []

@@ -9,11 +9,11 @@ import pytest
 import torch
 
 from clover_code.engine.base import ChatRequest
-from clover_code.engine.diffusion import Block, BlockDiffusion, Controls, DecodeOptions
-from clover_code.engine.diffusion.experts import ExpertRouting, find_routers
-from clover_code.engine.diffusion.forward import HFForward
 from clover_code.engine.events import BlockCommitted, Finished, Usage
-from clover_code.engine.hf import HFBackend, HFOptions
+from clover_code.engine.local.diffusion import Block, BlockDiffusion, Controls, DecodeOptions
+from clover_code.engine.local.diffusion.experts import ExpertRouting, find_routers
+from clover_code.engine.local.diffusion.forward import HFForward
+from clover_code.engine.local.hf import HFBackend, HFOptions
 from tests.tiny_model import build_tiny_checkpoint
 
 PROMPT = list(range(3, 70))

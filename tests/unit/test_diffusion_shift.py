@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 import torch
 
-from clover_code.engine.diffusion import Block, BlockDiffusion, Controls, DecodeOptions
-from clover_code.engine.diffusion.forward import HFForward
-from clover_code.engine.hf import HFBackend, HFOptions
+from clover_code.engine.local.diffusion import Block, BlockDiffusion, Controls, DecodeOptions
+from clover_code.engine.local.diffusion.forward import HFForward
+from clover_code.engine.local.hf import HFBackend, HFOptions
 from tests.tiny_model import ScriptedLogits, build_tiny_checkpoint, peaked
 
 NO_CONTROLS = Controls(repetition_penalty=1.0, end_bias_per_1k=0.0, think_bias_per_1k=0.0)

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from clover_code import protocol as p
-from clover_code.agent.approval import RefuseApprover
 from clover_code.agent.open import open_with_backend
-from clover_code.config import Settings
+from clover_code.agent.permissions.approval import RefuseApprover
+from clover_code.config.settings import Settings
 from clover_code.tools.sandbox.git_guard import GitGuard, read_only_paths
 from tests.fakes import ScriptedBackend, text_response, tool_response
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from clover_code.git_nested import nested_drivers
-from clover_code.gitsafe import HARDENING_CONFIG, git_argv, git_env, run_git, safe_repo
+from clover_code.git.nested import nested_drivers
+from clover_code.git.safe import HARDENING_CONFIG, git_argv, git_env, run_git, safe_repo
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -112,7 +112,7 @@ def test_nested_traps_fire_without_hardening(nested: tuple[Path, Path, list[Path
 def test_harness_git_never_enters_nested_repositories(
     nested: tuple[Path, Path, list[Path]], tmp_path: Path
 ) -> None:
-    from clover_code.agent.checkpoints import CheckpointStore
+    from clover_code.agent.checkpoints.store import CheckpointStore
 
     ws, markers, files = nested
     _stir(*files)

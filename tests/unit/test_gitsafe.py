@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from clover_code.gitsafe import (
+from clover_code.git.safe import (
     UnsafeRepository,
     git_argv,
     git_env,

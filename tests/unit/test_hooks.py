@@ -12,9 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from clover_code import protocol as p
-from clover_code.agent.hooks import HookRunner
-from clover_code.agent.host_programs import HostPrograms
-from clover_code.config import HookConfig, Settings
+from clover_code.agent.extensions.hooks import HookRunner
+from clover_code.agent.extensions.host_programs import HostPrograms
+from clover_code.config.settings import HookConfig, Settings
 from clover_code.fs.named_files import snapshot
 from tests.fakes import ScriptedBackend, text_response
 from tests.unit.test_agent_loop import open_session
@@ -129,7 +129,7 @@ async def test_pre_compact_runs_before_a_compaction(
 def test_a_bad_matcher_is_one_config_error(tmp_path: Path) -> None:
     import pytest
 
-    from clover_code.config import load_settings
+    from clover_code.config.settings import load_settings
     from clover_code.errors import ConfigError
 
     user = tmp_path / "config.toml"
@@ -142,8 +142,7 @@ def test_a_bad_matcher_is_one_config_error(tmp_path: Path) -> None:
 
 
 def test_trusted_project_hooks_run_after_the_users(tmp_path: Path) -> None:
-    from clover_code import trust
-    from clover_code.config import load_settings
+    from clover_code.config.settings import load_settings, trust
 
     (tmp_path / "repo" / ".clover").mkdir(parents=True)
     (tmp_path / "repo" / ".clover" / "config.toml").write_text(

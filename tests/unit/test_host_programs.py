@@ -14,16 +14,21 @@ from pathlib import Path
 import pytest
 
 from clover_code import protocol as p
-from clover_code.agent.hooks import HookRunner
-from clover_code.agent.host_programs import HostPrograms, Prepared, Refused, checked_servers
-from clover_code.config import HookConfig, McpServerConfig
+from clover_code.agent.extensions.hooks import HookRunner
+from clover_code.agent.extensions.host_programs import (
+    HostPrograms,
+    Prepared,
+    Refused,
+    checked_servers,
+)
+from clover_code.config.project_files import ProjectJudge
+from clover_code.config.settings import HookConfig, McpServerConfig
+from clover_code.config.trust import TrustStore
 from clover_code.fs.named_files import snapshot, workspace_files
-from clover_code.gitsafe import git_argv, run_git
-from clover_code.project_files import ProjectJudge
+from clover_code.git.safe import git_argv, run_git
 from clover_code.tools.grep import GrepArgs, grep_files
 from clover_code.tools.mcp_config import DeclaredServer
 from clover_code.tools.workspace import Workspace
-from clover_code.trust import TrustStore
 
 
 @pytest.fixture

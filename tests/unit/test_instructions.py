@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clover_code.agent.instructions import system_prompt
+from clover_code.agent.turn.instructions import system_prompt
 
 
 def test_repo_instructions_are_in_the_system_prompt(tmp_path: Path) -> None:

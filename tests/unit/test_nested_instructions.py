@@ -8,9 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from clover_code import protocol as p
-from clover_code.agent.nested import NestedInstructions, touched_paths
 from clover_code.agent.session import Session
-from clover_code.config import Settings
+from clover_code.agent.turn.nested import NestedInstructions, touched_paths
+from clover_code.config.settings import Settings
 from tests.fakes import ScriptedBackend, text_response, tool_response
 from tests.unit.test_agent_loop import of_type, open_session
 from tests.unit.test_context import SMALL, big_reads

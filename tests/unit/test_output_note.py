@@ -12,9 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from clover_code import protocol as p
-from clover_code.agent.approval import RefuseApprover
 from clover_code.agent.open import open_with_backend
-from clover_code.config import Settings
+from clover_code.agent.permissions.approval import RefuseApprover
+from clover_code.config.settings import Settings
 from clover_code.tools.sandbox.host import HostSandbox
 from clover_code.tools.sandbox.output import (
     HeadTailBuffer,

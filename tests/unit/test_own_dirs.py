@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from clover_code import protocol as p
-from clover_code.agent.approval import ApprovalRequest, Decision, RefuseApprover
 from clover_code.agent.open import open_with_backend
-from clover_code.config import Settings, user_config_path, user_data_dir, worktrees_dir
+from clover_code.agent.permissions.approval import ApprovalRequest, Decision, RefuseApprover
+from clover_code.config.settings import Settings, user_config_path, user_data_dir, worktrees_dir
 from clover_code.errors import UsageError
 from tests.fakes import ScriptedBackend, text_response, tool_response
 

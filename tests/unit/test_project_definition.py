@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from clover_code.errors import ToolError
-from clover_code.project_definition import (
+from clover_code.config.project_definition import (
     definition_digest,
     find_definition,
     parse_jsonc,
     setup_commands,
 )
+from clover_code.errors import ToolError
 from clover_code.tools.sandbox.host_view import host_view
 
 

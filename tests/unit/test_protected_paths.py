@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from clover_code import protocol as p
-from clover_code.agent.approval import ApprovalRequest, Decision, RefuseApprover
 from clover_code.agent.open import open_with_backend
-from clover_code.agent.permissions import PermissionPolicy
-from clover_code.config import ApprovalMode, PermissionRules, Settings
+from clover_code.agent.permissions.approval import ApprovalRequest, Decision, RefuseApprover
+from clover_code.agent.permissions.policy import PermissionPolicy
+from clover_code.config.settings import ApprovalMode, PermissionRules, Settings
 from tests.fakes import ScriptedBackend, text_response, tool_response
 
 LOOSE = 'approval = "full-auto"\nsandbox = "none"\n[permissions.allow]\nshell = ["*"]\n'

@@ -25,9 +25,9 @@ from clover_code.engine.events import (
     ToolCallEnd,
     ToolCallStart,
 )
-from clover_code.engine.qwen3_parser import _HANDLERS, ParserState, Qwen3StreamParser
-from clover_code.engine.qwen3_tags import _ALL_TAGS
-from clover_code.engine.schema_values import convert_value, property_types
+from clover_code.engine.qwen3.parser import _HANDLERS, ParserState, Qwen3StreamParser
+from clover_code.engine.qwen3.schema_values import convert_value, property_types
+from clover_code.engine.qwen3.tags import _ALL_TAGS
 
 
 def _tool(name: str, **properties: dict[str, Any]) -> ToolSpec:

@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from clover_code import protocol as p
 from clover_code.agent.open import without_secrets
 from clover_code.agent.transcript import Transcript
-from clover_code.cli import run
+from clover_code.cli.main import run
 from clover_code.errors import EngineError
 from clover_code.redact import (
     MASK,
@@ -27,7 +27,7 @@ from clover_code.redact import (
     remember,
     without_agent_credentials,
 )
-from clover_code.telemetry_otel import OtelSink
+from clover_code.telemetry.otel import OtelSink
 from clover_code.tools.sandbox.host import HostSandbox
 from clover_code.tools.sandbox.policy import sandbox_env
 

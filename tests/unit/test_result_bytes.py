@@ -12,10 +12,10 @@ import json
 
 import pytest
 
-from clover_code.headless import _write_result
-from clover_code.headless_render import OutputFormat
+from clover_code.headless.render import OutputFormat
+from clover_code.headless.run import _write_result
+from clover_code.outcome.result import ResultUsage, TaskResult
 from clover_code.protocol.json_text import printable, printable_value
-from clover_code.result import ResultUsage, TaskResult
 
 NAME = b"n\xffm\xc3.txt".decode("utf-8", "surrogateescape")
 

@@ -10,16 +10,16 @@ from pathlib import Path
 import pytest
 
 from clover_code import protocol as p
-from clover_code.agent.approval import verdict
-from clover_code.agent.permissions import PermissionPolicy
+from clover_code.agent.permissions.approval import verdict
+from clover_code.agent.permissions.policy import PermissionPolicy
 from clover_code.batch.main import build_parser as batch_parser
-from clover_code.cli import build_parser
-from clover_code.config import PermissionRules
+from clover_code.cli.main import build_parser
+from clover_code.config.settings import PermissionRules
+from clover_code.config.trust import looser_approval
 from clover_code.github.task import task_env
-from clover_code.headless_render import TextRenderer
+from clover_code.headless.render import TextRenderer
 from clover_code.tools.sandbox.bwrap import BwrapSandbox
 from clover_code.tools.sandbox.host import HostSandbox
-from clover_code.trust import looser_approval
 
 DENY = PermissionRules(deny={"shell": ["rm *", "curl *"]})
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from clover_code.cli.sandbox import main as sandbox_main
 from clover_code.errors import ToolError
-from clover_code.sandbox_cli import main as sandbox_main
 from clover_code.tools.sandbox.docker_setup import root_filter, support_files
 from clover_code.tools.sandbox.image import DEFINITION_FILES, image_tag, sandbox_dir
 from clover_code.tools.sandbox.policy import (

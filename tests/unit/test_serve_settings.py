@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clover_code.config import load_settings
-from clover_code.trust import PROJECT_CONFIG, TrustStore
+from clover_code.config.settings import load_settings
+from clover_code.config.trust import PROJECT_CONFIG, TrustStore
 
 
 def _project(tmp_path: Path) -> Path:

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from clover_code import protocol as p
-from clover_code.agent.checkpoints import CheckpointStore
-from clover_code.config import Settings
+from clover_code.agent.checkpoints.store import CheckpointStore
+from clover_code.config.settings import Settings
 from tests.fakes import ScriptedBackend, text_response
 from tests.unit.test_agent_loop import of_type, open_session
 from tests.waiting import PATIENCE, async_wait_until

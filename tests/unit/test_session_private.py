@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from clover_code.agent.checkpoints import CheckpointStore
+from clover_code.agent.checkpoints.store import CheckpointStore
 from clover_code.agent.transcript import INTERRUPTED, Transcript, load
 from clover_code.tools.spill import OutputSpill
 

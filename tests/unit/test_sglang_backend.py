@@ -20,7 +20,7 @@ from clover_code.engine.events import (
     ToolCallEnd,
     Usage,
 )
-from clover_code.engine.sglang_backend import (
+from clover_code.engine.local.sglang import (
     OutputDiff,
     SGLangBackend,
     SGLangOptions,

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from clover_code.engine.sglang_backend import SGLangBackend, SGLangOptions
-from clover_code.engine.sglang_table import dllm_architectures
+from clover_code.engine.local.sglang import SGLangBackend, SGLangOptions
+from clover_code.engine.local.sglang_table import dllm_architectures
 from clover_code.errors import EngineUnavailable
 from tests.tiny_model import build_tiny_checkpoint
 

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from clover_code.config import Settings
-from clover_code.engine import hf
-from clover_code.engine.hf import HFBackend
+from clover_code.config.settings import Settings
+from clover_code.engine.local import hf
+from clover_code.engine.local.hf import HFBackend
+from clover_code.engine.local.shared import SharedBackend
 from clover_code.engine.select import is_local, open_backend
-from clover_code.engine.shared import SharedBackend
 from tests.fakes import ScriptedBackend
 from tests.tiny_model import build_tiny_checkpoint
 from tests.waiting import PATIENCE, async_wait_until, within
@@ -134,7 +134,7 @@ def test_quitting_during_a_load_does_not_wait_for_it() -> None:
     # the deadline is far shorter than that and far longer than a healthy exit.
     script = (
         "import asyncio, time\n"
-        "from clover_code.engine.local_worker import in_daemon_thread\n"
+        "from clover_code.engine.local.worker import in_daemon_thread\n"
         "async def main():\n"
         "    task = asyncio.create_task(in_daemon_thread(lambda: time.sleep(600)))\n"
         "    await asyncio.sleep(0.2)\n"
@@ -146,7 +146,7 @@ def test_quitting_during_a_load_does_not_wait_for_it() -> None:
 
 
 async def test_a_failed_load_raises_where_it_was_awaited() -> None:
-    from clover_code.engine.local_worker import in_daemon_thread
+    from clover_code.engine.local.worker import in_daemon_thread
 
     def broken() -> None:
         raise ValueError("no weights")

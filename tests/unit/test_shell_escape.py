@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from clover_code import protocol as p
-from clover_code.agent.approval import RefuseApprover
 from clover_code.agent.open import open_with_backend
-from clover_code.config import Settings
+from clover_code.agent.permissions.approval import RefuseApprover
+from clover_code.config.settings import Settings
 from tests.fakes import ScriptedBackend, text_response, tool_response
 
 EXAMPLE = "x='a[$(rm victim.txt)]'; (( x )); git status"

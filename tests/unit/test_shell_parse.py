@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from clover_code.agent.shell_parse import MAX_COMMANDS, ParsedShell, parse_shell
+from clover_code.agent.permissions.shell.parse import MAX_COMMANDS, ParsedShell, parse_shell
 
 
 def programs(parsed: ParsedShell) -> list[tuple[str, ...]]:

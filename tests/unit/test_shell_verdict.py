@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from clover_code.agent.permissions import PermissionPolicy
-from clover_code.agent.shell_parse import parse_shell
-from clover_code.agent.shell_verdict import read_only
-from clover_code.config import PermissionRules
+from clover_code.agent.permissions.policy import PermissionPolicy
+from clover_code.agent.permissions.shell.parse import parse_shell
+from clover_code.agent.permissions.shell.verdict import read_only
+from clover_code.config.settings import PermissionRules
 
 ALLOWING = PermissionRules(
     allow={

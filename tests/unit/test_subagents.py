@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 from clover_code import protocol as p
-from clover_code.agent.agent_defs import BUILTIN_AGENTS, agents_prompt, load_agents
-from clover_code.agent.approval import RefuseApprover
+from clover_code.agent.extensions.agent_defs import BUILTIN_AGENTS, agents_prompt, load_agents
 from clover_code.agent.open import open_with_backend
+from clover_code.agent.permissions.approval import RefuseApprover
 from clover_code.agent.session import Session
-from clover_code.config import Settings
+from clover_code.config.settings import Settings
 from clover_code.engine import events as ev
 from clover_code.engine.base import ChatRequest
 from tests.fakes import ScriptedBackend, text_response, tool_response

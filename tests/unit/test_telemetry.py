@@ -17,8 +17,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 from clover_code import protocol as p
-from clover_code.telemetry import telemetry_wanted
-from clover_code.telemetry_otel import OtelSink
+from clover_code.telemetry.otel import OtelSink
+from clover_code.telemetry.spans import telemetry_wanted
 
 
 @pytest.fixture

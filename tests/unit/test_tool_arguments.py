@@ -22,11 +22,11 @@ import pytest
 from pydantic import BaseModel
 
 from clover_code import protocol as p
-from clover_code.agent.approval import ApprovalRequest, Decision, RefuseApprover
 from clover_code.agent.open import open_with_backend
+from clover_code.agent.permissions.approval import ApprovalRequest, Decision, RefuseApprover
 from clover_code.agent.session import Session
 from clover_code.agent.transcript import load
-from clover_code.config import Settings
+from clover_code.config.settings import Settings
 from clover_code.engine import events as ev
 from clover_code.tools.arguments import (
     COMMAND_LIMIT,

@@ -11,7 +11,7 @@ from mypy import api as mypy_api
 from clover_code import protocol as p
 from clover_code.acp.replay import replay_updates
 from clover_code.agent.transcript import load
-from clover_code.result import parse_stream_line
+from clover_code.outcome.result import parse_stream_line
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from clover_code import protocol as p
-from clover_code.agent.approval import RefuseApprover
 from clover_code.agent.open import open_with_backend
+from clover_code.agent.permissions.approval import RefuseApprover
 from clover_code.agent.transcript import Transcript, TranscriptError, load
-from clover_code.config import Settings
+from clover_code.config.settings import Settings
 from tests.fakes import ScriptedBackend, text_response, tool_response
 from tests.full_disk import fill_until, tiny_tmpfs
 from tests.unit.test_agent_loop import of_type

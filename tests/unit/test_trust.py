@@ -9,10 +9,8 @@ from typing import get_args
 
 import pytest
 
-from clover_code.config import ApprovalMode, Settings, load_settings, trust_store
-from clover_code.errors import ConfigError
-from clover_code.tools.mcp_config import declared_servers
-from clover_code.trust import (
+from clover_code.config.settings import ApprovalMode, Settings, load_settings, trust_store
+from clover_code.config.trust import (
     APPROVAL_ORDER,
     LOOSENING_KEYS,
     MCP_FILE,
@@ -23,6 +21,8 @@ from clover_code.trust import (
     is_protected,
     loosening,
 )
+from clover_code.errors import ConfigError
+from clover_code.tools.mcp_config import declared_servers
 
 LOOSE = """\
 approval = "full-auto"

@@ -6,9 +6,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from clover_code import protocol as p
-from clover_code.agent.approval import RefuseApprover
 from clover_code.agent.open import open_with_backend
-from clover_code.config import Settings
+from clover_code.agent.permissions.approval import RefuseApprover
+from clover_code.config.settings import Settings
 from tests.fakes import ScriptedBackend, text_response
 
 

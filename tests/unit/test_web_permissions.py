@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from clover_code.agent.approval import ApprovalRequest, RefuseApprover, verdict
-from clover_code.agent.permissions import PermissionPolicy
-from clover_code.config import PermissionRules, Settings, load_settings
+from clover_code.agent.permissions.approval import ApprovalRequest, RefuseApprover, verdict
+from clover_code.agent.permissions.policy import PermissionPolicy
+from clover_code.config.settings import PermissionRules, Settings, load_settings
+from clover_code.config.trust import PROJECT_CONFIG, TrustStore, loosening
 from clover_code.errors import ConfigError
 from clover_code.net.domains import domain_matches, host_of
 from clover_code.net.guard import AddressGuard
-from clover_code.trust import PROJECT_CONFIG, TrustStore, loosening
 
 RULES = PermissionRules(
     allow={"web_fetch": ["docs.python.org", "*.readthedocs.io"]},

@@ -6,7 +6,7 @@ and every workspace script a trusted setting names as a program (resolved at
 session start, ``TrustReport.trusted_scripts``): the host runs or reads them,
 so a sandboxed command must not be able to change them. A mount point cannot
 be written, renamed, removed or replaced from inside. The check before every
-host run (``clover_code.agent.host_programs``) is the second line, and the
+host run (``clover_code.agent.extensions.host_programs``) is the second line, and the
 only one with ``--sandbox none``.
 """
 

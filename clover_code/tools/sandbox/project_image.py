@@ -2,7 +2,7 @@
 
 ``resolve_image`` picks and, when needed, builds it:
 
-- the project's definition (``project_definition.py``: a devcontainer or
+- the project's definition (``config/project_definition.py``: a devcontainer or
   ``.clover/sandbox/Dockerfile``) when the project is trusted
   (``project_image_trusted``); an untrusted one is not built (it runs
   programs) and the notice names the file and how to trust it;
@@ -30,8 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from clover_code.errors import ToolError
-from clover_code.project_definition import (
+from clover_code.config.project_definition import (
     ImageDefinition,
     definition_digest,
     definition_file,
@@ -39,10 +38,11 @@ from clover_code.project_definition import (
     setup_commands,
     trust_fingerprint,
 )
+from clover_code.config.trust import TrustReport, digest
+from clover_code.errors import ToolError
 from clover_code.tools.sandbox.docker_setup import LABEL, short_error
 from clover_code.tools.sandbox.image import build_image, image_present
 from clover_code.tools.sandbox.policy import looks_secret, sandbox_user
-from clover_code.trust import TrustReport, digest
 
 __all__ = [
     "BASE_ARG",

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from clover_code.config import SandboxKind, Settings
+from clover_code.config.settings import SandboxKind, Settings
 from clover_code.errors import ToolError
 from clover_code.tools.sandbox.base import Sandbox
 from clover_code.tools.sandbox.policy import (

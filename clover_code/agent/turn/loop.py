@@ -1,0 +1,360 @@
+"""The turn loop: ask the model, run the tools it calls, repeat until it answers.
+
+One ``Agent`` holds the conversation of a session. ``run_turn`` never raises
+for engine or tool trouble: everything ends as protocol events and a
+``TurnFinished`` with a status, and the conversation is left valid (every
+tool call answered) so the session can go on or be resumed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from clover_code import protocol as p
+from clover_code.agent.extensions.hooks import HookRunner, prompt_hooks, stop_hooks
+from clover_code.agent.permissions.approval import Approver
+from clover_code.agent.permissions.policy import PermissionPolicy
+from clover_code.agent.turn.compaction import compact
+from clover_code.agent.turn.context import Budget, TokenCounter
+from clover_code.agent.turn.dispatch import ToolDispatcher
+from clover_code.agent.turn.nested import NestedInstructions
+from clover_code.agent.turn.plan import PLAN_MODE, PLAN_PROMPT
+from clover_code.agent.turn.respond import (
+    Emit,
+    TurnState,
+    assistant_message,
+    stream_response,
+    wire_messages,
+)
+from clover_code.config.settings import ApprovalMode, Settings
+from clover_code.engine.base import Backend, ChatRequest, Message
+from clover_code.errors import CloverError, ContextOverflow
+from clover_code.tools.base import Tool, ToolContext
+from clover_code.tools.spill import OutputSpill
+
+INTERRUPTED_NOTE = "[interrupted by the user]"
+
+
+class Agent:
+    """Runs turns of one conversation against a backend with a set of tools."""
+
+    def __init__(
+        self,
+        *,
+        backend: Backend,
+        tools: Sequence[Tool],
+        context: ToolContext,
+        settings: Settings,
+        approver: Approver,
+        approval_mode: ApprovalMode,
+        system_prompt: str,
+        emit: Emit,
+        record_message: Callable[[Message], None],
+        record_history: Callable[[list[Message]], None],
+        spill: OutputSpill,
+        messages: list[Message] | None = None,
+        count_text: Callable[[str], int] | None = None,
+        hooks: HookRunner | None = None,
+    ) -> None:
+        self.backend = backend
+        self.settings = settings
+        self.system_prompt = system_prompt
+        self.emit = emit
+        self._record = record_message
+        self.messages: list[Message] = list(messages or [])
+        self.dispatch = ToolDispatcher(
+            tools=tools,
+            context=context,
+            approver=approver,
+            approval_mode=approval_mode,
+            policy=PermissionPolicy(
+                settings.permissions,
+                context.workspace.root,
+                contained=context.sandbox is not None and context.sandbox.contained,
+            ),
+            spill=spill,
+            emit=emit,
+            on_todo=self._set_todo,
+            hooks=hooks,
+        )
+        self.hooks = hooks
+        self.nested = NestedInstructions(context.workspace.root)
+        self.turn = sum(1 for m in self.messages if m.get("role") == "user")
+        self._specs = [tool.spec() for tool in tools]
+        self._block = 0
+        self._record_history = record_history
+        self.counter = TokenCounter(count_text) if count_text else TokenCounter()
+        self.budget = Budget(
+            window=settings.context_window,
+            response_reserve=settings.max_tokens
+            or min(settings.response_reserve, settings.context_window // 4),
+            threshold=settings.compact_threshold,
+        )
+        self.todo: list[dict[str, Any]] = []
+        self.deadline: float | None = None
+        """When set (event-loop time), turns end there instead of ``settings.timeout``
+        after they start: headless mode's limit counts from the start of the run."""
+        self.stopped: str | None = None
+        """Why the session cannot go on (see ``stop``), if it cannot."""
+        users = (i for i, m in enumerate(self.messages) if m.get("role") == "user")
+        self._turn_starts: dict[int, int] = dict(enumerate(users, 1))
+        """Where each turn begins in ``messages`` (until history is rewritten); a resumed
+        history's turns are numbered by its user messages, as ``turn`` counts them."""
+
+    def stop(self, reason: str) -> None:
+        """End the running turn at its next step, and refuse later ones, as failed.
+
+        For trouble that makes going on pointless (the transcript cannot be
+        written); the reason is reported by whoever calls this."""
+        self.stopped = reason
+
+    @property
+    def approval_mode(self) -> ApprovalMode:
+        """The approval mode in force (front ends may switch it)."""
+        return self.dispatch.approval_mode
+
+    @approval_mode.setter
+    def approval_mode(self, mode: ApprovalMode) -> None:
+        self.dispatch.approval_mode = mode
+
+    @property
+    def approver(self) -> Approver:
+        """Who answers approval requests."""
+        return self.dispatch.approver
+
+    def _set_todo(self, items: list[dict[str, Any]]) -> None:
+        self.todo = items
+        self.emit(p.TodoUpdated(items=[p.TodoItem.model_validate(i) for i in items]))
+
+    def _add(self, message: Message) -> None:
+        self.messages.append(message)
+        self._record(message)
+
+    async def run_turn(self, text: str) -> p.TurnFinished:
+        """Work on one user input until the model answers, a limit hits, or it is cancelled.
+
+        ``dispatch.allowed_tools``, when set (a custom command's), narrows the tools."""
+        self.turn += 1
+        self._turn_starts[self.turn] = len(self.messages)
+        content, refusal = await prompt_hooks(self.hooks, text)
+        if refusal is not None:
+            return self._refused(text, refusal)
+        self._add({"role": "user", "content": content})
+        self.emit(p.TurnStarted(turn=self.turn, text=text))
+        state = TurnState()
+        status: p.TurnStatus
+        try:
+            deadline = self.deadline
+            if deadline is None and self.settings.timeout is not None:
+                deadline = asyncio.get_running_loop().time() + self.settings.timeout
+            async with asyncio.timeout_at(deadline):
+                status = await self._loop(state)
+        except TimeoutError:
+            self._close_partial(state, "[stopped: the time limit was reached]")
+            limit = self.settings.timeout
+            self.emit(p.ErrorEvent(message=f"the task hit its time limit of {limit:g} s."))
+            status = "timeout"
+        except asyncio.CancelledError:
+            # The interruption is handled here (the turn ends cleanly), so the
+            # task's cancel request is withdrawn for whatever runs next.
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            self._close_partial(state, INTERRUPTED_NOTE)
+            status = "interrupted"
+        finished = p.TurnFinished(
+            turn=self.turn,
+            status=status,
+            final_text=state.final_text,
+            model_requests=state.requests,
+            token_limit=status == "completed" and state.token_limit,
+        )
+        self.emit(finished)
+        return finished
+
+    def _refused(self, text: str, reason: str) -> p.TurnFinished:
+        """A prompt a UserPromptSubmit hook refused: the model never sees it."""
+        self.emit(p.TurnStarted(turn=self.turn, text=text))
+        self.emit(p.ErrorEvent(message=f"a UserPromptSubmit hook refused the prompt: {reason}"))
+        finished = p.TurnFinished(turn=self.turn, status="failed", blocked=True)
+        self.emit(finished)
+        return finished
+
+    async def _loop(self, state: TurnState) -> p.TurnStatus:
+        while True:
+            if self.stopped is not None:
+                if state.requests == 0:
+                    # A turn asked for after the stop: say again why nothing happens.
+                    self.emit(p.ErrorEvent(message=self.stopped, fatal=True))
+                return "failed"
+            if state.requests >= self.settings.max_turns:
+                self.emit(
+                    p.ErrorEvent(
+                        message=f"stopped after {state.requests} model requests "
+                        f"(--max-turns {self.settings.max_turns}); raise the limit to go further."
+                    )
+                )
+                return "max_turns"
+            state.requests += 1
+            overflow = await self._fit_context()
+            if overflow is not None:
+                self.emit(p.ErrorEvent(message=str(overflow)))
+                return "failed"
+            failure = await self._respond(state)
+            if failure is not None:
+                # Calls of a failed response never run; what text arrived is kept.
+                state.calls = []
+            calls = state.calls
+            # Before the calls are recorded: only safe copies of the arguments are kept.
+            self.dispatch.screen(calls)
+            self._add(assistant_message(state, calls))
+            state.phase = "tools"
+            if failure is not None:
+                self.emit(p.ErrorEvent(message=str(failure)))
+                return "failed"
+            if self.stopped is not None:
+                self._close_partial(state, "[stopped: the session cannot go on]")
+                return "failed"
+            if not calls:
+                more = await stop_hooks(self.hooks, state.stop_hook_active, "".join(state.content))
+                if more is not None:
+                    self._add({"role": "user", "content": more})
+                    state.content, state.reasoning, state.stop_hook_active = [], [], True
+                    continue
+                state.final_text = "".join(state.content)
+                return "completed"
+            await self.dispatch.run_calls(calls)
+            added = self.nested.annotate(calls)
+            if added:
+                self.emit(p.Notice(text=f"added the instructions of {', '.join(added)}."))
+            for call in calls:
+                self._add({"role": "tool", "tool_call_id": call.id, "content": call.result or ""})
+            state.phase = "idle"
+            if all(call.malformed for call in calls):
+                state.malformed_streak += 1
+                if state.malformed_streak > self.settings.tool_retries:
+                    self.emit(
+                        p.ErrorEvent(
+                            message=f"the model made {state.malformed_streak} malformed tool "
+                            "calls in a row; the turn was stopped."
+                        )
+                    )
+                    return "failed"
+            else:
+                state.malformed_streak = 0
+            state.content, state.reasoning, state.calls = [], [], []
+
+    # ----------------------------------------------------------- model call
+
+    async def _respond(self, state: TurnState) -> CloverError | None:
+        """Stream one model response into ``state``; return the failure, if any."""
+        allowed = self.dispatch.offered()
+        system = self.system_prompt
+        if self.approval_mode == PLAN_MODE:
+            system += "\n\n" + PLAN_PROMPT
+        request = ChatRequest(
+            messages=[{"role": "system", "content": system}, *wire_messages(self.messages)],
+            tools=[s for s in self._specs if allowed is None or s.name in allowed],
+            max_tokens=self.settings.max_tokens,
+            temperature=self.settings.temperature,
+            enable_thinking=self.settings.thinking,
+        )
+        failure, self._block = await stream_response(
+            self.backend,
+            request,
+            state,
+            emit=self.emit,
+            settings=self.settings,
+            counter=self.counter,
+            estimated_prompt=self.counter.prompt(self.system_prompt, self.messages, self._specs),
+            block=self._block,
+        )
+        return failure
+
+    async def _fit_context(self) -> CloverError | None:
+        """Compact older turns when the next request would crowd the window."""
+        size = self.counter.prompt(self.system_prompt, self.messages, self._specs)
+        if size <= self.budget.compact_at:
+            return None
+        try:
+            await self.compact(size)
+        except CloverError as exc:
+            return exc
+        size = self.counter.prompt(self.system_prompt, self.messages, self._specs)
+        if size > self.budget.prompt_limit:
+            return ContextOverflow(
+                f"the conversation needs about {size:,} tokens even after compaction, more than "
+                f"the {self.budget.prompt_limit:,} the context window leaves for a prompt; "
+                "start a new session (/clear) or ask for a smaller step."
+            )
+        return None
+
+    async def compact(self, size: int | None = None) -> None:
+        """Summarise older turns into one message (the ``/compact`` command)."""
+        before = size or self.counter.prompt(self.system_prompt, self.messages, self._specs)
+        if self.hooks is not None and self.hooks.has("PreCompact"):
+            await self.hooks.run("PreCompact", {"trigger": "auto" if size else "manual"})
+        # The system prompt and tool schemas are always sent: only the rest of
+        # the budget is there for the history.
+        fixed = TokenCounter(self.counter.count_text).prompt(self.system_prompt, [], self._specs)
+        history, summary = await compact(
+            self.backend,
+            self.messages,
+            self.counter,
+            # Asked for (/compact), everything before the newest message is summarised:
+            # a tail of the automatic share would leave nothing to summarise in a short
+            # session.
+            keep_tokens=max(256, (self.budget.compact_at - fixed) // 3) if size else 0,
+            todo=self.todo,
+        )
+        self.nested.carry(history)
+        self.messages = history
+        self._turn_starts.clear()
+        self.counter.reset()
+        self._record_history(history)
+        after = self.counter.prompt(self.system_prompt, self.messages, self._specs)
+        self.emit(p.Compacted(summary=summary, tokens_before=before, tokens_after=after))
+
+    def clear(self) -> None:
+        """Forget the conversation (the ``/clear`` command); the transcript keeps it."""
+        self.messages = []
+        self._turn_starts.clear()
+        self.todo = []
+        self.counter.reset()
+        self._record_history([])
+
+    def forget_from(self, turn: int) -> bool:
+        """Drop ``turn`` and every later turn from the conversation (after an undo);
+        False, changing nothing, when the history was compacted or cleared since."""
+        start = self._turn_starts.get(turn)
+        if start is None:
+            return False
+        self.messages = self.messages[:start]
+        self._turn_starts = {t: i for t, i in self._turn_starts.items() if t < turn}
+        self.counter.reset()
+        self._record_history(self.messages)
+        return True
+
+    def turn_back(self, count: int) -> int | None:
+        """The oldest of the newest ``count`` turns the conversation still holds (None
+        if it holds fewer): where ``/rewind count conversation`` cuts it."""
+        turns = sorted(self._turn_starts)
+        return turns[-count] if 0 < count <= len(turns) else None
+
+    def _close_partial(self, state: TurnState, note: str) -> None:
+        """Leave a valid conversation after an interruption: keep what arrived,
+        and answer every tool call that was already recorded."""
+        if state.phase == "streaming":
+            # Half-received tool calls never ran; keep the text with a note.
+            state.content.append(("\n\n" if state.content else "") + note)
+            self._add(assistant_message(state, []))
+        elif state.phase == "tools":
+            for call in state.calls:
+                if call.result is None:
+                    call.result = f"cancelled: {note}"
+                self._add({"role": "tool", "tool_call_id": call.id, "content": call.result})
+        state.phase = "idle"
+
+    # ------------------------------------------------------------ tools

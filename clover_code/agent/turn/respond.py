@@ -1,0 +1,154 @@
+"""One model response of a turn: the turn's state, the stream, and the messages it leaves.
+
+The turn loop (``agent/turn/loop.py``) builds the request; ``stream_response``
+streams it into a ``TurnState``, passing the engine's events on as protocol
+events and ending with a usage report. ``assistant_message`` turns what
+arrived into the message the conversation keeps.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from typing import Literal
+
+from clover_code import protocol as p
+from clover_code.agent.turn.context import TokenCounter
+from clover_code.agent.turn.dispatch import ToolCall
+from clover_code.config.settings import Settings
+from clover_code.engine import events as ev
+from clover_code.engine.base import Backend, ChatRequest, Message
+from clover_code.errors import CloverError
+
+Emit = Callable[[p.Event], None]
+
+
+@dataclass(slots=True)
+class TurnState:
+    """What a turn has produced so far, kept so an interruption loses nothing."""
+
+    requests: int = 0
+    malformed_streak: int = 0
+    content: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    calls: list[ToolCall] = field(default_factory=list)
+    phase: Literal["idle", "streaming", "tools"] = "idle"
+    final_text: str = ""
+    stop_hook_active: bool = False
+    """A Stop hook already sent the model back to work in this turn."""
+    token_limit: bool = False
+    """The last response stopped at the token limit."""
+
+
+async def stream_response(
+    backend: Backend,
+    request: ChatRequest,
+    state: TurnState,
+    *,
+    emit: Emit,
+    settings: Settings,
+    counter: TokenCounter,
+    estimated_prompt: int,
+    block: int,
+) -> tuple[CloverError | None, int]:
+    """Stream one model response into ``state``; return the failure, if any, and the
+    number of the next diffusion block (``block`` is the first one's)."""
+    failure: CloverError | None = None
+    tokens = blocks = steps = step_tokens = 0
+    first_block: float | None = None
+    prompt_tokens = completion_tokens = 0
+    experts: float | None = None
+    # Left "streaming" if cancelled mid-stream, so _close_partial knows.
+    state.phase = "streaming"
+    state.token_limit = False
+    async with aclosing(backend.stream(request)) as stream:
+        async for event in stream:
+            if isinstance(event, ev.BlockCommitted):
+                first_block = first_block or time.monotonic()
+                tokens += event.token_count
+                blocks += 1
+                if event.steps:
+                    steps += event.steps
+                    step_tokens += event.token_count
+                emit(
+                    p.BlockCommitted(
+                        block=block,
+                        text=event.text,
+                        token_count=event.token_count,
+                        steps=event.steps,
+                    )
+                )
+                block += 1
+            elif isinstance(event, ev.ContentDelta):
+                state.content.append(event.text)
+                emit(p.ContentDelta(text=event.text))
+            elif isinstance(event, ev.ReasoningDelta):
+                state.reasoning.append(event.text)
+                emit(p.ReasoningDelta(text=event.text))
+            elif isinstance(event, ev.ToolCallEnd):
+                state.calls.append(
+                    ToolCall(event.id, event.name, event.arguments, parse_error=event.error)
+                )
+            elif isinstance(event, ev.BlockDraft):
+                emit(
+                    p.BlockDraft(
+                        block=block,
+                        step=event.step,
+                        tokens=[
+                            None if m else t
+                            for t, m in zip(event.tokens, event.masked, strict=True)
+                        ],
+                        confidences=event.confidences,
+                    )
+                )
+            elif isinstance(event, ev.Usage):
+                prompt_tokens, completion_tokens = event.prompt_tokens, event.completion_tokens
+                experts = event.experts_per_layer
+            elif isinstance(event, ev.Failed):
+                failure = event.error
+            elif isinstance(event, ev.Finished) and event.reason == "length":
+                state.token_limit = True
+                emit(p.Notice(level="warning", text="the response hit the token limit."))
+    state.phase = "idle"
+    elapsed = time.monotonic() - first_block if first_block else 0.0
+    emit(
+        p.UsageReport(
+            prompt_tokens=prompt_tokens or estimated_prompt,
+            completion_tokens=completion_tokens or tokens,
+            context_window=settings.context_window,
+            tokens_per_second=tokens / elapsed if elapsed > 0 else None,
+            blocks_per_second=blocks / elapsed if elapsed > 0 else None,
+            tokens_per_forward=step_tokens / steps if steps else None,
+            experts_per_layer=experts,
+        )
+    )
+    counter.reported(prompt_tokens, len(request.messages) - 1)
+    return failure, block
+
+
+def wire_messages(messages: list[Message]) -> list[Message]:
+    """The history as sent to the model (reasoning stays in the transcript only)."""
+    return [
+        {k: v for k, v in m.items() if k != "reasoning_content"} if "reasoning_content" in m else m
+        for m in messages
+    ]
+
+
+def assistant_message(state: TurnState, calls: list[ToolCall]) -> Message:
+    """The assistant message for what a response produced, with ``calls`` as its tool calls."""
+    message: Message = {"role": "assistant", "content": "".join(state.content)}
+    if state.reasoning:
+        message["reasoning_content"] = "".join(state.reasoning)
+    if calls:
+        message["tool_calls"] = [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
+            }
+            for c in calls
+        ]
+    return message

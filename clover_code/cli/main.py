@@ -1,0 +1,276 @@
+"""The one entry point: ``clover-code`` (app), ``--task`` (headless)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from clover_code import __version__
+from clover_code.config.flags import (
+    ENGINE_FLAGS,
+    Flag,
+    FlagSpec,
+    add_engine_arguments,
+    add_setting_flags,
+    flag_values,
+    setting_names,
+)
+from clover_code.errors import CloverError, ExitCode, UsageError
+
+if TYPE_CHECKING:
+    from clover_code.config.settings import Settings
+
+SUBCOMMANDS_HELP = """commands:
+  clover-code                 the interactive app in this directory
+  clover-code --task TEXT     run one task headless (see the task options above)
+  clover-code acp             serve the Agent Client Protocol on stdin/stdout (editors)
+  clover-code serve           serve a local checkpoint as an OpenAI-compatible server
+  clover-code sandbox         build, check or run a command in the sandbox (sandbox --help)
+  clover-code batch TASKS.jsonl --out DIR   many tasks, each in its own clone (batch --help)
+  clover-code schema result|events   JSON Schema of the headless JSON result / stream lines
+  clover-code mcp-server      serve the agent as an MCP server on stdin/stdout
+  clover-code web             serve the app as a web page (web --help)
+  clover-code github          act on @clover mentions inside a GitHub Actions job
+  clover-code doctor          check what a run needs and say how to fix what is missing
+  each command has its own --help
+
+"""
+
+EXIT_CODES_HELP = """exit codes:
+  0    the task completed
+  1    the agent failed (engine error mid-task, repeated malformed tool calls)
+  2    usage or config error (bad flag, bad --base-url, bad config file, missing task file)
+  3    no engine available (no server configured, unreachable, API key refused at start
+       or mid-task, unknown model)
+  4    a limit was reached (--max-turns, --timeout)
+  130  interrupted (Ctrl+C); the transcript is saved and can be resumed
+"""
+
+
+TASK_FLAGS: tuple[FlagSpec, ...] = (
+    Flag("max_turns", metavar="N", help="most model requests per task"),
+    Flag("timeout", metavar="SECONDS", help="wall-clock limit"),
+    Flag(
+        "max_tokens",
+        metavar="N",
+        help="most tokens per model response (default: what the context leaves, at most 32768)",
+    ),
+    Flag(
+        "approval",
+        help="what may run without asking (headless default: sandbox-auto, commands run "
+        "without asking only in Docker or bubblewrap; asking = refused)",
+    ),
+    Flag(
+        "auto_commit",
+        help="commit the agent's changes on the current branch when the task completes (CI)",
+    ),
+)
+"""The settings the task (headless) options set."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command-line interface."""
+    parser = argparse.ArgumentParser(
+        prog="clover-code",
+        description="A coding agent for block-diffusion LLMs and any OpenAI-compatible server.",
+        epilog=SUBCOMMANDS_HELP + EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"clover-code {__version__}")
+    task = parser.add_argument_group("task (headless mode)")
+    source = task.add_mutually_exclusive_group()
+    source.add_argument("--task", metavar="TEXT", help="run one task headless ('-' reads stdin)")
+    source.add_argument("--task-file", metavar="FILE", type=Path, help="read the task from FILE")
+    task.add_argument(
+        "--output-format",
+        choices=("text", "json", "stream-json"),
+        default="text",
+        help="text (default), one JSON result, or the event stream as JSON lines",
+    )
+    task.add_argument(
+        "--output-schema",
+        type=Path,
+        metavar="FILE",
+        help="a JSON Schema the final answer must match (the model retries on a mismatch; "
+        "the value is the result's structured_output)",
+    )
+    add_setting_flags(task, TASK_FLAGS)
+    resume = task.add_mutually_exclusive_group()
+    resume.add_argument(
+        "--resume",
+        nargs="?",
+        const="",
+        metavar="ID",
+        help="resume session ID (or a unique prefix); without ID, the latest in this repository",
+    )
+    resume.add_argument(
+        "--continue",
+        dest="continue_",
+        action="store_true",
+        help="resume the latest session in this repository",
+    )
+    resume.add_argument(
+        "--fork",
+        metavar="ID",
+        help="start a new session with a copy of session ID's conversation (ID is untouched)",
+    )
+    add_engine_arguments(parser)
+    add_setting_flags(parser, ("sandbox_network",))
+    parser.add_argument(
+        "--watch",
+        action="store_true",
+        help="watch the repository and act on comments ending in AI! (do it) or AI? (answer)",
+    )
+    parser.add_argument("-C", "--cd", type=Path, metavar="DIR", help="work in DIR")
+    parser.add_argument(
+        "--trust-project",
+        action="store_true",
+        help="trust this repository's .clover/config.toml and .mcp.json as they are now "
+        "(remembered until they change), so settings in them that loosen safety apply",
+    )
+    return parser
+
+
+def _read_task(args: argparse.Namespace) -> str | None:
+    if args.task_file is not None:
+        try:
+            text: str = args.task_file.read_text("utf-8")
+        except FileNotFoundError:
+            raise UsageError(f"task file {args.task_file} does not exist.") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"task file {args.task_file} cannot be read ({exc}).") from None
+    elif args.task == "-":
+        text = sys.stdin.read()
+    elif args.task is not None:
+        text = args.task
+    else:
+        return None
+    if not text.strip():
+        raise UsageError("the task is empty; say what the agent should do.")
+    return text
+
+
+def _cli_settings(args: argparse.Namespace) -> dict[str, Any]:
+    keys = setting_names((*ENGINE_FLAGS, *TASK_FLAGS, "sandbox_network"))
+    return flag_values(args, keys)
+
+
+def run(argv: list[str]) -> int:
+    """Parse ``argv`` and run; returns the exit code."""
+    if argv[:1] == ["acp"]:
+        from clover_code.acp.main import main as acp_main
+
+        return acp_main(argv[1:])
+    if argv[:1] == ["serve"]:
+        from clover_code.serve.main import main as serve_main
+
+        return serve_main(argv[1:])
+    if argv[:1] == ["mcp-server"]:
+        from clover_code.mcp_server.main import main as mcp_server_main
+
+        return mcp_server_main(argv[1:])
+    if argv[:1] == ["web"]:
+        from clover_code.webapp.main import main as web_main
+
+        return web_main(argv[1:])
+    if argv[:1] == ["sandbox"]:
+        from clover_code.cli.sandbox import main as sandbox_main
+
+        return sandbox_main(argv[1:])
+    if argv[:1] == ["batch"]:
+        from clover_code.batch.main import main as batch_main
+
+        return batch_main(argv[1:])
+    if argv[:1] == ["schema"]:
+        from clover_code.cli.schema import main as schema_main
+
+        return schema_main(argv[1:])
+    if argv[:1] == ["github"]:
+        from clover_code.github.main import main as github_main
+
+        return github_main(argv[1:])
+    if argv[:1] == ["doctor"]:
+        from clover_code.doctor.main import main as doctor_main
+
+        return doctor_main(argv[1:])
+    started = time.monotonic()
+    args = build_parser().parse_args(argv)
+    from clover_code.agent.transcript import find_session
+    from clover_code.config.settings import load_settings
+    from clover_code.fs.workspace_root import find_root
+    from clover_code.headless.run import report_error, run_task
+
+    cwd = (args.cd or Path.cwd()).resolve()
+    try:
+        if not cwd.is_dir():
+            raise UsageError(f"directory {cwd} does not exist.")
+        task = _read_task(args)
+        output_schema = None
+        if args.output_schema is not None:
+            if task is None:
+                raise UsageError("--output-schema needs a task (--task or --task-file).")
+            from clover_code.outcome.output_schema import load_output_schema
+
+            output_schema = load_output_schema(args.output_schema)
+        root, _ = find_root(cwd)
+        settings = load_settings(
+            _cli_settings(args), repo_root=root, trust_project=args.trust_project
+        )
+        resume = None
+        if args.resume is not None or args.continue_:
+            resume = find_session(settings.resolved_sessions_dir(), args.resume or None, root)
+        if args.fork is not None:
+            from clover_code.agent.fork import fork_session
+
+            sessions = settings.resolved_sessions_dir()
+            resume = fork_session(find_session(sessions, args.fork, root), sessions)
+        if args.watch:
+            if task is not None:
+                raise UsageError("--watch and --task do not go together; use one of them.")
+            from clover_code.watch import run_watch
+
+            return run_watch(settings, cwd)
+        if task is None and not (sys.stdin.isatty() and sys.stdout.isatty()):
+            raise UsageError(
+                "the interactive app needs a terminal; without one, run a task headless "
+                'with --task "..." (see --help).'
+            )
+    except CloverError as exc:
+        return report_error(exc, args.output_format, sys.stdout, sys.stderr, started=started)
+    if task is None:
+        from clover_code.ui.run import run_app
+
+        def reload() -> Settings:
+            return load_settings(_cli_settings(args), repo_root=root)
+
+        return run_app(settings, cwd, resume=resume, reload=reload)
+    return asyncio.run(
+        run_task(
+            settings,
+            task,
+            cwd,
+            output_format=args.output_format,
+            resume=resume,
+            started=started,
+            output_schema=output_schema,
+            own_process=True,
+        )
+    )
+
+
+def main() -> None:
+    """Console-script entry point."""
+    from clover_code.proc.parent_tie import tie_to_parent
+    from clover_code.redact import redact_log_records
+
+    try:
+        redact_log_records()
+        tie_to_parent()
+        code = run(sys.argv[1:])
+    except KeyboardInterrupt:
+        code = ExitCode.INTERRUPTED
+    sys.exit(code)

@@ -1,0 +1,152 @@
+"""The model and engine part of the settings: which engine runs which model, how.
+
+``ModelSettings`` holds these fields; ``clover_code.config.settings.Settings`` inherits
+them (they come first in its field order) and adds the rest.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from clover_code.config.sources import ENV_PREFIX, check_base_url
+
+EngineKind = Literal["auto", "remote", "sglang", "hf"]
+
+
+class ModelSettings(BaseSettings):
+    """The settings that choose and tune the model, its engine and ``clover-code serve``."""
+
+    # The same config as Settings: the field docstrings become the descriptions here too.
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        extra="forbid",
+        use_attribute_docstrings=True,
+        validate_default=True,
+    )
+
+    engine: EngineKind = "auto"
+    """Which engine runs the model: auto, remote, sglang or hf.
+
+    auto means remote when a base URL is set, else SGLang on a local GPU."""
+
+    base_url: str | None = None
+    """URL of an OpenAI-compatible server, e.g. http://localhost:30000/v1."""
+
+    model: str | None = None
+    """Model name to request; unset means the first model the server lists."""
+
+    api_key: SecretStr | None = None
+    """API key sent as a bearer token to the remote server."""
+
+    model_path: str | None = None
+    """Local checkpoint directory for the sglang and hf engines."""
+
+    block_size: int = Field(32, ge=1, le=4096)
+    """Tokens per diffusion block; token-by-token servers are grouped into blocks of this size."""
+
+    remote_drafts: bool = False
+    """Ask a `clover-code serve` server to stream its denoising drafts too (an extension)."""
+
+    raw_parsing: Literal["auto", "always", "never"] = "auto"
+    """Client-side parsing of Qwen3 reasoning and tool-call text: auto, always or never.
+
+    always: the server sends raw text; auto: native fields when present, and
+    tool-call XML or explicit think tags found in the text are parsed too."""
+
+    thinking: bool = True
+    """Let the model think before answering (Qwen3 enable_thinking)."""
+
+    max_tokens: int | None = Field(None, ge=1)
+    """Cap on tokens per model response. Unset: remote servers get what the context
+    window leaves after the prompt, at most 32768 (so one runaway answer cannot run
+    for minutes); local engines default to 8192."""
+
+    temperature: float | None = Field(None, ge=0.0, le=2.0)
+    """Sampling temperature for autoregressive servers (dLLM servers ignore it)."""
+
+    context_window: int = Field(131_072, ge=1024)
+    """Tokens shared by prompt and response."""
+
+    threshold: float = Field(0.95, gt=0.0, le=1.0)
+    """Block diffusion: fill every masked position whose confidence exceeds this (hf, sglang)."""
+
+    dtype: Literal["auto", "bfloat16", "float16", "float32"] = "auto"
+    """Weight dtype for the hf engine; auto takes the checkpoint's."""
+
+    device: str = "auto"
+    """Torch device for the hf engine (cuda, cuda:1, cpu); auto picks cuda when present."""
+
+    repetition_penalty: float | None = Field(None, ge=1.0)
+    """Local engines: penalty on tokens already in the response (1.0 off; unset: the
+    checkpoint's generation_config.json value, else 1.05)."""
+
+    presence_penalty: float | None = Field(None, ge=0.0)
+    """Local engines: subtracted from the logit of tokens already in the response (0 off;
+    unset: the checkpoint's generation_config.json value, else 0)."""
+
+    frequency_penalty: float | None = Field(None, ge=0.0)
+    """Local engines: subtracted per earlier occurrence in the response (0 off; unset: the
+    checkpoint's generation_config.json value, else 0)."""
+
+    end_bias_after: int = Field(16_384, ge=0)
+    """Local engines: response length after which the end-of-response bias grows."""
+
+    end_bias_per_1k: float = Field(1.0, ge=0.0)
+    """Local engines: logit added to the end token per 1,000 tokens past end_bias_after."""
+
+    think_bias_after: int = Field(8_192, ge=0)
+    """Local engines: thinking length after which the end-of-thinking bias grows."""
+
+    think_bias_per_1k: float = Field(1.0, ge=0.0)
+    """Local engines: logit added to </think> per 1,000 thinking tokens past think_bias_after."""
+
+    decoder: Literal["auto", "checkpoint", "builtin"] = "auto"
+    """hf engine: who decodes. auto: the checkpoint's own block-decoding entry point
+    (diffusion_generate with a step hook, in its remote code) when it ships one, else
+    clover-code's loop; checkpoint: that entry point or an error; builtin: our loop."""
+
+    expert_mass: float | None = Field(None, gt=0.0, le=1.0)
+    """hf engine: block-level expert selection. Per block, routing is restricted to the
+    fewest experts holding this share of the block's router probability mass (0.9 on the
+    model card; never fewer than top-k); unset: off."""
+
+    logits_shift: Literal["auto", "none", "one"] = "auto"
+    """hf engine, our loop: none when the logits at position i predict token i, one when
+    they predict token i + 1 (models converted from autoregressive ones); auto reads the
+    checkpoint's config.json key logits_shift ("none" or "one"), else none."""
+
+    tp_size: int = Field(1, ge=1)
+    """SGLang engine: tensor-parallel GPUs."""
+
+    mem_fraction_static: float | None = Field(None, gt=0.0, lt=1.0)
+    """SGLang engine: share of GPU memory for weights and KV cache; unset lets SGLang choose."""
+
+    quantization: str | None = None
+    """SGLang engine: quantization method (e.g. fp8); unset means the checkpoint's."""
+
+    serve_host: str = "127.0.0.1"
+    """clover-code serve: address to listen on."""
+
+    serve_port: int = Field(8000, ge=1, le=65535)
+    """clover-code serve: port to listen on."""
+
+    serve_drafts: bool = False
+    """clover-code serve: stream denoising drafts to every client (the clover_draft extension)."""
+
+    serve_api_key: SecretStr | None = None
+    """clover-code serve: the key every client sends (``Authorization: Bearer``); unset
+    makes a random one, printed once at start."""
+
+    serve_max_body_mb: float = Field(16.0, gt=0)
+    """clover-code serve: the largest request body read, in MiB."""
+
+    serve_read_timeout: float = Field(30.0, gt=0)
+    """clover-code serve: seconds a request body may take to arrive."""
+
+    @field_validator("base_url")
+    @classmethod
+    def _base_url_is_http(cls, value: str | None) -> str | None:
+        return check_base_url(value)

@@ -1,0 +1,366 @@
+"""Settings: one pydantic-settings model, filled from four layers.
+
+Precedence, highest first: command-line flags > environment ``CLOVER_*`` >
+``.clover/config.toml`` in the repository > the user config file
+(``config.toml`` in the platform's user config dir, e.g.
+``~/.config/clover-code/config.toml``). An unknown key or a bad value is one
+``ConfigError`` naming the file (or variable, or flag) and the key.
+
+Settings in the project's files that loosen safety apply only once the user
+trusted that exact file content (see ``clover_code.config.trust``); the rest of the
+project file always applies.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import platformdirs
+from pydantic import (
+    Field,
+    PrivateAttr,
+    SecretStr,
+    ValidationError,
+    field_validator,
+)
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from clover_code.config import trust
+from clover_code.config.engine import EngineKind as EngineKind
+from clover_code.config.engine import ModelSettings
+from clover_code.config.project_files import ProjectJudge
+from clover_code.config.sections import HookConfig as HookConfig
+from clover_code.config.sections import HookEvent as HookEvent
+from clover_code.config.sections import McpServerConfig as McpServerConfig
+from clover_code.config.sections import PermissionRules as PermissionRules
+from clover_code.config.sources import (
+    ENV_PREFIX,
+    LAYERS,
+    DictSource,
+    check_base_url,
+    env_value,
+    explain,
+    read_toml,
+)
+from clover_code.errors import ConfigError
+from clover_code.protocol import ApprovalMode as ApprovalMode  # the settings name it too
+from clover_code.redact import remember
+
+APP_NAME = "clover-code"
+REPO_CONFIG = Path(trust.PROJECT_CONFIG)
+
+SandboxKind = Literal["auto", "docker", "bwrap", "none"]
+
+
+def user_config_path() -> Path:
+    """Where the user config file lives on this platform."""
+    return Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml"
+
+
+def user_data_dir() -> Path:
+    """Where sessions and other user data live on this platform."""
+    return Path(platformdirs.user_data_dir(APP_NAME))
+
+
+def user_cache_dir() -> Path:
+    """Where clover-code keeps caches (the sandbox image's build folder)."""
+    return Path(platformdirs.user_cache_dir(APP_NAME))
+
+
+def worktrees_dir() -> Path:
+    """Where clover-code keeps the worktrees it makes for sessions: each one is a
+    workspace, so this folder is exempt from ``Settings.own_dirs``."""
+    return user_data_dir() / "worktrees"
+
+
+def trust_store() -> trust.TrustStore:
+    """The user's project trust records (in the user data dir, outside every workspace)."""
+    return trust.TrustStore(user_data_dir() / "trusted-projects.json")
+
+
+class Settings(ModelSettings):
+    """Everything clover-code can be told. Each field is documented below (the model
+    and engine fields in ``ModelSettings``)."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        extra="forbid",
+        use_attribute_docstrings=True,
+        validate_default=True,
+    )
+
+    response_reserve: int = Field(16_384, ge=256)
+    """Tokens of the window kept free for the response when max_tokens is unset (at most
+    a quarter of the context window, so small windows keep room for the prompt)."""
+
+    compact_threshold: float = Field(0.85, gt=0.1, le=1.0)
+    """Share of the prompt budget at which older turns are summarised automatically."""
+
+    repo_map_tokens: int = Field(1024, ge=0, le=16_384)
+    """Tokens of the ranked repository map put in the system prompt (0 turns it off)."""
+
+    show_denoising: bool = True
+    """Draw the block being denoised live in the app (needs a backend that sends drafts)."""
+
+    draft_confidences: bool = True
+    """hf engine: send each filled token's confidence with the drafts (tints the live view)."""
+
+    sandbox: SandboxKind = "auto"
+    """Where shell commands run: auto, docker, bwrap, or none (the host, only when chosen)."""
+
+    sandbox_network: bool = False
+    """Let sandboxed commands use the network (Docker bridge; bubblewrap shares the host's)."""
+
+    sandbox_memory_mb: int = Field(4096, ge=128)
+    """Memory for all sandboxed processes together (Docker); data size per process (bwrap)."""
+
+    sandbox_pids: int = Field(512, ge=32)
+    """Most processes and threads at once in the sandbox."""
+
+    sandbox_cpus: float = Field(2.0, gt=0)
+    """CPUs' worth of time the Docker sandbox may use."""
+
+    sandbox_env: list[str] = Field(default_factory=lambda: ["TZ"])
+    """Host environment variables passed into the sandbox; credential-like names never are."""
+
+    sandbox_image: str | None = None
+    """Docker image for the sandbox; unset means clover-code's own, built on first use."""
+
+    sandbox_setup: list[str] = Field(default_factory=list)
+    """Shell commands run once per Docker sandbox image, as root with the network on and
+    the workspace mounted (e.g. ``pip install -e '.[test]'``); the result is cached."""
+
+    approval: ApprovalMode | None = None
+    """What may run without asking (an approval mode, strictest first: read-only, plan, ask,
+    auto-edit, sandbox-auto, full-auto); unset means ask in the app and sandbox-auto
+    headless (commands run without asking only inside Docker or bubblewrap)."""
+
+    permissions: PermissionRules = Field(default_factory=PermissionRules)
+    """Allow and deny rules per tool, e.g. [permissions.allow] shell = ["pytest *"]."""
+
+    mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+    """Stdio MCP servers by name, e.g. [mcp_servers.docs] command = "uvx", args = ["docs-mcp"]."""
+
+    mcp_project: Literal["ask", "trust", "ignore"] = "ask"
+    """Servers in the project's .mcp.json: ask (start them once you trust that file's
+    content), trust (start them without asking), or ignore them."""
+
+    hooks: dict[HookEvent, list[HookConfig]] = Field(default_factory=dict)
+    """Programs run at lifecycle points, e.g. [[hooks.PreToolUse]] command = "./check"."""
+
+    mcp_read_only: list[str] = Field(default_factory=list)
+    """MCP tools you vouch for as read-only, by name or glob (mcp__docs__search,
+    mcp__docs__*): they count as reading, so plan and read-only modes run them. A
+    server's own readOnlyHint is a claim and never counts; a project file sets this
+    only once you trusted it."""
+
+    mcp_timeout: float = Field(120.0, gt=0)
+    """Longest an MCP tool call may take, in seconds."""
+
+    web_allow_private: bool | list[str] = False
+    """Let web_fetch connect to private, loopback and link-local addresses: true for
+    all, or a list of addresses and networks, e.g. ["10.1.2.3", "192.168.0.0/16"]."""
+
+    web_max_bytes: int = Field(5_000_000, ge=1024)
+    """Most bytes web_fetch reads of one page; the rest is never downloaded."""
+
+    web_timeout: float = Field(30.0, gt=0)
+    """Longest one web_fetch or web_search may take, in seconds."""
+
+    web_max_redirects: int = Field(5, ge=0, le=20)
+    """Most redirects web_fetch follows for one page."""
+
+    search_provider: Literal["searxng", "brave", "tavily"] = "searxng"
+    """The kind of search endpoint search_url is: searxng (JSON API), brave or tavily."""
+
+    search_url: str | None = None
+    """The search endpoint web_search uses, e.g. http://localhost:8888/search for SearXNG,
+    https://api.search.brave.com/res/v1/web/search; unset: no web_search tool."""
+
+    search_api_key: SecretStr | None = None
+    """The hosted search API's key (sent only to search_url)."""
+
+    auto_commit: bool = False
+    """Commit the agent's changes on the current branch after each task (for CI)."""
+
+    github_trigger: str = Field("@clover", min_length=1)
+    """clover-code github: the mention in an issue or comment that asks for a run."""
+
+    github_host_shell: bool = False
+    """clover-code github: allow sandbox none. It exposes the job's token: the agent's shell
+    then runs on the runner, where the step's own processes hold the token."""
+
+    max_turns: int = Field(50, ge=1)
+    """Most model requests the agent makes for one task."""
+
+    max_subagents: int = Field(4, ge=1)
+    """Most child agents (``task`` calls) that run at the same time."""
+
+    subagent_max_turns: int = Field(20, ge=1)
+    """Most model requests one child agent makes."""
+
+    subagent_timeout: float = Field(600.0, gt=0)
+    """Wall-clock limit for one child agent, in seconds."""
+
+    subagent_max_tokens: int = Field(100_000, ge=1)
+    """Most tokens one child agent may generate (over all its requests)."""
+
+    timeout: float | None = Field(None, gt=0)
+    """Wall-clock limit for one task, in seconds."""
+
+    shell_timeout: float = Field(120.0, gt=0)
+    """Longest a single shell command may run, in seconds."""
+
+    output_limit: int = Field(30_000, ge=1000)
+    """Characters of tool output the model sees before head + tail truncation."""
+
+    tool_retries: int = Field(3, ge=0)
+    """Malformed tool calls in a row the model may make before the turn fails."""
+
+    max_retries: int = Field(4, ge=0)
+    """Retries of a model request that failed before any output arrived."""
+
+    request_timeout: float = Field(300.0, gt=0)
+    """Seconds to wait for the next bytes of a model response."""
+
+    sessions_dir: Path | None = None
+    """Where session transcripts are written; unset means the user data dir."""
+
+    checkpoint_max_files: int = Field(50_000, ge=1)
+    """Most files a workspace may hold for checkpoints (undo, diff): past it the app
+    asks first, headless and MCP go on without checkpoints."""
+
+    checkpoint_max_bytes: int = Field(2 * 2**30, ge=1)
+    """Most bytes of files a workspace may hold for checkpoints (2 GiB), as above."""
+
+    trust_project_settings: bool = False
+    """Apply every project's safety-loosening settings without asking (user config or
+    CLOVER_TRUST_PROJECT_SETTINGS only; a project file cannot set it)."""
+
+    _project_trust: trust.TrustReport | None = PrivateAttr(default=None)
+
+    @property
+    def project_trust(self) -> trust.TrustReport | None:
+        """What was decided about the project's config files; None without a workspace."""
+        return self._project_trust
+
+    @field_validator("search_url")
+    @classmethod
+    def _search_url_is_http(cls, value: str | None) -> str | None:
+        return check_base_url(value)
+
+    @field_validator("web_allow_private")
+    @classmethod
+    def _networks(cls, value: bool | list[str]) -> bool | list[str]:
+        if isinstance(value, list):
+            import ipaddress
+
+            for entry in value:
+                try:
+                    ipaddress.ip_network(entry.strip(), strict=False)
+                except ValueError:
+                    raise ValueError(f"'{entry}' is not an IP address or network") from None
+        return value
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        layers = LAYERS.get()
+        return (init_settings, *(DictSource(settings_cls, data) for _, data in layers))
+
+    def resolved_sessions_dir(self) -> Path:
+        """The directory transcripts go to."""
+        return self.sessions_dir or user_data_dir() / "sessions"
+
+    def own_dirs(self) -> tuple[Path, ...]:
+        """clover-code's own directories (config, data with the trust records and
+        checkpoints, sessions, cache), real paths: never a workspace, and never
+        written by a file tool (``worktrees_dir`` excepted)."""
+        dirs = (
+            user_config_path().parent,
+            user_data_dir(),
+            self.resolved_sessions_dir(),
+            user_cache_dir(),
+        )
+        return tuple(dict.fromkeys(Path(os.path.realpath(d.expanduser())) for d in dirs))
+
+
+def load_settings(
+    cli: Mapping[str, Any] | None = None,
+    *,
+    repo_root: Path | None = None,
+    user_config: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    trust_project: bool = False,
+    store: trust.TrustStore | None = None,
+) -> Settings:
+    """Build the settings from flags, environment, repo config and user config.
+
+    ``trust_project`` (``--trust-project``) records that the user trusts the
+    project files as they are now; ``store`` replaces the user's trust store.
+    """
+    cli_values = {k: v for k, v in (cli or {}).items() if v is not None}
+    environ = os.environ if env is None else env
+    fields = Settings.model_fields
+    env_values = {
+        k[len(ENV_PREFIX) :].lower(): env_value(v)
+        for k, v in environ.items()
+        if k.startswith(ENV_PREFIX) and k[len(ENV_PREFIX) :].lower() in fields
+    }
+    layers: list[tuple[str, dict[str, Any]]] = [("environment", env_values)]
+    user_path = user_config if user_config is not None else user_config_path()
+    user_values = read_toml(user_path) if user_path.is_file() else {}
+    report: trust.TrustReport | None = None
+    if repo_root is not None:
+        judge = ProjectJudge(repo_root, store or trust_store(), record=trust_project)
+        defaults = {name: f.default for name, f in Settings.model_fields.items()}
+        project, report = judge.read(defaults, user_values, env_values, ENV_PREFIX)
+        if project is not None and "hooks" in project:
+            project = {
+                **project,
+                "hooks": _joined_hooks(user_values.get("hooks"), project["hooks"]),
+            }
+        if project is not None:
+            layers.append((f"config file {repo_root / REPO_CONFIG}", project))
+    if user_path.is_file():
+        layers.append((f"config file {user_path}", user_values))
+    token = LAYERS.set(tuple(layers))
+    try:
+        settings = Settings(**cli_values)
+        settings._project_trust = report
+        # Whatever a message later says, these never appear in it (clover_code.redact).
+        remember(
+            *(
+                key.get_secret_value()
+                for key in (settings.api_key, settings.search_api_key)
+                if key is not None
+            )
+        )
+        return settings
+    except ValidationError as exc:
+        raise ConfigError(explain(exc, cli_values, layers, list(Settings.model_fields))) from None
+    finally:
+        LAYERS.reset(token)
+
+
+def _joined_hooks(user: Any, project: Any) -> Any:
+    """A trusted project's hooks run after the user's, never instead of them (the
+    layers would otherwise replace the user's list for an event)."""
+    if not isinstance(user, dict) or not isinstance(project, dict):
+        return project
+    joined = dict(user)
+    for event, hooks in project.items():
+        mine = user.get(event)
+        joined[event] = (
+            mine + hooks if isinstance(mine, list) and isinstance(hooks, list) else hooks
+        )
+    return joined

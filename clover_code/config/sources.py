@@ -1,0 +1,126 @@
+"""Where settings come from, below the model: config files, the environment, and
+the sentence that explains a bad value.
+
+``clover_code.config.settings`` stacks these layers under the command-line flags; this
+module knows nothing of the settings' fields (the caller passes their names).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import tomllib
+from collections.abc import Mapping
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from pydantic import ValidationError
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
+
+from clover_code.errors import ConfigError
+
+__all__ = [
+    "ENV_PREFIX",
+    "LAYERS",
+    "DictSource",
+    "check_base_url",
+    "env_value",
+    "explain",
+    "read_toml",
+]
+
+ENV_PREFIX = "CLOVER_"
+
+
+def check_base_url(value: str | None) -> str | None:
+    """A server address must be an http:// or https:// URL with a host (blank means unset)."""
+    if value is None or not value.strip():
+        return value
+    url = value.strip()
+    example = "e.g. http://localhost:30000/v1"
+    if "://" not in url:
+        raise ValueError(f"the URL has no scheme; write it with http:// or https://, {example}")
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in ("http", "https"):
+        raise ValueError(
+            f"the scheme '{parts.scheme}' is not supported; use http:// or https://, {example}"
+        )
+    if not parts.hostname:
+        raise ValueError(f"the URL has no host, {example}")
+    return url
+
+
+class DictSource(PydanticBaseSettingsSource):
+    """One already-read layer (environment or a config file) as a settings source."""
+
+    def __init__(self, settings_cls: type[BaseSettings], data: dict[str, Any]):
+        super().__init__(settings_cls)
+        self.data = data
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return self.data.get(field_name), field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return dict(self.data)
+
+
+# The layers below the flags, highest first, for the load in progress: pydantic
+# builds the sources itself, so they are handed over through a context variable.
+LAYERS: ContextVar[tuple[tuple[str, dict[str, Any]], ...]] = ContextVar("LAYERS", default=())
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """Parse one config file, turning syntax errors into a ``ConfigError``."""
+    try:
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        msg = f"config file {path} is not valid TOML ({exc}); fix or remove it."
+        raise ConfigError(msg) from None
+    except OSError as exc:
+        raise ConfigError(f"config file {path} cannot be read ({exc.strerror}).") from None
+    return data
+
+
+def env_value(raw: str) -> Any:
+    """Structured settings (rules, server tables) come from the environment as JSON."""
+    if raw.lstrip()[:1] in ("{", "["):
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw
+    return raw
+
+
+def explain(
+    exc: ValidationError,
+    cli: Mapping[str, Any],
+    layers: list[tuple[str, dict[str, Any]]],
+    known_keys: list[str],
+) -> str:
+    """One sentence per bad key, naming where the value came from."""
+    lines = []
+    for err in exc.errors():
+        key = str(err["loc"][0]) if err["loc"] else "?"
+        if key in cli:
+            where = f"command-line option --{key.replace('_', '-')}"
+        else:
+            where = next((name for name, data in layers if key in data), "settings")
+            if where == "environment":
+                where = f"environment variable {ENV_PREFIX}{key.upper()}"
+        if err["type"] == "extra_forbidden":
+            close = difflib.get_close_matches(key, known_keys, n=1)
+            if close:
+                lines.append(f"{where}: unknown key '{key}'; did you mean '{close[0]}'?")
+            else:
+                known = ", ".join(sorted(known_keys))
+                lines.append(f"{where}: unknown key '{key}' (known keys: {known}).")
+        else:
+            got = err.get("input")
+            # A validator's own sentence, without pydantic's "Value error, " prefix.
+            cause = (err.get("ctx") or {}).get("error") if err["type"] == "value_error" else None
+            lines.append(f"{where}: bad value {got!r} for '{key}': {cause or err['msg']}.")
+    return " ".join(lines)

@@ -1,0 +1,147 @@
+"""What a headless run's result needs, gathered from the protocol events as they pass."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clover_code import protocol as p
+from clover_code.outcome.result import (
+    REASON_FOR_EXIT,
+    ExitReason,
+    ResultStatus,
+    ResultUsage,
+    SubagentUsage,
+    TaskResult,
+)
+
+
+class RunRecord:
+    """Listens to every event of a run and builds the ``TaskResult`` at its end."""
+
+    def __init__(self) -> None:
+        self.session_id: str | None = None
+        self.transcript: str | None = None
+        self.tool_calls = 0
+        self.requests = 0
+        self.errors: list[str] = []
+        self.warnings: list[str] = []
+        self._answer: list[str] = []
+        self._answer_done = False
+        self._prompt_tokens = 0
+        self._completion_tokens = 0
+        self._context_window = 0
+        self._timed_tokens = 0.0
+        self._stream_seconds = 0.0
+        self._forward_tokens = 0.0
+        self._forwards = 0.0
+        self.subagents: list[SubagentUsage] = []
+        self._blocks = 0
+        self._steps = 0
+        self._turn_status: p.TurnStatus | None = None
+
+    def __call__(self, event: p.Event) -> None:
+        if isinstance(event, p.SessionStarted):
+            self.session_id, self.transcript = event.session_id, event.transcript
+        elif isinstance(event, p.ContentDelta):
+            if self._answer_done:
+                # A new response with text: the answer is the latest text.
+                self._answer, self._answer_done = [], False
+            self._answer.append(event.text)
+        elif isinstance(event, p.ErrorEvent):
+            self.errors.append(event.message)
+        elif isinstance(event, p.Notice) and event.level == "warning":
+            self.warnings.append(event.text)
+        elif isinstance(event, p.ToolCallFinished):
+            self.tool_calls += 1
+            child = event.display
+            if isinstance(child, p.SubagentRun):
+                self.subagents.append(
+                    SubagentUsage.model_validate(
+                        child.model_dump(exclude={"kind", "changed_files"})
+                    )
+                )
+        elif isinstance(event, p.UsageReport):
+            self._usage(event)
+        elif isinstance(event, p.BlockCommitted):
+            self._blocks += 1
+            self._steps += event.steps or 0
+        elif isinstance(event, p.TurnFinished):
+            self.requests += event.model_requests
+            self._turn_status = event.status
+
+    def _usage(self, event: p.UsageReport) -> None:
+        self._answer_done = True
+        self._prompt_tokens = event.prompt_tokens
+        self._completion_tokens += event.completion_tokens
+        self._context_window = event.context_window
+        if event.tokens_per_second:
+            self._timed_tokens += event.completion_tokens
+            self._stream_seconds += event.completion_tokens / event.tokens_per_second
+        if event.tokens_per_forward:
+            self._forward_tokens += event.completion_tokens
+            self._forwards += event.completion_tokens / event.tokens_per_forward
+
+    @property
+    def answer(self) -> str:
+        """The text of the latest response that had any (the partial text when cut short)."""
+        return "".join(self._answer)
+
+    def last_error(self) -> str | None:
+        """The error that ended the run, if one was reported."""
+        return self.errors[-1] if self.errors else None
+
+    def result(
+        self,
+        *,
+        status: ResultStatus,
+        exit_code: int,
+        error: str | None,
+        version: str,
+        duration_s: float,
+        final_text: str | None = None,
+        reason: ExitReason | None = None,
+        patch: str = "",
+        files_changed: list[str] | None = None,
+        structured_output: Any = None,
+    ) -> TaskResult:
+        """The run's result; errors other than the one that ended it become warnings."""
+        others = [e for e in self.errors if e != error]
+        usage = ResultUsage(
+            prompt_tokens=self._prompt_tokens,
+            completion_tokens=self._completion_tokens,
+            context_window=self._context_window,
+            tokens_per_second=(
+                round(self._timed_tokens / self._stream_seconds, 2)
+                if self._stream_seconds
+                else None
+            ),
+            tokens_per_forward=(
+                round(self._forward_tokens / self._forwards, 2) if self._forwards else None
+            ),
+            blocks=self._blocks,
+            forwards=self._steps or None,
+        )
+        return TaskResult(
+            status=status,
+            exit_code=exit_code,
+            result=self.answer if final_text is None else final_text,
+            error=error,
+            exit_reason=reason or self._reason(exit_code),
+            warnings=[*self.warnings, *others],
+            session_id=self.session_id,
+            transcript=self.transcript,
+            version=version,
+            duration_s=duration_s,
+            turns=self.requests,
+            tool_calls=self.tool_calls,
+            usage=usage,
+            patch=patch,
+            files_changed=files_changed or [],
+            structured_output=structured_output,
+            subagents=list(self.subagents),
+        )
+
+    def _reason(self, exit_code: int) -> ExitReason:
+        if exit_code == 4 and self._turn_status == "max_turns":
+            return "max_turns"
+        return REASON_FOR_EXIT.get(exit_code, "agent_error")

@@ -1,0 +1,391 @@
+"""Headless mode (``--task``): one task, rendered as text, JSON or a JSONL event stream.
+
+Contracts (documented in the README's headless section):
+
+- the exit code says how the run ended (0, 1, 2, 3, 4, 130, 143);
+- SIGTERM is handled as Ctrl+C is (the transcript saved, the one result
+  printed, status ``interrupted``) but exits 143;
+- ``json`` prints one ``TaskResult`` (``clover_code/outcome/result.py``), the same
+  shape for success, failure, a limit and an interruption;
+- ``stream-json`` prints each protocol event once, text only in the deltas,
+  and the same ``TaskResult`` as its last line;
+- ``--timeout`` bounds the whole run, connecting to the server included.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import TextIO
+
+from clover_code import __version__
+from clover_code import protocol as p
+from clover_code.agent.open import RefuseApprover, RunPatch, Session, open_session
+from clover_code.config.settings import Settings
+from clover_code.errors import CloverError, ExitCode, LimitReached, SandboxUnavailable
+from clover_code.headless.record import RunRecord
+from clover_code.headless.render import OutputFormat, StreamJsonRenderer, TextRenderer, renderer
+from clover_code.outcome.output_schema import MAX_RETRIES, OutputSchema, answer_to_schema
+from clover_code.outcome.result import STATUS_FOR_TURN, ExitReason, ResultStatus, TaskResult
+from clover_code.redact import redacting
+from clover_code.telemetry.spans import TelemetrySink, telemetry_from_environment
+
+__all__ = [
+    "OutputFormat",
+    "StreamJsonRenderer",
+    "TextRenderer",
+    "report_error",
+    "run_task",
+]
+
+_STATUS_EXIT: dict[ResultStatus, ExitCode] = {
+    "success": ExitCode.OK,
+    "error": ExitCode.AGENT_ERROR,
+    "limit": ExitCode.LIMIT_REACHED,
+    "interrupted": ExitCode.INTERRUPTED,
+}
+
+
+class _Termination:
+    """SIGTERM while the task runs (when ``enabled``: the process's own run): cancel
+    it as Ctrl+C does, and remember why."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.received = False
+        self._task = asyncio.current_task()
+
+    def _on_signal(self) -> None:
+        if not self.received and self._task is not None:
+            self.received = True
+            self._task.cancel()
+
+    def __enter__(self) -> _Termination:
+        if self.enabled:
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, self._on_signal)
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        if self.enabled:
+            asyncio.get_running_loop().remove_signal_handler(signal.SIGTERM)
+
+    def exit_code(self) -> ExitCode:
+        """The exit code of an interrupted run."""
+        return ExitCode.TERMINATED if self.received else ExitCode.INTERRUPTED
+
+
+def report_error(
+    error: CloverError,
+    output_format: OutputFormat,
+    out: TextIO,
+    err: TextIO,
+    *,
+    started: float | None = None,
+    record: RunRecord | None = None,
+) -> int:
+    """Tell the user about an error that stopped the run, in the chosen format."""
+    out, err = redacting(out), redacting(err)
+    err.write(f"clover-code: {error}\n")
+    err.flush()
+    if output_format == "stream-json":
+        out.write(p.ErrorEvent(message=str(error), fatal=True).model_dump_json() + "\n")
+    code = int(error.exit_code)
+    status: ResultStatus = "limit" if code == ExitCode.LIMIT_REACHED else "error"
+    # Exit 3 is shared by "no engine" and "no sandbox"; the reason tells them apart.
+    reason: ExitReason | None = "no_sandbox" if isinstance(error, SandboxUnavailable) else None
+    return _write_result(
+        output_format,
+        out,
+        (record or RunRecord()).result(
+            status=status,
+            exit_code=code,
+            error=str(error),
+            version=__version__,
+            duration_s=_since(started),
+            reason=reason,
+        ),
+    )
+
+
+def _write_result(output_format: OutputFormat, out: TextIO, result: TaskResult) -> int:
+    """Print ``result`` (json and stream-json) and return the exit code it states."""
+    written = _writable(result)
+    if output_format != "text":
+        out.write(written.model_dump_json() + "\n")
+    out.flush()
+    return written.exit_code
+
+
+def _writable(result: TaskResult) -> TaskResult:
+    """``result``, or if a field of it cannot be written as JSON, an error result saying so."""
+    try:
+        result.model_dump_json()
+    except (ValueError, TypeError) as exc:  # pydantic's serialisation error is a ValueError
+        return TaskResult(
+            status="error",
+            exit_code=int(ExitCode.AGENT_ERROR),
+            exit_reason="agent_error",
+            result="",
+            error=(
+                f"the run's result could not be written as JSON ({type(exc).__name__}); "
+                "the session's transcript has what happened."
+            ),
+            warnings=[],
+            session_id=result.session_id,
+            transcript=result.transcript,
+            version=result.version,
+            duration_s=result.duration_s,
+            turns=result.turns,
+            tool_calls=result.tool_calls,
+            usage=result.usage,
+        )
+    return result
+
+
+def _since(started: float | None) -> float:
+    return round(time.monotonic() - started, 3) if started is not None else 0.0
+
+
+async def run_task(
+    settings: Settings,
+    task: str,
+    cwd: Path,
+    *,
+    output_format: OutputFormat = "text",
+    resume: Path | None = None,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+    started: float | None = None,
+    output_schema: OutputSchema | None = None,
+    own_process: bool = False,
+) -> int:
+    """Run one task to its end and return the process exit code.
+
+    ``own_process``: the task is the process's whole run, so SIGTERM ends it as
+    Ctrl+C does (exit 143); a server running tasks leaves its signals alone."""
+    # Every line of every format passes through redact: no secret reaches stdout or stderr.
+    out = redacting(out or sys.stdout)
+    err = redacting(err or sys.stderr)
+    started = time.monotonic() if started is None else started
+    record = RunRecord()
+    render = renderer(output_format, out, err)
+
+    def warn(text: str) -> None:
+        err.write(f"clover-code: {text}\n")
+
+    telemetry = telemetry_from_environment(warn)
+    try:
+        with _Termination(own_process) as termination:
+            return await _run_task(
+                settings,
+                task,
+                cwd,
+                output_format,
+                resume,
+                out,
+                err,
+                started,
+                output_schema,
+                record,
+                render,
+                telemetry,
+                termination,
+            )
+    except Exception as exc:  # a bug: still end with one result object, never a bare traceback
+        traceback.print_exception(exc, file=err)
+        internal = CloverError(
+            f"internal error ({type(exc).__name__}: {exc}); the task stopped. "
+            "Please report it with the lines above."
+        )
+        return report_error(internal, output_format, out, err, started=started, record=record)
+    finally:
+        if telemetry is not None:
+            await asyncio.shield(asyncio.to_thread(_stop_telemetry, telemetry, err))
+
+
+async def _run_task(
+    settings: Settings,
+    task: str,
+    cwd: Path,
+    output_format: OutputFormat,
+    resume: Path | None,
+    out: TextIO,
+    err: TextIO,
+    started: float,
+    output_schema: OutputSchema | None,
+    record: RunRecord,
+    render: Callable[[p.Event], None] | None,
+    telemetry: TelemetrySink | None,
+    termination: _Termination,
+) -> int:
+    def emit(event: p.Event) -> None:
+        nonlocal telemetry
+        record(event)
+        if telemetry is not None:
+            try:
+                telemetry(event)
+            except Exception as exc:  # any SDK or exporter fault: traces are not worth a task
+                record(p.Notice(level="warning", text=f"telemetry stopped: {exc}"))
+                telemetry = None
+        if render is not None:
+            render(event)
+
+    # The default event loop's clock is time.monotonic: the deadline counts from the start.
+    deadline = None if settings.timeout is None else started + settings.timeout
+    try:
+        async with asyncio.timeout_at(deadline):
+            # A sandbox asked for explicitly opens before the engine: exit 3 at once if it
+            # cannot run. What was opened is closed again by the factory if a step fails.
+            session = await open_session(
+                settings,
+                cwd,
+                emit=emit,
+                approver=RefuseApprover(),
+                approval_mode=settings.approval or "sandbox-auto",
+                resume=resume,
+                strict_sandbox=True,
+                engine_notices=True,
+                # The time spent opening the session counts against the task's limit.
+                deadline=deadline,
+            )
+    except TimeoutError:
+        if settings.timeout is None:
+            raise
+        limit = LimitReached(
+            f"the task hit its time limit of {settings.timeout:g} s before the session was "
+            "ready (the model server or the sandbox did not answer in time); raise --timeout "
+            "or check the server."
+        )
+        return report_error(limit, output_format, out, err, started=started, record=record)
+    except CloverError as exc:
+        return report_error(exc, output_format, out, err, started=started, record=record)
+    except asyncio.CancelledError:
+        _withdraw_cancel()
+        code = termination.exit_code()
+        return _finish_interrupted_early(output_format, out, err, started, record, code)
+    prompt = task if output_schema is None else task + output_schema.instructions()
+    structured: object = None
+    schema_problem: str | None = None
+    changes = RunPatch()
+    try:
+        finished = await session.run_turn(p.UserInput(text=prompt))
+        if output_schema is not None:
+            outcome = await answer_to_schema(session, output_schema, finished)
+            finished, structured, schema_problem = outcome.finished, outcome.value, outcome.problem
+        if settings.auto_commit and finished.status == "completed" and schema_problem is None:
+            await _auto_commit(session, task)
+        changes = await asyncio.shield(session.patch())
+        if changes.warning is not None:
+            emit(p.Notice(level="warning", text=changes.warning))
+    finally:
+        await asyncio.shield(session.close())
+    status = STATUS_FOR_TURN[finished.status]
+    code = _STATUS_EXIT[status]
+    reason: ExitReason | None = None
+    if schema_problem is not None:
+        status, code, reason = "error", ExitCode.AGENT_ERROR, "output_schema"
+    elif status == "success" and finished.token_limit:
+        status, code, reason = "limit", ExitCode.LIMIT_REACHED, "max_tokens"
+    elif finished.blocked:
+        reason = "blocked"
+    failure = session.engine_failure
+    if status == "error" and failure is not None and failure.exit_code != ExitCode.AGENT_ERROR:
+        # A refused key or a vanished model mid-task is "no engine", as at start.
+        code = failure.exit_code
+    if session.transcript_failure is not None:
+        # Reported already, as a fatal error event: the run cannot be resumed as it is.
+        status, code = "error", ExitCode.AGENT_ERROR
+    error: str | None = None
+    if status == "interrupted":
+        code = termination.exit_code()
+        how = "terminated (SIGTERM)" if termination.received else "interrupted"
+        error = (
+            f"{how}; the transcript is saved. "
+            f"Resume with: clover-code --resume {session.id} --task ..."
+        )
+        err.write(f"clover-code: {error}\n")
+    elif reason == "max_tokens":
+        cap = f"--max-tokens {settings.max_tokens}" if settings.max_tokens else "max_tokens"
+        error = f"the final answer was cut at the token limit ({cap}); raise it to go further."
+        err.write(f"clover-code: {error}\n")
+    elif schema_problem is not None:
+        error = (
+            f"the final answer never matched --output-schema "
+            f"(after {MAX_RETRIES} retries): {schema_problem}."
+        )
+        err.write(f"clover-code: {error}\n")
+    elif status != "success":
+        error = record.last_error() or f"the task ended with status {finished.status}."
+    return _write_result(
+        output_format,
+        out,
+        record.result(
+            status=status,
+            exit_code=int(code),
+            error=error,
+            version=__version__,
+            duration_s=_since(started),
+            final_text=finished.final_text if status == "success" else None,
+            reason=reason or _turn_reason(finished.status, int(code)),
+            patch=changes.patch,
+            files_changed=changes.files,
+            structured_output=structured,
+        ),
+    )
+
+
+def _turn_reason(status: p.TurnStatus, code: int) -> ExitReason | None:
+    """The precise reason a turn's status gives (None: let the exit code say)."""
+    if status in ("max_turns", "timeout"):
+        return status
+    if code in (ExitCode.INTERRUPTED, ExitCode.TERMINATED):
+        return "interrupted"
+    return None
+
+
+def _stop_telemetry(telemetry: TelemetrySink, err: TextIO) -> None:
+    """Flush what telemetry holds; a collector that is down costs a warning, not the result."""
+    try:
+        telemetry.shutdown()
+    except Exception as exc:  # any SDK or exporter fault
+        err.write(f"clover-code: telemetry could not be sent: {exc}\n")
+
+
+def _withdraw_cancel() -> None:
+    """The interruption is handled here, so the task's cancel request is withdrawn."""
+    task = asyncio.current_task()
+    if task is not None:
+        task.uncancel()
+
+
+def _finish_interrupted_early(
+    output_format: OutputFormat,
+    out: TextIO,
+    err: TextIO,
+    started: float,
+    record: RunRecord,
+    code: ExitCode,
+) -> int:
+    error = "interrupted before the session was ready; nothing was done."
+    err.write(f"clover-code: {error}\n")
+    result = record.result(
+        status="interrupted",
+        exit_code=int(code),
+        error=error,
+        version=__version__,
+        duration_s=_since(started),
+    )
+    return _write_result(output_format, out, result)
+
+
+async def _auto_commit(session: Session, task: str) -> None:
+    """--auto-commit: commit what the agent changed, with the task as the subject."""
+    first = next((line.strip() for line in task.splitlines() if line.strip()), "task")
+    subject = f"clover-code: {first}"
+    subject = subject if len(subject) <= 72 else subject[:71] + "…"
+    await session.submit(p.AutoCommit(subject=subject))

@@ -1,0 +1,1 @@
+"""Process helpers with no knowledge of sessions: tying a child's life to its parent."""
