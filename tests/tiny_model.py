@@ -22,6 +22,7 @@ from typing import Any
 import torch
 
 from clover_code.engine.local.diffusion.forward import ModelForward
+from clover_code.engine.local.diffusion.layout import Layout
 
 SPECIAL_TOKENS = [
     "<|endoftext|>",
@@ -153,7 +154,7 @@ def build_tiny_checkpoint(
 
 
 Script = Callable[[torch.Tensor, int], torch.Tensor]
-"""(input ids of this forward [1, n], cache length before it) -> logits [1, n, vocab]."""
+"""(one row's new ids [1, n], its position before them) -> logits [1, n, vocab]."""
 
 
 class ScriptedLogits:
@@ -163,25 +164,33 @@ class ScriptedLogits:
         self.inner = inner
         self.script = script
         self.vocab_size = inner.vocab_size
+        self.device = inner.device
+        self.splits = inner.splits
         self.calls: list[list[int]] = []
+        """The ids of every row of every forward (padding left out)."""
 
     def new_cache(self) -> Any:
         return self.inner.new_cache()
 
-    def __call__(self, ids: torch.Tensor, cache: Any) -> torch.Tensor:
-        before = self.inner.cache_length(cache)
-        self.calls.append(ids[0].tolist())
-        self.inner(ids, cache)
-        return self.script(ids, before)
-
     def cache_length(self, cache: Any) -> int:
         return self.inner.cache_length(cache)
 
-    def prefill(self, ids: torch.Tensor, cache: Any) -> torch.Tensor:
-        before = self.inner.cache_length(cache)
-        self.calls.append(ids[0].tolist())
-        getattr(self.inner, "prefill", self.inner)(ids, cache)
-        return self.script(ids, before)
+    def mid_states(self) -> Any:
+        return self.inner.mid_states()
+
+    def __call__(
+        self, ids: torch.Tensor, cache: Any, layout: Layout, keep: int | None = None
+    ) -> torch.Tensor:
+        self.inner(ids, cache, layout, keep)
+        rows = []
+        for b in range(ids.shape[0]):
+            used = layout.used(b)
+            self.calls.append(ids[b, :used].tolist())
+            logits = self.script(ids[b : b + 1, :used], layout.past[b])[0]
+            pad = logits.new_zeros((ids.shape[1] - used, logits.shape[-1]))
+            rows.append(torch.cat([logits, pad]))
+        out = torch.stack(rows)
+        return out[:, -keep:] if keep is not None else out
 
 
 def peaked(vocab: int, rows: Sequence[tuple[int, float]]) -> torch.Tensor:
@@ -195,33 +204,40 @@ def peaked(vocab: int, rows: Sequence[tuple[int, float]]) -> torch.Tensor:
 
 
 def script_text(backend: Any, text: str) -> None:
-    """Make the loaded model 'say' ``text`` then stop, one confident block per step."""
+    """Make the loaded model 'say' ``text`` then stop, one confident block per step.
+
+    The real model still runs; its logits are replaced by rows peaked on the
+    token ``text`` has at each position (read from the forward's position ids,
+    counted from the end of the latest prompt the backend rendered).
+    """
     target = backend.tokenizer(text, add_special_tokens=False)["input_ids"]
     target.append(backend.tokenizer.convert_tokens_to_ids("<|im_end|>"))
     model = backend._model
     real = model.forward
     vocab = model.config.vocab_size
+    prompt_len = {"n": 0}
 
     @functools.wraps(real)
     def forward(*args: Any, **kwargs: Any) -> Any:
         out = real(*args, **kwargs)
-        n = kwargs["input_ids"].shape[1]
-        cache = kwargs.get("cache") or kwargs.get("past_key_values")
-        start = cache.get_seq_length() - n - backend._prompt_len
-        rows = [(target[min(max(start + i, 0), len(target) - 1)], 0.99) for i in range(n)]
-        out.logits = peaked(vocab, rows)
+        kept = out.logits.shape[1]
+        positions = kwargs["position_ids"][:, -kept:].tolist()
+        rows = [
+            [(target[min(max(p - prompt_len["n"], 0), len(target) - 1)], 0.99) for p in row]
+            for row in positions
+        ]
+        out.logits = torch.cat([peaked(vocab, row) for row in rows])
         return out
 
     model.forward = forward
-    original = backend._producer
+    original = backend.prompt
 
-    def producer(request: Any) -> Any:
-        from clover_code.engine.local.diffusion.chat import render_prompt
+    def prompt(request: Any) -> list[int]:
+        ids: list[int] = original(request)
+        prompt_len["n"] = len(ids)
+        return ids
 
-        backend._prompt_len = len(render_prompt(backend.tokenizer, request))
-        return original(request)
-
-    backend._producer = producer  # type: ignore[method-assign]
+    backend.prompt = prompt
 
 
 REMOTE_DECODER = '''"""A tiny block-decoding entry point in remote code (a test fixture).

@@ -75,26 +75,26 @@ def test_rule_falls_back_to_the_single_most_confident_position() -> None:
 
 def test_checkpoint_restore_equals_a_deepcopy_reference(model: Any) -> None:
     forward = HFForward(model)
-    prompt = torch.arange(3, 70)[None]
+    prompt = torch.arange(3, 67)[None]
     ours, reference = forward.new_cache(), forward.new_cache()
-    forward(prompt, ours)
-    forward(prompt, reference)
+    forward.prefill(prompt, ours, block_size=8)
+    forward.prefill(prompt, reference, block_size=8)
     mask = torch.full((1, 8), 265)
     point = CacheCheckpoint.take(ours)
     saved = copy.deepcopy(reference)
     for step in range(3):
         block = mask.clone()
         block[0, : step * 2] = 7
-        logits_ours = forward(block, ours)
+        logits_ours = forward.block(block, ours)
         point.restore()
-        logits_ref = forward(block, copy.deepcopy(saved))
+        logits_ref = forward.block(block, copy.deepcopy(saved))
         assert torch.equal(logits_ours, logits_ref)
     final = torch.tensor([[5, 6, 7, 8, 9, 10, 11, 12]])
-    forward(final, ours)
-    forward(final, saved)
+    forward.block(final, ours)
+    forward.block(final, saved)
     after = torch.tensor([[13, 14]])
-    assert torch.equal(forward(after, ours), forward(after, saved))
-    assert ours.get_seq_length() == saved.get_seq_length() == 67 + 8 + 2
+    assert torch.equal(forward.block(after, ours), forward.block(after, saved))
+    assert ours.get_seq_length() == saved.get_seq_length() == 64 + 8 + 2
 
 
 def _decoder(model: Any, script: Any, **options: Any) -> tuple[BlockDiffusion, ScriptedLogits]:
@@ -120,8 +120,21 @@ def test_confident_model_fills_a_block_per_step(model: Any) -> None:
     assert blocks[0].ids == [40 + (16 + i) % 20 for i in range(8)]
     assert blocks[-1].finish == "length"
     assert decoder.stats.tokens == 24
+    assert decoder.stats.step_forwards == 3 and decoder.stats.commit_forwards == 0
+    assert decoder.stats.tokens_per_forward == 8
+    # The prompt, block 0, then each finished block rides on the next one's first forward.
+    assert [len(c) for c in scripted.calls] == [16, 8, 16, 16]
+
+
+def test_separate_commit_forwards_are_counted_in_the_blocks_steps(model: Any) -> None:
+    def script(ids: Any, before: int) -> Any:
+        return peaked(266, [(40 + (before + i) % 20, 0.99) for i in range(ids.shape[1])])
+
+    decoder, scripted = _decoder(model, script, max_new_tokens=24, merge_commit=False)
+    _, blocks = _run(decoder, list(range(3, 19)))
+    assert [b.steps for b in blocks] == [2, 2, 1]  # the last block is never committed
     assert decoder.stats.step_forwards == 3 and decoder.stats.commit_forwards == 2
-    # The first block's steps saw the prompt in the cache; commits moved it on.
+    assert decoder.stats.tokens_per_forward == 24 / 5
     assert [len(c) for c in scripted.calls] == [16, 8, 8, 8, 8, 8]
 
 
@@ -269,6 +282,10 @@ class _DeepcopyCheckpoint:
     def restore(self) -> None:
         self.cache.layers[:] = copy.deepcopy(self.saved)
 
+    def commit(self, columns: int, rows: Any, mid: Any) -> None:
+        # One row, committed by a forward of its own: keep all it wrote.
+        assert mid is None and bool(rows.all())
+
 
 def test_whole_generation_equals_the_deepcopy_reference(
     model: Any, monkeypatch: pytest.MonkeyPatch
@@ -280,6 +297,8 @@ def test_whole_generation_equals_the_deepcopy_reference(
 
         class Recorder:
             vocab_size = forward.vocab_size
+            device = forward.device
+            splits = forward.splits
 
             def new_cache(self) -> Any:
                 return forward.new_cache()
@@ -287,20 +306,28 @@ def test_whole_generation_equals_the_deepcopy_reference(
             def cache_length(self, cache: Any) -> int:
                 return forward.cache_length(cache)
 
-            def __call__(self, ids: Any, cache: Any) -> Any:
-                out = forward(ids, cache)
+            def mid_states(self) -> Any:
+                return forward.mid_states()
+
+            def __call__(self, ids: Any, cache: Any, layout: Any, keep: Any = None) -> Any:
+                out = forward(ids, cache, layout, keep)
                 logits_seen[label].append(out.clone())
                 return out
 
         options = DecodeOptions(
-            mask_id=265, block_size=8, threshold=0.02, max_new_tokens=16, controls=NO_CONTROLS
+            mask_id=265,
+            block_size=8,
+            threshold=0.02,
+            max_new_tokens=16,
+            controls=NO_CONTROLS,
+            merge_commit=False,
         )
         return list(BlockDiffusion(Recorder(), options).generate(list(range(3, 40))))
 
     ours = run("ours")
-    import clover_code.engine.local.diffusion.loop as loop_module
+    import clover_code.engine.local.diffusion.batch as batch_module
 
-    monkeypatch.setattr(loop_module, "CacheCheckpoint", _DeepcopyCheckpoint)
+    monkeypatch.setattr(batch_module, "CacheCheckpoint", _DeepcopyCheckpoint)
     reference = run("reference")
     assert ours == reference
     assert len(logits_seen["ours"]) == len(logits_seen["reference"]) > 4
