@@ -242,10 +242,12 @@ def script_text(backend: Any, text: str) -> None:
 
 REMOTE_DECODER = '''"""A tiny block-decoding entry point in remote code (a test fixture).
 
-Dream-style diffusion_generate: each block of block_length positions starts
-masked; each step runs the model over the whole sequence (no cache) and fills
-every masked position of the block whose confidence clears threshold, else
-the single most confident one, calling the hook after every step.
+Dream-style diffusion_generate with blocks aligned to absolute positions (as
+SGLang cuts them: the first one is what is left of the prompt's last block):
+each block starts masked; each step runs the model over the whole sequence
+(no cache) and fills every masked position of the block whose confidence
+clears threshold, else the single most confident one, calling the hook after
+every step.
 """
 
 import torch
@@ -275,8 +277,11 @@ class TinyDLLMForCausalLM(Qwen3_5MoeForCausalLM):
         x = torch.cat([inputs, torch.full((1, max_new_tokens), mask)], dim=1)
         x = hook(None, x, None)
         start, step = inputs.shape[1], 0
-        for lo in range(start, start + max_new_tokens, block_length):
-            hi = min(lo + block_length, start + max_new_tokens)
+        end = start + max_new_tokens
+        first = (start // block_length + 1) * block_length
+        bounds = [start] + list(range(first, end, block_length))
+        for lo in bounds:
+            hi = min((lo // block_length + 1) * block_length, end)
             while bool((x[0, lo:hi] == mask).any()):
                 logits = self(input_ids=x).logits[0, lo:hi]
                 conf, arg = torch.softmax(logits.float(), -1).max(-1)
@@ -300,6 +305,42 @@ class TinyDLLMForCausalLM(Qwen3_5MoeForCausalLM):
     def diffusion_generate(self, inputs, **kwargs):
         raise AssertionError("a **kwargs entry point must not be taken")
 '''
+
+
+CACHELESS_FORWARD = '''"""A model whose forward keeps no cache of its own (a test fixture).
+
+It takes the arguments clover-code's loop passes and ignores the cache and the
+mask: the loop must not drive it.
+"""
+
+import torch
+from transformers import Qwen3_5MoeForCausalLM
+
+
+class TinyDLLMForCausalLM(Qwen3_5MoeForCausalLM):
+    def forward(self, input_ids=None, attention_mask=None, position_ids=None,
+                past_key_values=None, use_cache=None, **kwargs):
+        return super().forward(input_ids=input_ids, use_cache=False)
+'''
+
+CACHELESS_GENERATE = (
+    CACHELESS_FORWARD
+    + """
+    @torch.no_grad()
+    def diffusion_generate(self, inputs, max_new_tokens=16, threshold=0.9, block_length=4,
+                           mask_token_id=None):
+        mask = mask_token_id if mask_token_id is not None else self.config.mask_token_id
+        x = torch.cat([inputs, torch.full((1, max_new_tokens), mask)], dim=1)
+        start = inputs.shape[1]
+        while bool((x[0, start:] == mask).any()):
+            logits = self(input_ids=x).logits[0, start:]
+            conf, arg = torch.softmax(logits.float(), -1).max(-1)
+            masked = x[0, start:] == mask
+            conf = conf.masked_fill(~masked, -1.0)
+            x[0, start + int(conf.argmax())] = arg[conf.argmax()]
+        return x
+"""
+)
 
 
 def add_remote_decoder(path: Path, source: str = REMOTE_DECODER) -> Path:

@@ -11,7 +11,8 @@ Blocks are reported as SGLang and our loop cut them, aligned to absolute
 positions (the first one is what is left of the prompt's last block). Every
 hook call is one forward, counted for the first block that still had masked
 positions before it: a ``Step`` for that block, and when the call leaves it
-complete, a ``Block`` with the forwards it took. A stop token ends the
+complete, a ``Block`` with the forwards it took (a later block the same call
+completed too costs no forward of its own). A stop token ends the
 response as soon as every position before it is filled, whether or not the
 rest of its block is (the hook then aborts the model's loop).
 
@@ -165,15 +166,12 @@ class HookedGenerate:
             self.stats.step_forwards += 1
             cutter.steps += 1
             gen = x[0, start : start + budget].tolist()
-            before = cutter.block
+            lo, hi = cutter.bounds()
+            ids = gen[lo:hi]
+            on_item(Step(cutter.block, cutter.steps, ids, [t == opts.mask_id for t in ids], None))
             cutter.commit_ready(gen)
             if cutter.done:
                 raise _Abort
-            if cutter.block == before:
-                lo, hi = cutter.bounds()
-                ids = gen[lo:hi]
-                masked = [t == opts.mask_id for t in ids]
-                on_item(Step(cutter.block, cutter.steps, ids, masked, None))
             return x
 
         self.arguments = entry_arguments(
