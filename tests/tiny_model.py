@@ -99,11 +99,14 @@ def build_tiny_checkpoint(
     experts: int = 4,
     top_k: int = 2,
     router_scale: float = 1.0,
+    expert_scale: float = 1.0,
 ) -> Path:
     """Write a tiny random checkpoint (model + tokenizer + chat template) to ``path``.
 
     ``router_scale`` multiplies the routers' random weights: a trained router is
     far from uniform, and a larger scale makes the random one peaked like it.
+    ``expert_scale`` multiplies the routed experts' weights, so which experts a
+    token is sent to weighs on the logits as it does in a trained model.
     """
     from transformers import PreTrainedTokenizerFast, Qwen3_5MoeForCausalLM, Qwen3_5MoeTextConfig
 
@@ -140,11 +143,12 @@ def build_tiny_checkpoint(
     )
     torch.manual_seed(0)
     model = Qwen3_5MoeForCausalLM(config)
-    if router_scale != 1.0:
-        with torch.no_grad():
-            for name, param in model.named_parameters():
-                if name.endswith("mlp.gate.weight"):
-                    param.mul_(router_scale)
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if name.endswith("mlp.gate.weight"):
+                param.mul_(router_scale)
+            elif ".mlp.experts." in name:
+                param.mul_(expert_scale)
     model.save_pretrained(path)
     if mask_token:
         cfg = json.loads((path / "config.json").read_text())

@@ -186,7 +186,8 @@ NEUTRAL_KEYS = frozenset(
         "mcp_timeout", "auto_commit", "max_turns", "timeout", "shell_timeout",
         "output_limit", "tool_retries", "max_retries", "request_timeout",
         "max_subagents", "subagent_max_turns", "subagent_timeout", "subagent_max_tokens", "decoder",
-        "logits_shift", "expert_mass", "web_max_bytes", "web_timeout", "web_max_redirects",
+        "logits_shift", "expert_mass", "expert_select", "prefill", "max_batch",
+        "web_max_bytes", "web_timeout", "web_max_redirects",
         "search_provider", "search_api_key",
         "github_trigger", "checkpoint_max_files", "checkpoint_max_bytes",
     }

@@ -143,6 +143,9 @@ def hf_options(settings: Settings) -> HFOptions:
         decoder=settings.decoder,
         logits_shift=settings.logits_shift,
         expert_mass=settings.expert_mass,
+        expert_select=settings.expert_select,
+        prefill=settings.prefill,
+        max_batch=settings.max_batch,
     )
 
 

@@ -247,6 +247,16 @@ def test_checkpoint_generation_config_sets_the_defaults_and_the_user_wins(
     assert controls.repetition_penalty == 1.2
     assert controls.presence_penalty == 0.0
     assert controls.frequency_penalty == Controls().frequency_penalty
+    card.update(
+        end_bias_after=4096, think_bias_per_1k=2.5, end_bias_per_1k=-1, think_bias_after=1.5
+    )
+    (tmp_path / "generation_config.json").write_text(json.dumps(card))
+    biased = Controls.for_checkpoint(tmp_path, {"end_bias_after": 100})
+    assert (biased.end_bias_after, biased.think_bias_per_1k) == (100, 2.5)  # the user wins
+    assert Controls.for_checkpoint(tmp_path, {}).end_bias_after == 4096
+    # Out of range or not whole: ignored.
+    assert biased.end_bias_per_1k == Controls().end_bias_per_1k
+    assert biased.think_bias_after == Controls().think_bias_after
     (tmp_path / "generation_config.json").write_text('{"repetition_penalty": 0.5}')
     assert Controls.for_checkpoint(tmp_path, {}).repetition_penalty == 1.05  # below 1: ignored
     (tmp_path / "generation_config.json").write_text("{not json")
@@ -334,3 +344,21 @@ def test_whole_generation_equals_the_deepcopy_reference(
     for a, b in zip(logits_seen["ours"], logits_seen["reference"], strict=True):
         assert torch.equal(a, b)
     assert max(b.steps for b in ours if isinstance(b, Block)) > 1
+
+
+def test_a_block_cannot_repeat_itself_while_it_denoises(model: Any) -> None:
+    """The penalty counts the draft's filled positions at every step, not once per block."""
+
+    def script(ids: Any, before: int) -> Any:
+        logits = torch.zeros(1, ids.shape[1], 266)
+        logits[0, :, 70] = 5.0
+        logits[0, :, 71] = 4.5
+        return logits
+
+    controls = Controls(repetition_penalty=2.0, end_bias_per_1k=0.0, think_bias_per_1k=0.0)
+    decoder, _ = _decoder(model, script, max_new_tokens=8, controls=controls)
+    _, blocks = _run(decoder, list(range(3, 19)))
+    assert set(blocks[0].ids) == {70, 71}  # once 70 is in the draft, 71 wins a position
+    plain, _ = _decoder(model, script, max_new_tokens=8)
+    _, same = _run(plain, list(range(3, 19)))
+    assert set(same[0].ids) == {70}
