@@ -244,6 +244,29 @@ def script_text(backend: Any, text: str) -> None:
     backend.prompt = prompt
 
 
+def script_by_position(backend: Any, first: int = 40) -> list[int]:
+    """Make the loaded model say token ``first + position % 50`` at every position, sure
+    enough to fill a block in one step; returns the rows of every forward, as they come
+    (how many sequences each forward carried)."""
+    model = backend._model
+    real = model.forward
+    vocab = model.config.vocab_size
+    widths: list[int] = []
+
+    @functools.wraps(real)
+    def forward(*args: Any, **kwargs: Any) -> Any:
+        out = real(*args, **kwargs)
+        kept = out.logits.shape[1]
+        positions = kwargs["position_ids"][:, -kept:].tolist()
+        widths.append(len(positions))
+        rows = [[(first + p % 50, 0.99) for p in row] for row in positions]
+        out.logits = torch.cat([peaked(vocab, row) for row in rows])
+        return out
+
+    model.forward = forward
+    return widths
+
+
 REMOTE_DECODER = '''"""A tiny block-decoding entry point in remote code (a test fixture).
 
 Dream-style diffusion_generate with blocks aligned to absolute positions (as

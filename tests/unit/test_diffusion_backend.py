@@ -237,3 +237,26 @@ def test_a_character_split_across_byte_tokens_shows_whole_in_drafts(checkpoint: 
     partly = [False, False, False, False, True, False, False, False, False]
     texts = draft_texts(ids, partly, piece, tok.decode)
     assert texts[:4] == ["中", "", "", ""] and "\ufffd" not in "".join(texts)
+
+
+async def test_concurrent_requests_are_decoded_together_each_as_alone(checkpoint: Path) -> None:
+    import asyncio
+
+    from tests.tiny_model import script_by_position
+
+    backend = HFBackend(str(checkpoint), HFOptions(block_size=8, max_tokens=20, max_batch=4))
+    widths = script_by_position(backend)
+    requests = [ChatRequest([{"role": "user", "content": "hi " * k}]) for k in (1, 4, 9)]
+
+    def text(events: list[Any]) -> str:
+        assert isinstance(events[-1], Finished) and events[-1].reason == "length", events
+        return "".join(e.text for e in events if isinstance(e, BlockCommitted))
+
+    alone = [text(await _collect(backend, r)) for r in requests]
+    assert len(set(alone)) == 3  # the prompts' lengths put each answer elsewhere
+    assert max(widths) == 1
+    widths.clear()
+    together = await asyncio.gather(*(_collect(backend, r) for r in requests))
+    assert [text(events) for events in together] == alone
+    assert max(widths) == 3  # one forward carried all three
+    await backend.aclose()

@@ -22,11 +22,11 @@ from tests.fakes import ScriptedBackend, text_response, tool_response
 class CountingBackend(ScriptedBackend):
     """A scripted backend that records how many streams were open at once.
 
-    ``local`` names it like an in-process engine (whose streams must take turns)."""
+    ``name`` says which engine it stands for."""
 
-    def __init__(self, responses: Sequence[list[Any]], *, local: bool) -> None:
+    def __init__(self, responses: Sequence[list[Any]], *, name: str) -> None:
         super().__init__(responses)
-        self.name = "hf" if local else "remote"
+        self.name = name
         self.open = 0
         self.most_open = 0
 
@@ -62,9 +62,9 @@ def _slow_answer(text: str) -> list[Any]:
     return [0.05, *text_response(text)[:2], 0.05, *text_response(text)[2:]]
 
 
-@pytest.mark.parametrize("local", [True, False])
-async def test_local_engine_serves_children_one_at_a_time(
-    make_settings: Callable[..., Settings], repo: Path, local: bool
+@pytest.mark.parametrize(("name", "together"), [("hf", 2), ("remote", 2), ("one-at-a-time", 1)])
+async def test_children_stream_together_unless_the_engine_serves_one_at_a_time(
+    make_settings: Callable[..., Settings], repo: Path, name: str, together: int
 ) -> None:
     backend = CountingBackend(
         [
@@ -73,15 +73,16 @@ async def test_local_engine_serves_children_one_at_a_time(
             _slow_answer("two"),
             text_response("done"),
         ],
-        local=local,
+        name=name,
     )
     events: list[p.Event] = []
     session = await _open(make_settings(), backend, repo, events)
     finished = await session.run_turn("go")
     await session.close()
     assert finished.status == "completed"
-    # A local engine never streams two requests at once; a remote server does.
-    assert backend.most_open == (1 if local else 2)
+    # A server and the local engines (which batch them) stream both at once; an engine
+    # that serves one request at a time gets them in turn.
+    assert backend.most_open == together
     results = sorted(e.result for e in events if isinstance(e, p.ToolCallFinished))
     assert results == ["one", "two"]
 

@@ -9,9 +9,10 @@ events reaches the parent's front ends wrapped in a ``SubagentEvent`` that
 carries the parent's call id.
 
 Several children run at once (bounded by ``max_subagents``). A remote server
-takes their requests concurrently; a local engine (HF, SGLang in process)
-holds one model state, so the children's requests go through ``QueuedBackend``
-and take turns. Interrupting the parent cancels its children; a child that
+takes their requests concurrently, and so do the local engines (HF, SGLang in
+process), which decode them together in the same forwards; a backend that
+serves one request at a time gets the children's requests through
+``QueuedBackend``, and they take turns. Interrupting the parent cancels its children; a child that
 fails, hits a limit (``subagent_max_turns``, ``subagent_timeout``,
 ``subagent_max_tokens``) or is refused becomes a failed tool result, never a
 failed session.
@@ -46,8 +47,9 @@ __all__ = [
     "serves_concurrently",
 ]
 
-CONCURRENT_ENGINES = frozenset({"remote"})
-"""Backends (by name) that serve several requests at once without sharing state."""
+CONCURRENT_ENGINES = frozenset({"remote", "hf", "sglang"})
+"""Backends (by name) that serve several requests at once: a server, or a local engine
+that decodes them together."""
 
 
 def serves_concurrently(backend: Backend) -> bool:
@@ -210,6 +212,7 @@ class SubagentRunner:
         backend: Backend = parent.backend
         if not serves_concurrently(backend):
             backend = QueuedBackend(backend, self._engine)
+        if backend.name != "remote":
             if definition.model and definition.model != backend.model:
                 parent.emit(
                     p.Notice(
