@@ -310,6 +310,11 @@ class SlashCommands:
             f"generated, {s.prompt_tokens:,} tokens in the last prompt. A local or "
             "self-hosted engine has no per-token price."
         )
+        if s.experts_per_layer is not None:
+            self.app.transcript.add_note(
+                f"Routed experts: {s.experts_per_layer:.1f} distinct per MoE layer per block "
+                "in the latest response."
+            )
         if s.subagents:
             tokens = sum(c.tokens for c in s.subagents)
             self.app.transcript.add_note(

@@ -22,6 +22,7 @@ from clover_code.engine.events import (
     Finished,
     ReasoningDelta,
     ToolCallEnd,
+    Usage,
 )
 from clover_code.engine.local.hf import HFBackend, HFOptions
 from clover_code.engine.remote.backend import OpenAIBackend
@@ -420,6 +421,12 @@ async def test_the_serve_command_streams_with_expert_selection(tmp_path: Path) -
         usage = chunks[-1]["usage"]
         assert 1 <= usage["completion_tokens"] <= 16
         assert 1 <= usage["experts_per_layer"] <= 64
+        # clover-code's remote client carries it on (stream-json, the status bar, OTel).
+        request = ChatRequest([{"role": "user", "content": "x"}], max_tokens=16)
+        events = await _remote_events(f"http://127.0.0.1:{port}/v1", request)
+        reported = [e for e in events if isinstance(e, Usage)]
+        assert reported and reported[-1].experts_per_layer is not None
+        assert 1 <= reported[-1].experts_per_layer <= 64
     finally:
         proc.send_signal(signal.SIGINT)
         code = await asyncio.wait_for(proc.wait(), 60)

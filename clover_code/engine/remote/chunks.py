@@ -320,7 +320,11 @@ class ChunkDecoder:
             prompt = usage.get("prompt_tokens")
             completion = usage.get("completion_tokens")
             if isinstance(prompt, int) and isinstance(completion, int):
-                events.append(Usage(prompt, completion))
+                # An extension clover-code serve sends: distinct experts per MoE layer per block.
+                experts = usage.get("experts_per_layer")
+                if isinstance(experts, bool) or not isinstance(experts, int | float):
+                    experts = None
+                events.append(Usage(prompt, completion, experts))
         return events
 
     def interrupt(self) -> list[EngineEvent]:
