@@ -280,7 +280,10 @@ class _DeepcopyCheckpoint:
 
     def __init__(self, cache: Any) -> None:
         self.cache = cache
-        self.saved = copy.deepcopy(cache.layers)
+        self.saved = [
+            {k: copy.deepcopy(v) for k, v in vars(layer).items() if k != "owner"}
+            for layer in cache.layers
+        ]
 
     @classmethod
     def take(cls, cache: Any) -> _DeepcopyCheckpoint:
@@ -290,7 +293,8 @@ class _DeepcopyCheckpoint:
         return _DeepcopyCheckpoint(cache)
 
     def restore(self) -> None:
-        self.cache.layers[:] = copy.deepcopy(self.saved)
+        for layer, saved in zip(self.cache.layers, self.saved, strict=True):
+            vars(layer).update(copy.deepcopy(saved))
 
     def commit(self, columns: int, rows: Any, mid: Any) -> None:
         # One row, committed by a forward of its own: keep all it wrote.

@@ -12,7 +12,7 @@ from clover_code.engine.local.diffusion import Block, Controls, DecodeOptions, S
 from clover_code.engine.local.diffusion.batch import BatchDecoder
 from clover_code.engine.local.diffusion.forward import HFForward
 from clover_code.engine.local.diffusion.layout import Layout, Segment
-from clover_code.engine.local.diffusion.rows import RowCache
+from clover_code.engine.local.diffusion.rows import RaggedCache
 from clover_code.engine.local.diffusion.state import CacheCheckpoint
 from tests.tiny_model import build_tiny_checkpoint
 
@@ -135,18 +135,25 @@ def test_a_cancelled_sequence_leaves_and_the_others_go_on(model: Any) -> None:
 
 def test_restore_is_exact_for_every_row_of_a_batched_cache(model: Any) -> None:
     forward = HFForward(model)
-    rows = RowCache()
+    rows = RaggedCache(forward.new_cache())
+    lengths = []
     for prompt in _prompts()[2:5]:
         cache = forward.new_cache()
         aligned = len(prompt) // BS * BS
         forward.prefill(torch.tensor([prompt[:aligned]]), cache, block_size=BS)
         rows.join(cache, aligned)
-    before = [
-        (layer.conv_states[0].clone(), layer.recurrent_states[0].clone())
-        for layer in rows.cache.layers
-        if hasattr(layer, "conv_states")
-    ]
-    layout = Layout([21 // 8 * 8, 30 // 8 * 8, 37 // 8 * 8], [[Segment(BS)]] * 3, rows.valid)
+        lengths.append(aligned)
+
+    def states() -> list[torch.Tensor]:
+        return [
+            t.clone()
+            for layer in rows.cache.layers
+            if hasattr(layer, "conv_states")
+            for t in (layer.conv_states[0], layer.recurrent_states[0])
+        ]
+
+    before = states()
+    layout = Layout(lengths, [[Segment(BS)]] * 3)
     point = CacheCheckpoint.take(rows.cache)
     block = torch.full((3, BS), 265)
     first = forward(block, rows.cache, layout)
@@ -154,10 +161,11 @@ def test_restore_is_exact_for_every_row_of_a_batched_cache(model: Any) -> None:
     again = forward(block, rows.cache, layout)
     point.restore()
     assert torch.equal(first, again)
-    after = [
-        (layer.conv_states[0], layer.recurrent_states[0])
-        for layer in rows.cache.layers
-        if hasattr(layer, "conv_states")
-    ]
-    for (conv, rec), (conv2, rec2) in zip(before, after, strict=True):
-        assert torch.equal(conv, conv2) and torch.equal(rec, rec2)
+    assert rows.lengths == lengths
+    for a, b in zip(before, states(), strict=True):
+        assert torch.equal(a, b)
+    # Each row is the sequence it holds: its step gives what the sequence alone gives.
+    for k, prompt in enumerate(_prompts()[2:5]):
+        alone = forward.new_cache()
+        forward.prefill(torch.tensor([prompt[: lengths[k]]]), alone, block_size=BS)
+        torch.testing.assert_close(first[k], forward.block(block[:1], alone)[0], atol=1e-10, rtol=0)

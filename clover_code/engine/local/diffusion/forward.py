@@ -105,8 +105,7 @@ class HFForward:
         width = ids.shape[1]
         if not self.block_attention:
             layout = _causal(layout)
-        cached = self.cache_length(cache)
-        mask = layout.attention_mask(self.model.config, width, cached, self.dtype, self.device)
+        mask = layout.attention_mask(self.model.config, width, self.dtype, self.device)
         extra: dict[str, Any] = {self._cache_kw: cache}
         if keep is not None and self._keeps:
             extra["logits_to_keep"] = keep
@@ -144,7 +143,7 @@ class HFForward:
 
 def _causal(layout: Layout) -> Layout:
     segments = [[Segment(s.length, "causal") for s in row] for row in layout.segments]
-    return Layout(layout.past, segments, layout.valid, layout.split, layout.groups)
+    return Layout(layout.past, segments, layout.split, layout.groups)
 
 
 def block_causal_mask(model: Any, length: int, cache: Any) -> Any:
@@ -152,4 +151,4 @@ def block_causal_mask(model: Any, length: int, cache: Any) -> Any:
     cached = int(cache.get_seq_length())
     param = next(model.parameters())
     layout = single(cached, [Segment(length)])
-    return layout.attention_mask(model.config, length, cached, param.dtype, param.device)
+    return layout.attention_mask(model.config, length, param.dtype, param.device)

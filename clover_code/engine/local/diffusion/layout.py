@@ -1,21 +1,19 @@
 """What one forward over several sequences looks like: rows, segments, positions, mask.
 
-A forward runs ``N`` rows of ``L`` new tokens on top of a batched cache of
-``T`` columns. Row ``b`` is a sequence whose ``past[b]`` tokens are already
-encoded (its positions go on from there); ``valid[b]`` says which of the
-cache's columns hold them (rows joined with different lengths are padded on
-the left, and a row that skipped a commit keeps a hole). The new tokens of a
-row are ``Segment``\\ s laid end to end from its first new token; whatever
-follows the last segment is padding, seen by nobody.
+A forward runs ``N`` rows of ``L`` new tokens on top of a cache. Row ``b`` is
+a sequence whose ``past[b]`` tokens are already encoded: they are its first
+``past[b]`` cache columns (``rows.py``), its new tokens take the columns and
+positions from there on. The new tokens of a row are ``Segment`` spans laid
+end to end from its first new token; whatever follows the last segment is
+padding, seen by nobody.
 
-Attention, per row: every query sees the row's valid cached columns; a query
-in a ``block`` segment also sees every new token up to the end of its
-segment (the segments before it are its prefix, its own segment is
-bidirectional); a query in a ``causal`` segment sees new tokens up to
-itself. A padding query sees itself only. ``attention_mask`` builds that mask
-with the model's own mask interface (``transformers.masking_utils``), so its
-form suits the model's attention implementation: bool for sdpa, additive for
-eager.
+Attention, per row: every query sees the row's cached columns; a query in a
+``block`` segment also sees every new token up to the end of its segment (the
+segments before it are its prefix, its own segment is bidirectional); a query
+in a ``causal`` segment sees new tokens up to itself. A padding query sees
+itself only. ``attention_mask`` builds that mask with the model's own mask
+interface (``transformers.masking_utils``), so its form suits the model's
+attention implementation: bool for sdpa, additive for eager.
 """
 
 from __future__ import annotations
@@ -52,14 +50,12 @@ def block_segments(start: int, length: int, block_size: int) -> list[Segment]:
 
 @dataclass(slots=True)
 class Layout:
-    """Rows of one forward: prefix lengths, segments of the new tokens, valid cache columns."""
+    """Rows of one forward: prefix lengths and the segments of the new tokens."""
 
     past: list[int]
     """Per row: tokens of its sequence before this forward (its first new token's position)."""
     segments: list[list[Segment]]
     """Per row: its new tokens, segment after segment from the first; the rest is padding."""
-    valid: torch.Tensor | None = None
-    """Bool [N, T]: the cached columns each row may attend to (None: all of them)."""
     split: int | None = None
     """Run the linear-attention layers in two calls at this new-token index and keep the
     state between them (``split.py``): the committed block's state, when a commit is merged
@@ -105,25 +101,17 @@ class Layout:
             highs.append(high)
         return lows, highs
 
-    def allowed(self, width: int, cached: int, device: torch.device) -> torch.Tensor:
-        """Bool [N, width, cached + width]: which key each query of each row may see."""
+    def allowed(self, width: int, columns: int, device: torch.device) -> torch.Tensor:
+        """Bool [N, width, columns]: which cache column each query of each row may see,
+        row b's new tokens being at columns ``past[b]`` onward."""
         lows, highs = self.bounds(width)
         low = torch.tensor(lows, dtype=torch.long, device=device)[:, :, None]
         high = torch.tensor(highs, dtype=torch.long, device=device)[:, :, None]
-        keys = torch.arange(width, device=device)[None, None, :]
-        new = (keys >= low) & (keys < high)
-        if self.valid is None:
-            old = torch.ones((self.rows, width, cached), dtype=torch.bool, device=device)
-        else:
-            if self.valid.shape != (self.rows, cached):
-                raise ValueError(
-                    f"valid columns {tuple(self.valid.shape)} do not match {self.rows} rows "
-                    f"of {cached} cached tokens"
-                )
-            old = self.valid.to(device)[:, None, :].expand(self.rows, width, cached)
-        return torch.cat([old, new], dim=-1)
+        past = torch.tensor(self.past, dtype=torch.long, device=device)[:, None, None]
+        new = torch.arange(columns, device=device)[None, None, :] - past
+        return (new < 0) | ((new >= low) & (new < high))
 
-    def attention_mask(self, config: Any, width: int, cached: int, dtype: Any, device: Any) -> Any:
+    def attention_mask(self, config: Any, width: int, dtype: Any, device: Any) -> Any:
         """The mask for the model's full-attention layers, in its implementation's form."""
         from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
 
@@ -133,17 +121,19 @@ class Layout:
                 f"block attention needs a mask and {implementation} takes none; load the "
                 "model with attn_implementation sdpa or eager"
             )
-        allowed = self.allowed(width, cached, device)
+        columns = max(self.past, default=0) + width
+        allowed = self.allowed(width, columns, device)
+        start = columns - width
 
         def mask_function(batch: Any, head: Any, q: Any, kv: Any) -> Any:
-            return allowed[batch, q - cached, kv]
+            return allowed[batch, q - start, kv]
 
         interface = ALL_MASK_ATTENTION_FUNCTIONS[implementation]
         return interface(
             batch_size=self.rows,
             q_length=width,
-            kv_length=cached + width,
-            q_offset=cached,
+            kv_length=columns,
+            q_offset=start,
             kv_offset=0,
             mask_function=mask_function,
             attention_mask=None,

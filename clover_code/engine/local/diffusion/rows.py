@@ -1,12 +1,24 @@
-"""Several sequences in one cache: rows joined and dropped between blocks.
+"""Several sequences in one cache, each at its own length.
 
-A sequence is prefilled on its own (a one-row cache); between blocks it
-joins the batch's cache as a new row, and a finished one leaves it. Rows
-have different lengths, so attention keys/values are padded on the left to
-the longest row, and ``valid`` [N, T] says which columns hold a row's own
-tokens (padding and holes are never attended). Linear-attention states are
-per row already (their first dimension); a row that has none yet gets zeros,
-which the recurrence treats exactly as no state (its start).
+Sequences join and leave the batch at their own block boundaries, and each
+commits its blocks when they are done, whatever the others are doing, so
+the rows of the cache have different lengths that change one row at a time.
+``RaggedCache`` is a transformers ``DynamicCache`` whose full-attention
+layers are ``RaggedLayer`` objects: each keeps its keys/values in one buffer
+[rows, heads, capacity, dim] where row b's tokens are its first ``lengths[b]``
+columns. A forward writes row b's new keys at columns ``lengths[b]`` onward
+and returns the buffer up to the longest row plus the new tokens; the mask
+(``layout.py``) lets each row see its own columns only. A denoising step is
+undone for attention by leaving ``lengths`` as they were (what it wrote past
+them is never read and is overwritten next time); a commit moves a row's
+length on.
+
+The linear-attention (Gated DeltaNet) layers are transformers' own: their
+states are per row already (first dimension) and are restored or committed
+per row by ``state.py``. A sequence is prefilled on its own, in a one-row
+``DynamicCache``, and copied in as a new row when it joins; a row that has
+no state yet gets zeros, which the recurrence treats exactly as no state
+(its start).
 
 It reads and writes the layer objects of transformers' ``Cache``, as
 ``state.py`` does: ``keys``/``values`` of attention layers, the state dicts
@@ -19,138 +31,179 @@ from typing import Any
 
 import torch
 
-__all__ = ["RowCache"]
+__all__ = ["RaggedCache", "RaggedLayer"]
 
 _KINDS = ("conv", "recurrent")
 
 
-class RowCache:
-    """A batched cache (one row per sequence) and the columns each row may see."""
+def _dynamic_layer() -> type:
+    from transformers.cache_utils import DynamicLayer
 
-    def __init__(self) -> None:
-        self.cache: Any = None
-        self.valid = torch.zeros((0, 0), dtype=torch.bool)
-        """Bool [N, T]: the cached columns each row may attend to."""
+    return DynamicLayer
+
+
+class RaggedLayer(_dynamic_layer()):  # type: ignore[misc]
+    """A full-attention cache layer whose rows have their own lengths (``RaggedCache``)."""
+
+    ragged = True
+
+    def __init__(self, owner: RaggedCache) -> None:
+        super().__init__()
+        self.owner = owner
+        self.keys: torch.Tensor | None = None
+        self.values: torch.Tensor | None = None
+
+    def update(
+        self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Write each row's new keys/values after its own tokens; the buffer up to the
+        longest row plus the new tokens."""
+        rows, heads, new, dim = key_states.shape
+        width = self.owner.longest() + new
+        self._reserve(key_states, value_states, width)
+        assert self.keys is not None and self.values is not None
+        index = self.owner.columns(new, key_states.device)[:, None, :, None]
+        self.keys.scatter_(2, index.expand(rows, heads, new, dim), key_states)
+        values_index = index.expand(rows, heads, new, value_states.shape[-1])
+        self.values.scatter_(2, values_index, value_states)
+        return self.keys[:, :, :width], self.values[:, :, :width]
+
+    def get_seq_length(self) -> int:
+        return self.owner.longest()
+
+    def _reserve(self, keys: torch.Tensor, values: torch.Tensor, width: int) -> None:
+        """Make the buffers [rows, heads, >= width, dim], keeping what they hold."""
+        current = 0 if self.keys is None else int(self.keys.shape[2])
+        if self.keys is not None and current >= width and self.keys.shape[0] == keys.shape[0]:
+            return
+        capacity = max(width, 2 * current, 64)
+        rows, heads = keys.shape[0], keys.shape[1]
+        grown_k = keys.new_zeros((rows, heads, capacity, keys.shape[-1]))
+        grown_v = values.new_zeros((rows, values.shape[1], capacity, values.shape[-1]))
+        if self.keys is not None and self.values is not None and current:
+            grown_k[:, :, :current] = self.keys
+            grown_v[:, :, :current] = self.values
+        self.keys, self.values = grown_k, grown_v
+        self.is_initialized = True
+        self.device = keys.device
+
+    def put(self, keys: torch.Tensor, values: torch.Tensor) -> None:
+        """Set the buffers as they are (joins and leaves)."""
+        self.keys, self.values = keys, values
+        self.is_initialized = True
+        self.device = keys.device
+
+
+class RaggedCache:
+    """A batched hybrid cache whose rows (sequences) have their own lengths."""
+
+    def __init__(self, cache: Any) -> None:
+        """Wrap ``cache``, an empty ``DynamicCache`` made for the model."""
+        self.cache: Any = cache
+        self.lengths: list[int] = []
+        """Tokens each row holds (its next position)."""
+        self._columns: tuple[tuple[int, torch.device], torch.Tensor] | None = None
+        for index, layer in enumerate(self.cache.layers):
+            if not hasattr(layer, "conv_states"):
+                self.cache.layers[index] = RaggedLayer(self)
 
     @property
     def rows(self) -> int:
         """Rows (sequences) in the cache."""
-        return int(self.valid.shape[0])
+        return len(self.lengths)
 
-    @property
-    def columns(self) -> int:
-        """Attention columns (the longest row, with its padding)."""
-        return int(self.valid.shape[1])
+    def longest(self) -> int:
+        """The longest row's length."""
+        return max(self.lengths, default=0)
+
+    def columns(self, new: int, device: torch.device) -> torch.Tensor:
+        """[rows, new]: the columns each row's ``new`` tokens of this forward go to."""
+        key = (new, device)
+        if self._columns is None or self._columns[0] != key:
+            start = torch.tensor(self.lengths, dtype=torch.long, device=device)[:, None]
+            self._columns = (key, start + torch.arange(new, device=device)[None, :])
+        assert self._columns is not None
+        return self._columns[1]
+
+    def grow(self, rows: torch.Tensor, tokens: int) -> None:
+        """The rows in ``rows`` (bool [N]) keep the first ``tokens`` of this forward."""
+        for b, keep in enumerate(rows.tolist()):
+            if keep:
+                self.lengths[b] += tokens
+        self._columns = None
 
     def join(self, cache: Any, length: int) -> int:
-        """Add the one-row ``cache`` holding ``length`` tokens as a new row; its index."""
-        device = self.valid.device
-        if self.cache is None:
-            self.cache = cache
-            self.valid = torch.ones((1, length), dtype=torch.bool, device=_device(cache, device))
-            return 0
-        total = max(self.columns, length)
-        for mine, theirs in zip(self.cache.layers, cache.layers, strict=True):
-            if hasattr(mine, "keys"):
-                _join_attention(mine, theirs, self.rows, total)
-            if hasattr(mine, "conv_states"):
-                _join_linear(mine, theirs, self.rows)
-        device = self.valid.device
-        pad_old = torch.zeros((self.rows, total - self.columns), dtype=torch.bool, device=device)
-        new = torch.zeros((1, total), dtype=torch.bool, device=device)
-        new[0, total - length :] = True
-        self.valid = torch.cat([torch.cat([pad_old, self.valid], dim=1), new], dim=0)
-        return self.rows - 1
+        """Copy in the one-row ``cache`` (a prefilled ``DynamicCache`` holding ``length``
+        tokens) as a new row; its index."""
+        rows = self.rows
+        for index, (mine, theirs) in enumerate(zip(self.cache.layers, cache.layers, strict=True)):
+            if isinstance(mine, RaggedLayer):
+                _join_attention(mine, theirs, rows, length)
+            elif hasattr(mine, "conv_states"):
+                _join_linear(mine, theirs, rows)
+            else:  # pragma: no cover - a layer kind the model's config did not say
+                raise ValueError(f"cache layer {index} is neither attention nor linear attention")
+        self.lengths.append(length)
+        self._columns = None
+        return rows
 
     def keep(self, rows: list[int]) -> None:
-        """Keep only ``rows`` (in that order); drop the leading columns no row needs."""
-        if not rows:
-            self.cache = None
-            self.valid = torch.zeros((0, 0), dtype=torch.bool, device=self.valid.device)
-            return
+        """Keep only ``rows`` (in that order)."""
         if rows == list(range(self.rows)):
             return
         index = torch.tensor(rows, dtype=torch.long)
         for layer in self.cache.layers:
-            if hasattr(layer, "keys") and _ready(layer):
-                layer.keys = layer.keys.index_select(0, index.to(layer.keys.device))
-                layer.values = layer.values.index_select(0, index.to(layer.values.device))
-            if hasattr(layer, "conv_states"):
+            if isinstance(layer, RaggedLayer):
+                if layer.keys is not None and layer.values is not None:
+                    if rows:
+                        keys = layer.keys.index_select(0, index.to(layer.keys.device))
+                        values = layer.values.index_select(0, index.to(layer.values.device))
+                        layer.put(keys, values)
+                    else:
+                        layer.keys = layer.values = None
+            elif hasattr(layer, "conv_states"):
                 for kind in _KINDS:
                     states = getattr(layer, f"{kind}_states")
-                    if getattr(layer, f"is_{kind}_states_initialized").get(0):
-                        states[0] = states[0].index_select(0, index.to(states[0].device))
-        self.valid = self.valid.index_select(0, index.to(self.valid.device))
-        used = self.valid.any(dim=0).nonzero()
-        first = int(used[0]) if used.numel() else self.columns
-        if first:
-            self.trim(first)
-
-    def trim(self, columns: int) -> None:
-        """Drop the first ``columns`` columns (padding every row has)."""
-        for layer in self.cache.layers:
-            if hasattr(layer, "keys") and _ready(layer):
-                layer.keys = layer.keys[..., columns:, :]
-                layer.values = layer.values[..., columns:, :]
-        self.valid = self.valid[:, columns:]
-
-    def grow(self, committed: torch.Tensor, columns: int) -> None:
-        """``columns`` were appended: valid for the rows in ``committed`` (bool [N]), holes
-        for the others."""
-        added = committed.to(self.valid.device)[:, None].expand(self.rows, columns)
-        self.valid = torch.cat([self.valid, added], dim=1)
+                    ready = getattr(layer, f"is_{kind}_states_initialized")
+                    if ready.get(0):
+                        if rows:
+                            states[0] = states[0].index_select(0, index.to(states[0].device))
+                        else:
+                            states[0] = None
+                            ready[0] = False
+                            layer.has_previous_state[0] = False
+        self.lengths = [self.lengths[b] for b in rows]
+        self._columns = None
 
 
-def _device(cache: Any, fallback: torch.device) -> torch.device:
-    for layer in cache.layers:
-        keys = getattr(layer, "keys", None)
-        if isinstance(keys, torch.Tensor) and keys.numel():
-            return keys.device
-    return fallback
-
-
-def _ready(layer: Any) -> bool:
-    keys = getattr(layer, "keys", None)
-    return isinstance(keys, torch.Tensor) and keys.dim() > 1
-
-
-def _padded(tensor: torch.Tensor, columns: int) -> torch.Tensor:
-    """``tensor`` [n, H, t, D] padded on the left with zeros to ``columns``."""
-    missing = columns - tensor.shape[-2]
-    if missing <= 0:
-        return tensor
-    pad = tensor.new_zeros((*tensor.shape[:-2], missing, tensor.shape[-1]))
-    return torch.cat([pad, tensor], dim=-2)
-
-
-def _join_attention(mine: Any, theirs: Any, rows: int, total: int) -> None:
-    if not _ready(mine) and not _ready(theirs):
+def _join_attention(mine: RaggedLayer, theirs: Any, rows: int, length: int) -> None:
+    their_keys = getattr(theirs, "keys", None)
+    ready = isinstance(their_keys, torch.Tensor) and their_keys.dim() > 1
+    if not ready and mine.keys is None:
         return
-    template = mine if _ready(mine) else theirs
-    shape = template.keys.shape
-
-    def side(layer: Any, count: int) -> tuple[torch.Tensor, torch.Tensor]:
-        if _ready(layer):
-            return _padded(layer.keys, total), _padded(layer.values, total)
-        empty = template.keys.new_zeros((count, shape[1], total, shape[3]))
-        return empty, template.values.new_zeros((count, shape[1], total, template.values.shape[3]))
-
-    keys, values = side(mine, rows)
-    their_keys, their_values = side(theirs, 1)
-    mine.keys = torch.cat([keys, their_keys], dim=0)
-    mine.values = torch.cat([values, their_values], dim=0)
-    mine.is_initialized = True
-    if hasattr(template, "dtype"):
-        mine.dtype = template.dtype
-    mine.device = template.device
+    template_k = their_keys if ready else mine.keys
+    template_v = theirs.values if ready else mine.values
+    assert template_k is not None and template_v is not None
+    current = 0 if mine.keys is None else int(mine.keys.shape[2])
+    capacity = max(current, length, 64)
+    heads, dim, vdim = template_k.shape[1], template_k.shape[-1], template_v.shape[-1]
+    keys = template_k.new_zeros((rows + 1, heads, capacity, dim))
+    values = template_v.new_zeros((rows + 1, template_v.shape[1], capacity, vdim))
+    if mine.keys is not None and mine.values is not None and rows:
+        keys[:rows, :, :current] = mine.keys
+        values[:rows, :, :current] = mine.values
+    if ready:
+        keys[rows, :, :length] = their_keys[0, :, :length]
+        values[rows, :, :length] = theirs.values[0, :, :length]
+    mine.put(keys, values)
 
 
 def _join_linear(mine: Any, theirs: Any, rows: int) -> None:
     for kind in _KINDS:
-        ready_mine = getattr(mine, f"is_{kind}_states_initialized").get(0)
+        ready_mine = bool(getattr(mine, f"is_{kind}_states_initialized").get(0)) and rows > 0
         ready_theirs = getattr(theirs, f"is_{kind}_states_initialized").get(0)
         if not ready_mine and not ready_theirs:
-            continue
+            continue  # no side has a state yet: the next forward makes one for all
         states_mine = getattr(mine, f"{kind}_states")
         states_theirs = getattr(theirs, f"{kind}_states")
         template = states_mine[0] if ready_mine else states_theirs[0]

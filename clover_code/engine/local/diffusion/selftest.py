@@ -81,7 +81,7 @@ def _self_test(model: Any, mask_id: int) -> str | None:
     whole = torch.cat([prompt, block], dim=1)
     segments = [*block_segments(0, start, _BLOCK), Segment(_BLOCK)]
     layout = Layout([0], [segments])
-    mask = layout.attention_mask(model.config, whole.shape[1], 0, forward.dtype, forward.device)
+    mask = layout.attention_mask(model.config, whole.shape[1], forward.dtype, forward.device)
     reference = model(
         input_ids=whole.to(forward.device),
         attention_mask=mask,
@@ -107,17 +107,15 @@ def _batch_problem(
     forward: HFForward, prompt: torch.Tensor, block: torch.Tensor, alone: torch.Tensor, scale: float
 ) -> str | None:
     """Two rows of different lengths in one forward each give what they give alone."""
-    from clover_code.engine.local.diffusion.rows import RowCache
+    from clover_code.engine.local.diffusion.rows import RaggedCache
 
     short = prompt[:, :_BLOCK]
-    rows = RowCache()
+    rows = RaggedCache(forward.new_cache())
     for ids in (prompt, short):
         cache = forward.new_cache()
         forward(ids, cache, Layout([0], [block_segments(0, ids.shape[1], _BLOCK)]))
         rows.join(cache, ids.shape[1])
-    layout = Layout(
-        [prompt.shape[1], short.shape[1]], [[Segment(_BLOCK)], [Segment(_BLOCK)]], rows.valid
-    )
+    layout = Layout([prompt.shape[1], short.shape[1]], [[Segment(_BLOCK)], [Segment(_BLOCK)]])
     both = forward(torch.cat([block, block]), rows.cache, layout)
     single_short = forward.new_cache()
     forward(short, single_short, Layout([0], [block_segments(0, _BLOCK, _BLOCK)]))

@@ -12,7 +12,8 @@ in-place copy, which keeps the tensors' addresses). Copying the whole cache
 ``commit`` keeps a forward's first columns instead of undoing it: the rows
 that committed a block keep its keys/values and the linear-attention state
 after it (the state at the forward's split point, or after the whole
-forward); the other rows keep the state they had at the checkpoint.
+forward); the other rows keep the state they had at the checkpoint. (In a
+``RaggedCache`` the attention side of both is the rows' lengths, ``rows.py``.)
 
 It reads the layer objects of transformers' ``Cache`` (``keys``/``values`` on
 attention layers; ``conv_states``/``recurrent_states`` dicts on linear ones).
@@ -66,7 +67,8 @@ class CacheCheckpoint:
                     saved = None if live is None else live.clone()
                     point.linear.append(_Saved(index, kind, states, live, saved))
                 point.flags.append((layer, dict(layer.has_previous_state)))
-            if hasattr(layer, "keys"):
+            if hasattr(layer, "keys") and not getattr(layer, "ragged", False):
+                # A ragged layer (``rows.py``) is undone by its lengths, not by cropping.
                 point.attention.append((layer, layer.get_seq_length()))
         return point
 
