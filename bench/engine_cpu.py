@@ -37,10 +37,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch
 
+from bench.engine_cpu_batch import batched, policies, prefill
 from clover_code.engine.local.diffusion import Block, BlockDiffusion, Controls, DecodeOptions
 from clover_code.engine.local.diffusion.forward import HFForward
 from clover_code.engine.local.diffusion.state import CacheCheckpoint
-from bench.engine_cpu_batch import batched, policies, prefill
 from tests.tiny_model import ScriptedLogits, build_tiny_checkpoint, peaked
 
 BLOCK = 32
@@ -183,7 +183,7 @@ def main() -> int:
         f"{whole * 1e3:.0f} ms vs {ar * 1e3:.0f} ms left-to-right for the same 256 tokens"
     )
     with tempfile.TemporaryDirectory() as tmp:
-        print("(e) block-level expert selection at 0.9, by policy, against off (256 experts, top-8):")
+        print("(e) expert selection at 0.9, by policy, against off (256 experts, top-8):")
         policies(Path(tmp))
         print("(f) N sequences decoded together vs one after another (4 blocks each):")
         ratio = batched(Path(tmp))

@@ -137,7 +137,8 @@ def batched(tmp: Path, sizes: tuple[int, ...] = (1, 2, 4, 8), blocks: int = 4) -
 def policies(tmp: Path, expert_scale: float = 8.0) -> None:
     """Token agreement with selection off and distinct experts per layer per block."""
     prompts = _prompts(3, seed=1)
-    print(f"    {'routers':7} {'policy':6} {'agreement':>9} {'experts/layer/block':>20} {'ms/step':>8}")
+    head = f"{'routers':7} {'policy':6} {'agreement':>9} {'experts/layer/block':>20}"
+    print(f"    {head} {'ms/step':>8}")
     for name, scale in (("peaked", 100.0), ("flat", 0.01)):
         path = build_tiny_checkpoint(
             tmp / name, experts=256, top_k=8, router_scale=scale, expert_scale=expert_scale
@@ -161,7 +162,8 @@ def policies(tmp: Path, expert_scale: float = 8.0) -> None:
             start = time.perf_counter()
             for k, prompt in enumerate(prompts):
                 decoder = BlockDiffusion(forward, options, routing)
-                tokens = [t for i in decoder.generate(prompt) if isinstance(i, Block) for t in i.ids]
+                items = decoder.generate(prompt)
+                tokens = [t for i in items if isinstance(i, Block) for t in i.ids]
                 if mass is None:
                     reference.append(tokens)
                 agree += sum(a == b for a, b in zip(tokens, reference[k], strict=False))
@@ -195,7 +197,11 @@ def prefill(tmp: Path) -> None:
     tokens = []
     for mode in ("block", "causal"):
         options = DecodeOptions(
-            mask_id=mask, block_size=BLOCK, threshold=0.05, max_new_tokens=2 * BLOCK, prefill=mode  # type: ignore[arg-type]
+            mask_id=mask,
+            block_size=BLOCK,
+            threshold=0.05,
+            max_new_tokens=2 * BLOCK,
+            prefill=mode,  # type: ignore[arg-type]
         )
         items = BlockDiffusion(forward, options).generate(prompt)
         tokens.append([t for i in items if isinstance(i, Block) for t in i.ids])
