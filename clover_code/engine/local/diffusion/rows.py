@@ -193,6 +193,7 @@ def _join_attention(mine: RaggedLayer, theirs: Any, rows: int, length: int) -> N
         keys[:rows, :, :current] = mine.keys
         values[:rows, :, :current] = mine.values
     if ready:
+        assert their_keys is not None
         keys[rows, :, :length] = their_keys[0, :, :length]
         values[rows, :, :length] = theirs.values[0, :, :length]
     mine.put(keys, values)
