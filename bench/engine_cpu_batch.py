@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import statistics
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -88,9 +89,12 @@ def _run(forward: Any, options: DecodeOptions, prompts: list[list[int]], batch: 
     return outs, time.perf_counter() - start, decoder.forwards
 
 
-def batched(tmp: Path, sizes: tuple[int, ...] = (1, 2, 4, 8), blocks: int = 4) -> float:
-    """Aggregate tokens/s of N sequences decoded together vs one after another; the ratio
-    at N = 4."""
+def batched(
+    tmp: Path, sizes: tuple[int, ...] = (1, 2, 4, 8), blocks: int = 4, repeats: int = 3
+) -> float:
+    """Aggregate tokens/s of N sequences decoded together vs one after another (the median
+    of ``repeats`` runs of each, taken in turns so that a busy machine slows both); the
+    ratio at N = 4."""
     model = _load(build_tiny_checkpoint(tmp / "batch"))
     forward = HFForward(model)
     options = DecodeOptions(
@@ -103,33 +107,37 @@ def batched(tmp: Path, sizes: tuple[int, ...] = (1, 2, 4, 8), blocks: int = 4) -
     )
     prompts = _prompts(max(sizes))
     _run(forward, options, prompts[:1], 1)  # warm-up
-    ratio_at_4 = 0.0
-    alone: list[list[int]] = []
     counter = {"steps": 0, "ties": 0}
+    with _counting_ties(counter):
+        alone = [_run(forward, options, [prompt], 1)[0][0] for prompt in prompts]
+    ratio_at_4 = 0.0
     for n in sizes:
-        seq_tokens, seq_time, seq_forwards = 0, 0.0, 0
-        for k, prompt in enumerate(prompts[:n]):
-            with _counting_ties(counter):
-                outs, took, forwards = _run(forward, options, [prompt], 1)
-            seq_tokens += len(outs[0])
-            seq_time += took
-            seq_forwards += forwards
-            if k >= len(alone):
-                alone.append(outs[0])
-        outs, took, forwards = _run(forward, options, prompts[:n], n)
+        together_times, alone_times = [], []
+        for _ in range(repeats):
+            took_alone = 0.0
+            forwards_alone = 0
+            for prompt in prompts[:n]:
+                _, took, forwards = _run(forward, options, [prompt], 1)
+                took_alone += took
+                forwards_alone += forwards
+            alone_times.append(took_alone)
+            outs, took, forwards_together = _run(forward, options, prompts[:n], n)
+            together_times.append(took)
         tokens = sum(len(o) for o in outs)
-        ratio = (tokens / took) / (seq_tokens / seq_time)
+        together = tokens / statistics.median(together_times)
+        one_by_one = tokens / statistics.median(alone_times)
+        ratio = together / one_by_one
         if n == 4:
             ratio_at_4 = ratio
         same = sum(o == a for o, a in zip(outs, alone, strict=False))
         print(
-            f"    N={n}: {tokens / took:7.0f} tok/s together ({forwards} forwards) vs "
-            f"{seq_tokens / seq_time:6.0f} tok/s one after another ({seq_forwards} forwards): "
-            f"{ratio:.2f}x; float32, {same}/{n} say what they say alone"
+            f"    N={n}: {together:5.0f} tok/s together ({forwards_together} forwards) vs "
+            f"{one_by_one:4.0f} tok/s one after another ({forwards_alone} forwards): "
+            f"{ratio:.2f}x; in float32 {same}/{n} say what they say alone"
         )
     print(
         f"    float32 near ties (two candidates within {TIE:g}) at {counter['ties']} of "
-        f"{counter['steps']} rule steps of the sequences decoded alone"
+        f"{counter['steps']} rule steps of the {len(prompts)} sequences decoded alone"
     )
     return ratio_at_4
 

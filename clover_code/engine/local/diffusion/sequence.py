@@ -52,7 +52,10 @@ class Sequence:
     """Forwards spent on the current block."""
     generated: list[int] = field(default_factory=list)
     counts: torch.Tensor | None = None
-    """How often each token appears in the committed response (the penalties)."""
+    """How often each token appears in the response so far: the committed blocks and the
+    filled positions of the current draft (the penalties)."""
+    _penalised: bool = False
+    """Whether any token was generated yet (no penalty before)."""
     thinking: int | None = None
     pending: list[int] | None = None
     """A finished block's tokens, written into the cache by the next forward."""
@@ -106,9 +109,10 @@ class Sequence:
         opts = self.options
         self.steps += 1
         self.stats.step_forwards += 1
+        counts = self._counts()
         logits = opts.controls.apply(
             logits.float(),
-            penalty=opts.controls.penalty(self._counts_now()) if self._penalised() else None,
+            penalty=opts.controls.penalty(counts) if self._penalised else None,
             generated=len(self.generated),
             thinking=self.thinking,
             stop_id=opts.end_id,
@@ -116,6 +120,11 @@ class Sequence:
         )
         fill = low_confidence_step(self.ids, logits, self.mask_id, opts.threshold)
         self.ids = fill.ids
+        # The draft's new tokens count from the next step on (so the block cannot repeat
+        # itself while it denoises), and stay counted once the block is committed.
+        new = fill.ids[self.fixed :][fill.filled[self.fixed :]]
+        counts.index_add_(0, new, torch.ones(new.shape[0], device=counts.device))
+        self._penalised = True
         gen = self.ids.tolist()[self.fixed :]
         masked = [t == self.mask_id for t in gen]
         shown = fill.confidence[self.fixed :].tolist() if confidences else None
@@ -136,13 +145,6 @@ class Sequence:
         block = Block(self.index, ids, cost, finish)
         self.generated.extend(ids)
         self.stats.tokens += len(ids)
-        if ids:
-            counts = self._counts()
-            counts.index_add_(
-                0,
-                torch.tensor(ids, dtype=torch.long, device=counts.device),
-                torch.ones(len(ids), device=counts.device),
-            )
         if self.thinking is not None:
             end = self.options.think_end_id
             self.thinking = None if end is not None and end in ids else self.thinking + len(ids)
@@ -166,17 +168,6 @@ class Sequence:
             self.counts = torch.zeros(self.vocab, dtype=torch.float32, device=self.device)
         return self.counts
 
-    def _penalised(self) -> bool:
-        return bool(self.generated) or self.filled() > 0
-
-    def _counts_now(self) -> torch.Tensor:
-        """The committed response's counts plus the current draft's filled positions."""
-        counts = self._counts()
-        draft = self.ids[self.fixed :]
-        draft = draft[draft != self.mask_id]
-        if not draft.numel():
-            return counts
-        return counts.index_add(0, draft, torch.ones(draft.shape[0], device=counts.device))
 
 
 def _stop_position(gen: list[int], masked: list[bool], stops: frozenset[int]) -> int | None:
