@@ -22,7 +22,7 @@ from typing import Protocol
 
 from clover_code.engine.events import EngineEvent
 from clover_code.engine.local.diffusion.batch import BatchDecoder
-from clover_code.engine.local.diffusion.loop import Block, DecodeOptions, Step
+from clover_code.engine.local.diffusion.options import Block, DecodeOptions, Step
 from clover_code.engine.local.diffusion.sequence import Sequence
 from clover_code.engine.local.worker import Channel
 

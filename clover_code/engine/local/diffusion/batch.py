@@ -34,7 +34,7 @@ import torch
 from clover_code.engine.local.diffusion.experts import ExpertRouting, Plan
 from clover_code.engine.local.diffusion.forward import ModelForward
 from clover_code.engine.local.diffusion.layout import Layout, Segment, block_segments
-from clover_code.engine.local.diffusion.loop import Block, DecodeOptions, Step, check_prompt
+from clover_code.engine.local.diffusion.options import Block, DecodeOptions, Step, check_prompt
 from clover_code.engine.local.diffusion.rows import RaggedCache
 from clover_code.engine.local.diffusion.sequence import Sequence
 from clover_code.engine.local.diffusion.state import CacheCheckpoint

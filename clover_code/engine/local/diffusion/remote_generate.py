@@ -30,7 +30,7 @@ from typing import Any
 import torch
 
 from clover_code.engine.local.diffusion.entry_point import HOOK, DecoderChoice
-from clover_code.engine.local.diffusion.loop import (
+from clover_code.engine.local.diffusion.options import (
     Block,
     BlockFinish,
     DecodeOptions,

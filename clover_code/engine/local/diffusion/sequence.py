@@ -16,7 +16,7 @@ from typing import Literal
 
 import torch
 
-from clover_code.engine.local.diffusion.loop import Block, DecodeOptions, DecodeStats, Step
+from clover_code.engine.local.diffusion.options import Block, DecodeOptions, DecodeStats, Step
 from clover_code.engine.local.diffusion.rule import low_confidence_step
 
 __all__ = ["Sequence", "SequenceState"]
@@ -167,7 +167,6 @@ class Sequence:
         if self.counts is None:
             self.counts = torch.zeros(self.vocab, dtype=torch.float32, device=self.device)
         return self.counts
-
 
 
 def _stop_position(gen: list[int], masked: list[bool], stops: frozenset[int]) -> int | None:
