@@ -366,3 +366,16 @@ def test_a_block_cannot_repeat_itself_while_it_denoises(model: Any) -> None:
     plain, _ = _decoder(model, script, max_new_tokens=8)
     _, same = _run(plain, list(range(3, 19)))
     assert set(same[0].ids) == {70}
+
+
+def test_the_last_block_denoises_only_the_positions_it_needs(model: Any) -> None:
+    def script(ids: Any, before: int) -> Any:
+        return peaked(266, [(40 + (before + i) % 20, 0.3) for i in range(ids.shape[1])])
+
+    decoder, scripted = _decoder(model, script, max_new_tokens=10)
+    steps, blocks = _run(decoder, list(range(3, 19)))  # aligned: blocks of 8, then 2
+    assert [len(b.ids) for b in blocks] == [8, 2] and blocks[-1].finish == "length"
+    assert [b.steps for b in blocks] == [8, 2]  # one position per step, no more
+    assert all(len(s.ids) == 2 for s in steps if s.block == 1)
+    # The finished block rides on the first forward of the last one: 8 + 2 positions.
+    assert [len(c) for c in scripted.calls[-2:]] == [8 + 2, 2]

@@ -215,7 +215,7 @@ def test_decoding_controls_from_checkpoint_settings_and_request(
     backend = HFBackend(str(local), hf_options(settings))
     assert (backend.controls.repetition_penalty, backend.controls.frequency_penalty) == (1.1, 0.2)
     request = ChatRequest([{"role": "user", "content": "x"}], controls={"presence_penalty": 0.7})
-    decode = backend._decode_options(request)
+    decode = backend.decode_options(request)
     assert decode.controls.presence_penalty == 0.7
     assert decode.controls.repetition_penalty == 1.1  # the rest stays
 

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from clover_code.engine.base import ChatRequest
-from clover_code.engine.events import BlockDraft, EngineEvent, Failed, Finished, Usage
+from clover_code.engine.events import EngineEvent, Failed, Finished
+from clover_code.engine.local.hf_output import BatchedResponse, ResponseOutput
 from clover_code.errors import EngineError, EngineUnavailable, missing_extra
 
 __all__ = ["HFBackend", "HFOptions", "find_mask_id", "logits_shift"]
@@ -164,7 +165,7 @@ class HFBackend:
             if self._model is None:
                 raise EngineUnavailable("the model was unloaded; restart clover-code")
             if self.decoder.kind == "builtin":
-                events = self._batched().stream(_Response(self, request))
+                events = self._batched().stream(BatchedResponse(self, request))
             else:
                 events = self._serial_stream(request)
             async for event in events:
@@ -187,7 +188,7 @@ class HFBackend:
     def _make_decoder(self) -> Any:
         from clover_code.engine.local.diffusion.batch import BatchDecoder
 
-        options = self._decode_options(ChatRequest([]))
+        options = self.decode_options(ChatRequest([]))
         return BatchDecoder(self._forward, options, self.routing, self.options.max_batch)
 
     async def _serial_stream(self, request: ChatRequest) -> AsyncGenerator[EngineEvent, None]:
@@ -212,9 +213,9 @@ class HFBackend:
             if self._model is None:
                 raise EngineUnavailable("the model was unloaded; restart clover-code")
             prompt = self.prompt(request)
-            options = self._decode_options(request)
+            options = self.decode_options(request)
             stops = (*self.options.stop_strings, *request.stop)
-            output = _Output(self, request, len(prompt), emit)
+            output = ResponseOutput(self, request, len(prompt), emit)
             kind = HookedGenerate if self.decoder.kind == "checkpoint" else PlainGenerate
             runner = kind(self._model, options, self.decoder, stops, self.options.expert_mass)
 
@@ -234,7 +235,8 @@ class HFBackend:
 
         return render_prompt(self.tokenizer, request)
 
-    def _decode_options(self, request: ChatRequest) -> Any:
+    def decode_options(self, request: ChatRequest) -> Any:
+        """The ``DecodeOptions`` of one request: the engine's, with the request's own."""
         from clover_code.engine.local.diffusion import DecodeOptions
         from clover_code.engine.local.diffusion.chat import stop_token_ids, token_id
 
@@ -261,80 +263,6 @@ class HFBackend:
         if piece is None:
             piece = self._pieces[token] = str(self.tokenizer.decode([token]))
         return piece
-
-
-class _Output:
-    """One response's output: drafts, committed blocks, and its closing events."""
-
-    def __init__(
-        self,
-        backend: HFBackend,
-        request: ChatRequest,
-        prompt_tokens: int,
-        emit: Callable[[list[EngineEvent]], None],
-    ) -> None:
-        from clover_code.engine.local.diffusion.chat import OutputAssembler
-
-        self.backend = backend
-        self.emit = emit
-        stops = (*backend.options.stop_strings, *request.stop)
-        self.assembler = OutputAssembler(backend.tokenizer, request, prompt_tokens, stops)
-        self.reason: Any = "stop"
-
-    def handle(self, item: Any) -> None:
-        from clover_code.engine.local.diffusion import Block
-        from clover_code.engine.local.diffusion.chat import draft_texts
-
-        if isinstance(item, Block):
-            self.emit(self.assembler.block(item.ids, item.steps))
-            if item.finish == "length":
-                self.reason = "length"
-        elif self.backend.options.drafts and not self.assembler.stopped:
-            tokenizer = self.backend.tokenizer
-            tokens = draft_texts(item.ids, item.masked, self.backend.piece, tokenizer.decode)
-            self.emit([BlockDraft(item.block, item.step, tokens, item.masked, item.confidences)])
-
-    def finish(self, stats: Any, finish: str | None) -> None:
-        if finish == "length":
-            self.reason = "length"
-        if self.assembler.stopped:
-            self.reason = "stop"
-        events = self.assembler.finish(self.reason)
-        for event in events:
-            if isinstance(event, Usage):
-                event.experts_per_layer = stats.experts_per_layer
-        self.emit(events)
-
-
-class _Response:
-    """A ``batching.Job``: one request decoded by the batch scheduler."""
-
-    def __init__(self, backend: HFBackend, request: ChatRequest) -> None:
-        from clover_code.engine.local.worker import Channel
-
-        self.backend = backend
-        self.request = request
-        self.channel = Channel()
-        self.output: _Output | None = None
-
-    def prepare(self) -> tuple[list[int], Any]:
-        prompt = self.backend.prompt(self.request)
-        self.output = _Output(self.backend, self.request, len(prompt), self.channel.emit)
-        return prompt, self.backend._decode_options(self.request)
-
-    def handle(self, item: Any) -> None:
-        assert self.output is not None
-        self.output.handle(item)
-
-    def stopped(self) -> bool:
-        return self.channel.cancelled() or (
-            self.output is not None and self.output.assembler.stopped
-        )
-
-    def finish(self, sequence: Any) -> None:
-        self.backend.last_stats = sequence.stats
-        if self.output is not None and not self.channel.cancelled():
-            self.output.finish(sequence.stats, sequence.finish)
 
 
 def _decoder(model: Any, options: HFOptions, controls: Any, mask_id: int, path: Path) -> Any:
