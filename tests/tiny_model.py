@@ -207,12 +207,13 @@ def peaked(vocab: int, rows: Sequence[tuple[int, float]]) -> torch.Tensor:
     return out
 
 
-def script_text(backend: Any, text: str) -> None:
+def script_text(backend: Any, text: str, *, unsure: bool = False) -> None:
     """Make the loaded model 'say' ``text`` then stop, one confident block per step.
 
     The real model still runs; its logits are replaced by rows peaked on the
     token ``text`` has at each position (read from the forward's position ids,
-    counted from the end of the latest prompt the backend rendered).
+    counted from the end of the latest prompt the backend rendered). ``unsure``:
+    every other position is below the threshold, so a block takes several steps.
     """
     target = backend.tokenizer(text, add_special_tokens=False)["input_ids"]
     target.append(backend.tokenizer.convert_tokens_to_ids("<|im_end|>"))
@@ -227,7 +228,13 @@ def script_text(backend: Any, text: str) -> None:
         kept = out.logits.shape[1]
         positions = kwargs["position_ids"][:, -kept:].tolist()
         rows = [
-            [(target[min(max(p - prompt_len["n"], 0), len(target) - 1)], 0.99) for p in row]
+            [
+                (
+                    target[min(max(p - prompt_len["n"], 0), len(target) - 1)],
+                    0.9 if unsure and p % 2 else 0.99,
+                )
+                for p in row
+            ]
             for row in positions
         ]
         out.logits = torch.cat([peaked(vocab, row) for row in rows])
