@@ -66,6 +66,8 @@ class BatchDecoder:
         self.waiting: deque[Sequence] = deque()
         self.cache: RaggedCache | None = None
         self._checkpoint: CacheCheckpoint | None = None
+        self._current = False
+        """Whether the cache is as ``_checkpoint`` recorded it (a step was undone since)."""
         self._device = torch.device(getattr(forward, "device", "cpu"))
         self.forwards = 0
         """Forwards run (prefills, steps and commits; each counts once, whatever its rows)."""
@@ -184,13 +186,13 @@ class BatchDecoder:
         for row, commit in zip(self.rows, commits, strict=True):
             if commit:
                 assert row.pending is not None
-                ids.append(row.pending)
+                ids.append(self._ids(row.pending))
                 segments.append([Segment(bs)])
                 groups.append([_gid(row.group)])
                 if row.group is not None:
                     plans[row.group] = self._commit_plan(row.group)
             else:
-                ids.append([self.options.mask_id])
+                ids.append(self._ids([self.options.mask_id]))
                 segments.append([])
                 groups.append([])
         layout = Layout([row.past for row in self.rows], segments, groups=groups)
@@ -199,6 +201,7 @@ class BatchDecoder:
         logits = self._forward(ids, layout)
         mask = torch.tensor(commits)
         checkpoint.commit(bs, mask, None)
+        self._current = False
         assert self.cache is not None
         self.cache.grow(mask, bs)
         for b, row in enumerate(self.rows):
@@ -213,7 +216,7 @@ class BatchDecoder:
         """One forward: finished blocks committed, every row's block one step further."""
         opts = self.options
         bs = opts.block_size
-        ids: list[list[int]] = []
+        ids: list[torch.Tensor] = []
         segments: list[list[Segment]] = []
         groups: list[list[int]] = []
         plans: dict[int, Plan] = {}
@@ -226,23 +229,25 @@ class BatchDecoder:
                 row.group = self._open_group()
             on = row.state == "denoising"
             active.append(on)
-            row_ids: list[int] = []
+            row_ids: list[torch.Tensor] = []
             row_segments: list[Segment] = []
             row_groups: list[int] = []
             if commit:
                 assert row.pending is not None
-                row_ids += row.pending
+                row_ids.append(self._ids(row.pending))
                 row_segments.append(Segment(bs))
                 row_groups.append(_gid(row.done_group))
                 if row.done_group is not None:
                     plans[row.done_group] = self._commit_plan(row.done_group)
             if on:
-                row_ids += row.ids.tolist()
+                row_ids.append(row.ids)
                 row_segments.append(Segment(row.length))
                 row_groups.append(_gid(row.group))
                 if row.group is not None:
                     plans[row.group] = self._plan(row)
-            ids.append(row_ids or [opts.mask_id])
+            if not row_ids:  # nothing of its own this forward: padding
+                row_ids.append(self._ids([opts.mask_id]))
+            ids.append(torch.cat(row_ids) if len(row_ids) > 1 else row_ids[0])
             segments.append(row_segments)
             groups.append(row_groups)
         split = bs if any(commits) else None
@@ -253,6 +258,7 @@ class BatchDecoder:
         if any(commits):
             mask = torch.tensor(commits)
             checkpoint.commit(bs, mask, self.forward.mid_states())
+            self._current = False
             assert self.cache is not None
             self.cache.grow(mask, bs)
         else:
@@ -271,11 +277,19 @@ class BatchDecoder:
 
     # -- helpers ----------------------------------------------------------------
 
-    def _forward(self, ids: list[list[int]], layout: Layout) -> torch.Tensor:
-        width = max(len(row) for row in ids)
-        padded = [row + [self.options.mask_id] * (width - len(row)) for row in ids]
+    def _forward(self, ids: list[torch.Tensor], layout: Layout) -> torch.Tensor:
+        """Run the rows' ids [n_b] padded with masks to the longest."""
+        width = max(int(row.shape[0]) for row in ids)
+        if len(ids) == 1:
+            batch = ids[0][None]
+        else:
+            batch = torch.full(
+                (len(ids), width), self.options.mask_id, dtype=torch.long, device=self._device
+            )
+            for b, row in enumerate(ids):
+                batch[b, : row.shape[0]] = row
         assert self.cache is not None
-        logits = self.forward(self._ids(padded), self.cache.cache, layout)
+        logits = self.forward(batch, self.cache.cache, layout)
         self.forwards += 1
         return logits
 
@@ -290,13 +304,17 @@ class BatchDecoder:
         return torch.cat([first[None].to(block.dtype), block[:-1]])
 
     def _take(self) -> CacheCheckpoint:
+        """The checkpoint of the cache as it is now (after a restore it still is)."""
         assert self.cache is not None
+        if self._checkpoint is not None and self._current:
+            return self._checkpoint
         cache = self.cache.cache
         self._checkpoint = (
             CacheCheckpoint.take(cache)
             if self._checkpoint is None
             else self._checkpoint.retake(cache)
         )
+        self._current = True
         return self._checkpoint
 
     def _after_commit(self, row: Sequence) -> None:
@@ -338,7 +356,7 @@ class BatchDecoder:
                         row.stats.experts.append(counts)
         row.done_group = row.group = None
 
-    def _ids(self, ids: list[list[int]]) -> torch.Tensor:
+    def _ids(self, ids: list[int] | list[list[int]]) -> torch.Tensor:
         return torch.tensor(ids, dtype=torch.long, device=self._device)
 
 

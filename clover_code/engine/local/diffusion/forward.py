@@ -84,6 +84,7 @@ class HFForward:
         self.dtype = param.dtype
         self._split = StateSplit.of(model)
         self.splits = self._split.available or not has_linear_layers(config)
+        self._mask: tuple[Any, Any] | None = None
 
     def new_cache(self) -> Any:
         from transformers import DynamicCache
@@ -105,7 +106,12 @@ class HFForward:
         width = ids.shape[1]
         if not self.block_attention:
             layout = _causal(layout)
-        mask = layout.attention_mask(self.model.config, width, self.dtype, self.device)
+        # The steps of a block share their layout: its mask is made once.
+        key = (tuple(layout.past), layout.shape(), width)
+        if self._mask is None or self._mask[0] != key:
+            mask = layout.attention_mask(self.model.config, width, self.dtype, self.device)
+            self._mask = (key, mask)
+        mask = self._mask[1]
         extra: dict[str, Any] = {self._cache_kw: cache}
         if keep is not None and self._keeps:
             extra["logits_to_keep"] = keep

@@ -72,6 +72,11 @@ class Layout:
         """New tokens of ``row`` that are not padding."""
         return sum(s.length for s in self.segments[row])
 
+    def shape(self) -> tuple[tuple[tuple[int, str], ...], ...]:
+        """The segments of every row as plain values (what the mask depends on, with
+        ``past``)."""
+        return tuple(tuple((s.length, s.kind) for s in row) for row in self.segments)
+
     def width(self) -> int:
         """New tokens per row (the longest row; shorter ones are padded)."""
         return max((self.used(b) for b in range(self.rows)), default=0)

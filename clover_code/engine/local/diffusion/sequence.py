@@ -56,6 +56,7 @@ class Sequence:
     filled positions of the current draft (the penalties)."""
     _penalised: bool = False
     """Whether any token was generated yet (no penalty before)."""
+    _one: torch.Tensor = field(init=False, repr=False)
     thinking: int | None = None
     pending: list[int] | None = None
     """A finished block's tokens, written into the cache by the next forward."""
@@ -72,6 +73,7 @@ class Sequence:
 
     def __post_init__(self) -> None:
         self.thinking = 0 if self.options.starts_in_reasoning else None
+        self._one = torch.ones((), dtype=torch.float32, device=self.device)
 
     @property
     def mask_id(self) -> int:
@@ -118,15 +120,16 @@ class Sequence:
             stop_id=opts.end_id,
             think_end_id=opts.think_end_id,
         )
-        fill = low_confidence_step(self.ids, logits, self.mask_id, opts.threshold)
+        mask = opts.mask_id
+        fill = low_confidence_step(self.ids, logits, mask, opts.threshold)
         self.ids = fill.ids
         # The draft's new tokens count from the next step on (so the block cannot repeat
         # itself while it denoises), and stay counted once the block is committed.
         new = fill.ids[self.fixed :][fill.filled[self.fixed :]]
-        counts.index_add_(0, new, torch.ones(new.shape[0], device=counts.device))
+        counts.index_put_((new,), self._one, accumulate=True)
         self._penalised = True
         gen = self.ids.tolist()[self.fixed :]
-        masked = [t == self.mask_id for t in gen]
+        masked = [t == mask for t in gen]
         shown = fill.confidence[self.fixed :].tolist() if confidences else None
         self.sink(Step(self.index, self.steps, gen, masked, shown))
         end = _stop_position(gen, masked, opts.stop_ids)
