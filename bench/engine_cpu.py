@@ -13,9 +13,10 @@ Prints, each against the named peer measured in the same run:
       256-expert, top-8 stand-in with peaked and with near-uniform routers:
       token agreement with selection off and distinct experts per MoE layer
       per block (peer: selection off, same prompts, same weights);
-  (f) N = 1, 2, 4, 8 sequences decoded together: aggregate tokens/s and
-      forwards against the same N decoded one after another (target at N = 4:
-      >= 2.5x), and whether each says in float32 what it says alone;
+  (f) N = 1, 2, 4, 8 sequences decoded together: aggregate tokens/s (of the
+      process's CPU time, one torch thread) and forwards against the same N
+      decoded one after another (target at N = 4: >= 2.5x), and whether each
+      says in float32 what it says alone;
   (g) the prompt encoded block by block against causally (8 layers).
 
 Exits 1 when (f) misses its target.
