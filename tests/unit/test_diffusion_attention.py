@@ -107,3 +107,33 @@ def test_restore_after_a_bidirectional_step_is_exact(model: Any) -> None:
     fresh = forward.new_cache()
     forward.prefill(torch.tensor([PROMPT[:32]]), fresh, block_size=BS)
     assert torch.equal(committed, forward.block(torch.tensor([[*PROMPT[32:], 7, 8, 9]]), fresh))
+
+
+@pytest.mark.parametrize("mode", ["block", "causal"])
+def test_the_prefill_setting_reaches_the_prompts_forwards(model: Any, mode: str) -> None:
+    from clover_code.engine.local.diffusion import BlockDiffusion, DecodeOptions
+
+    forward = HFForward(model)
+    seen: list[list[tuple[int, str]]] = []
+
+    class Recorder:
+        vocab_size, device, splits = forward.vocab_size, forward.device, forward.splits
+
+        def new_cache(self) -> Any:
+            return forward.new_cache()
+
+        def cache_length(self, cache: Any) -> int:
+            return forward.cache_length(cache)
+
+        def mid_states(self) -> Any:
+            return forward.mid_states()
+
+        def __call__(self, ids: Any, cache: Any, layout: Any, keep: Any = None) -> Any:
+            if keep is not None:  # a prompt forward
+                seen.append([(s.length, s.kind) for s in layout.segments[0]])
+            return forward(ids, cache, layout, keep)
+
+    options = DecodeOptions(mask_id=265, block_size=BS, max_new_tokens=4, prefill=mode)  # type: ignore[arg-type]
+    list(BlockDiffusion(Recorder(), options).generate(PROMPT))
+    expected = [(BS, "block")] * 4 if mode == "block" else [(32, "causal")]
+    assert seen == [expected]

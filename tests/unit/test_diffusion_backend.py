@@ -216,6 +216,10 @@ def test_decoding_controls_from_checkpoint_settings_and_request(
     assert (backend.controls.repetition_penalty, backend.controls.frequency_penalty) == (1.1, 0.2)
     request = ChatRequest([{"role": "user", "content": "x"}], controls={"presence_penalty": 0.7})
     decode = backend.decode_options(request)
+    assert decode.prefill == "block"  # the default: SGLang's dLLM extend mode
+    loop_settings = Settings(prefill="causal", max_batch=3, expert_select="half", expert_mass=0.9)
+    options = hf_options(loop_settings)
+    assert (options.prefill, options.max_batch, options.expert_select) == ("causal", 3, "half")
     assert decode.controls.presence_penalty == 0.7
     assert decode.controls.repetition_penalty == 1.1  # the rest stays
 
