@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     table.add("model", f"{size} params", f"{str(dtype).removeprefix('torch.')}, random weights")
     table.add("build", f"{time.perf_counter() - start:.0f} s")
     from bench.gpu_check_correct import correctness
-    from bench.gpu_check_measure import batched, decode, forwards
+    from bench.gpu_check_measure import batched, decode, forwards, rate_text
 
     failed = False
     figures: dict[str, float] = {}
@@ -203,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     if "one" in figures:
         one, block = figures["one"], figures["random"]
         table.add("break-even tokens per forward", f"{block / one:.2f}", "block forward / 1-token")
-        table.add("autoregressive anchor", f"{1 / one:.0f} tok/s", "one token per forward")
+        table.add("autoregressive anchor", f"{rate_text(1 / one)} tok/s", "one token per forward")
         table.add(
             f"tokens per forward for {VENDOR_TOKENS_PER_S:.0f} tok/s",
             f"{VENDOR_TOKENS_PER_S * block:.1f}",
@@ -212,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         for k in (2, 4, 8):
             table.add(
                 f"projected at {k} tokens/forward",
-                f"{k / block:.0f} tok/s",
+                f"{rate_text(k / block)} tok/s",
                 f"beside the vendor's {VENDOR_TOKENS_PER_S:.0f}",
             )
     table.add("block size", str(args.block_size))

@@ -169,7 +169,12 @@ def batched(
         base = base or rate
         table.add(
             f"batched decode, N = {n}",
-            f"{rate:.0f} tok/s",
+            f"{rate_text(rate)} tok/s",
             f"{rate / base:.2f}x N = 1; {decoder.forwards} forwards "
             f"({elapsed / decoder.forwards * 1e3:.1f} ms each), {tokens[0]} tokens",
         )
+
+
+def rate_text(tokens_per_s: float) -> str:
+    """Whole tokens/s on a GPU; enough digits to read on a slow CPU run."""
+    return f"{tokens_per_s:.0f}" if tokens_per_s >= 10 else f"{tokens_per_s:.2g}"
