@@ -3,7 +3,9 @@
 The app holds no core objects but an ``EventBridge``: protocol events come in
 as ``SessionEvents`` batches and are handed to the widgets by ``TurnEvents``
 (``turn_events.py``); everything the user asks for leaves as a protocol
-``Op``. Slash commands live in ``slash.py``.
+``Op``. Slash commands live in ``slash.py``. None of those parts imports
+the app: each is given the widgets it draws on and sees the app through a
+narrow interface (``host.py``).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from clover_code import protocol as p
 from clover_code.ui.bridge import EventBridge, SessionEvents, SessionFactory, SessionFailed
 from clover_code.ui.clock import Clock
 from clover_code.ui.commands import SlashCommandProvider
-from clover_code.ui.custom import session_opened
+from clover_code.ui.custom import completions
 from clover_code.ui.file_index import FileIndex
 from clover_code.ui.reports import alert
 from clover_code.ui.server_wait import delay, not_ready
@@ -99,8 +101,15 @@ class CloverApp(App[int]):
         self.queued = QueuedPrompts(id="queued")
         self.composer = Composer(id="composer")
         self.status_bar = StatusBar(id="status")
-        self.slash = SlashCommands(self)
-        self.turn_events = TurnEvents(self)
+        self.slash = SlashCommands(self, transcript=self.transcript, status_bar=self.status_bar)
+        self.turn_events = TurnEvents(
+            self,
+            transcript=self.transcript,
+            working=self.working,
+            status_bar=self.status_bar,
+            queued=self.queued,
+            prompt=self.composer.input,
+        )
 
     def compose(self) -> ComposeResult:
         yield self.transcript
@@ -159,7 +168,7 @@ class CloverApp(App[int]):
                 self._retry_now.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._retry_now.wait(), wait)
-        session_opened(self)
+        self.composer.custom = completions(self)
         if attempt:
             retries = "1 retry" if attempt == 1 else f"{attempt} retries"
             self.transcript.waiting_done(f"The model server answered after {retries}.")
@@ -216,7 +225,7 @@ class CloverApp(App[int]):
     def _worker_failed(self, event: Worker.StateChanged) -> None:
         if event.state == WorkerState.ERROR and event.worker.group in ("bridge", "session"):
             error = event.worker.error
-            alert(self, str(error), "internal error")
+            alert(self.transcript, str(error), "internal error")
             self.transcript.add_note(f"internal error: {error!r}; the session stopped.", "error")
 
     # ------------------------------------------------------------ events
@@ -225,24 +234,16 @@ class CloverApp(App[int]):
     def _session_failed(self, event: SessionFailed) -> None:
         self.exit_code = event.exit_code
         self.status_bar.model = "no engine"
-        alert(self, event.message, "clover-code cannot start")
+        alert(self.transcript, event.message, "clover-code cannot start")
         self.transcript.add_note(event.message, "error")
         self.queued.restore_all(self.composer.input)  # kept for /retry, never dropped
 
     @on(SessionEvents)
     def _session_events(self, message: SessionEvents) -> None:
         try:
-            self.apply_events(message.events)
+            self.turn_events.apply_events(message.events)
         finally:
             self.bridge.batch_handled()
-
-    def apply_events(self, events: list[p.Event]) -> None:
-        """Hand a batch of events to the widgets (drafts and output coalesced)."""
-        self.turn_events.apply_events(events)
-
-    def apply_event(self, event: p.Event) -> None:
-        """Hand one event to the widgets that show it."""
-        self.turn_events.apply_event(event)
 
     def action_edit_queued(self) -> None:
         """Take the newest queued prompt back into the prompt (edit it, or clear it)."""
@@ -267,7 +268,7 @@ class CloverApp(App[int]):
     def send_text(self, text: str) -> None:
         """Act on what the user sent: a slash command, or a prompt that starts a turn."""
         if text.startswith("/") and not text.startswith("//"):
-            self.run_slash_command(text.strip())
+            self.slash.run(text.strip())
             return
         self.send_prompt(text)
 
@@ -289,10 +290,6 @@ class CloverApp(App[int]):
             self._early.append(op)  # typed while the session opens: sent once it is open
             return
         self.send(op)
-
-    def run_slash_command(self, text: str) -> None:
-        """Run a ``/command`` (from the prompt or the command palette)."""
-        self.slash.run(text)
 
     def send(self, op: p.Op) -> None:
         """Send an op to the core (in order, off the message handler)."""
@@ -333,5 +330,7 @@ class CloverApp(App[int]):
             self.slash.cycle_approval()
 
     def action_toggle_denoise(self) -> None:
-        """Show or hide the live denoising view."""
-        self.slash.toggle_denoise()
+        """F2: show or hide the live denoising view."""
+        denoise = self.transcript.denoise
+        denoise.enabled = not denoise.enabled
+        self.notify(f"Denoising view {'on' if denoise.enabled else 'off'}.", timeout=2)

@@ -5,13 +5,11 @@ and the ``/skills`` listing. The session found them; the app only reads its list
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
-from clover_code.ui.commands import SlashCommand
-
-if TYPE_CHECKING:
-    from clover_code.ui.app import CloverApp
-    from clover_code.ui.slash_host import SlashHost
+from clover_code.ui.command_table import SlashCommand
+from clover_code.ui.host import SessionHost
+from clover_code.ui.widgets.transcript import Transcript
 
 
 class CommandInfo(Protocol):
@@ -32,21 +30,21 @@ class SkillInfo(Protocol):
     source: str
 
 
-def custom_commands(app: CloverApp | SlashHost) -> list[CommandInfo]:
+def custom_commands(app: SessionHost) -> list[CommandInfo]:
     """The open session's custom commands (none while no session is open)."""
     found: list[CommandInfo] = getattr(app.bridge.session, "commands", None) or []
     return list(found)
 
 
-def session_opened(app: CloverApp) -> None:
-    """Offer the new session's custom commands in the prompt's completion."""
-    app.composer.custom = [
+def completions(app: SessionHost) -> list[SlashCommand]:
+    """The new session's custom commands, as the prompt's completion offers them."""
+    return [
         SlashCommand(c.name, c.description or f"custom command ({c.source})", c.argument_hint)
         for c in custom_commands(app)
     ]
 
 
-def run_custom(app: SlashHost, text: str) -> bool:
+def run_custom(app: SessionHost, text: str) -> bool:
     """Send ``/name args`` as a prompt when ``name`` is a custom command (the session
     expands it); False when it is not one."""
     name = text[1:].split(maxsplit=1)[0] if text[1:].strip() else ""
@@ -56,7 +54,7 @@ def run_custom(app: SlashHost, text: str) -> bool:
     return True
 
 
-def show_skills(app: SlashHost) -> None:
+def show_skills(app: SessionHost, transcript: Transcript) -> None:
     """``/skills``: each skill's name, where it comes from, and its description, read
     from disk again, so a skill added while the app runs is listed (and marked)."""
     session = app.bridge.session
@@ -64,7 +62,7 @@ def show_skills(app: SlashHost) -> None:
     rescan = getattr(session, "skills_on_disk", None)
     skills: list[SkillInfo] = rescan() if callable(rescan) else offered
     if not skills:
-        app.transcript.add_note(
+        transcript.add_note(
             "No skills found. Add a folder with a SKILL.md to .clover/skills/, "
             ".agents/skills/ or your config dir's skills/."
         )
@@ -75,4 +73,4 @@ def show_skills(app: SlashHost) -> None:
         f"{s.name} ({s.source}, {s.folder}): {s.description}" + ("" if s.name in known else new)
         for s in skills
     ]
-    app.transcript.add_note("\n  ".join(["Skills (the model loads one when it fits):", *lines]))
+    transcript.add_note("\n  ".join(["Skills (the model loads one when it fits):", *lines]))
