@@ -75,6 +75,12 @@ class GitHubApi:
         """Replace the text of comment ``comment_id``."""
         self._call("PATCH", f"/issues/comments/{comment_id}", {"body": body})
 
+    def default_branch(self) -> str | None:
+        """The repository's default branch (None when the API does not say)."""
+        data = self._call("GET", "")
+        branch = data.get("default_branch") if isinstance(data, dict) else None
+        return branch if isinstance(branch, str) and branch else None
+
     def pull(self, number: int) -> dict[str, Any]:
         """Pull request ``number``."""
         data: dict[str, Any] = self._call("GET", f"/pulls/{number}")
