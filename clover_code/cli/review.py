@@ -134,10 +134,10 @@ def main(argv: list[str]) -> int:
     from clover_code.config.settings import load_settings
     from clover_code.fs.workspace_root import find_root
     from clover_code.headless.review import load_known, run_review_task
-    from clover_code.headless.run import report_error
+    from clover_code.headless.run import OutputFormat, report_error
 
     cwd = (args.cd or Path.cwd()).resolve()
-    fallback = "json" if args.output_format == "json" else "text"
+    fallback: OutputFormat = "json" if args.output_format == "json" else "text"
     try:
         if not cwd.is_dir():
             raise UsageError(f"directory {cwd} does not exist.")

@@ -16,7 +16,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal, TextIO
+from typing import Literal, TextIO, cast
 
 from clover_code import __version__
 from clover_code.config.settings import Settings
@@ -137,7 +137,7 @@ async def run_review_task(
         review_prompt(diff, review_instructions(root), known),
         cwd,
         output_format="stream-json",
-        out=_Lines(stream),
+        out=cast(TextIO, _Lines(stream)),
         err=err,
         started=started,
         output_schema=schema,
@@ -156,7 +156,11 @@ def _failed(error: CloverError, err: TextIO, started: float) -> ReviewResult:
 
 
 def _review(
-    result: TaskResult, diff: ReviewDiff, summary: str, findings: list[Finding]
+    result: TaskResult,
+    diff: ReviewDiff,
+    summary: str,
+    findings: list[Finding],
+    repeated: int = 0,
 ) -> ReviewResult:
     return ReviewResult.model_validate(
         {
@@ -164,6 +168,7 @@ def _review(
             "reviewed": diff.what,
             "summary": summary,
             "findings": [f.model_dump() for f in findings],
+            "repeated": repeated,
         }
     )
 
@@ -181,10 +186,11 @@ def _from_run(result: TaskResult, diff: ReviewDiff, known: list[Finding]) -> Rev
         return _review(result.model_copy(update={"structured_output": None}), diff, "", [])
     answer = ReviewAnswer.model_validate(result.structured_output)
     seen = {f.fingerprint() for f in known}
-    findings = [f for f in by_severity(list(answer.findings)) if f.fingerprint() not in seen]
+    found = by_severity(list(answer.findings))
+    findings = [f for f in found if f.fingerprint() not in seen]
     # The answer is in the findings and summary; the raw value is not repeated.
     plain = result.model_copy(update={"structured_output": None, "result": answer.summary})
-    return _review(plain, diff, answer.summary, findings)
+    return _review(plain, diff, answer.summary, findings, len(found) - len(findings))
 
 
 def _print(

@@ -145,9 +145,7 @@ def _default_branch(root: Path, ask: Callable[[], str | None] | None) -> str:
     )
 
 
-def _since_base(
-    root: Path, base: str | None, ask: Callable[[], str | None] | None
-) -> ReviewDiff:
+def _since_base(root: Path, base: str | None, ask: Callable[[], str | None] | None) -> ReviewDiff:
     name = base or _default_branch(root, ask)
     if _commit_of(root, name) is None:
         raise UsageError(f"{name} is not a branch, tag or commit in {root}; name one that is.")

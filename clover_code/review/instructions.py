@@ -67,6 +67,4 @@ def review_instructions(root: Path) -> list[tuple[str, str]]:
     own = _read(root / REVIEW_FILE)
     if own and own.strip():
         found.append((REVIEW_FILE, own.strip()))
-    return [
-        (where, text[:MAX_REVIEW_INSTRUCTION_CHARS]) for where, text in found
-    ]
+    return [(where, text[:MAX_REVIEW_INSTRUCTION_CHARS]) for where, text in found]

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from pydantic import Field
+
 from clover_code import __version__
 from clover_code.outcome.result import TaskResult, Text
 from clover_code.review.findings import SEVERITIES, Finding, Severity, by_severity
@@ -49,8 +51,11 @@ class ReviewResult(TaskResult):
     summary: Text = ""
     """The review's summary of the change ("" when the review did not finish)."""
 
-    findings: list[Finding] = []
+    findings: list[Finding] = Field(default_factory=list)
     """The problems found, bugs first, then risks, then nits; [] when none (or on an error)."""
+
+    repeated: int = 0
+    """Findings the review reported again that ``--known`` lists: left out of ``findings``."""
 
 
 def findings_text(result: ReviewResult) -> str:

@@ -97,12 +97,12 @@ async def run_review(
     root, _ = find_root(cwd)
     diff = await asyncio.to_thread(select_diff, root, target, default_branch=default_branch)
     if diff.empty:
-        return ReviewReport(diff.what, root, summary=f"Nothing to review: no changes in {diff.what}.")
+        return ReviewReport(
+            diff.what, root, summary=f"Nothing to review: no changes in {diff.what}."
+        )
     schema = review_schema(root, diff)
     prompt = review_prompt(diff, review_instructions(root)) + schema.instructions()
-    session = await open_review_session(
-        settings, cwd, emit=emit, engines=engines, backend=backend
-    )
+    session = await open_review_session(settings, cwd, emit=emit, engines=engines, backend=backend)
     try:
         finished = await session.run_turn(p.UserInput(text=prompt))
         outcome = await answer_to_schema(session, schema, finished)

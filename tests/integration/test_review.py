@@ -226,7 +226,7 @@ async def test_staged_commit_and_files_targets(
     for _ in range(3):
         scripted_server.enqueue(answer())
     for target in (("--staged",), ("--commit", "HEAD"), ("--files", "check.py")):
-        code, out, err = await run_clover(
+        code, _, err = await run_clover(
             repo, *review_args(scripted_server, *target, "--output-format", "json"), home=tmp_path
         )
         assert code == 0, err
@@ -257,8 +257,7 @@ async def test_a_bad_base_is_one_sentence(
     )
     assert code == 2 and out == ""
     assert err == (
-        f"clover-code: no-such-branch is not a branch, tag or commit in {repo}; "
-        "name one that is.\n"
+        f"clover-code: no-such-branch is not a branch, tag or commit in {repo}; name one that is.\n"
     )
 
 
