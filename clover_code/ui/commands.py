@@ -33,6 +33,7 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("resume", "continue an earlier session (a picker without ID)", "[ID|--all]"),
     SlashCommand("fork", "continue in a copy of this session (the original stays)"),
     SlashCommand("plan", "plan mode: explore and write a plan, change nothing", "[TASK]"),
+    SlashCommand("review", "review the changes since BASE (default branch), read-only", "[BASE]"),
     SlashCommand("skills", "list the skills the model can load"),
     SlashCommand("cost", "show the tokens used this session"),
     SlashCommand("quit", "save and leave"),

@@ -10,6 +10,7 @@ from clover_code import protocol as p
 from clover_code.protocol import APPROVAL_MODES
 from clover_code.ui.commands import COMMANDS, parse
 from clover_code.ui.custom import run_custom, show_skills
+from clover_code.ui.review import start_review
 from clover_code.ui.rewind import REWIND_CHOICES, fork, rewind
 from clover_code.ui.widgets.confirm import ConfirmScreen
 
@@ -70,6 +71,7 @@ class SlashCommands:
             "quit": self._cmd_quit,
             "fork": self._cmd_fork,
             "plan": self._cmd_plan,
+            "review": self._cmd_review,
             "skills": self._cmd_skills,
         }
         """Each command's method, by name (the names of ``COMMANDS``, checked here)."""
@@ -172,6 +174,9 @@ class SlashCommands:
         )
         if arg:
             self.app.send_prompt(arg)
+
+    def _cmd_review(self, arg: str) -> None:
+        start_review(self.app, arg)
 
     def _revert(self, turns: int, arg: str, *, last_change: bool = False) -> None:
         force = "--force" in arg.split()

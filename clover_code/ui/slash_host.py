@@ -7,9 +7,9 @@ can stand in for the app with anything that has them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.screen import Screen
 
@@ -19,7 +19,15 @@ from clover_code.ui.turn_stats import TurnStats
 from clover_code.ui.widgets.status_bar import StatusBar
 from clover_code.ui.widgets.transcript import Transcript
 
-__all__ = ["SlashHost"]
+if TYPE_CHECKING:
+    from clover_code.review.diff import DiffTarget
+    from clover_code.review.session import ReviewReport
+
+__all__ = ["Reviewer", "SlashHost"]
+
+Reviewer = Callable[["DiffTarget", Callable[[p.Event], None]], Awaitable["ReviewReport"]]
+"""Runs ``/review`` on a target, telling its events to the callback (``review.session``'s
+``run_review`` with the app's settings and engines)."""
 
 
 class SlashHost(Protocol):
@@ -38,6 +46,8 @@ class SlashHost(Protocol):
     """A /rewind was sent and its answer has not come yet."""
     cwd: Path
     sessions_dir: Path | None
+    reviewer: Reviewer | None
+    """Runs ``/review`` (None: reviews are not available)."""
 
     def send(self, op: p.Op) -> None:
         """Send an Op to the session."""
