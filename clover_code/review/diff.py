@@ -230,15 +230,18 @@ def _fitted(text: str, what: str) -> ReviewDiff:
     if len(text) <= MAX_DIFF_CHARS:
         return ReviewDiff(text, what, files)
     parts = _split_files(text)
-    share = max(2_000, MAX_DIFF_CHARS // max(1, len(parts)))
+    note = "\n# [the rest of this file's diff is cut: read the file to see it]\n"
+    share = max(2_000, MAX_DIFF_CHARS // max(1, len(parts)) - len(note))
     kept = []
     for part in parts:
         if len(part) > share:
-            part = part[:share].rsplit("\n", 1)[0] + (
-                "\n# [the rest of this file's diff is cut: read the file to see it]\n"
-            )
+            part = part[:share].rsplit("\n", 1)[0] + note
         kept.append(part)
-    joined = "".join(kept)[:MAX_DIFF_CHARS]
+    joined = "".join(kept)
+    if len(joined) > MAX_DIFF_CHARS:  # many files: the last ones are named only
+        joined = joined[:MAX_DIFF_CHARS].rsplit("\n", 1)[0]
+        named = ", ".join(files[:50]) + (f" and {len(files) - 50} more" if len(files) > 50 else "")
+        joined += f"\n# [the diff is cut here; the change touches: {named}]\n"
     return ReviewDiff(joined, what, files, cut=True)
 
 
@@ -278,6 +281,8 @@ def _parse(text: str) -> list[_FilePart]:
     old: str | None = None
     left = right = 0  # lines still to come in the current hunk, old and new side
     for line in text.splitlines():
+        if (left > 0 or right > 0) and line.startswith("diff --git "):
+            left = right = 0  # a hunk cut short (a diff cut to fit): the next file starts
         if left > 0 or right > 0:
             tag = line[:1]
             if tag in (" ", ""):

@@ -102,7 +102,14 @@ async def run_review(
         )
     schema = review_schema(root, diff)
     prompt = review_prompt(diff, review_instructions(root)) + schema.instructions()
-    session = await open_review_session(settings, cwd, emit=emit, engines=engines, backend=backend)
+    errors: list[str] = []
+
+    def heard(event: p.Event) -> None:
+        if isinstance(event, p.ErrorEvent):
+            errors.append(event.message)
+        emit(event)
+
+    session = await open_review_session(settings, cwd, emit=heard, engines=engines, backend=backend)
     try:
         finished = await session.run_turn(p.UserInput(text=prompt))
         outcome = await answer_to_schema(session, schema, finished)
@@ -115,7 +122,8 @@ async def run_review(
                 f"retries): {outcome.problem}."
             )
         else:
-            error = f"the review ended with status {outcome.finished.status}."
+            status = outcome.finished.status
+            error = errors[-1] if errors else f"the review ended with status {status}."
         return ReviewReport(diff.what, root, error=error)
     answer = ReviewAnswer.model_validate(outcome.value)
     return ReviewReport(diff.what, root, by_severity(answer.findings), answer.summary)
