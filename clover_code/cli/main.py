@@ -30,6 +30,7 @@ SUBCOMMANDS_HELP = """commands:
   clover-code acp             serve the Agent Client Protocol on stdin/stdout (editors)
   clover-code serve           serve a local checkpoint as an OpenAI-compatible server
   clover-code sandbox         build, check or run a command in the sandbox (sandbox --help)
+  clover-code review [BASE]    review a change headless: findings as text, JSON or SARIF
   clover-code batch TASKS.jsonl --out DIR   many tasks, each in its own clone (batch --help)
   clover-code schema result|events   JSON Schema of the headless JSON result / stream lines
   clover-code mcp-server      serve the agent as an MCP server on stdin/stdout
@@ -181,6 +182,10 @@ def run(argv: list[str]) -> int:
         from clover_code.cli.sandbox import main as sandbox_main
 
         return sandbox_main(argv[1:])
+    if argv[:1] == ["review"]:
+        from clover_code.cli.review import main as review_main
+
+        return review_main(argv[1:])
     if argv[:1] == ["batch"]:
         from clover_code.batch.main import main as batch_main
 

@@ -189,6 +189,10 @@ class Settings(ModelSettings):
     github_trigger: str = Field("@clover", min_length=1)
     """clover-code github: the mention in an issue or comment that asks for a run."""
 
+    github_max_review_comments: int = Field(20, ge=0, le=100)
+    """clover-code github: most inline comments one pull-request review posts (the other
+    findings are listed in the review's summary)."""
+
     github_host_shell: bool = False
     """clover-code github: allow sandbox none. It exposes the job's token: the agent's shell
     then runs on the runner, where the step's own processes hold the token."""

@@ -188,7 +188,8 @@ NEUTRAL_KEYS = frozenset(
         "max_subagents", "subagent_max_turns", "subagent_timeout", "subagent_max_tokens", "decoder",
         "logits_shift", "expert_mass", "web_max_bytes", "web_timeout", "web_max_redirects",
         "search_provider", "search_api_key",
-        "github_trigger", "checkpoint_max_files", "checkpoint_max_bytes",
+        "github_trigger", "github_max_review_comments",
+        "checkpoint_max_files", "checkpoint_max_bytes",
     }
 )  # fmt: skip
 """Settings that never weaken safety (``permissions`` is split: allow rules

@@ -26,6 +26,7 @@ from clover_code.ui.clock import Clock
 from clover_code.ui.commands import SlashCommandProvider
 from clover_code.ui.custom import completions
 from clover_code.ui.file_index import FileIndex
+from clover_code.ui.host import Reviewer
 from clover_code.ui.reports import alert
 from clover_code.ui.server_wait import delay, not_ready
 from clover_code.ui.slash import SlashCommands
@@ -73,9 +74,12 @@ class CloverApp(App[int]):
         show_denoising: bool = True,
         git_status: bool = True,
         trust: TrustQuestion | None = None,
+        reviewer: Reviewer | None = None,
     ) -> None:
         super().__init__()
         self._trust = trust
+        self.reviewer = reviewer
+        """Runs ``/review`` in a read-only session of its own (None: not available)."""
         self.cwd = cwd
         self.sessions_dir = sessions_dir
         self.bridge = EventBridge(self.post_message, factory)

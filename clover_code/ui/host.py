@@ -8,9 +8,9 @@ can stand in for the app with anything that has these members.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.screen import Screen
 
@@ -18,7 +18,15 @@ from clover_code import protocol as p
 from clover_code.ui.bridge import EventBridge
 from clover_code.ui.turn_stats import TurnStats
 
-__all__ = ["SessionHost", "SlashHost", "TurnHost"]
+if TYPE_CHECKING:
+    from clover_code.review.diff import DiffTarget
+    from clover_code.review.session import ReviewReport
+
+__all__ = ["Reviewer", "SessionHost", "SlashHost", "TurnHost"]
+
+Reviewer = Callable[["DiffTarget", Callable[[p.Event], None]], Awaitable["ReviewReport"]]
+"""Runs ``/review`` on a target, telling its events to the callback (``review.session``'s
+``run_review`` with the app's settings and engines)."""
 
 
 class SessionHost(Protocol):
@@ -74,6 +82,8 @@ class SlashHost(SessionHost, Protocol):
 
     cwd: Path
     sessions_dir: Path | None
+    reviewer: Reviewer | None
+    """Runs ``/review`` (None: reviews are not available)."""
 
     def retry_open(self) -> bool:
         """Retry opening the session now; False when it is not waiting to."""

@@ -17,7 +17,10 @@ from clover_code.ui.bridge import Emit, SessionFactory, SessionLike
 
 if TYPE_CHECKING:
     from clover_code.agent.engines import Engines
+    from clover_code.review.diff import DiffTarget
+    from clover_code.review.session import ReviewReport
     from clover_code.ui.app import CloverApp
+    from clover_code.ui.host import Reviewer
     from clover_code.ui.widgets.trust import TrustQuestion
 
 
@@ -56,6 +59,18 @@ def session_factory(
         )
 
     return open_session
+
+
+def review_runner(cwd: Path, engines: Engines | None, current: Callable[[], Settings]) -> Reviewer:
+    """``/review``'s runner: a read-only review session with the settings ``current`` gives
+    (the app's engines lent to it)."""
+
+    async def review(target: DiffTarget, emit: Emit) -> ReviewReport:
+        from clover_code.review.session import run_review
+
+        return await run_review(current(), cwd, target, emit=emit, engines=engines)
+
+    return review
 
 
 def trust_question(
@@ -110,6 +125,7 @@ def run_app(
         resume=resume,
         show_denoising=bool(getattr(settings, "show_denoising", True)),
         trust=question,
+        reviewer=review_runner(cwd, engines, current),
     )
     try:
         code = app.run()
@@ -129,4 +145,4 @@ def resume_hint(app: CloverApp) -> str | None:
     return f"Session saved. Resume it with: clover-code --resume {app.started.session_id}"
 
 
-__all__ = ["resume_hint", "run_app", "session_factory", "trust_question"]
+__all__ = ["resume_hint", "review_runner", "run_app", "session_factory", "trust_question"]

@@ -11,6 +11,7 @@ from clover_code.protocol import APPROVAL_MODES
 from clover_code.ui.command_table import CommandTable, SlashCommand
 from clover_code.ui.custom import run_custom, show_skills
 from clover_code.ui.host import SlashHost
+from clover_code.ui.review import start_review
 from clover_code.ui.rewind import REWIND_CHOICES, fork, rewind
 from clover_code.ui.widgets.confirm import ConfirmScreen
 from clover_code.ui.widgets.status_bar import StatusBar
@@ -296,6 +297,10 @@ class SlashCommands:
         )
         if arg:
             self.app.send_prompt(arg)
+
+    @TABLE.command("review", "review the changes since BASE (default branch), read-only", "[BASE]")
+    def _cmd_review(self, arg: str) -> None:
+        start_review(self.app, self.transcript, arg)
 
     @TABLE.command("skills", "list the skills the model can load")
     def _cmd_skills(self, arg: str) -> None:

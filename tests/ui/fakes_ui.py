@@ -16,6 +16,7 @@ from clover_code.config.settings import Settings, load_settings
 from clover_code.engine import events as ev
 from clover_code.ui.app import CloverApp
 from clover_code.ui.bridge import Emit, SessionLike
+from clover_code.ui.host import Reviewer
 from tests.fakes import ScriptedBackend
 
 
@@ -86,8 +87,10 @@ def scripted_app(
     *,
     approval: str = "ask",
     show_denoising: bool = True,
+    reviewer: Reviewer | None = None,
 ) -> CloverApp:
-    """The real app around a real Session whose model is ``backend``."""
+    """The real app around a real Session whose model is ``backend`` (``reviewer``:
+    what runs ``/review``)."""
 
     async def factory(emit: Emit, resume: Path | None) -> SessionLike:
         return await open_with_backend(
@@ -105,6 +108,7 @@ def scripted_app(
         sessions_dir=settings.resolved_sessions_dir(),
         show_denoising=show_denoising,
         git_status=True,
+        reviewer=reviewer,
     )
 
 

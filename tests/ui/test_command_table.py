@@ -50,7 +50,7 @@ def test_a_name_registered_twice_is_refused() -> None:
 
 def test_every_app_command_runs_a_method_of_the_slash_commands() -> None:
     assert TABLE.rows == COMMANDS
-    assert [c.name for c in complete("re")] == ["rewind", "retry", "resume"]
+    assert [c.name for c in complete("re")] == ["rewind", "retry", "resume", "review"]
     for command in COMMANDS:
         found = TABLE.find(f"/{command.name}")
         assert found is not None

@@ -22,7 +22,7 @@ def test_load_namespaces_front_matter_and_clashes(tmp_path: Path) -> None:
     root, config = tmp_path / "repo", tmp_path / "config"
     project = root / ".clover" / "commands"
     write(
-        project / "review.md",
+        project / "recheck.md",
         "---\ndescription: Review a file\nargument-hint: FILE\n"
         "allowed-tools: Read, Grep, Bash(git diff:*)\n---\nReview $1 carefully.\n",
     )
@@ -30,13 +30,13 @@ def test_load_namespaces_front_matter_and_clashes(tmp_path: Path) -> None:
     write(project / "help.md", "My own help.\n")
     write(project / "bad.md", "---\ndescription: [oops\n---\nbody\n")
     write(project / "bad name.md", "body\n")
-    write(config / "commands" / "review.md", "---\ndescription: the user's review\n---\nX\n")
+    write(config / "commands" / "recheck.md", "---\ndescription: the user's review\n---\nX\n")
     write(config / "commands" / "mine.md", "---\nallowed-tools: [read_file]\n---\nMine.\n")
     notes: list[str] = []
     commands = load_commands(root, config_dir=config, notes=notes)
     by_name = {c.name: c for c in commands}
-    assert sorted(by_name) == ["frontend:lint", "mine", "review"]
-    review = by_name["review"]
+    assert sorted(by_name) == ["frontend:lint", "mine", "recheck"]
+    review = by_name["recheck"]
     assert review.source == "project" and review.description == "Review a file"
     assert review.argument_hint == "FILE"
     assert review.allowed_tools == {"read_file", "grep", "shell"}

@@ -47,7 +47,7 @@ PROJECT_COMMANDS = ".clover/commands"
 BUILTIN_COMMANDS = frozenset(
     {
         "help", "model", "approval", "sandbox", "undo", "rewind", "diff", "compact", "clear",
-        "sessions", "resume", "retry", "cost", "quit", "exit", "skills", "fork", "plan",
+        "sessions", "resume", "retry", "cost", "quit", "exit", "skills", "fork", "plan", "review",
     }
 )  # fmt: skip
 """The app's own slash commands (and a few it is getting): they win on a clash."""

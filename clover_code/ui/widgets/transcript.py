@@ -94,6 +94,10 @@ class Transcript(VerticalScroll, can_focus=False):
         """A note line."""
         self._add(NoticeLine(text, level))
 
+    def add_entry(self, widget: Widget) -> None:
+        """Another kind of entry (a review's progress line, its findings)."""
+        self._add(widget)
+
     def add_help(self, sections: list[Section]) -> None:
         """A note of titled two-column tables (/help)."""
         self._add(HelpTable(sections))
