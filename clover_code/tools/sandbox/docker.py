@@ -41,7 +41,6 @@ import contextlib
 import itertools
 import os
 import threading
-import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -57,6 +56,7 @@ from clover_code.tools.sandbox.docker_link import (
 )
 from clover_code.tools.sandbox.docker_setup import (
     DOCKER_DOWN,
+    RUNNER_COMMAND,
     clean_stale_containers,
     container_spec,
     docker_client,
@@ -64,7 +64,7 @@ from clover_code.tools.sandbox.docker_setup import (
     root_filter,
     short_error,
 )
-from clover_code.tools.sandbox.host import OutputSink
+from clover_code.tools.sandbox.output import OutputSink
 from clover_code.tools.sandbox.policy import (
     DEFAULT_PASSTHROUGH,
     SandboxLimits,
@@ -77,23 +77,6 @@ __all__ = ["DockerSandbox"]
 
 _GRACE = 0.8
 """Seconds past the timeout to wait for the runner's own report before killing from outside."""
-
-_KILL_BY_MARKER = """
-import os, signal, sys
-needle = ("CLOVER_SANDBOX_CMD=" + sys.argv[1]).encode()
-for _ in range(50):
-    found = False
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as fh:
-                if needle in fh.read().split(b"\\0"):
-                    os.kill(int(pid), signal.SIGKILL)
-                    found = True
-        except OSError:
-            pass
-    if not found:
-        break
-"""
 
 
 class DockerSandbox(SerialSandbox):
@@ -279,7 +262,6 @@ class DockerSandbox(SerialSandbox):
         cid = next(self._ids)
         token = os.urandom(8).hex()
         done: asyncio.Future[dict[str, Any]] = loop.create_future()
-        started = time.monotonic()
         request = {"op": "run", "id": cid, "token": token, "cmd": command}
         request |= {"cwd": str(self.cwd), "env": self.env, "timeout": timeout}
         try:
@@ -304,7 +286,6 @@ class DockerSandbox(SerialSandbox):
             raise ToolError(msg) from None
         finally:
             link.unregister(cid)
-        sink.feed(b"", final=True)
         if info is None:
             notes.append("[the sandbox did not answer after the timeout; it was restarted]")
             timed_out, exit_code = True, None
@@ -318,26 +299,17 @@ class DockerSandbox(SerialSandbox):
                     f"[stopped {info['held']} background process(es) that kept the output open; "
                     "redirect a background job's output to keep it running: cmd > log 2>&1 &]"
                 )
-        output = sink.buffer.text()
-        if notes:
-            output += ("\n" if output and not output.endswith("\n") else "") + "\n".join(notes)
-            output += "\n"
-        return ExecResult(
-            exit_code=exit_code,
-            output=output,
-            truncated=sink.buffer.truncated,
-            timed_out=timed_out,
-            duration=time.monotonic() - started,
-        )
+        return sink.result(exit_code, timed_out=timed_out, notes=notes)
 
     async def _kill_from_outside(self, token: str) -> None:
-        """Kill the command's processes through a second exec, then replace the container."""
+        """Kill the command's processes through a second exec (the runner's ``--kill``),
+        then replace the container."""
         client, container_id = self._client, self.container_id
 
         def kill() -> None:
             with contextlib.suppress(Exception):
                 api = client.api
-                argv = ["python3", "-I", "-c", _KILL_BY_MARKER, token]
+                argv = [*RUNNER_COMMAND, "--kill", token]
                 exec_id = api.exec_create(container_id, argv)["Id"]
                 api.exec_start(exec_id)
 
