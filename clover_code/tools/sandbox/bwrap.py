@@ -196,18 +196,14 @@ class BwrapSandbox(SerialSandbox):
         toolchain: bool = True,
         protect: Iterable[str] = (),
     ) -> None:
-        self.root = Path(os.path.realpath(root))
+        super().__init__(root, output_limit=output_limit, stream_limit=stream_limit)
         self.protect = tuple(protect)
         """Workspace scripts trusted settings name, mounted read-only with the control files."""
-        self.cwd = self.root
-        """Where the next command starts; always the root or a directory below it."""
         if self.root == Path("/"):
             raise ToolError("the sandbox cannot use / as the workspace; open a project directory.")
         self.network = network
         self.contained = not network
         self.limits = limits or SandboxLimits()
-        self.output_limit = output_limit
-        self.stream_limit = stream_limit
         self.drain_timeout = drain_timeout
         self.env = sandbox_env(passthrough)
         if not os.path.isdir("/home") or os.path.islink("/home"):
@@ -218,7 +214,6 @@ class BwrapSandbox(SerialSandbox):
         """Show the user's toolchain (``host_view.py``): home minus credentials, PATH, venv."""
         self._bwrap = shutil.which(bwrap) or bwrap
         self._user = sandbox_user(self.root)
-        self._lock = asyncio.Lock()
 
     def _argv(self, script: str, cwd_file: Path) -> list[str]:
         """The bwrap command line that runs ``script`` with ``bash -c``."""

@@ -98,11 +98,9 @@ class DockerSandbox(SerialSandbox):
         start_timeout: float = 30.0,
         protect: Iterable[str] = (),
     ) -> None:
-        self.root = Path(os.path.realpath(root))
+        super().__init__(root, output_limit=output_limit, stream_limit=stream_limit)
         self.protect = tuple(protect)
         """Workspace scripts trusted settings name, mounted read-only with the control files."""
-        self.cwd = self.root
-        """Where the next command starts; always the root or a directory below it."""
         if self.root == Path("/"):
             msg = "the sandbox cannot mount / as the workspace; open a project directory instead."
             raise ToolError(msg)
@@ -114,14 +112,11 @@ class DockerSandbox(SerialSandbox):
         self.network = network
         self.contained = not network
         self.limits = limits or SandboxLimits()
-        self.output_limit = output_limit
-        self.stream_limit = stream_limit
         self.start_timeout = start_timeout
         self.env = sandbox_env(passthrough)
         self.container_id: str | None = None
         self._client = client
         self._link: RunnerLink | None = None
-        self._lock = asyncio.Lock()
         self._ids = itertools.count(1)
         self._restarted = False
         self._cleaned = False

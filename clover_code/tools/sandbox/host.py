@@ -24,18 +24,14 @@ import signal
 import tempfile
 import time
 from collections.abc import Callable, Mapping
-from pathlib import Path
 
 from clover_code.errors import ToolError
 from clover_code.proc.children import signal_group
 from clover_code.redact import without_agent_credentials
-from clover_code.tools.sandbox.base import ExecResult, SerialSandbox
+from clover_code.tools.sandbox.base import QUIET_ENV, ExecResult, SerialSandbox
 from clover_code.tools.sandbox.output import OutputSink, PipeReader
 
 __all__ = ["HostSandbox"]
-
-_QUIET_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
-"""Keep tools from waiting for a pager or a password prompt that nobody sees."""
 
 
 def _group_alive(pgid: int) -> bool:
@@ -82,16 +78,11 @@ class HostSandbox(SerialSandbox):
         drain_timeout: float = 0.5,
         env: Mapping[str, str] | None = None,
     ) -> None:
-        self.root = Path(os.path.realpath(root))
-        self.cwd = self.root
-        """Where the next command starts; always the root or a directory below it."""
-        self.output_limit = output_limit
-        self.stream_limit = stream_limit
+        super().__init__(root, output_limit=output_limit, stream_limit=stream_limit)
         self.kill_grace = kill_grace
         self.drain_timeout = drain_timeout
         # Even here the model's and the bot's credentials stay out of every command.
-        self._env = without_agent_credentials(os.environ if env is None else env) | _QUIET_ENV
-        self._lock = asyncio.Lock()
+        self._env = without_agent_credentials(os.environ if env is None else env) | QUIET_ENV
         self._groups: set[int] = set()
         """Process groups started here that may still have members."""
 
