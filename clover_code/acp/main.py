@@ -32,8 +32,7 @@ from clover_code.config.flags import (
     FlagSpec,
     add_engine_arguments,
     add_setting_flags,
-    flag_values,
-    setting_names,
+    given_settings,
 )
 from clover_code.errors import CloverError, ExitCode
 
@@ -75,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     """Parse ``argv``, check the settings, and serve; returns the exit code."""
     args = build_parser().parse_args(argv)
-    cli = flag_values(args, setting_names((*ENGINE_FLAGS, *_OWN_FLAGS)))
+    cli = given_settings(args, ENGINE_FLAGS, _OWN_FLAGS)
     logging.basicConfig(
         level=logging.WARNING, stream=sys.stderr, format="clover-code acp: %(message)s"
     )

@@ -29,11 +29,9 @@ from acp.schema import EnvVariable
 
 from clover_code.acp.client import Outbox, describe_error
 from clover_code.errors import ToolError
-from clover_code.tools.sandbox.base import ExecResult
+from clover_code.tools.sandbox.base import QUIET_ENV, ExecResult, workspace_dir
 
 __all__ = ["EditorTerminal"]
-
-_QUIET_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
 
 
 class EditorTerminal:
@@ -92,7 +90,7 @@ class EditorTerminal:
                 session_id=session_id,
                 command="bash",
                 args=["-c", script],
-                env=[EnvVariable(name=k, value=v) for k, v in _QUIET_ENV.items()],
+                env=[EnvVariable(name=k, value=v) for k, v in QUIET_ENV.items()],
                 cwd=str(self.cwd),
                 output_byte_limit=self._byte_limit,
             )
@@ -149,9 +147,7 @@ class EditorTerminal:
             with contextlib.suppress(OSError):
                 os.unlink(cwd_file)
         if reported:
-            new = Path(os.path.realpath(reported))
-            inside = new == self.root or new.is_relative_to(self.root)
-            self.cwd = new if inside and new.is_dir() else self.root
+            self.cwd = workspace_dir(self.root, reported) or self.root
 
     async def close(self) -> None:
         """Nothing to stop: each terminal is released when its command ends."""

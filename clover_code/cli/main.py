@@ -1,11 +1,15 @@
-"""The one entry point: ``clover-code`` (app), ``--task`` (headless)."""
+"""The one entry point: ``clover-code`` (app), ``--task`` (headless), and the table of
+the other commands (``SUBCOMMANDS``), each run by its own module."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,30 +20,111 @@ from clover_code.config.flags import (
     FlagSpec,
     add_engine_arguments,
     add_setting_flags,
-    flag_values,
-    setting_names,
+    given_settings,
 )
 from clover_code.errors import CloverError, ExitCode, UsageError
 
 if TYPE_CHECKING:
     from clover_code.config.settings import Settings
 
-SUBCOMMANDS_HELP = """commands:
-  clover-code                 the interactive app in this directory
-  clover-code --task TEXT     run one task headless (see the task options above)
-  clover-code acp             serve the Agent Client Protocol on stdin/stdout (editors)
-  clover-code serve           serve a local checkpoint as an OpenAI-compatible server
-  clover-code sandbox         build, check or run a command in the sandbox (sandbox --help)
-  clover-code review [BASE]    review a change headless: findings as text, JSON or SARIF
-  clover-code batch TASKS.jsonl --out DIR   many tasks, each in its own clone (batch --help)
-  clover-code schema result|events   JSON Schema of the headless JSON result / stream lines
-  clover-code mcp-server      serve the agent as an MCP server on stdin/stdout
-  clover-code web             serve the app as a web page (web --help)
-  clover-code github          act on @clover mentions inside a GitHub Actions job
-  clover-code doctor          check what a run needs and say how to fix what is missing
-  each command has its own --help
 
-"""
+@dataclass(frozen=True, slots=True)
+class Subcommand:
+    """``clover-code NAME ...``: run by ``main(argv) -> int`` of ``module``, whose
+    ``build_parser()`` is its command line (the reference pages read it)."""
+
+    name: str
+    module: str
+    summary: str
+    """Its line in ``clover-code --help``."""
+    arguments: str = ""
+    """What that line shows after the name."""
+
+    def run(self, argv: list[str]) -> int:
+        """Run it with ``argv`` (what follows its name); returns the exit code.
+
+        Its module is imported only now: each command loads what it needs.
+        """
+        main: Callable[[list[str]], int] = importlib.import_module(self.module).main
+        return main(argv)
+
+    def build_parser(self) -> argparse.ArgumentParser:
+        """Its command line."""
+        build: Callable[[], argparse.ArgumentParser] = importlib.import_module(
+            self.module
+        ).build_parser
+        return build()
+
+
+SUBCOMMANDS: tuple[Subcommand, ...] = (
+    Subcommand(
+        "acp",
+        "clover_code.acp.main",
+        "serve the Agent Client Protocol on stdin/stdout (editors)",
+    ),
+    Subcommand(
+        "serve",
+        "clover_code.serve.main",
+        "serve a local checkpoint as an OpenAI-compatible server",
+    ),
+    Subcommand(
+        "sandbox",
+        "clover_code.cli.sandbox",
+        "build, check or run a command in the sandbox (sandbox --help)",
+    ),
+    Subcommand(
+        "review",
+        "clover_code.cli.review",
+        "review a change headless: findings as text, JSON or SARIF",
+        arguments="[BASE]",
+    ),
+    Subcommand(
+        "batch",
+        "clover_code.batch.main",
+        "many tasks, each in its own clone (batch --help)",
+        arguments="TASKS.jsonl --out DIR",
+    ),
+    Subcommand(
+        "schema",
+        "clover_code.cli.schema",
+        "JSON Schema of the headless JSON result / stream lines",
+        arguments="result|events",
+    ),
+    Subcommand(
+        "mcp-server",
+        "clover_code.mcp_server.main",
+        "serve the agent as an MCP server on stdin/stdout",
+    ),
+    Subcommand(
+        "web",
+        "clover_code.webapp.main",
+        "serve the app as a web page (web --help)",
+    ),
+    Subcommand(
+        "github",
+        "clover_code.github.main",
+        "act on @clover mentions inside a GitHub Actions job",
+    ),
+    Subcommand(
+        "doctor",
+        "clover_code.doctor.main",
+        "check what a run needs and say how to fix what is missing",
+    ),
+)
+"""Every command but the app and ``--task``, in the order ``--help`` lists them."""
+
+
+def _commands_help() -> str:
+    """The list of commands at the end of ``--help``."""
+    rows = [
+        ("clover-code", "the interactive app in this directory"),
+        ("clover-code --task TEXT", "run one task headless (see the task options above)"),
+    ]
+    rows += [(f"clover-code {c.name} {c.arguments}".rstrip(), c.summary) for c in SUBCOMMANDS]
+    # The summaries line up in one column; a longer command keeps a wide gap.
+    lines = [f"  {usage}{' ' * max(28 - len(usage), 3)}{summary}\n" for usage, summary in rows]
+    return "commands:\n" + "".join(lines) + "  each command has its own --help\n\n"
+
 
 EXIT_CODES_HELP = """exit codes:
   0    the task completed
@@ -78,7 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="clover-code",
         description="A coding agent for block-diffusion LLMs and any OpenAI-compatible server.",
-        epilog=SUBCOMMANDS_HELP + EXIT_CODES_HELP,
+        epilog=_commands_help() + EXIT_CODES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"clover-code {__version__}")
@@ -156,52 +241,14 @@ def _read_task(args: argparse.Namespace) -> str | None:
 
 
 def _cli_settings(args: argparse.Namespace) -> dict[str, Any]:
-    keys = setting_names((*ENGINE_FLAGS, *TASK_FLAGS, "sandbox_network"))
-    return flag_values(args, keys)
+    return given_settings(args, ENGINE_FLAGS, TASK_FLAGS, ("sandbox_network",))
 
 
 def run(argv: list[str]) -> int:
     """Parse ``argv`` and run; returns the exit code."""
-    if argv[:1] == ["acp"]:
-        from clover_code.acp.main import main as acp_main
-
-        return acp_main(argv[1:])
-    if argv[:1] == ["serve"]:
-        from clover_code.serve.main import main as serve_main
-
-        return serve_main(argv[1:])
-    if argv[:1] == ["mcp-server"]:
-        from clover_code.mcp_server.main import main as mcp_server_main
-
-        return mcp_server_main(argv[1:])
-    if argv[:1] == ["web"]:
-        from clover_code.webapp.main import main as web_main
-
-        return web_main(argv[1:])
-    if argv[:1] == ["sandbox"]:
-        from clover_code.cli.sandbox import main as sandbox_main
-
-        return sandbox_main(argv[1:])
-    if argv[:1] == ["review"]:
-        from clover_code.cli.review import main as review_main
-
-        return review_main(argv[1:])
-    if argv[:1] == ["batch"]:
-        from clover_code.batch.main import main as batch_main
-
-        return batch_main(argv[1:])
-    if argv[:1] == ["schema"]:
-        from clover_code.cli.schema import main as schema_main
-
-        return schema_main(argv[1:])
-    if argv[:1] == ["github"]:
-        from clover_code.github.main import main as github_main
-
-        return github_main(argv[1:])
-    if argv[:1] == ["doctor"]:
-        from clover_code.doctor.main import main as doctor_main
-
-        return doctor_main(argv[1:])
+    for command in SUBCOMMANDS:
+        if argv[:1] == [command.name]:
+            return command.run(argv[1:])
     started = time.monotonic()
     args = build_parser().parse_args(argv)
     from clover_code.agent.transcript import find_session

@@ -35,6 +35,7 @@ __all__ = [
     "add_engine_arguments",
     "add_setting_flags",
     "flag_values",
+    "given_settings",
     "setting_names",
 ]
 
@@ -150,6 +151,12 @@ def flag_values(args: argparse.Namespace, names: Iterable[str]) -> dict[str, Any
 def setting_names(flags: Iterable[FlagSpec]) -> tuple[str, ...]:
     """The setting names of ``flags``."""
     return tuple(f.setting if isinstance(f, Flag) else f for f in flags)
+
+
+def given_settings(args: argparse.Namespace, *flags: Iterable[FlagSpec]) -> dict[str, Any]:
+    """The settings a command's flags gave (``flags``: the lists it added, such as
+    ``ENGINE_FLAGS`` and its own), for ``load_settings``."""
+    return flag_values(args, [name for group in flags for name in setting_names(group)])
 
 
 def _unwrap(annotation: Any) -> Any:

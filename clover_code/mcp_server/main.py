@@ -8,7 +8,7 @@ from pathlib import Path
 
 from clover_code import __version__
 
-__all__ = ["main"]
+__all__ = ["build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,11 +55,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     """Run the server until the client closes stdin."""
     args = build_parser().parse_args(argv)
-    from clover_code.config.flags import ENGINE_FLAGS, flag_values, setting_names
+    from clover_code.config.flags import ENGINE_FLAGS, given_settings
     from clover_code.mcp_server.roots import Roots
     from clover_code.mcp_server.server import build_server
 
-    base = flag_values(args, setting_names(ENGINE_FLAGS))
+    base = given_settings(args, ENGINE_FLAGS)
     if not args.call_timeout > 0:
         print("clover-code mcp-server: --call-timeout must be above 0 seconds.", file=sys.stderr)
         return 2

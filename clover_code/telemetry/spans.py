@@ -26,6 +26,12 @@ OTEL_VARIABLES = (
 )
 """Any of these, set and not ``none``, turns telemetry on."""
 
+_NO_EXTRA = (
+    "OpenTelemetry variables are set but the otel extra is not installed; "
+    "install clover-code[otel] to export traces."
+)
+"""What the front end is told when the variables ask for telemetry it cannot export."""
+
 
 class TelemetrySink(Protocol):
     """Fed every event of a session; exports spans and counters."""
@@ -56,10 +62,7 @@ def telemetry_from_environment(
         from clover_code.telemetry.otel import OtelSink
     except ImportError:
         if warn is not None:
-            warn(
-                "OpenTelemetry variables are set but the otel extra is not installed; "
-                "install clover-code[otel] to export traces."
-            )
+            warn(_NO_EXTRA)
         return None
     return OtelSink.from_environment()
 
@@ -85,10 +88,7 @@ def session_telemetry(
         )
     except ImportError:
         if warn is not None:
-            warn(
-                "OpenTelemetry variables are set but the otel extra is not installed; "
-                "install clover-code[otel] to export traces."
-            )
+            warn(_NO_EXTRA)
         return None
     if not _shared_providers:
         _shared_providers.extend(environment_providers())

@@ -12,26 +12,13 @@ import pytest
 
 from clover_code import protocol as p
 from clover_code.agent.open import open_with_backend
-from clover_code.agent.permissions.approval import RefuseApprover
-from clover_code.agent.session import Session
 from clover_code.agent.transcript import load
 from clover_code.config.settings import Settings
 from clover_code.engine import events as ev
 from clover_code.errors import StreamInterrupted
 from tests.fakes import ScriptedBackend, text_response, tool_response
+from tests.sessions import open_session
 from tests.waiting import async_wait_until, within
-
-
-async def open_session(
-    settings: Settings,
-    backend: ScriptedBackend,
-    cwd: Path,
-    events: list[p.Event],
-    **kwargs: Any,
-) -> Session:
-    kwargs.setdefault("approver", RefuseApprover())
-    kwargs.setdefault("approval_mode", "auto-edit")
-    return await open_with_backend(settings, backend, cwd, emit=events.append, **kwargs)
 
 
 def of_type(events: list[p.Event], kind: type) -> list[Any]:

@@ -15,9 +15,9 @@ import pytest
 from clover_code import protocol as p
 from clover_code.agent.checkpoints.workspace_check import checkpoint_overflow
 from clover_code.agent.open import open_with_backend
-from clover_code.agent.permissions.approval import RefuseApprover
 from clover_code.config.settings import Settings
 from tests.fakes import ScriptedBackend, text_response, tool_response
+from tests.sessions import open_session
 from tests.waiting import within
 
 
@@ -42,13 +42,8 @@ async def test_past_the_cap_headless_goes_on_without_checkpoints(
         [tool_response(("write_file", {"path": "new.txt", "content": "x\n"})), text_response("ok")]
     )
     events: list[p.Event] = []
-    session = await open_with_backend(
-        make_settings(**cap),
-        backend,
-        root,
-        emit=events.append,
-        approver=RefuseApprover(),
-        approval_mode="full-auto",
+    session = await open_session(
+        make_settings(**cap), backend, root, events, approval_mode="full-auto"
     )
     finished = await session.run_turn("write new.txt")
     await session.close()

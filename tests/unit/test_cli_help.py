@@ -1,4 +1,5 @@
-"""``--help`` names the subcommands; an unknown config key suggests the closest one."""
+"""``--help`` names the subcommands, each of which runs its own module; an unknown config
+key suggests the closest one."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from clover_code.cli.main import SUBCOMMANDS, Subcommand, run
 from clover_code.config.settings import load_settings
 from clover_code.errors import ConfigError
 
@@ -25,6 +27,20 @@ def test_help_lists_the_subcommands() -> None:
     ).stdout
     for command in ("clover-code acp", "clover-code serve", "clover-code sandbox"):
         assert command in out
+
+
+@pytest.mark.parametrize("command", SUBCOMMANDS, ids=lambda c: c.name)
+def test_each_command_in_the_table_is_its_own_modules(
+    command: Subcommand, capsys: pytest.CaptureFixture[str]
+) -> None:
+    try:
+        code = run([command.name, "--help"])
+    except SystemExit as exc:
+        code = exc.code
+    assert code == 0
+    shown = capsys.readouterr().out
+    assert shown.startswith(f"usage: clover-code {command.name}")
+    assert shown == command.build_parser().format_help()
 
 
 def test_an_unknown_key_suggests_the_closest(tmp_path: Path) -> None:

@@ -8,30 +8,16 @@ from typing import Any
 
 from clover_code import protocol as p
 from clover_code.agent.open import open_with_backend
-from clover_code.agent.permissions.approval import RefuseApprover
-from clover_code.agent.session import Session
 from clover_code.agent.transcript import load
 from clover_code.agent.turn.context import TokenCounter, estimate_tokens
 from clover_code.config.settings import Settings
 from tests.fakes import ScriptedBackend, text_response, tool_response
+from tests.sessions import open_session
 from tests.unit.test_agent_loop import assert_valid_conversation, of_type
 from tests.waiting import async_wait_until
 
 SMALL = {"context_window": 12_000, "response_reserve": 1000, "compact_threshold": 0.5}
 FIRST_TASK = "Rename every helper to snake_case and NEVER touch vendor/."
-
-
-async def open_session(
-    settings: Settings, backend: ScriptedBackend, repo: Path, events: list[p.Event]
-) -> Session:
-    return await open_with_backend(
-        settings,
-        backend,
-        repo,
-        emit=events.append,
-        approver=RefuseApprover(),
-        approval_mode="auto-edit",
-    )
 
 
 def big_reads(n: int) -> list[list[Any]]:

@@ -16,11 +16,10 @@ from pathlib import Path
 import pytest
 
 from clover_code import protocol as p
-from clover_code.agent.open import open_with_backend
-from clover_code.agent.permissions.approval import RefuseApprover
 from clover_code.config.settings import Settings
 from clover_code.tools.sandbox.git_guard import GitGuard, read_only_paths
 from tests.fakes import ScriptedBackend, text_response, tool_response
+from tests.sessions import open_session
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -141,13 +140,8 @@ async def test_the_session_tells_the_user_and_the_model(
     backend = ScriptedBackend(
         [tool_response(("shell", {"command": attack})), text_response("done")]
     )
-    session = await open_with_backend(
-        make_settings(sandbox="none"),
-        backend,
-        repo,
-        emit=events.append,
-        approver=RefuseApprover(),
-        approval_mode="full-auto",
+    session = await open_session(
+        make_settings(sandbox="none"), backend, repo, events, approval_mode="full-auto"
     )
     await session.run_turn("go")
     await session.close()

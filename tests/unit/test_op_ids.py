@@ -9,11 +9,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from clover_code import protocol as p
-from clover_code.agent.open import open_with_backend
-from clover_code.agent.permissions.approval import RefuseApprover
-from clover_code.agent.session import Session
 from clover_code.config.settings import Settings
 from tests.fakes import ScriptedBackend, text_response, tool_response
+from tests.sessions import open_session
 
 DEADLINE = 30.0
 
@@ -24,19 +22,6 @@ async def _until(check: Callable[[], bool]) -> None:
     while not check():
         assert loop.time() < end, "the state was not reached in time"
         await asyncio.sleep(0.01)
-
-
-async def _open(
-    settings: Settings, backend: ScriptedBackend, repo: Path, events: list[p.Event]
-) -> Session:
-    return await open_with_backend(
-        settings,
-        backend,
-        repo,
-        emit=events.append,
-        approver=RefuseApprover(),
-        approval_mode="auto-edit",
-    )
 
 
 def test_each_op_gets_its_own_id_and_old_clients_need_not_send_one() -> None:
@@ -62,7 +47,7 @@ async def test_a_turns_events_carry_the_prompt_ops_id(
             text_response("Second answer."),
         ]
     )
-    session = await _open(make_settings(), backend, repo, events)
+    session = await open_session(make_settings(), backend, repo, events)
     started = next(e for e in events if isinstance(e, p.SessionStarted))
     assert started.op_id is None  # the session's own announcement
     opened = len(events)
@@ -102,7 +87,7 @@ async def test_auto_commit_answers_with_the_commit(
             text_response("Wrote it."),
         ]
     )
-    session = await _open(make_settings(), backend, repo, events)
+    session = await open_session(make_settings(), backend, repo, events)
     assert (await session.run_turn("write a note")).status == "completed"
     commit = p.AutoCommit(subject="clover-code: write a note")
     await session.submit(commit)

@@ -12,8 +12,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from clover_code import protocol as p
-from clover_code.agent.open import open_with_backend
-from clover_code.agent.permissions.approval import RefuseApprover
 from clover_code.config.settings import Settings
 from clover_code.tools.sandbox.host import HostSandbox
 from clover_code.tools.sandbox.output import (
@@ -23,6 +21,7 @@ from clover_code.tools.sandbox.output import (
     omitted_bytes,
 )
 from tests.fakes import ScriptedBackend, text_response, tool_response
+from tests.sessions import open_session
 from tests.unit.test_agent_loop import of_type
 
 PRINTED = 100_000_000
@@ -50,14 +49,7 @@ async def test_the_model_sees_the_size_of_what_was_dropped(
 ) -> None:
     events: list[p.Event] = []
     backend = ScriptedBackend([tool_response(("shell", {"command": FLOOD})), text_response("ok")])
-    session = await open_with_backend(
-        make_settings(),
-        backend,
-        repo,
-        emit=events.append,
-        approver=RefuseApprover(),
-        approval_mode="full-auto",
-    )
+    session = await open_session(make_settings(), backend, repo, events, approval_mode="full-auto")
     try:
         finished = await session.run_turn("flood")
     finally:

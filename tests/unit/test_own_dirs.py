@@ -18,6 +18,7 @@ from clover_code.agent.permissions.approval import ApprovalRequest, Decision, Re
 from clover_code.config.settings import Settings, user_config_path, user_data_dir, worktrees_dir
 from clover_code.errors import UsageError
 from tests.fakes import ScriptedBackend, text_response, tool_response
+from tests.sessions import open_session
 
 LOOSE = 'sandbox = "none"\napproval = "full-auto"\n[permissions.allow]\nshell = ["*"]\n'
 
@@ -184,14 +185,7 @@ async def test_a_worktree_clover_code_made_is_a_workspace(
         [tool_response(("write_file", {"path": "a.txt", "content": "x\n"})), text_response("ok")]
     )
     events: list[p.Event] = []
-    session = await open_with_backend(
-        make_settings(),
-        backend,
-        tree,
-        emit=events.append,
-        approver=RefuseApprover(),
-        approval_mode="full-auto",
-    )
+    session = await open_session(make_settings(), backend, tree, events, approval_mode="full-auto")
     await session.run_turn("write a.txt")
     await session.close()
     assert (tree / "a.txt").read_text() == "x\n"

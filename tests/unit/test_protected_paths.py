@@ -11,10 +11,11 @@ import pytest
 
 from clover_code import protocol as p
 from clover_code.agent.open import open_with_backend
-from clover_code.agent.permissions.approval import ApprovalRequest, Decision, RefuseApprover
+from clover_code.agent.permissions.approval import ApprovalRequest, Decision
 from clover_code.agent.permissions.policy import PermissionPolicy
 from clover_code.config.settings import ApprovalMode, PermissionRules, Settings
 from tests.fakes import ScriptedBackend, text_response, tool_response
+from tests.sessions import open_session
 
 LOOSE = 'approval = "full-auto"\nsandbox = "none"\n[permissions.allow]\nshell = ["*"]\n'
 PATCH = (
@@ -74,14 +75,7 @@ async def test_headless_refuses_writing_project_config_in_full_auto(
         ]
     )
     events: list[p.Event] = []
-    session = await open_with_backend(
-        make_settings(),
-        backend,
-        repo,
-        emit=events.append,
-        approver=RefuseApprover(),
-        approval_mode="full-auto",
-    )
+    session = await open_session(make_settings(), backend, repo, events, approval_mode="full-auto")
     await session.run_turn("make yourself at home")
     await session.close()
     assert not (repo / ".clover").exists() and not (repo / ".mcp.json").exists()

@@ -10,13 +10,11 @@ import pytest
 
 from clover_code import protocol as p
 from clover_code.agent.extensions.agent_defs import BUILTIN_AGENTS, agents_prompt, load_agents
-from clover_code.agent.open import open_with_backend
-from clover_code.agent.permissions.approval import RefuseApprover
-from clover_code.agent.session import Session
 from clover_code.config.settings import Settings
 from clover_code.engine import events as ev
 from clover_code.engine.base import ChatRequest
 from tests.fakes import ScriptedBackend, text_response, tool_response
+from tests.sessions import open_session
 
 
 class CountingBackend(ScriptedBackend):
@@ -44,19 +42,6 @@ def _task(prompt: str, agent: str = "explore") -> tuple[str, dict[str, Any]]:
     return "task", {"description": "look", "prompt": prompt, "agent": agent}
 
 
-async def _open(
-    settings: Settings, backend: ScriptedBackend, repo: Path, events: list[p.Event]
-) -> Session:
-    return await open_with_backend(
-        settings,
-        backend,
-        repo,
-        emit=events.append,
-        approver=RefuseApprover(),
-        approval_mode="auto-edit",
-    )
-
-
 def _slow_answer(text: str) -> list[Any]:
     # Pauses inside the stream give a concurrent one the chance to start.
     return [0.05, *text_response(text)[:2], 0.05, *text_response(text)[2:]]
@@ -76,7 +61,7 @@ async def test_local_engine_serves_children_one_at_a_time(
         local=local,
     )
     events: list[p.Event] = []
-    session = await _open(make_settings(), backend, repo, events)
+    session = await open_session(make_settings(), backend, repo, events)
     finished = await session.run_turn("go")
     await session.close()
     assert finished.status == "completed"
@@ -91,7 +76,7 @@ async def test_a_child_has_no_task_tool(make_settings: Callable[..., Settings], 
         [tool_response(_task("look", agent="general")), text_response("seen"), text_response("ok")]
     )
     events: list[p.Event] = []
-    session = await _open(make_settings(), backend, repo, events)
+    session = await open_session(make_settings(), backend, repo, events)
     await session.run_turn("go")
     runner = session.subagents
     await session.close()
@@ -121,7 +106,7 @@ async def test_project_agent_cannot_widen_tools(
         [tool_response(_task("x", agent="wide")), text_response("fine"), text_response("ok")]
     )
     events: list[p.Event] = []
-    session = await _open(make_settings(sandbox="none"), backend, repo, events)
+    session = await open_session(make_settings(sandbox="none"), backend, repo, events)
     await session.run_turn("go")
     await session.close()
     parent_tools = {t.name for t in backend.requests[0].tools}
@@ -167,7 +152,7 @@ async def test_unknown_agent_and_token_limit_are_failed_results(
         ]
     )
     events: list[p.Event] = []
-    session = await _open(make_settings(subagent_max_tokens=50), backend, repo, events)
+    session = await open_session(make_settings(subagent_max_tokens=50), backend, repo, events)
     finished = await session.run_turn("go")
     await session.close()
     assert finished.status == "completed"

@@ -22,7 +22,6 @@ import pytest
 from pydantic import BaseModel
 
 from clover_code import protocol as p
-from clover_code.agent.open import open_with_backend
 from clover_code.agent.permissions.approval import ApprovalRequest, Decision, RefuseApprover
 from clover_code.agent.session import Session
 from clover_code.agent.transcript import load
@@ -37,6 +36,7 @@ from clover_code.tools.arguments import (
 )
 from clover_code.tools.base import Tool, ToolContext, ToolKind, ToolResult
 from tests.fakes import ScriptedBackend, text_response, tool_response
+from tests.sessions import open_session
 from tests.unit.test_agent_loop import assert_valid_conversation, of_type
 
 EXPECTED_TOOLS = {
@@ -177,14 +177,6 @@ async def fuzz_tool(
             json.loads(event.model_dump_json())
 
 
-async def _open(
-    settings: Settings, backend: ScriptedBackend, repo: Path, events: list[p.Event], **kwargs: Any
-) -> Session:
-    kwargs.setdefault("approver", RefuseApprover())
-    kwargs.setdefault("approval_mode", "full-auto")
-    return await open_with_backend(settings, backend, repo, emit=events.append, **kwargs)
-
-
 def _git_status(repo: Path) -> str:
     return subprocess.run(
         ["git", "status", "--porcelain", "--ignored"], cwd=repo, capture_output=True, text=True
@@ -193,7 +185,9 @@ def _git_status(repo: Path) -> str:
 
 async def test_every_tool_is_fuzzed(make_settings: Callable[..., Settings], repo: Path) -> None:
     events: list[p.Event] = []
-    session = await _open(make_settings(), ScriptedBackend([]), repo, events)
+    session = await open_session(
+        make_settings(), ScriptedBackend([]), repo, events, approval_mode="full-auto"
+    )
     await session.close()
     assert set(session.agent.dispatch.tools) == EXPECTED_TOOLS, (
         "a tool was added or removed: give it valid arguments in VALID so the fuzz covers it"
@@ -206,7 +200,9 @@ async def test_hostile_arguments_fail_the_call_and_the_session_goes_on(
 ) -> None:
     events: list[p.Event] = []
     backend = ScriptedBackend([])
-    session = await _open(make_settings(tool_retries=1), backend, repo, events)
+    session = await open_session(
+        make_settings(tool_retries=1), backend, repo, events, approval_mode="full-auto"
+    )
     # Snapshots for undo are not under test here, and cost a git run per turn.
     session.checkpoints = None
     tool = session.agent.dispatch.tools[tool_name]
@@ -232,7 +228,7 @@ async def test_the_nul_path_from_the_report_is_one_sentence(
             text_response("ok"),
         ]
     )
-    session = await _open(make_settings(), backend, repo, events, approval_mode="auto-edit")
+    session = await open_session(make_settings(), backend, repo, events, approval_mode="auto-edit")
     finished = await session.run_turn("read it")
     await session.close()
     assert finished.status == "completed"
@@ -255,7 +251,7 @@ async def test_arguments_that_are_not_an_object_are_refused(
             text_response("ok"),
         ]
     )
-    session = await _open(make_settings(), backend, repo, events)
+    session = await open_session(make_settings(), backend, repo, events, approval_mode="full-auto")
     finished = await session.run_turn("go")
     await session.close()
     assert finished.status == "completed"
@@ -271,7 +267,7 @@ async def test_a_huge_argument_is_not_recorded_whole(
     backend = ScriptedBackend(
         [tool_response(("write_file", {"path": "big.txt", "content": huge})), text_response("ok")]
     )
-    session = await _open(make_settings(), backend, repo, events)
+    session = await open_session(make_settings(), backend, repo, events, approval_mode="full-auto")
     await session.run_turn("go")
     await session.close()
     (result,) = of_type(events, p.ToolCallFinished)
@@ -318,7 +314,7 @@ async def test_an_unexpected_exception_fails_the_call_not_the_session(
     )
     approver = _BrokenApprover() if stage == "approval" else RefuseApprover()
     mode = "ask" if stage == "approval" else "full-auto"
-    session = await _open(
+    session = await open_session(
         make_settings(), backend, repo, events, approver=approver, approval_mode=mode
     )
     session.agent.dispatch.tools["boom"] = _BoomTool()
@@ -383,7 +379,7 @@ async def test_a_name_too_long_for_the_file_system_is_a_plain_refusal(
     ]
     events: list[p.Event] = []
     backend = ScriptedBackend([tool_response(*calls), text_response("ok")])
-    session = await _open(make_settings(), backend, repo, events)
+    session = await open_session(make_settings(), backend, repo, events, approval_mode="full-auto")
     finished = await session.run_turn("go")
     await session.close()
     assert finished.status == "completed"

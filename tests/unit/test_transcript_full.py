@@ -13,12 +13,11 @@ from pathlib import Path
 import pytest
 
 from clover_code import protocol as p
-from clover_code.agent.open import open_with_backend
-from clover_code.agent.permissions.approval import RefuseApprover
 from clover_code.agent.transcript import Transcript, TranscriptError, load
 from clover_code.config.settings import Settings
 from tests.fakes import ScriptedBackend, text_response, tool_response
 from tests.full_disk import fill_until, tiny_tmpfs
+from tests.sessions import open_session
 from tests.unit.test_agent_loop import of_type
 
 
@@ -99,14 +98,7 @@ async def test_a_full_disk_mid_turn_stops_the_session_with_one_error(
             ]
         )
         settings = make_settings(sessions_dir=disk / "sessions")
-        session = await open_with_backend(
-            settings,
-            backend,
-            repo,
-            emit=events.append,
-            approver=RefuseApprover(),
-            approval_mode="auto-edit",
-        )
+        session = await open_session(settings, backend, repo, events)
         fill_until(disk, 12_000)
         finished = await session.run_turn("explain app.py")
         again = await session.run_turn("and now?")

@@ -25,6 +25,7 @@ from clover_code.agent.extensions.frontmatter import (
     FrontMatterError,
     named_entry,
     split_front_matter,
+    why_skipped,
 )
 
 __all__ = [
@@ -112,7 +113,7 @@ def load_agents(
             try:
                 agent = _read(path)
             except (FrontMatterError, OSError, UnicodeDecodeError) as exc:
-                notes.append(f"agent file {path} was skipped: {_reason(exc)}.")
+                notes.append(f"agent file {path} was skipped: {why_skipped(exc)}.")
                 continue
             if agent.name in agents:
                 kept = agents[agent.name].source
@@ -156,14 +157,6 @@ def _tools(value: object) -> frozenset[str] | None:
     else:
         raise FrontMatterError("its tools must be a list of tool names")
     return frozenset(n for n in names if n)
-
-
-def _reason(exc: Exception) -> str:
-    if isinstance(exc, UnicodeDecodeError):
-        return "it is not UTF-8 text"
-    if isinstance(exc, OSError):
-        return f"it cannot be read ({exc.strerror or exc})"
-    return str(exc)
 
 
 def agents_prompt(agents: dict[str, AgentDefinition]) -> str:

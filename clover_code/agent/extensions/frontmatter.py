@@ -7,7 +7,13 @@ from typing import Any
 
 import yaml
 
-__all__ = ["MAX_DESCRIPTION", "FrontMatterError", "named_entry", "split_front_matter"]
+__all__ = [
+    "MAX_DESCRIPTION",
+    "FrontMatterError",
+    "named_entry",
+    "split_front_matter",
+    "why_skipped",
+]
 
 
 class FrontMatterError(ValueError):
@@ -60,3 +66,13 @@ def named_entry(meta: dict[str, Any], default_name: str) -> tuple[str, str]:
     if len(description) > MAX_DESCRIPTION:
         raise FrontMatterError(f"its description is longer than {MAX_DESCRIPTION} characters")
     return name, description
+
+
+def why_skipped(exc: Exception) -> str:
+    """Why a skill or agent file was skipped, as a clause (``it ...``), from the error
+    reading it raised: ``FrontMatterError``, ``OSError`` or ``UnicodeDecodeError``."""
+    if isinstance(exc, UnicodeDecodeError):
+        return "it is not UTF-8 text"
+    if isinstance(exc, OSError):
+        return f"it cannot be read ({exc.strerror or exc})"
+    return str(exc)

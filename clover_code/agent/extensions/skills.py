@@ -21,6 +21,7 @@ from clover_code.agent.extensions.frontmatter import (
     FrontMatterError,
     named_entry,
     split_front_matter,
+    why_skipped,
 )
 
 __all__ = [
@@ -77,7 +78,7 @@ def load_skills(root: Path, config_dir: Path | None) -> tuple[list[Skill], list[
             try:
                 skill = _read(skill_md, source)
             except (FrontMatterError, OSError, UnicodeDecodeError) as exc:
-                notes.append(f"skill file {skill_md} was skipped: {_reason(exc)}.")
+                notes.append(f"skill file {skill_md} was skipped: {why_skipped(exc)}.")
                 continue
             if skill.name in skills:
                 kept = skills[skill.name].folder / SKILL_FILE
@@ -105,14 +106,6 @@ def _read(skill_md: Path, source: str) -> Skill:
     if not body.strip():
         raise FrontMatterError("it has no instructions after the front matter")
     return Skill(name, description, body.strip(), folder, source)
-
-
-def _reason(exc: Exception) -> str:
-    if isinstance(exc, UnicodeDecodeError):
-        return "it is not UTF-8 text"
-    if isinstance(exc, OSError):
-        return f"it cannot be read ({exc.strerror or exc})"
-    return str(exc)
 
 
 def skills_prompt(skills: list[Skill]) -> str:

@@ -12,6 +12,10 @@ from typing import Protocol
 
 from clover_code.errors import ToolError
 
+QUIET_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
+"""Keep tools from waiting for a pager or a password prompt that nobody sees (for
+commands that run with the user's own environment)."""
+
 
 @dataclass(slots=True)
 class ExecResult:
@@ -56,15 +60,33 @@ class Sandbox(Protocol):
         ...
 
 
+def workspace_dir(root: Path, reported: str) -> Path | None:
+    """The directory a command reported ending in (its ``pwd -P``), when that is ``root``
+    or a directory below it; otherwise None."""
+    new = Path(os.path.realpath(reported))
+    if (new == root or new.is_relative_to(root)) and new.is_dir():
+        return new
+    return None
+
+
 class SerialSandbox(ABC):
-    """What every sandbox shares: one command at a time, and a working directory
-    that persists between commands (and falls back to the root if it vanishes).
+    """What every sandbox shares: one command at a time, a working directory that
+    persists between commands (and falls back to the root if it vanishes), and the
+    bounds on each command's output.
 
-    Subclasses set ``root``, ``cwd`` and ``_lock`` and implement ``_exec``."""
+    Subclasses implement ``_exec``."""
 
-    root: Path
-    cwd: Path
-    _lock: asyncio.Lock
+    def __init__(
+        self, root: str | os.PathLike[str], *, output_limit: int, stream_limit: int
+    ) -> None:
+        self.root = Path(os.path.realpath(root))
+        self.cwd = self.root
+        """Where the next command starts; always the root or a directory below it."""
+        self.output_limit = output_limit
+        """Characters of output kept per command (head + tail)."""
+        self.stream_limit = stream_limit
+        """Characters of output streamed live per command."""
+        self._lock = asyncio.Lock()
 
     async def exec(
         self,
@@ -91,8 +113,8 @@ class SerialSandbox(ABC):
         the workspace; otherwise reset to the root and say so."""
         if not reported:
             return []  # the shell was replaced (exec) or killed before it could report
-        new = Path(os.path.realpath(reported))
-        if (new == self.root or new.is_relative_to(self.root)) and new.is_dir():
+        new = workspace_dir(self.root, reported)
+        if new is not None:
             self.cwd = new
             return []
         self.cwd = self.root

@@ -48,16 +48,16 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from clover_code.errors import ToolError
+from clover_code.proc.children import signal_group
 from clover_code.tools.sandbox.base import ExecResult, SerialSandbox
 from clover_code.tools.sandbox.control_files import protected_paths
-from clover_code.tools.sandbox.host import OutputSink
 from clover_code.tools.sandbox.host_view import HostView, host_view
+from clover_code.tools.sandbox.output import OutputSink, PipeReader
 from clover_code.tools.sandbox.policy import (
     DEFAULT_PASSTHROUGH,
     INNER_ID,
@@ -196,18 +196,14 @@ class BwrapSandbox(SerialSandbox):
         toolchain: bool = True,
         protect: Iterable[str] = (),
     ) -> None:
-        self.root = Path(os.path.realpath(root))
+        super().__init__(root, output_limit=output_limit, stream_limit=stream_limit)
         self.protect = tuple(protect)
         """Workspace scripts trusted settings name, mounted read-only with the control files."""
-        self.cwd = self.root
-        """Where the next command starts; always the root or a directory below it."""
         if self.root == Path("/"):
             raise ToolError("the sandbox cannot use / as the workspace; open a project directory.")
         self.network = network
         self.contained = not network
         self.limits = limits or SandboxLimits()
-        self.output_limit = output_limit
-        self.stream_limit = stream_limit
         self.drain_timeout = drain_timeout
         self.env = sandbox_env(passthrough)
         if not os.path.isdir("/home") or os.path.islink("/home"):
@@ -218,7 +214,6 @@ class BwrapSandbox(SerialSandbox):
         """Show the user's toolchain (``host_view.py``): home minus credentials, PATH, venv."""
         self._bwrap = shutil.which(bwrap) or bwrap
         self._user = sandbox_user(self.root)
-        self._lock = asyncio.Lock()
 
     def _argv(self, script: str, cwd_file: Path) -> list[str]:
         """The bwrap command line that runs ``script`` with ``bash -c``."""
@@ -286,25 +281,13 @@ class BwrapSandbox(SerialSandbox):
         if os.getuid() == 0:
             os.chown(cwd_file, *self._user)
         sink = OutputSink(self.output_limit, self.stream_limit, on_output)
-        started = time.monotonic()
         try:
             argv = self._argv(self._script(command, cwd_file), cwd_file)
             code, timed_out = await self._run(argv, sink, timeout)
             notes.extend(self._adopt_cwd_file(cwd_file))
         finally:
             cwd_file.unlink(missing_ok=True)
-        sink.feed(b"", final=True)
-        output = sink.buffer.text()
-        if notes:
-            output += ("\n" if output and not output.endswith("\n") else "") + "\n".join(notes)
-            output += "\n"
-        return ExecResult(
-            exit_code=None if timed_out else code,
-            output=output,
-            truncated=sink.buffer.truncated,
-            timed_out=timed_out,
-            duration=time.monotonic() - started,
-        )
+        return sink.result(None if timed_out else code, timed_out=timed_out, notes=notes)
 
     async def _run(self, argv: list[str], sink: OutputSink, timeout: float) -> tuple[int, bool]:
         """Start bwrap, pump its output, enforce the timeout; returns (exit code, timed out)."""
@@ -334,20 +317,19 @@ class BwrapSandbox(SerialSandbox):
             for fd in fds:
                 os.close(fd)
         pipe = os.fdopen(read_fd, "rb", buffering=0)
-        closed = asyncio.Event()
-        transport, _ = await loop.connect_read_pipe(lambda: _Reader(sink.feed, closed), pipe)
+        transport, reader = await loop.connect_read_pipe(lambda: PipeReader(sink.feed), pipe)
         timed_out = False
         try:
             try:
                 await asyncio.wait_for(proc.wait(), timeout)
             except TimeoutError:
                 timed_out = True
-                _kill_group(proc.pid)
+                signal_group(proc.pid, signal.SIGKILL)
                 await proc.wait()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(closed.wait(), self.drain_timeout)
+                await asyncio.wait_for(reader.closed.wait(), self.drain_timeout)
         except asyncio.CancelledError:
-            _kill_group(proc.pid)
+            signal_group(proc.pid, signal.SIGKILL)
             with contextlib.suppress(TimeoutError, asyncio.CancelledError):
                 await asyncio.wait_for(proc.wait(), 1.0)
             raise
@@ -358,27 +340,6 @@ class BwrapSandbox(SerialSandbox):
 
     async def close(self) -> None:
         """Nothing to stop: no process outlives a command."""
-
-
-class _Reader(asyncio.Protocol):
-    def __init__(self, feed: Callable[[bytes], None], closed: asyncio.Event) -> None:
-        self._feed = feed
-        self._closed = closed
-
-    def data_received(self, data: bytes) -> None:
-        self._feed(data)
-
-    def eof_received(self) -> bool | None:
-        self._closed.set()
-        return None
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._closed.set()
-
-
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
 
 
 def _under(path: str, parent: str) -> bool:

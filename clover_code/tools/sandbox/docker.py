@@ -41,7 +41,6 @@ import contextlib
 import itertools
 import os
 import threading
-import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -57,6 +56,7 @@ from clover_code.tools.sandbox.docker_link import (
 )
 from clover_code.tools.sandbox.docker_setup import (
     DOCKER_DOWN,
+    RUNNER_COMMAND,
     clean_stale_containers,
     container_spec,
     docker_client,
@@ -64,7 +64,7 @@ from clover_code.tools.sandbox.docker_setup import (
     root_filter,
     short_error,
 )
-from clover_code.tools.sandbox.host import OutputSink
+from clover_code.tools.sandbox.output import OutputSink
 from clover_code.tools.sandbox.policy import (
     DEFAULT_PASSTHROUGH,
     SandboxLimits,
@@ -77,23 +77,6 @@ __all__ = ["DockerSandbox"]
 
 _GRACE = 0.8
 """Seconds past the timeout to wait for the runner's own report before killing from outside."""
-
-_KILL_BY_MARKER = """
-import os, signal, sys
-needle = ("CLOVER_SANDBOX_CMD=" + sys.argv[1]).encode()
-for _ in range(50):
-    found = False
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as fh:
-                if needle in fh.read().split(b"\\0"):
-                    os.kill(int(pid), signal.SIGKILL)
-                    found = True
-        except OSError:
-            pass
-    if not found:
-        break
-"""
 
 
 class DockerSandbox(SerialSandbox):
@@ -115,11 +98,9 @@ class DockerSandbox(SerialSandbox):
         start_timeout: float = 30.0,
         protect: Iterable[str] = (),
     ) -> None:
-        self.root = Path(os.path.realpath(root))
+        super().__init__(root, output_limit=output_limit, stream_limit=stream_limit)
         self.protect = tuple(protect)
         """Workspace scripts trusted settings name, mounted read-only with the control files."""
-        self.cwd = self.root
-        """Where the next command starts; always the root or a directory below it."""
         if self.root == Path("/"):
             msg = "the sandbox cannot mount / as the workspace; open a project directory instead."
             raise ToolError(msg)
@@ -131,14 +112,11 @@ class DockerSandbox(SerialSandbox):
         self.network = network
         self.contained = not network
         self.limits = limits or SandboxLimits()
-        self.output_limit = output_limit
-        self.stream_limit = stream_limit
         self.start_timeout = start_timeout
         self.env = sandbox_env(passthrough)
         self.container_id: str | None = None
         self._client = client
         self._link: RunnerLink | None = None
-        self._lock = asyncio.Lock()
         self._ids = itertools.count(1)
         self._restarted = False
         self._cleaned = False
@@ -279,7 +257,6 @@ class DockerSandbox(SerialSandbox):
         cid = next(self._ids)
         token = os.urandom(8).hex()
         done: asyncio.Future[dict[str, Any]] = loop.create_future()
-        started = time.monotonic()
         request = {"op": "run", "id": cid, "token": token, "cmd": command}
         request |= {"cwd": str(self.cwd), "env": self.env, "timeout": timeout}
         try:
@@ -304,7 +281,6 @@ class DockerSandbox(SerialSandbox):
             raise ToolError(msg) from None
         finally:
             link.unregister(cid)
-        sink.feed(b"", final=True)
         if info is None:
             notes.append("[the sandbox did not answer after the timeout; it was restarted]")
             timed_out, exit_code = True, None
@@ -318,26 +294,17 @@ class DockerSandbox(SerialSandbox):
                     f"[stopped {info['held']} background process(es) that kept the output open; "
                     "redirect a background job's output to keep it running: cmd > log 2>&1 &]"
                 )
-        output = sink.buffer.text()
-        if notes:
-            output += ("\n" if output and not output.endswith("\n") else "") + "\n".join(notes)
-            output += "\n"
-        return ExecResult(
-            exit_code=exit_code,
-            output=output,
-            truncated=sink.buffer.truncated,
-            timed_out=timed_out,
-            duration=time.monotonic() - started,
-        )
+        return sink.result(exit_code, timed_out=timed_out, notes=notes)
 
     async def _kill_from_outside(self, token: str) -> None:
-        """Kill the command's processes through a second exec, then replace the container."""
+        """Kill the command's processes through a second exec (the runner's ``--kill``),
+        then replace the container."""
         client, container_id = self._client, self.container_id
 
         def kill() -> None:
             with contextlib.suppress(Exception):
                 api = client.api
-                argv = ["python3", "-I", "-c", _KILL_BY_MARKER, token]
+                argv = [*RUNNER_COMMAND, "--kill", token]
                 exec_id = api.exec_create(container_id, argv)["Id"]
                 api.exec_start(exec_id)
 
