@@ -228,6 +228,13 @@ class Session:
             if not isinstance(approver, QueueApprover) or not approver.resolve(op):
                 self._emit(p.ErrorEvent(message=f"no approval is waiting as '{op.request_id}'."))
         elif isinstance(op, p.SetApprovalMode):
+            refused = self.settings.managed.approval_clause(op.mode)
+            if refused is not None:  # an administrator's max_approval: the mode stays
+                mode = self.agent.approval_mode
+                text = f"approval mode {op.mode} is refused because {refused}; it stays {mode}."
+                self._emit(p.ErrorEvent(message=text))
+                self._emit(p.ApprovalModeChanged(mode=mode))
+                return
             self.agent.approval_mode = op.mode
             self._emit(p.ApprovalModeChanged(mode=op.mode))
             self._emit(p.Notice(text=f"approval mode is now {op.mode}."))

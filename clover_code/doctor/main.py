@@ -19,8 +19,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="clover-code doctor",
         description="Check what a run needs (Python and extras, the sandbox, the model "
-        "server, the config files and trust, the GPU stack) and say how to fix what is "
-        "missing.",
+        "server, the config files and trust, the GPU stack), list the settings an "
+        "administrator pins, and say how to fix what is missing.",
     )
     parser.add_argument("-C", "--cd", type=Path, metavar="DIR", help="check the workspace DIR")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -36,6 +36,7 @@ def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     from clover_code.config.settings import user_config_path
     from clover_code.doctor.local import gpu_checks, python_checks, sandbox_checks
+    from clover_code.doctor.managed import managed_checks
     from clover_code.doctor.server import config_checks, server_checks
     from clover_code.fs.workspace_root import find_root
 
@@ -51,6 +52,7 @@ def main(argv: list[str]) -> int:
     if settings is not None and not args.no_server:
         checks += server_checks(settings)
     checks += config
+    checks += managed_checks()
     if settings is not None:
         checks += gpu_checks(settings.engine, settings.model_path)
     (print_json if args.json else print_table)(checks, sys.stdout)

@@ -71,9 +71,12 @@ class CloverApp(App[int]):
         show_denoising: bool = True,
         git_status: bool = True,
         trust: TrustQuestion | None = None,
+        approval_modes: tuple[p.ApprovalMode, ...] = p.APPROVAL_MODES,
     ) -> None:
         super().__init__()
         self._trust = trust
+        self.approval_modes = approval_modes
+        """The approval modes Shift+Tab cycles through (those an administrator allows)."""
         self.cwd = cwd
         self.sessions_dir = sessions_dir
         self.bridge = EventBridge(self.post_message, factory)

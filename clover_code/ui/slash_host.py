@@ -38,6 +38,8 @@ class SlashHost(Protocol):
     """A /rewind was sent and its answer has not come yet."""
     cwd: Path
     sessions_dir: Path | None
+    approval_modes: tuple[p.ApprovalMode, ...]
+    """The approval modes Shift+Tab cycles through (those an administrator allows)."""
 
     def send(self, op: p.Op) -> None:
         """Send an Op to the session."""
