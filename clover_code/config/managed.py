@@ -17,14 +17,22 @@ approval mode, the editor's MCP servers). A refused request is one
 
 from __future__ import annotations
 
-import fnmatch
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
-from urllib.parse import urlsplit
+from typing import Any
 
+from clover_code.config.managed_values import (
+    ForcedTelemetry,
+    Pin,
+    ServerRule,
+    Source,
+    refusal,
+    server_target,
+    shown,
+    url_within,
+)
 from clover_code.config.trust import APPROVAL_ORDER
 from clover_code.errors import ConfigError
 from clover_code.protocol import ApprovalMode
@@ -35,11 +43,7 @@ __all__ = [
     "LIMIT_KEYS",
     "SANDBOX_KINDS",
     "SYSTEM_FILE",
-    "ForcedTelemetry",
     "ManagedPolicy",
-    "Pin",
-    "ServerRule",
-    "Source",
 ]
 
 SYSTEM_FILE = Path("/etc/clover-code/managed.toml")
@@ -72,105 +76,6 @@ LIMIT_KEYS: tuple[str, ...] = (
     "disabled",
 )
 """The keys of the ``[limits]`` table."""
-
-T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True)
-class Pin(Generic[T]):
-    """A value and the managed file that set it."""
-
-    value: T
-    file: Path
-
-
-@dataclass(frozen=True, slots=True)
-class ServerRule:
-    """One entry of ``allowed_mcp_servers``: every part it gives must match."""
-
-    name: str | None = None
-    command: tuple[str, ...] | None = None
-    """The server's program and arguments, exactly."""
-    url: str | None = None
-    """A glob over the server's URL, e.g. ``https://mcp.example.com/*``."""
-
-    def matches(self, name: str, command: tuple[str, ...] | None, url: str | None) -> bool:
-        """Whether the server ``name`` (started with ``command``, or reached at ``url``)
-        is one this entry allows."""
-        if self.name is not None and self.name != name:
-            return False
-        if self.command is not None and self.command != command:
-            return False
-        return self.url is None or (url is not None and fnmatch.fnmatchcase(url, self.url))
-
-    def shown(self) -> str:
-        """The entry as the file writes it."""
-        if self.command is None and self.url is None and self.name is not None:
-            return json.dumps(self.name)
-        parts = [f"{k} = {json.dumps(v)}" for k, v in self._parts() if v is not None]
-        return "{ " + ", ".join(parts) + " }"
-
-    def _parts(self) -> Iterable[tuple[str, Any]]:
-        yield "name", self.name
-        yield "command", list(self.command) if self.command is not None else None
-        yield "url", self.url
-
-
-@dataclass(frozen=True, slots=True)
-class ForcedTelemetry:
-    """Where every session's spans and counters go, whatever the ``OTEL_*`` variables say."""
-
-    endpoint: str
-    """The OTLP/HTTP collector, e.g. ``https://otel.example.com:4318``
-    (traces go to ``/v1/traces``, counters to ``/v1/metrics``)."""
-    headers: tuple[tuple[str, str], ...] = ()
-    """Headers sent with every export (values are treated as secrets)."""
-
-    def signal_endpoint(self, signal: str) -> str:
-        """The URL one signal (``traces`` or ``metrics``) is posted to."""
-        return f"{self.endpoint.rstrip('/')}/v1/{signal}"
-
-
-@dataclass(frozen=True, slots=True)
-class Source:
-    """Where a request came from, to name it in a refusal."""
-
-    kind: str
-    """``flag``, ``environment``, ``file`` (a config file), ``managed`` (a managed file)
-    or ``runtime``."""
-    path: Path | None = None
-
-    def names(self, key: str, value: Any) -> str:
-        """The request as the user wrote it, e.g. ``--approval full-auto``."""
-        if self.kind == "flag":
-            return f"--{key.replace('_', '-')} {_plain(value)}"
-        if self.kind == "environment":
-            return f"CLOVER_{key.upper()}={_plain(value)}"
-        if self.kind == "runtime":
-            return f"{key} mode {_plain(value)}"
-        return f"{key} = {_shown(value)} in {self.where()}"
-
-    def where(self) -> str:
-        """The source alone, e.g. ``config file ~/.config/clover-code/config.toml``."""
-        if self.kind == "flag":
-            return "the command line"
-        if self.kind == "environment":
-            return "the environment"
-        if self.kind == "runtime":
-            return "this session"
-        label = "managed settings file" if self.kind == "managed" else "config file"
-        return f"{label} {self.path}"
-
-
-def _plain(value: Any) -> str:
-    return value if isinstance(value, str) else _shown(value)
-
-
-def _shown(value: Any) -> str:
-    try:
-        return json.dumps(value)
-    except TypeError:
-        return str(value)
 
 
 def _set_in(setting: str, file: Path) -> str:
@@ -340,7 +245,7 @@ class ManagedPolicy:
             # Where both managed files fix a setting, the system file's value wins (merge).
             pin = None if source.kind == "managed" else self.fixed.get(key)
             if pin is not None and not same(key, value, pin.value):
-                fixed = _set_in(f"{key} = {_shown(pin.value)}", pin.file)
+                fixed = _set_in(f"{key} = {shown(pin.value)}", pin.file)
                 raise ConfigError(refusal(source.names(key, value), fixed))
             clause = self._value_clause(key, value)
             if clause is not None:
@@ -380,43 +285,6 @@ class ManagedPolicy:
         self.refuse_approval(approval_mode, Source("runtime"))
         if on_host_terminal:
             self.refuse_host_terminal()
-
-
-def refusal(request: str, clause: str) -> str:
-    """The one sentence: ``REQUEST is refused because SETTING is set by your
-    administrator in FILE.``"""
-    return f"{request} is refused because {clause}."
-
-
-def server_target(entry: Mapping[str, Any]) -> tuple[tuple[str, ...] | None, str | None]:
-    """What an MCP server table starts (program and arguments) or reaches (URL)."""
-    command = entry.get("command")
-    args = entry.get("args")
-    started = None
-    if isinstance(command, str):
-        words = [str(a) for a in args] if isinstance(args, list) else []
-        started = (command, *words)
-    url = entry.get("url")
-    return started, url if isinstance(url, str) else None
-
-
-def url_within(url: str, allowed: str) -> bool:
-    """Whether ``url`` is ``allowed`` or a path below it (same scheme, host and port)."""
-    a, b = urlsplit(url.strip()), urlsplit(allowed.strip())
-    try:
-        ports = (a.port or _DEFAULT_PORTS.get(a.scheme.lower()), b.port)
-    except ValueError:  # a port that is not a number
-        return False
-    if a.scheme.lower() != b.scheme.lower() or (a.hostname or "") != (b.hostname or ""):
-        return False
-    if ports[0] != (ports[1] or _DEFAULT_PORTS.get(b.scheme.lower())):
-        return False
-    base = b.path.rstrip("/")
-    path = a.path.rstrip("/")
-    return path == base or path.startswith(base + "/")
-
-
-_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 def _any_hook(value: Any) -> bool:

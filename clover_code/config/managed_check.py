@@ -20,8 +20,9 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_settings import BaseSettings
 
-from clover_code.config.managed import ManagedPolicy, Source, refusal
+from clover_code.config.managed import ManagedPolicy
 from clover_code.config.managed_files import managed_paths, merged, read_managed_file
+from clover_code.config.managed_values import Source, refusal
 from clover_code.config.sources import explain
 from clover_code.errors import ConfigError
 from clover_code.redact import remember

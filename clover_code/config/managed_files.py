@@ -40,11 +40,9 @@ from clover_code.config.managed import (
     LIMIT_KEYS,
     SANDBOX_KINDS,
     SYSTEM_FILE,
-    ForcedTelemetry,
     ManagedPolicy,
-    Pin,
-    ServerRule,
 )
+from clover_code.config.managed_values import ForcedTelemetry, Pin, ServerRule
 from clover_code.config.sources import check_base_url, read_toml
 from clover_code.config.trust import APPROVAL_ORDER
 from clover_code.errors import ConfigError

@@ -36,8 +36,9 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from clover_code.config import trust
 from clover_code.config.engine import EngineKind as EngineKind
 from clover_code.config.engine import ModelSettings
-from clover_code.config.managed import ManagedPolicy, Source
+from clover_code.config.managed import ManagedPolicy
 from clover_code.config.managed_check import SameSetting, checked_policy, fixed_layers
+from clover_code.config.managed_values import Source
 from clover_code.config.project_files import ProjectJudge
 from clover_code.config.sections import HookConfig as HookConfig
 from clover_code.config.sections import HookEvent as HookEvent

@@ -28,7 +28,7 @@ from opentelemetry.trace import Span, Status, StatusCode, TracerProvider
 
 from clover_code import __version__
 from clover_code import protocol as p
-from clover_code.config.managed import ForcedTelemetry
+from clover_code.config.managed_values import ForcedTelemetry
 from clover_code.redact import redact
 
 _OUTPUT = (p.BlockDraft, p.BlockCommitted, p.ReasoningDelta, p.ContentDelta)

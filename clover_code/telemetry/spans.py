@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from clover_code import protocol as p
-from clover_code.config.managed import ForcedTelemetry
+from clover_code.config.managed_values import ForcedTelemetry
 from clover_code.errors import missing_extra
 
 OTEL_VARIABLES = (
