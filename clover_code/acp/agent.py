@@ -171,9 +171,9 @@ class CloverAgent:
         if mode_id not in MODES:
             known = ", ".join(MODES)
             raise _error(_INVALID_PARAMS, f"there is no mode '{mode_id}'; use one of {known}.")
-        refused = live.session.settings.managed.approval_clause(mode_id)
+        refused = live.session.settings.managed.mode_change_refusal(mode_id, live.mode)
         if refused is not None:
-            raise _error(_INVALID_PARAMS, f"mode '{mode_id}' is refused because {refused}.")
+            raise _error(_INVALID_PARAMS, refused)
         await live.set_mode(mode_id)
         return SetSessionModeResponse()
 

@@ -130,6 +130,14 @@ class ManagedPolicy:
 
         return tuple(m for m in APPROVAL_MODES if self.approval_clause(m) is None)
 
+    def mode_change_refusal(self, mode: str, current: str) -> str | None:
+        """The sentence refusing a switch from ``current`` to approval ``mode`` at run
+        time (a key, ``/approval``, an editor's mode picker), or None when allowed."""
+        clause = self.approval_clause(mode)
+        if clause is None:
+            return None
+        return f"approval mode {mode} is refused because {clause}; it stays {current}."
+
     def refuse_approval(self, mode: str, source: Source) -> None:
         """Raise the refusal of approval ``mode`` from ``source``, if it is refused."""
         clause = self.approval_clause(mode)
