@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from clover_code.config.managed_values import (
+    SECRET_SETTINGS,
     ForcedTelemetry,
     Pin,
     ServerRule,
@@ -253,7 +254,8 @@ class ManagedPolicy:
             # Where both managed files fix a setting, the system file's value wins (merge).
             pin = None if source.kind == "managed" else self.fixed.get(key)
             if pin is not None and not same(key, value, pin.value):
-                fixed = _set_in(f"{key} = {shown(pin.value)}", pin.file)
+                pinned = key if key in SECRET_SETTINGS else f"{key} = {shown(pin.value)}"
+                fixed = _set_in(pinned, pin.file)
                 raise ConfigError(refusal(source.names(key, value), fixed))
             clause = self._value_clause(key, value)
             if clause is not None:

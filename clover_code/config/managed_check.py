@@ -22,7 +22,7 @@ from pydantic_settings import BaseSettings
 
 from clover_code.config.managed import ManagedPolicy
 from clover_code.config.managed_files import managed_paths, merged, read_managed_file
-from clover_code.config.managed_values import Source, refusal
+from clover_code.config.managed_values import SECRET_SETTINGS, Source, refusal
 from clover_code.config.sources import explain
 from clover_code.errors import ConfigError
 from clover_code.redact import remember
@@ -63,6 +63,8 @@ def checked_policy(environ: Mapping[str, str], model: type[BaseSettings]) -> Man
             where = f"managed settings file {one.files[0]}"
             raise ConfigError(explain(exc, {}, [(where, values)], known)) from None
     policy = merged(policies)
+    # Whatever a message later says, a secret a managed file holds never appears in it.
+    remember(*(str(p.fixed[k].value) for p in policies for k in SECRET_SETTINGS if k in p.fixed))
     for one in policies:
         values = {key: pin.value for key, pin in one.fixed.items()}
         policy.refuse_values(values, Source("managed", one.files[0]), same)

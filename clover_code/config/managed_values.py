@@ -17,6 +17,7 @@ from typing import Any, Generic, TypeVar
 from urllib.parse import urlsplit
 
 __all__ = [
+    "SECRET_SETTINGS",
     "ForcedTelemetry",
     "Pin",
     "ServerRule",
@@ -28,6 +29,9 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+SECRET_SETTINGS = frozenset({"api_key", "search_api_key", "serve_api_key"})
+"""Settings whose values are secrets: a refusal or a listing names them, never shows them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +99,14 @@ class Source:
     path: Path | None = None
 
     def names(self, key: str, value: Any) -> str:
-        """The request as the user wrote it, e.g. ``--approval full-auto``."""
+        """The request as the user wrote it, e.g. ``--approval full-auto`` (a secret's
+        value is never shown)."""
+        if key in SECRET_SETTINGS:
+            if self.kind == "flag":
+                return f"--{key.replace('_', '-')}"
+            if self.kind == "environment":
+                return f"CLOVER_{key.upper()}"
+            return f"{key} in {self.where()}"
         if self.kind == "flag":
             return f"--{key.replace('_', '-')} {_plain(value)}"
         if self.kind == "environment":

@@ -9,13 +9,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from clover_code.config.managed import EXTRA_FILE_VARIABLE, SYSTEM_FILE, ManagedPolicy
+from clover_code.config.managed_values import SECRET_SETTINGS
 from clover_code.doctor.report import Check
 from clover_code.errors import ConfigError
 
 __all__ = ["managed_checks"]
 
 _AREA = "managed"
-_SECRETS = frozenset({"api_key", "search_api_key", "serve_api_key"})
 
 
 def managed_checks(environ: Mapping[str, str] | None = None) -> list[Check]:
@@ -55,7 +55,7 @@ def _failed(exc: ConfigError) -> Check:
 def _rows(policy: ManagedPolicy) -> list[Check]:
     rows: list[Check] = []
     for key, pin in sorted(policy.fixed.items()):
-        value = "(a secret, not shown)" if key in _SECRETS else _shown(pin.value)
+        value = "(a secret, not shown)" if key in SECRET_SETTINGS else _shown(pin.value)
         rows.append(Check(_AREA, key, "info", f"fixed to {value} in {pin.file}"))
     if policy.max_approval is not None:
         pin = policy.max_approval

@@ -170,3 +170,27 @@ def test_headers_of_forced_telemetry_never_appear_in_a_message(tmp_path: Path) -
     load_settings({}, user_config=tmp_path / "u", env=env)
     error = ConfigError("the collector said: Bearer otel-secret-7731 is wrong.")
     assert "otel-secret-7731" not in str(error)
+
+
+def test_a_secret_is_named_never_shown_in_a_refusal(tmp_path: Path) -> None:
+    managed = write(tmp_path / "managed.toml", 'api_key = "sk-admin-key-5521"\n')
+    env = {"CLOVER_MANAGED_SETTINGS": str(managed)}
+    for cli, extra in (({"api_key": "sk-user-key-9034"}, {}), ({}, {"CLOVER_API_KEY": "sk-9034"})):
+        with pytest.raises(ConfigError) as refused:
+            load_settings(cli, user_config=tmp_path / "u", env={**env, **extra})
+        sentence = str(refused.value)
+        assert sentence.endswith(
+            f"is refused because api_key is set by your administrator in {managed}."
+        )
+        assert "5521" not in sentence and "9034" not in sentence
+    # The secret settings are exactly the settings the model keeps as secrets.
+    from pydantic import SecretStr
+
+    from clover_code.config.managed_values import SECRET_SETTINGS
+
+    secret = {
+        name
+        for name, f in Settings.model_fields.items()
+        if SecretStr in getattr(f.annotation, "__args__", (f.annotation,))
+    }
+    assert secret == SECRET_SETTINGS
