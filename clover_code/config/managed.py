@@ -36,7 +36,7 @@ from clover_code.config.managed_values import (
 )
 from clover_code.config.trust import APPROVAL_ORDER
 from clover_code.errors import ConfigError
-from clover_code.protocol import ApprovalMode
+from clover_code.protocol import APPROVAL_MODES, ApprovalMode
 
 __all__ = [
     "EXTRA_FILE_VARIABLE",
@@ -127,8 +127,6 @@ class ManagedPolicy:
 
     def approval_modes(self) -> tuple[ApprovalMode, ...]:
         """The approval modes allowed, strictest first."""
-        from clover_code.protocol import APPROVAL_MODES
-
         return tuple(m for m in APPROVAL_MODES if self.approval_clause(m) is None)
 
     def mode_change_refusal(self, mode: str, current: str) -> str | None:
