@@ -157,7 +157,7 @@ class LiveSession:
         live._session = await open_session(
             settings,
             root,
-            emit=observed(live.emit),
+            emit=observed(live.emit, settings.managed.forced_telemetry),
             approver=live.approver,
             approval_mode=mode,
             resume=resume,
@@ -184,7 +184,10 @@ class LiveSession:
 
     def modes(self) -> SessionModeState:
         """The mode picker's state for the editor."""
-        return SessionModeState(current_mode_id=self.mode, available_modes=list(MODES.values()))
+        allowed = self.session.settings.managed.approval_modes()  # an administrator's limit
+        return SessionModeState(
+            current_mode_id=self.mode, available_modes=[MODES[m] for m in allowed]
+        )
 
     def emit(self, event: p.Event) -> None:
         """The session's event callback: map and queue."""
@@ -248,6 +251,8 @@ class LiveSession:
 
     async def _allow_edits(self) -> None:
         await self.set_mode("auto-edit")
+        if self.mode != "auto-edit":  # refused: above the administrator's max_approval
+            return
         self.outbox.put(
             CurrentModeUpdate(session_update="current_mode_update", current_mode_id="auto-edit")
         )

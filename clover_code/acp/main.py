@@ -82,7 +82,9 @@ def main(argv: list[str]) -> int:
         from clover_code.config.settings import load_settings
         from clover_code.fs.workspace_root import find_root
 
-        load_settings(cli, repo_root=find_root(Path.cwd())[0])
+        settings = load_settings(cli, repo_root=find_root(Path.cwd())[0])
+        if args.terminal:  # commands in the editor's terminal run on this machine
+            settings.managed.refuse_host_terminal()
     except CloverError as exc:
         sys.stderr.write(f"clover-code acp: {exc}\n")
         return int(exc.exit_code)

@@ -160,6 +160,7 @@ async def open_session(
     """
     root, _ = find_root(cwd)
     refuse_workspace(root, settings)
+    settings.managed.refuse_start(approval_mode, on_host_terminal=terminal is not None)
     opened = Steps()
     try:
         choice: SandboxChoice | None = None
@@ -214,6 +215,7 @@ async def open_with_backend(
     opened itself is released again when a step fails.
     """
     refuse_workspace(find_root(cwd)[0], settings)
+    settings.managed.refuse_start(approval_mode, on_host_terminal=False)
     opened = Steps()
     try:
         return await _assemble(

@@ -228,6 +228,12 @@ class Session:
             if not isinstance(approver, QueueApprover) or not approver.resolve(op):
                 self._emit(p.ErrorEvent(message=f"no approval is waiting as '{op.request_id}'."))
         elif isinstance(op, p.SetApprovalMode):
+            mode = self.agent.approval_mode
+            refused = self.settings.managed.mode_change_refusal(op.mode, mode)
+            if refused is not None:  # above an administrator's max_approval: the mode stays
+                self._emit(p.ErrorEvent(message=refused))
+                self._emit(p.ApprovalModeChanged(mode=mode))
+                return
             self.agent.approval_mode = op.mode
             self._emit(p.ApprovalModeChanged(mode=op.mode))
             self._emit(p.Notice(text=f"approval mode is now {op.mode}."))

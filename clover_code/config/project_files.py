@@ -13,7 +13,7 @@ import json
 import os
 import shlex
 import tomllib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -43,12 +43,14 @@ class ProjectJudge:
         user_values: Mapping[str, Any],
         env_values: Mapping[str, Any],
         env_prefix: str,
+        check: Callable[[Mapping[str, Any], Path], None] | None = None,
     ) -> tuple[dict[str, Any] | None, trust.TrustReport]:
         """The project config file's settings that apply (None: no file) and the report.
 
         "Looser" is judged against the settings without the project file: the
         user config over ``defaults``. The environment and the user config may
-        hold the switch that trusts every project.
+        hold the switch that trusts every project. ``check`` sees every setting
+        the file holds, as parsed, before trust drops any (it raises to refuse).
         """
         base = {**defaults, **user_values}
         trust_all = _switch(env_values, user_values, env_prefix)
@@ -58,6 +60,8 @@ class ProjectJudge:
         raw = _read_bytes(config_path)
         if raw is not None:
             data = _parse_toml(raw, config_path)
+            if check is not None:
+                check(data, config_path)
             found = trust.loosening(data, base)
             commands = list(_config_commands(data)) if found else []
             judged = self._judge(trust.PROJECT_CONFIG, config_path, raw, found, trust_all, commands)

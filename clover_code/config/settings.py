@@ -9,6 +9,11 @@ Precedence, highest first: command-line flags > environment ``CLOVER_*`` >
 Settings in the project's files that loosen safety apply only once the user
 trusted that exact file content (see ``clover_code.config.trust``); the rest of the
 project file always applies.
+
+Above all four sit the administrator's managed settings files
+(``clover_code.config.managed``): read first, their fixed values win, and a
+value from any source that they forbid is refused with one sentence naming
+the managed file.
 """
 
 from __future__ import annotations
@@ -31,6 +36,9 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from clover_code.config import trust
 from clover_code.config.engine import EngineKind as EngineKind
 from clover_code.config.engine import ModelSettings
+from clover_code.config.managed import ManagedPolicy
+from clover_code.config.managed_check import SameSetting, checked_policy, fixed_layers
+from clover_code.config.managed_values import Source
 from clover_code.config.project_files import ProjectJudge
 from clover_code.config.sections import HookConfig as HookConfig
 from clover_code.config.sections import HookEvent as HookEvent
@@ -245,11 +253,22 @@ class Settings(ModelSettings):
     CLOVER_TRUST_PROJECT_SETTINGS only; a project file cannot set it)."""
 
     _project_trust: trust.TrustReport | None = PrivateAttr(default=None)
+    _managed: ManagedPolicy = PrivateAttr(default_factory=ManagedPolicy)
 
     @property
     def project_trust(self) -> trust.TrustReport | None:
         """What was decided about the project's config files; None without a workspace."""
         return self._project_trust
+
+    @property
+    def managed(self) -> ManagedPolicy:
+        """What the administrator's managed settings files pin and limit."""
+        return self._managed
+
+    def approval_or(self, default: ApprovalMode) -> ApprovalMode:
+        """The approval mode a front end starts in: the setting, else its own
+        ``default`` held to the administrator's ``max_approval``."""
+        return self.approval or self._managed.approval_or(default)
 
     @field_validator("search_url")
     @classmethod
@@ -320,14 +339,27 @@ def load_settings(
         for k, v in environ.items()
         if k.startswith(ENV_PREFIX) and k[len(ENV_PREFIX) :].lower() in fields
     }
-    layers: list[tuple[str, dict[str, Any]]] = [("environment", env_values)]
+    # The administrator's files come first: every other source is checked against them.
+    policy = checked_policy(environ, Settings)
+    same = SameSetting(Settings)
+    policy.refuse_values(cli_values, Source("flag"), same)
+    policy.refuse_values(env_values, Source("environment"), same)
+    cli_values = {k: v for k, v in cli_values.items() if k not in policy.fixed}
+    layers = [*fixed_layers(policy), ("environment", env_values)]
     user_path = user_config if user_config is not None else user_config_path()
     user_values = read_toml(user_path) if user_path.is_file() else {}
     report: trust.TrustReport | None = None
     if repo_root is not None:
         judge = ProjectJudge(repo_root, store or trust_store(), record=trust_project)
         defaults = {name: f.default for name, f in Settings.model_fields.items()}
-        project, report = judge.read(defaults, user_values, env_values, ENV_PREFIX)
+        project, report = judge.read(
+            defaults,
+            user_values,
+            env_values,
+            ENV_PREFIX,
+            # What the file asks for, trusted or not, before trust drops anything.
+            check=lambda data, path: policy.refuse_values(data, Source("file", path), same),
+        )
         if project is not None and "hooks" in project:
             project = {
                 **project,
@@ -336,11 +368,20 @@ def load_settings(
         if project is not None:
             layers.append((f"config file {repo_root / REPO_CONFIG}", project))
     if user_path.is_file():
+        policy.refuse_values(user_values, Source("file", user_path), same)
         layers.append((f"config file {user_path}", user_values))
     token = LAYERS.set(tuple(layers))
     try:
         settings = Settings(**cli_values)
         settings._project_trust = report
+        settings._managed = policy
+        # No source named a sandbox (each was checked): the default itself may be forbidden.
+        clause = policy.sandbox_clause(settings.sandbox)
+        if clause is not None:
+            raise ConfigError(
+                f'the default sandbox "{settings.sandbox}" is refused because {clause}; '
+                "choose an allowed one with --sandbox or sandbox in your config."
+            )
         # Whatever a message later says, these never appear in it (clover_code.redact).
         remember(
             *(
@@ -354,6 +395,15 @@ def load_settings(
         raise ConfigError(explain(exc, cli_values, layers, list(Settings.model_fields))) from None
     finally:
         LAYERS.reset(token)
+
+
+def refuse_flags(flags: Mapping[str, Any], env: Mapping[str, str] | None = None) -> ManagedPolicy:
+    """The managed policy, once none of ``flags`` (settings given on the command line)
+    is one it forbids: the check of a command that loads no settings when it starts."""
+    policy = checked_policy(os.environ if env is None else env, Settings)
+    given = {k: v for k, v in flags.items() if v is not None}
+    policy.refuse_values(given, Source("flag"), SameSetting(Settings))
+    return policy
 
 
 def _joined_hooks(user: Any, project: Any) -> Any:

@@ -20,8 +20,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="clover-code doctor",
         description="Check what a run needs (Python and extras, the sandbox, the model "
-        "server, the config files and trust, the GPU stack) and say how to fix what is "
-        "missing.",
+        "server, the config files and trust, the GPU stack), list the settings an "
+        "administrator pins, and say how to fix what is missing.",
     )
     parser.add_argument("-C", "--cd", type=Path, metavar="DIR", help="check the workspace DIR")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -37,6 +37,7 @@ def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     from clover_code.config.settings import user_config_path
     from clover_code.doctor.local import gpu_checks, python_checks, sandbox_checks
+    from clover_code.doctor.managed import managed_checks
     from clover_code.doctor.server import config_checks, server_checks
     from clover_code.fs.workspace_root import find_root
 
@@ -52,6 +53,7 @@ def main(argv: list[str]) -> int:
     if settings is not None and not args.no_server:
         checks += server_checks(settings)
     checks += config
+    checks += managed_checks()
     if settings is not None:
         checks += gpu_checks(settings.engine, settings.model_path)
     (print_json if args.json else print_table)(checks, sys.stdout)

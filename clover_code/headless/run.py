@@ -178,7 +178,7 @@ async def run_task(
     def warn(text: str) -> None:
         err.write(f"clover-code: {text}\n")
 
-    telemetry = telemetry_from_environment(warn)
+    telemetry = telemetry_from_environment(warn, forced=settings.managed.forced_telemetry)
     try:
         with _Termination(own_process) as termination:
             return await _run_task(
@@ -246,7 +246,7 @@ async def _run_task(
                 cwd,
                 emit=emit,
                 approver=RefuseApprover(),
-                approval_mode=settings.approval or "sandbox-auto",
+                approval_mode=settings.approval_or("sandbox-auto"),
                 resume=resume,
                 strict_sandbox=True,
                 engine_notices=True,

@@ -15,7 +15,9 @@ they are marked ``project`` and started only when the user trusts them: the
 exact content of the ``.mcp.json`` was trusted (``clover_code.config.trust``), or
 the user's own config says ``mcp_project = "trust"``. The file is hashed as
 it is read here, so a file changed since the settings were loaded (by a
-sandboxed command, say) is untrusted again.
+sandboxed command, say) is untrusted again. An administrator's managed settings may disable MCP or
+allow only some servers (``allowed_mcp_servers``): the others are not started,
+and a notice says why.
 """
 
 from __future__ import annotations
@@ -67,6 +69,12 @@ def declared_servers(settings: Settings, root: Path) -> tuple[list[DeclaredServe
         if config.enabled
     ]
     notices: list[str] = []
+    off = settings.managed.feature_clause("mcp")
+    if off is not None:
+        # The config files' servers were refused when read; an editor's and the project's
+        # are not started.
+        declared = bool(servers) or (root / PROJECT_FILE).is_file()
+        return [], [f"no MCP server was started because {off}."] if declared else []
     path = root / PROJECT_FILE
     if settings.mcp_project != "ignore" and path.is_file():
         try:
@@ -96,7 +104,26 @@ def declared_servers(settings: Settings, root: Path) -> tuple[list[DeclaredServe
                 )
             elif server.config.enabled:
                 servers.append(replace(server, trusted=True))
-    return servers, notices
+    return _allowed(servers, settings, notices)
+
+
+def _allowed(
+    servers: list[DeclaredServer], settings: Settings, notices: list[str]
+) -> tuple[list[DeclaredServer], list[str]]:
+    """The servers an administrator's ``allowed_mcp_servers`` lets start (the settings'
+    own were checked when read; an editor's and the project's are checked here)."""
+    kept: list[DeclaredServer] = []
+    for server in servers:
+        config = server.config
+        command = (config.command, *config.args) if config.command else None
+        clause = settings.managed.mcp_server_clause(server.name, command, config.url)
+        if clause is None:
+            kept.append(server)
+        else:
+            notices.append(
+                f"MCP server '{server.name}' of {server.source} was not started because {clause}."
+            )
+    return kept, notices
 
 
 def read_project_servers(

@@ -144,7 +144,8 @@ class WebSearchTool(Tool):
 
 
 def web_tools(settings: Settings) -> list[Tool]:
-    """web_fetch always; web_search only when a search endpoint is configured."""
+    """web_fetch, and web_search when a search endpoint is configured; neither when an
+    administrator's managed settings disable it."""
     allow = settings.permissions.allow.get(FETCH_TOOL, [])
     deny = settings.permissions.deny.get(FETCH_TOOL, [])
 
@@ -163,8 +164,11 @@ def web_tools(settings: Settings) -> list[Tool]:
         timeout=settings.web_timeout,
         max_redirects=settings.web_max_redirects,
     )
-    tools: list[Tool] = [WebFetchTool(Fetcher(guard, limits, follow))]
-    if settings.search_url:
+    managed = settings.managed
+    tools: list[Tool] = []
+    if not managed.disables("web_fetch"):
+        tools.append(WebFetchTool(Fetcher(guard, limits, follow)))
+    if settings.search_url and not managed.disables("web_search"):
         key = settings.search_api_key.get_secret_value() if settings.search_api_key else None
         provider = SearchProvider(
             settings.search_provider, settings.search_url, key, settings.web_timeout

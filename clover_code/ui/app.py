@@ -75,11 +75,14 @@ class CloverApp(App[int]):
         git_status: bool = True,
         trust: TrustQuestion | None = None,
         reviewer: Reviewer | None = None,
+        approval_modes: tuple[p.ApprovalMode, ...] = p.APPROVAL_MODES,
     ) -> None:
         super().__init__()
         self._trust = trust
         self.reviewer = reviewer
         """Runs ``/review`` in a read-only session of its own (None: not available)."""
+        self.approval_modes = approval_modes
+        """The approval modes Shift+Tab cycles through (those an administrator allows)."""
         self.cwd = cwd
         self.sessions_dir = sessions_dir
         self.bridge = EventBridge(self.post_message, factory)

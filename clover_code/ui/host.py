@@ -42,6 +42,8 @@ class SessionHost(Protocol):
     """What the user sent for each turn of this view (put back by a rewind)."""
     rewinding: bool
     """A /rewind was sent and its answer has not come yet."""
+    approval_modes: tuple[p.ApprovalMode, ...]
+    """The approval modes Shift+Tab cycles through (those an administrator allows)."""
 
     def send(self, op: p.Op) -> None:
         """Send an Op to the session."""

@@ -27,9 +27,13 @@ def ask_about_plan(
     if not plan.strip():
         return
     choices = [
-        Choice("a", "Carry it out, asking before each edit and command (ask)"),
-        Choice("e", "Carry it out, editing without asking (auto-edit)"),
-        Choice("f", "Carry it out without asking at all (full-auto)"),
+        choice
+        for choice in (
+            Choice("a", "Carry it out, asking before each edit and command (ask)"),
+            Choice("e", "Carry it out, editing without asking (auto-edit)"),
+            Choice("f", "Carry it out without asking at all (full-auto)"),
+        )
+        if CARRY_OUT_MODES[choice.key].mode in app.approval_modes  # an administrator's limit
     ]
 
     def answered(answer: tuple[str, str] | None) -> None:

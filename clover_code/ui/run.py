@@ -51,8 +51,8 @@ def session_factory(
         return await open_session(
             settings,
             cwd,
-            emit=observed(emit),
-            approval_mode=settings.approval or "ask",
+            emit=observed(emit, settings.managed.forced_telemetry),
+            approval_mode=settings.approval_or("ask"),
             resume=resume,
             engines=engines,
             loading=lambda text: emit(p.Notice(text=text)),
@@ -126,6 +126,7 @@ def run_app(
         show_denoising=bool(getattr(settings, "show_denoising", True)),
         trust=question,
         reviewer=review_runner(cwd, engines, current),
+        approval_modes=settings.managed.approval_modes(),
     )
     try:
         code = app.run()

@@ -97,7 +97,7 @@ class SlashCommands:
     def _cmd_approval(self, arg: str) -> None:
         if not arg:
             current = self.status_bar.approval or "?"
-            modes = ", ".join(APPROVAL_MODES)
+            modes = ", ".join(self.app.approval_modes)
             self.transcript.add_note(
                 f"Approval mode: {current}. Set one with /approval MODE ({modes}) "
                 "or cycle with Shift+Tab."
@@ -328,8 +328,9 @@ class SlashCommands:
     def cycle_approval(self) -> None:
         """Shift+Tab: the next approval mode."""
         current = self.status_bar.approval or "ask"
-        index = APPROVAL_MODES.index(current) if current in APPROVAL_MODES else 0
-        mode = APPROVAL_MODES[(index + 1) % len(APPROVAL_MODES)]
+        modes = self.app.approval_modes
+        index = modes.index(current) if current in modes else 0
+        mode = modes[(index + 1) % len(modes)]
         self.app.send(p.SetApprovalMode(mode=mode))
         self.status_bar.approval = mode
 

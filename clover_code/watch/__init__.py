@@ -68,12 +68,18 @@ async def watch(
     out = out or sys.stdout
     err = err or sys.stderr
     root, _ = find_root(cwd)
-    mode: ApprovalMode = settings.approval or "auto-edit"
+    mode: ApprovalMode = settings.approval_or("auto-edit")
+    render: Callable[[p.Event], None] = TextRenderer(out, err)
+    forced = settings.managed.forced_telemetry
+    if forced is not None:  # an administrator's collector gets every session's telemetry
+        from clover_code.telemetry.spans import observed
+
+        render = observed(render, forced)
     try:
         session = await open_session(
             settings,
             root,
-            emit=TextRenderer(out, err),
+            emit=render,
             approver=RefuseApprover(),
             approval_mode=mode,
         )

@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from clover_code import protocol as p
 from clover_code.agent.open import open_with_backend
 from clover_code.config.settings import Settings, load_settings
 from clover_code.engine import events as ev
@@ -139,16 +140,23 @@ class ReplaySession:
 
 
 def replay_app(
-    on_open: list[Any], turns: list[list[Any]] | None = None, *, cwd: Path = Path("/work/demo")
+    on_open: list[Any],
+    turns: list[list[Any]] | None = None,
+    *,
+    cwd: Path = Path("/work/demo"),
+    approval_modes: tuple[p.ApprovalMode, ...] = p.APPROVAL_MODES,
 ) -> CloverApp:
-    """An app whose session replays events; ``app.replay`` is the session once open."""
+    """An app whose session replays events; ``app.replay`` is the session once open
+    (``approval_modes``: those an administrator allows)."""
 
     async def factory(emit: Emit, resume: Path | None) -> SessionLike:
         session = ReplaySession(emit, on_open, turns or [])
         app.replay = session  # type: ignore[attr-defined]
         return session
 
-    app = CloverApp(factory, cwd=cwd, sessions_dir=None, git_status=False)
+    app = CloverApp(
+        factory, cwd=cwd, sessions_dir=None, git_status=False, approval_modes=approval_modes
+    )
     return app
 
 

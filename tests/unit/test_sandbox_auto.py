@@ -12,6 +12,7 @@ import pytest
 from clover_code import protocol as p
 from clover_code.agent.permissions.approval import verdict
 from clover_code.agent.permissions.policy import PermissionPolicy
+from clover_code.batch.main import _headless_args
 from clover_code.batch.main import build_parser as batch_parser
 from clover_code.cli.main import build_parser
 from clover_code.config.settings import PermissionRules
@@ -108,7 +109,9 @@ def test_which_sandboxes_contain(tmp_path: Path) -> None:
 def test_headless_and_batch_default_to_it() -> None:
     assert "sandbox-auto" in build_parser().format_help()
     args = batch_parser().parse_args(["tasks.jsonl", "--out", "out", "--base-url", "http://x/v1"])
-    assert args.approval == "sandbox-auto"
+    # Each run keeps the headless default (held to an administrator's max_approval).
+    assert args.approval is None and "--approval" not in _headless_args(args)
+    assert "default sandbox-auto" in " ".join(batch_parser().format_help().split())
 
 
 def test_github_keeps_auto_edit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
