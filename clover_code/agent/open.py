@@ -111,8 +111,6 @@ __all__ = [
 # Besides the factory, the few core functions front ends need: the workspace root,
 # stored sessions (listed, found, loaded) and the types of the adapters they plug in.
 
-Emit = Callable[[p.Event], None]
-
 
 def without_secrets(event: p.Event) -> p.Event:
     """``event`` with the secrets masked in the sentences it carries (notices, errors)."""
@@ -127,7 +125,7 @@ async def open_session(
     settings: Settings,
     cwd: Path,
     *,
-    emit: Emit,
+    emit: p.Emit,
     approver: Approver | None = None,
     approval_mode: ApprovalMode = "ask",
     resume: Path | None = None,
@@ -201,7 +199,7 @@ async def open_with_backend(
     backend: Backend,
     cwd: Path,
     *,
-    emit: Emit,
+    emit: p.Emit,
     approver: Approver | None = None,
     approval_mode: ApprovalMode = "ask",
     resume: Path | None = None,
@@ -233,7 +231,9 @@ async def open_with_backend(
         raise
 
 
-async def _open_sandbox(settings: Settings, root: Path, emit: Emit, opened: Steps) -> SandboxChoice:
+async def _open_sandbox(
+    settings: Settings, root: Path, emit: p.Emit, opened: Steps
+) -> SandboxChoice:
     """The sandbox ``settings.sandbox`` names (its image build reports as notices)."""
     loop = asyncio.get_running_loop()
 
@@ -252,7 +252,7 @@ async def _assemble(
     backend: Backend,
     cwd: Path,
     *,
-    emit: Emit,
+    emit: p.Emit,
     approver: Approver | None,
     approval_mode: ApprovalMode,
     resume: Path | None,

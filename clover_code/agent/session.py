@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
 from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -104,7 +103,7 @@ class Session:
         backend: Backend,
         sandbox: Sandbox | None,
         agent: Agent,
-        emit: Callable[[p.Event], None],
+        emit: p.Emit,
         checkpoints: CheckpointStore | None = None,
         mcp: McpManager | None = None,
     ) -> None:

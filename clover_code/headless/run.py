@@ -19,7 +19,6 @@ import signal
 import sys
 import time
 import traceback
-from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
@@ -219,7 +218,7 @@ async def _run_task(
     started: float,
     output_schema: OutputSchema | None,
     record: RunRecord,
-    render: Callable[[p.Event], None] | None,
+    render: p.Emit | None,
     telemetry: TelemetrySink | None,
     termination: _Termination,
 ) -> int:

@@ -97,7 +97,7 @@ def session_telemetry(
     return OtelSink(tracer_provider, meter_provider)
 
 
-def observed(emit: Callable[[p.Event], None]) -> Callable[[p.Event], None]:
+def observed(emit: p.Emit) -> p.Emit:
     """``emit``, with each event also fed to this session's telemetry when it is on.
 
     A telemetry failure turns it off for the session and never reaches the

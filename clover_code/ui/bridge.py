@@ -18,6 +18,7 @@ from typing import Protocol
 from textual.message import Message
 
 from clover_code import protocol as p
+from clover_code.protocol import Emit
 
 FRAME_SECONDS = 1 / 30
 """Shortest time between two batches handed to the app (30 a second is smooth to the
@@ -38,7 +39,6 @@ class SessionLike(Protocol):
         ...
 
 
-Emit = Callable[[p.Event], None]
 SessionFactory = Callable[[Emit, Path | None], Awaitable[SessionLike]]
 """Opens a session that reports to ``emit``, resuming the transcript at the path if given."""
 

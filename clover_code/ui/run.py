@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 
 from clover_code.config.settings import Settings
 from clover_code.errors import CloverError
-from clover_code.ui.bridge import Emit, SessionFactory, SessionLike
+from clover_code.protocol import Emit
+from clover_code.ui.bridge import SessionFactory, SessionLike
 
 if TYPE_CHECKING:
     from clover_code.agent.engines import Engines

@@ -29,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import secrets
 import shlex
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol
 
@@ -172,7 +171,7 @@ class QueueApprover:
     shows_diff = True
     """Edit requests carry the diff they would make (``ApprovalRequested.diff``)."""
 
-    def __init__(self, emit: Callable[[p.Event], None]) -> None:
+    def __init__(self, emit: p.Emit) -> None:
         self._emit = emit
         self._pending: dict[str, asyncio.Future[p.ApprovalDecision]] = {}
 

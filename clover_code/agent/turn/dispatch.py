@@ -37,8 +37,6 @@ from clover_code.tools.arguments import CONTENT_LIMIT, screen_arguments
 from clover_code.tools.base import Tool, ToolContext, ToolResult
 from clover_code.tools.spill import OutputSpill
 
-Emit = Callable[[p.Event], None]
-
 log = logging.getLogger(__name__)
 
 
@@ -69,7 +67,7 @@ class ToolDispatcher:
         approval_mode: ApprovalMode,
         policy: PermissionPolicy,
         spill: OutputSpill,
-        emit: Emit,
+        emit: p.Emit,
         on_todo: Callable[[list[dict[str, Any]]], None],
         hooks: HookRunner | None = None,
     ) -> None:

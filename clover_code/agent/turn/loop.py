@@ -22,7 +22,6 @@ from clover_code.agent.turn.dispatch import ToolDispatcher
 from clover_code.agent.turn.nested import NestedInstructions
 from clover_code.agent.turn.plan import PLAN_MODE, PLAN_PROMPT
 from clover_code.agent.turn.respond import (
-    Emit,
     TurnState,
     assistant_message,
     stream_response,
@@ -50,7 +49,7 @@ class Agent:
         approver: Approver,
         approval_mode: ApprovalMode,
         system_prompt: str,
-        emit: Emit,
+        emit: p.Emit,
         record_message: Callable[[Message], None],
         record_history: Callable[[list[Message]], None],
         spill: OutputSpill,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Literal
@@ -22,8 +21,6 @@ from clover_code.config.settings import Settings
 from clover_code.engine import events as ev
 from clover_code.engine.base import Backend, ChatRequest, Message
 from clover_code.errors import CloverError
-
-Emit = Callable[[p.Event], None]
 
 
 @dataclass(slots=True)
@@ -48,7 +45,7 @@ async def stream_response(
     request: ChatRequest,
     state: TurnState,
     *,
-    emit: Emit,
+    emit: p.Emit,
     settings: Settings,
     counter: TokenCounter,
     estimated_prompt: int,
