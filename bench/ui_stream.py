@@ -55,6 +55,7 @@ from textual.widgets import Input, Markdown, TextArea  # noqa: E402
 from clover_code.config.settings import load_settings  # noqa: E402
 from clover_code.engine import events as ev  # noqa: E402
 from clover_code.engine.base import ChatRequest  # noqa: E402
+from clover_code.errors import EngineError  # noqa: E402
 from clover_code.ui.widgets.answer import Answer, render_plain  # noqa: E402
 
 BLOCK_TOKENS = 32
@@ -148,6 +149,8 @@ class PacedBackend:
     name = "bench"
     model = "clover-bench"
     block_size = BLOCK_TOKENS
+    notices: tuple[str, ...] = ()
+    failure: EngineError | None = None  # it never fails
 
     def __init__(self, blocks: list[list[str]], rate: float | None, run: Run) -> None:
         self.blocks, self.rate, self.run = blocks, rate, run

@@ -21,7 +21,7 @@ from clover_code import protocol as p
 from clover_code.agent.checkpoints.run_patch import RunPatch
 from clover_code.agent.checkpoints.session import open_checkpoints
 from clover_code.agent.checkpoints.workspace_check import refuse_workspace, workspace_refusal
-from clover_code.agent.engines import Engines, WatchedBackend
+from clover_code.agent.engines import Engines
 from clover_code.agent.extensions.agent_defs import agents_prompt, load_agents
 from clover_code.agent.extensions.commands import CustomCommand, load_commands
 from clover_code.agent.extensions.hooks import HookRunner
@@ -174,11 +174,11 @@ async def open_session(
             inner = await open_backend(settings, loading)
         opened.add("engine", inner.aclose)
         if engine_notices and loading is None:
-            for line in getattr(inner, "notices", ()):  # a local engine's, said once
+            for line in inner.notices:  # a local engine's, said once
                 emit(p.Notice(text=line))
         session = await open_with_backend(
             settings,
-            WatchedBackend(inner),
+            inner,
             cwd,
             emit=emit,
             approver=approver,

@@ -135,7 +135,7 @@ class Session:
     @property
     def engine_failure(self) -> EngineError | None:
         """The engine error the last failed model response ended with, if any."""
-        return getattr(self.backend, "failure", None)
+        return self.backend.failure
 
     @property
     def transcript_failure(self) -> TranscriptError | None:

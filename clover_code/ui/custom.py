@@ -4,9 +4,10 @@ and the ``/skills`` listing. The session found them; the app only reads its list
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
+from clover_code.ui.bridge import CommandInfo, SkillInfo
 from clover_code.ui.commands import SlashCommand
 
 if TYPE_CHECKING:
@@ -14,28 +15,10 @@ if TYPE_CHECKING:
     from clover_code.ui.slash_host import SlashHost
 
 
-class CommandInfo(Protocol):
-    """What the app reads of a custom command."""
-
-    name: str
-    description: str
-    argument_hint: str
-    source: str
-
-
-class SkillInfo(Protocol):
-    """What the app reads of a skill."""
-
-    name: str
-    description: str
-    folder: Path
-    source: str
-
-
 def custom_commands(app: CloverApp | SlashHost) -> list[CommandInfo]:
     """The open session's custom commands (none while no session is open)."""
-    found: list[CommandInfo] = getattr(app.bridge.session, "commands", None) or []
-    return list(found)
+    session = app.bridge.session
+    return list(session.commands) if session is not None else []
 
 
 def session_opened(app: CloverApp) -> None:
@@ -60,9 +43,8 @@ def show_skills(app: SlashHost) -> None:
     """``/skills``: each skill's name, where it comes from, and its description, read
     from disk again, so a skill added while the app runs is listed (and marked)."""
     session = app.bridge.session
-    offered: list[SkillInfo] = getattr(session, "skills", None) or []
-    rescan = getattr(session, "skills_on_disk", None)
-    skills: list[SkillInfo] = rescan() if callable(rescan) else offered
+    offered: Sequence[SkillInfo] = session.skills if session is not None else []
+    skills = session.skills_on_disk() if session is not None else []
     if not skills:
         app.transcript.add_note(
             "No skills found. Add a folder with a SKILL.md to .clover/skills/, "

@@ -121,6 +121,8 @@ class ReplaySession:
         self.emit = emit
         self.turns = list(turns)
         self.ops: list[Any] = []
+        self.commands: list[Any] = []
+        self.skills: list[Any] = []
         for event in on_open:
             emit(event)
 
@@ -132,6 +134,9 @@ class ReplaySession:
 
     async def close(self) -> None:
         return None
+
+    def skills_on_disk(self) -> list[Any]:
+        return self.skills
 
 
 def replay_app(

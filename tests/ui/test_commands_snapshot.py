@@ -33,7 +33,7 @@ def _command(name: str, description: str, hint: str) -> CustomCommand:
 def app_with_commands() -> CloverApp:
     async def factory(emit: Emit, resume: Path | None) -> SessionLike:
         session = ReplaySession(emit, scenes.OPEN, [])
-        session.commands = [  # type: ignore[attr-defined]
+        session.commands = [
             _command("review", "Review a file for bugs", "FILE"),
             _command("frontend:lint", "Lint the web front end", ""),
         ]

@@ -25,6 +25,8 @@ LOOSE = 'sandbox = "none"\napproval = "full-auto"\n[permissions.allow]\nshell = 
 class Yes:
     """An approver that says yes to everything (the user's worst day)."""
 
+    shows_diff = False
+
     async def request(self, request: ApprovalRequest) -> Decision:
         return Decision(allowed=True)
 

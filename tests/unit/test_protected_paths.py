@@ -98,6 +98,8 @@ async def test_an_approver_is_asked_and_its_yes_writes(
     asked: list[ApprovalRequest] = []
 
     class Yes:
+        shows_diff = False
+
         async def request(self, request: ApprovalRequest) -> Decision:
             asked.append(request)
             return Decision(allowed=True)

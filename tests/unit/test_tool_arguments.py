@@ -300,6 +300,8 @@ class _BoomTool(Tool):
 
 
 class _BrokenApprover:
+    shows_diff = False
+
     async def request(self, request: ApprovalRequest) -> Decision:
         raise RuntimeError("the dialog went away")
 

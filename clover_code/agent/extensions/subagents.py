@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -31,6 +31,7 @@ from clover_code.agent.extensions.agent_defs import READ_KINDS, AgentDefinition
 from clover_code.config.settings import ApprovalMode, Settings
 from clover_code.engine.base import Backend, ChatRequest
 from clover_code.engine.events import EngineEvent
+from clover_code.errors import EngineError
 from clover_code.protocol import TASK_TOOL
 from clover_code.tools.base import Tool, ToolResult
 
@@ -55,12 +56,36 @@ def serves_concurrently(backend: Backend) -> bool:
     return backend.name in CONCURRENT_ENGINES
 
 
-class QueuedBackend:
+class _ParentEngine:
+    """A child's view of the parent's engine, which the parent owns and closes."""
+
+    def __init__(self, inner: Backend, model: str) -> None:
+        self.inner = inner
+        self.name, self.model, self.block_size = inner.name, model, inner.block_size
+
+    @property
+    def notices(self) -> Sequence[str]:
+        """The inner backend's."""
+        return self.inner.notices
+
+    @property
+    def failure(self) -> EngineError | None:
+        """The inner backend's last failure (a child's counts as the session's)."""
+        return self.inner.failure
+
+    async def check(self) -> None:
+        """The inner backend's check."""
+        await self.inner.check()
+
+    async def aclose(self) -> None:
+        """Nothing: the parent owns the engine."""
+
+
+class QueuedBackend(_ParentEngine):
     """A backend whose requests take turns on ``lock`` (a local engine's one model state)."""
 
     def __init__(self, inner: Backend, lock: asyncio.Lock) -> None:
-        self.inner = inner
-        self.name, self.model, self.block_size = inner.name, inner.model, inner.block_size
+        super().__init__(inner, inner.model)
         self._lock = lock
 
     async def stream(self, request: ChatRequest) -> AsyncGenerator[EngineEvent, None]:
@@ -69,31 +94,13 @@ class QueuedBackend:
             async for event in events:
                 yield event
 
-    async def check(self) -> None:
-        """The inner backend's check."""
-        await self.inner.check()
 
-    async def aclose(self) -> None:
-        """Nothing: the parent owns the engine."""
-
-
-class ModelChoice:
+class ModelChoice(_ParentEngine):
     """A remote backend whose requests ask for another model the server serves."""
-
-    def __init__(self, inner: Backend, model: str) -> None:
-        self.inner = inner
-        self.name, self.model, self.block_size = inner.name, model, inner.block_size
 
     def stream(self, request: ChatRequest) -> AsyncGenerator[EngineEvent, None]:
         """The inner stream, for this backend's model."""
         return self.inner.stream(replace(request, model=self.model))
-
-    async def check(self) -> None:
-        """The inner backend's check."""
-        await self.inner.check()
-
-    async def aclose(self) -> None:
-        """Nothing: the parent owns the engine."""
 
 
 @dataclass(slots=True)

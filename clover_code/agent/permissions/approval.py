@@ -115,6 +115,12 @@ class ApprovalRequest:
 class Approver(Protocol):
     """Answers approval requests (a modal, an editor's dialog, or a refusal)."""
 
+    @property
+    def shows_diff(self) -> bool:
+        """Whether edit requests carry the diff they would make (``ApprovalRequest.diff``):
+        a dry run of the edit, which only an approver that shows it should cost."""
+        ...
+
     async def request(self, request: ApprovalRequest) -> Decision:
         """Ask whoever can answer and return their decision."""
         ...
@@ -122,6 +128,9 @@ class Approver(Protocol):
 
 class RefuseApprover:
     """Headless mode: nobody can be asked, so every request is refused."""
+
+    shows_diff = False
+    """Nobody looks at a refused request's diff."""
 
     async def request(self, request: ApprovalRequest) -> Decision:
         if request.protected:

@@ -274,8 +274,7 @@ class ToolDispatcher:
             return None
         prefix = self.policy.session_prefix(command) if shell else None
         # Only approvers that show it get the dry run (an editor's would cost a file read).
-        wants_diff = getattr(self.approver, "shows_diff", False)
-        preview = await preview_edit(tool, args, self.context) if wants_diff else None
+        preview = await preview_edit(tool, args, self.context) if self.approver.shows_diff else None
         answer = await self.approver.request(
             ApprovalRequest(
                 call.id,
