@@ -287,15 +287,15 @@ class _BoomArgs(BaseModel):
     path: str
 
 
-class _BoomTool(Tool):
+class _BoomTool(Tool[_BoomArgs]):
     """A tool with a bug: it raises what no tool should."""
 
     name: ClassVar[str] = "boom"
     description: ClassVar[str] = "fails"
     kind: ClassVar[ToolKind] = "edit"
-    Args: ClassVar[type[BaseModel]] = _BoomArgs
+    Args = _BoomArgs
 
-    async def run(self, args: Any, ctx: ToolContext) -> ToolResult:
+    async def run(self, args: _BoomArgs, ctx: ToolContext) -> ToolResult:
         raise ValueError("embedded null byte")
 
 

@@ -24,7 +24,7 @@ import time
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from clover_code import protocol as p
 from clover_code.agent.extensions.agent_defs import READ_KINDS, AgentDefinition
@@ -173,7 +173,7 @@ class SubagentRunner:
         """The agent whose engine, tools and approvals children share."""
         self.parent = parent
 
-    def tools_for(self, definition: AgentDefinition) -> list[Tool]:
+    def tools_for(self, definition: AgentDefinition) -> list[Tool[Any]]:
         """The parent's tools a child of ``definition`` gets (never the task tool)."""
         assert self.parent is not None
         allowed = self.parent.dispatch.allowed_tools  # a custom command's narrowing holds too
@@ -307,7 +307,7 @@ class SubagentRunner:
         return ToolResult(text + changed, is_error=True, display=display)
 
     def _system_prompt(
-        self, definition: AgentDefinition, description: str, tools: list[Tool]
+        self, definition: AgentDefinition, description: str, tools: list[Tool[Any]]
     ) -> str:
         assert self.parent is not None
         root = self.parent.dispatch.context.workspace.root

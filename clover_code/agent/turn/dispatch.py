@@ -61,7 +61,7 @@ class ToolDispatcher:
     def __init__(
         self,
         *,
-        tools: Sequence[Tool],
+        tools: Sequence[Tool[Any]],
         context: ToolContext,
         approver: Approver,
         approval_mode: ApprovalMode,
@@ -210,7 +210,7 @@ class ToolDispatcher:
         self._finish(call, status, shown, result.display, started)
 
     async def _pre_tool_hooks(
-        self, call: ToolCall, tool: Tool, args: BaseModel
+        self, call: ToolCall, tool: Tool[Any], args: BaseModel
     ) -> tuple[BaseModel, str | None, bool]:
         """Run the PreToolUse hooks: the arguments to use, a refusal, and whether
         a hook approved the call (which only spares asking the user)."""
@@ -233,7 +233,7 @@ class ToolDispatcher:
         return args, None, outcome.approved
 
     def _unexpected(
-        self, call: ToolCall, tool: Tool, exc: Exception, stage: str, started: float
+        self, call: ToolCall, tool: Tool[Any], exc: Exception, stage: str, started: float
     ) -> None:
         """An exception nobody meant to raise: a failed call and an error event, not a crash."""
         log.debug("tool call %s (%s) failed to %s", call.id, tool.name, stage, exc_info=exc)
@@ -247,7 +247,7 @@ class ToolDispatcher:
         self._finish(call, "error", call.result, None, started)
 
     async def _approve(
-        self, call: ToolCall, tool: Tool, args: BaseModel, summary: str, approved: bool = False
+        self, call: ToolCall, tool: Tool[Any], args: BaseModel, summary: str, approved: bool = False
     ) -> str | None:
         """None when the call may run, else the refusal the model sees.
 
@@ -298,7 +298,7 @@ class ToolDispatcher:
         return f"denied: {reason} ({ruling.reason})"
 
     async def _execute(
-        self, call: ToolCall, tool: Tool, args: BaseModel, streamed: list[str]
+        self, call: ToolCall, tool: Tool[Any], args: BaseModel, streamed: list[str]
     ) -> ToolResult:
         def on_output(text: str) -> None:
             text = printable(text)
@@ -338,7 +338,7 @@ class ToolDispatcher:
         )
 
     @staticmethod
-    def _schema_hint(tool: Tool) -> str:
+    def _schema_hint(tool: Tool[Any]) -> str:
         return f"The arguments of '{tool.name}' must match this JSON schema: " + json.dumps(
             tool.spec().parameters
         )

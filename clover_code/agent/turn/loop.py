@@ -43,7 +43,7 @@ class Agent:
         self,
         *,
         backend: Backend,
-        tools: Sequence[Tool],
+        tools: Sequence[Tool[Any]],
         context: ToolContext,
         settings: Settings,
         approver: Approver,
