@@ -15,7 +15,7 @@ import asyncio
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from clover_code import protocol as p
 from clover_code.agent.checkpoints.run_patch import RunPatch
@@ -66,7 +66,7 @@ from clover_code.config.settings import (
     user_data_dir,
     worktrees_dir,
 )
-from clover_code.engine.base import Backend
+from clover_code.engine.base import Backend, Message
 from clover_code.engine.select import open_backend
 from clover_code.errors import SandboxUnavailable
 from clover_code.fs.workspace_root import find_root
@@ -265,7 +265,7 @@ async def _assemble(
     root, is_git = find_root(cwd)
     if choice is None:
         choice = await _open_sandbox(settings, root, emit, opened)
-    messages: list[dict[str, Any]] = []
+    messages: list[Message] = []
     moved: str | None = None
     if resume is not None:
         transcript = Transcript.reopen(resume)  # locked first: nobody appends while it loads
