@@ -210,7 +210,7 @@ def echo_hook(app: App[Any], run: Run, pending: list[float]) -> Any:
 
 
 async def run_clover(blocks: list[list[str]], rate: float | None, extra: float) -> Run:
-    from clover_code.agent.open import open_with_backend
+    from clover_code.agent.open import SessionOptions, open_session
     from clover_code.ui.app import CloverApp
 
     run = Run()
@@ -224,7 +224,9 @@ async def run_clover(blocks: list[list[str]], rate: float | None, extra: float) 
         backend = PacedBackend(blocks, rate, run)
 
         async def factory(emit: Any, resume: Path | None) -> Any:
-            return await open_with_backend(settings, backend, Path(tmp), emit=emit)
+            return await open_session(
+                settings, Path(tmp), SessionOptions(emit=emit, backend=backend)
+            )
 
         def painted(answer: Answer, chars: int) -> None:
             now = time.perf_counter()

@@ -24,7 +24,7 @@ from typing import TextIO
 
 from clover_code import __version__
 from clover_code import protocol as p
-from clover_code.agent.open import RefuseApprover, RunPatch, Session, open_session
+from clover_code.agent.open import RefuseApprover, RunPatch, Session, SessionOptions, open_session
 from clover_code.config.settings import Settings
 from clover_code.errors import CloverError, ExitCode, LimitReached, SandboxUnavailable
 from clover_code.headless.record import RunRecord
@@ -243,14 +243,16 @@ async def _run_task(
             session = await open_session(
                 settings,
                 cwd,
-                emit=emit,
-                approver=RefuseApprover(),
-                approval_mode=settings.approval or "sandbox-auto",
-                resume=resume,
-                strict_sandbox=True,
-                engine_notices=True,
-                # The time spent opening the session counts against the task's limit.
-                deadline=deadline,
+                SessionOptions(
+                    emit=emit,
+                    approver=RefuseApprover(),
+                    approval_mode=settings.approval or "sandbox-auto",
+                    resume=resume,
+                    strict_sandbox=True,
+                    engine_notices=True,
+                    # The time spent opening the session counts against the task's limit.
+                    deadline=deadline,
+                ),
             )
     except TimeoutError:
         if settings.timeout is None:

@@ -70,6 +70,9 @@ class ToolContext:
     session); shared by every copy of the context, so a loaded skill stays readable."""
     call_id: str | None = None
     """The id of the call being run (set per call by the dispatcher)."""
+    allowed_tools: frozenset[str] | None = None
+    """The only tools the running turn allows (a custom command's; None: every tool),
+    set per call by the dispatcher: a child agent the call starts gets no others."""
 
 
 ArgsT = TypeVar("ArgsT", bound=BaseModel)

@@ -43,17 +43,19 @@ def session_factory(
 
     async def _open(settings: Settings, emit: Emit, resume: Path | None) -> SessionLike:
         from clover_code import protocol as p
-        from clover_code.agent.open import open_session
+        from clover_code.agent.open import SessionOptions, open_session
         from clover_code.telemetry.spans import observed
 
         return await open_session(
             settings,
             cwd,
-            emit=observed(emit),
-            approval_mode=settings.approval or "ask",
-            resume=resume,
-            engines=engines,
-            loading=lambda text: emit(p.Notice(text=text)),
+            SessionOptions(
+                emit=observed(emit),
+                approval_mode=settings.approval or "ask",
+                resume=resume,
+                engines=engines,
+                loading=lambda text: emit(p.Notice(text=text)),
+            ),
         )
 
     return open_session

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from clover_code import protocol as p
-from clover_code.agent.open import open_with_backend
+from clover_code.agent.open import SessionOptions, open_session
 from clover_code.agent.permissions.approval import RefuseApprover
 from clover_code.config.settings import McpServerConfig, load_settings
 from tests.fakes import ScriptedBackend
@@ -48,13 +48,15 @@ async def test_hostile_arguments_for_mcp_tools_fail_the_call_and_the_session_goe
     )
     events: list[p.Event] = []
     backend = ScriptedBackend([])
-    session = await open_with_backend(
+    session = await open_session(
         settings,
-        backend,
         repo,
-        emit=events.append,
-        approver=RefuseApprover(),
-        approval_mode="full-auto",
+        SessionOptions(
+            emit=events.append,
+            approver=RefuseApprover(),
+            approval_mode="full-auto",
+            backend=backend,
+        ),
     )
     session.checkpoints = None  # undo snapshots are not under test
     try:

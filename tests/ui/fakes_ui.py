@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from clover_code.agent.open import open_with_backend
+from clover_code.agent.open import SessionOptions, open_session
 from clover_code.config.settings import Settings, load_settings
 from clover_code.engine import events as ev
 from clover_code.ui.app import CloverApp
@@ -90,13 +90,15 @@ def scripted_app(
     """The real app around a real Session whose model is ``backend``."""
 
     async def factory(emit: Emit, resume: Path | None) -> SessionLike:
-        return await open_with_backend(
+        return await open_session(
             settings,
-            backend,
             repo,
-            emit=emit,
-            approval_mode=approval,  # type: ignore[arg-type]
-            resume=resume,
+            SessionOptions(
+                emit=emit,
+                approval_mode=approval,  # type: ignore[arg-type]
+                resume=resume,
+                backend=backend,
+            ),
         )
 
     return CloverApp(

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from clover_code import protocol as p
-from clover_code.agent.open import open_with_backend
+from clover_code.agent import open as factory
 from clover_code.agent.permissions.approval import RefuseApprover
 from clover_code.agent.session import Session
 from clover_code.agent.transcript import load
@@ -31,7 +31,8 @@ async def open_session(
 ) -> Session:
     kwargs.setdefault("approver", RefuseApprover())
     kwargs.setdefault("approval_mode", "auto-edit")
-    return await open_with_backend(settings, backend, cwd, emit=events.append, **kwargs)
+    options = factory.SessionOptions(emit=events.append, backend=backend, **kwargs)
+    return await factory.open_session(settings, cwd, options)
 
 
 def of_type(events: list[p.Event], kind: type) -> list[Any]:
@@ -358,8 +359,10 @@ async def test_approval_through_ops(make_settings: Callable[..., Settings], repo
             text_response("done"),
         ]
     )
-    session = await open_with_backend(
-        make_settings(), backend, repo, emit=events.append, approval_mode="ask"
+    session = await factory.open_session(
+        make_settings(),
+        repo,
+        factory.SessionOptions(emit=events.append, approval_mode="ask", backend=backend),
     )
     await session.submit(p.UserInput(text="write"))
     for count, (decision, feedback) in enumerate(

@@ -14,7 +14,7 @@ import pytest
 
 from clover_code import protocol as p
 from clover_code.agent.checkpoints.workspace_check import checkpoint_overflow
-from clover_code.agent.open import open_with_backend
+from clover_code.agent.open import SessionOptions, open_session
 from clover_code.agent.permissions.approval import RefuseApprover
 from clover_code.config.settings import Settings
 from tests.fakes import ScriptedBackend, text_response, tool_response
@@ -42,13 +42,15 @@ async def test_past_the_cap_headless_goes_on_without_checkpoints(
         [tool_response(("write_file", {"path": "new.txt", "content": "x\n"})), text_response("ok")]
     )
     events: list[p.Event] = []
-    session = await open_with_backend(
+    session = await open_session(
         make_settings(**cap),
-        backend,
         root,
-        emit=events.append,
-        approver=RefuseApprover(),
-        approval_mode="full-auto",
+        SessionOptions(
+            emit=events.append,
+            approver=RefuseApprover(),
+            approval_mode="full-auto",
+            backend=backend,
+        ),
     )
     finished = await session.run_turn("write new.txt")
     await session.close()
@@ -66,12 +68,14 @@ async def test_past_the_cap_the_app_is_asked_before_any_snapshot(
 ) -> None:
     root = _workspace(tmp_path, files=8, size=10)
     events: list[p.Event] = []
-    session = await open_with_backend(
+    session = await open_session(
         make_settings(checkpoint_max_files=5),
-        ScriptedBackend([text_response("ok")]),
         root,
-        emit=events.append,
-        approval_mode="full-auto",
+        SessionOptions(
+            emit=events.append,
+            approval_mode="full-auto",
+            backend=ScriptedBackend([text_response("ok")]),
+        ),
     )
     await session.run_turn("hi")
     await session.close()

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from clover_code import protocol as p
-from clover_code.agent.open import open_with_backend
+from clover_code.agent.open import SessionOptions, open_session
 from clover_code.agent.permissions.approval import RefuseApprover
 from clover_code.config.settings import Settings
 from clover_code.tools.sandbox.git_guard import GitGuard, read_only_paths
@@ -141,13 +141,15 @@ async def test_the_session_tells_the_user_and_the_model(
     backend = ScriptedBackend(
         [tool_response(("shell", {"command": attack})), text_response("done")]
     )
-    session = await open_with_backend(
+    session = await open_session(
         make_settings(sandbox="none"),
-        backend,
         repo,
-        emit=events.append,
-        approver=RefuseApprover(),
-        approval_mode="full-auto",
+        SessionOptions(
+            emit=events.append,
+            approver=RefuseApprover(),
+            approval_mode="full-auto",
+            backend=backend,
+        ),
     )
     await session.run_turn("go")
     await session.close()

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from clover_code import protocol as p
-from clover_code.agent.open import open_with_backend
+from clover_code.agent.open import SessionOptions, open_session
 from clover_code.agent.permissions.approval import RefuseApprover
 from clover_code.agent.session import Session
 from clover_code.config.settings import Settings
@@ -29,13 +29,15 @@ async def _until(check: Callable[[], bool]) -> None:
 async def _open(
     settings: Settings, backend: ScriptedBackend, repo: Path, events: list[p.Event]
 ) -> Session:
-    return await open_with_backend(
+    return await open_session(
         settings,
-        backend,
         repo,
-        emit=events.append,
-        approver=RefuseApprover(),
-        approval_mode="auto-edit",
+        SessionOptions(
+            emit=events.append,
+            approver=RefuseApprover(),
+            approval_mode="auto-edit",
+            backend=backend,
+        ),
     )
 
 

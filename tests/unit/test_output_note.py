@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from clover_code import protocol as p
-from clover_code.agent.open import open_with_backend
+from clover_code.agent.open import SessionOptions, open_session
 from clover_code.agent.permissions.approval import RefuseApprover
 from clover_code.config.settings import Settings
 from clover_code.tools.sandbox.host import HostSandbox
@@ -50,13 +50,15 @@ async def test_the_model_sees_the_size_of_what_was_dropped(
 ) -> None:
     events: list[p.Event] = []
     backend = ScriptedBackend([tool_response(("shell", {"command": FLOOD})), text_response("ok")])
-    session = await open_with_backend(
+    session = await open_session(
         make_settings(),
-        backend,
         repo,
-        emit=events.append,
-        approver=RefuseApprover(),
-        approval_mode="full-auto",
+        SessionOptions(
+            emit=events.append,
+            approver=RefuseApprover(),
+            approval_mode="full-auto",
+            backend=backend,
+        ),
     )
     try:
         finished = await session.run_turn("flood")

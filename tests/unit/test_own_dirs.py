@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from clover_code import protocol as p
-from clover_code.agent.open import open_with_backend
+from clover_code.agent.open import SessionOptions, open_session
 from clover_code.agent.permissions.approval import ApprovalRequest, Decision, RefuseApprover
 from clover_code.config.settings import Settings, user_config_path, user_data_dir, worktrees_dir
 from clover_code.errors import UsageError
@@ -32,13 +32,15 @@ class Yes:
 
 
 async def _open(settings: Settings, cwd: Path, backend: ScriptedBackend | None = None) -> None:
-    session = await open_with_backend(
+    session = await open_session(
         settings,
-        backend or ScriptedBackend([text_response("hi")]),
         cwd,
-        emit=lambda e: None,
-        approver=RefuseApprover(),
-        approval_mode="full-auto",
+        SessionOptions(
+            emit=lambda e: None,
+            approver=RefuseApprover(),
+            approval_mode="full-auto",
+            backend=backend or ScriptedBackend([text_response("hi")]),
+        ),
     )
     await session.close()
 
@@ -156,13 +158,15 @@ async def test_no_file_tool_writes_own_directories_inside_a_workspace(
     ]
     backend = ScriptedBackend([*(tool_response(c) for c in calls), text_response("Done.")])
     events: list[p.Event] = []
-    session = await open_with_backend(
+    session = await open_session(
         settings,
-        backend,
         workspace,
-        emit=events.append,
-        approver=Yes() if approver == "yes" else RefuseApprover(),
-        approval_mode="full-auto",
+        SessionOptions(
+            emit=events.append,
+            approver=Yes() if approver == "yes" else RefuseApprover(),
+            approval_mode="full-auto",
+            backend=backend,
+        ),
     )
     await session.run_turn("make yourself at home")
     await session.close()
@@ -186,13 +190,15 @@ async def test_a_worktree_clover_code_made_is_a_workspace(
         [tool_response(("write_file", {"path": "a.txt", "content": "x\n"})), text_response("ok")]
     )
     events: list[p.Event] = []
-    session = await open_with_backend(
+    session = await open_session(
         make_settings(),
-        backend,
         tree,
-        emit=events.append,
-        approver=RefuseApprover(),
-        approval_mode="full-auto",
+        SessionOptions(
+            emit=events.append,
+            approver=RefuseApprover(),
+            approval_mode="full-auto",
+            backend=backend,
+        ),
     )
     await session.run_turn("write a.txt")
     await session.close()

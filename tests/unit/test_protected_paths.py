@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from clover_code import protocol as p
-from clover_code.agent.open import open_with_backend
+from clover_code.agent.open import SessionOptions, open_session
 from clover_code.agent.permissions.approval import ApprovalRequest, Decision, RefuseApprover
 from clover_code.agent.permissions.policy import PermissionPolicy
 from clover_code.config.settings import ApprovalMode, PermissionRules, Settings
@@ -74,13 +74,15 @@ async def test_headless_refuses_writing_project_config_in_full_auto(
         ]
     )
     events: list[p.Event] = []
-    session = await open_with_backend(
+    session = await open_session(
         make_settings(),
-        backend,
         repo,
-        emit=events.append,
-        approver=RefuseApprover(),
-        approval_mode="full-auto",
+        SessionOptions(
+            emit=events.append,
+            approver=RefuseApprover(),
+            approval_mode="full-auto",
+            backend=backend,
+        ),
     )
     await session.run_turn("make yourself at home")
     await session.close()
@@ -110,13 +112,12 @@ async def test_an_approver_is_asked_and_its_yes_writes(
             text_response("Done."),
         ]
     )
-    session = await open_with_backend(
+    session = await open_session(
         make_settings(),
-        backend,
         repo,
-        emit=lambda e: None,
-        approver=Yes(),
-        approval_mode="full-auto",
+        SessionOptions(
+            emit=lambda e: None, approver=Yes(), approval_mode="full-auto", backend=backend
+        ),
     )
     await session.run_turn("add an mcp file")
     await session.close()

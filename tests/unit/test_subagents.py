@@ -10,7 +10,7 @@ import pytest
 
 from clover_code import protocol as p
 from clover_code.agent.extensions.agent_defs import BUILTIN_AGENTS, agents_prompt, load_agents
-from clover_code.agent.open import open_with_backend
+from clover_code.agent.open import SessionOptions, open_session
 from clover_code.agent.permissions.approval import RefuseApprover
 from clover_code.agent.session import Session
 from clover_code.config.settings import Settings
@@ -47,13 +47,15 @@ def _task(prompt: str, agent: str = "explore") -> tuple[str, dict[str, Any]]:
 async def _open(
     settings: Settings, backend: ScriptedBackend, repo: Path, events: list[p.Event]
 ) -> Session:
-    return await open_with_backend(
+    return await open_session(
         settings,
-        backend,
         repo,
-        emit=events.append,
-        approver=RefuseApprover(),
-        approval_mode="auto-edit",
+        SessionOptions(
+            emit=events.append,
+            approver=RefuseApprover(),
+            approval_mode="auto-edit",
+            backend=backend,
+        ),
     )
 
 

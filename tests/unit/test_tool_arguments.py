@@ -22,7 +22,7 @@ import pytest
 from pydantic import BaseModel
 
 from clover_code import protocol as p
-from clover_code.agent.open import open_with_backend
+from clover_code.agent.open import SessionOptions, open_session
 from clover_code.agent.permissions.approval import ApprovalRequest, Decision, RefuseApprover
 from clover_code.agent.session import Session
 from clover_code.agent.transcript import load
@@ -182,7 +182,9 @@ async def _open(
 ) -> Session:
     kwargs.setdefault("approver", RefuseApprover())
     kwargs.setdefault("approval_mode", "full-auto")
-    return await open_with_backend(settings, backend, repo, emit=events.append, **kwargs)
+    return await open_session(
+        settings, repo, SessionOptions(emit=events.append, backend=backend, **kwargs)
+    )
 
 
 def _git_status(repo: Path) -> str:

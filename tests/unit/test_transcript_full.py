@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from clover_code import protocol as p
-from clover_code.agent.open import open_with_backend
+from clover_code.agent.open import SessionOptions, open_session
 from clover_code.agent.permissions.approval import RefuseApprover
 from clover_code.agent.transcript import Transcript, TranscriptError, load
 from clover_code.config.settings import Settings
@@ -99,13 +99,15 @@ async def test_a_full_disk_mid_turn_stops_the_session_with_one_error(
             ]
         )
         settings = make_settings(sessions_dir=disk / "sessions")
-        session = await open_with_backend(
+        session = await open_session(
             settings,
-            backend,
             repo,
-            emit=events.append,
-            approver=RefuseApprover(),
-            approval_mode="auto-edit",
+            SessionOptions(
+                emit=events.append,
+                approver=RefuseApprover(),
+                approval_mode="auto-edit",
+                backend=backend,
+            ),
         )
         fill_until(disk, 12_000)
         finished = await session.run_turn("explain app.py")

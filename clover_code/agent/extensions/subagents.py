@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from clover_code import protocol as p
 from clover_code.agent.extensions.agent_defs import READ_KINDS, AgentDefinition
+from clover_code.agent.turn.options import TurnLimits
 from clover_code.config.settings import ApprovalMode, Settings
 from clover_code.engine.base import Backend, ChatRequest
 from clover_code.engine.events import EngineEvent
@@ -173,10 +174,12 @@ class SubagentRunner:
         """The agent whose engine, tools and approvals children share."""
         self.parent = parent
 
-    def tools_for(self, definition: AgentDefinition) -> list[Tool[Any]]:
-        """The parent's tools a child of ``definition`` gets (never the task tool)."""
+    def tools_for(
+        self, definition: AgentDefinition, allowed: frozenset[str] | None = None
+    ) -> list[Tool[Any]]:
+        """The parent's tools a child of ``definition`` gets (never the task tool); of
+        them only the ``allowed`` ones (the parent's turn's: a custom command's)."""
         assert self.parent is not None
-        allowed = self.parent.dispatch.allowed_tools  # a custom command's narrowing holds too
         parent_tools = [
             t
             for t in self.parent.dispatch.tools.values()
@@ -193,8 +196,16 @@ class SubagentRunner:
         assert self.parent is not None
         return "read-only" if definition.read_only else self.parent.approval_mode
 
-    async def run(self, call_id: str, agent: str, description: str, prompt: str) -> ToolResult:
-        """Run one child to its end; its answer (or why it failed) is the tool result."""
+    async def run(
+        self,
+        call_id: str,
+        agent: str,
+        description: str,
+        prompt: str,
+        allowed: frozenset[str] | None = None,
+    ) -> ToolResult:
+        """Run one child to its end; its answer (or why it failed) is the tool result.
+        ``allowed``: the tools the parent's turn allows (None: every tool)."""
         definition = self.agents.get(agent)
         if definition is None:
             known = ", ".join(sorted(self.agents))
@@ -202,10 +213,15 @@ class SubagentRunner:
         if self.parent is None:
             return ToolResult("error: subagents are not available in this session.", True)
         async with self._slots:
-            return await self._run(call_id, definition, description, prompt)
+            return await self._run(call_id, definition, description, prompt, allowed)
 
     async def _run(
-        self, call_id: str, definition: AgentDefinition, description: str, prompt: str
+        self,
+        call_id: str,
+        definition: AgentDefinition,
+        description: str,
+        prompt: str,
+        allowed: frozenset[str] | None,
     ) -> ToolResult:
         from clover_code.agent.turn.loop import (
             Agent,  # the loop imports the tools, which import this
@@ -213,7 +229,7 @@ class SubagentRunner:
 
         parent = self.parent
         assert parent is not None
-        tools = self.tools_for(definition)
+        tools = self.tools_for(definition, allowed)
         backend: Backend = parent.backend
         if not serves_concurrently(backend):
             backend = QueuedBackend(backend, self._engine)
@@ -226,12 +242,6 @@ class SubagentRunner:
                 )
         elif definition.model:
             backend = ModelChoice(backend, definition.model)
-        settings = parent.settings.model_copy(
-            update={
-                "max_turns": self.settings.subagent_max_turns,
-                "timeout": self.settings.subagent_timeout,
-            }
-        )
         watch = _Watch(self.settings.subagent_max_tokens)
         child: Agent | None = None
 
@@ -245,7 +255,11 @@ class SubagentRunner:
             backend=backend,
             tools=tools,
             context=parent.dispatch.context,
-            settings=settings,
+            settings=parent.settings,
+            limits=TurnLimits(
+                max_requests=self.settings.subagent_max_turns,
+                timeout=self.settings.subagent_timeout,
+            ),
             approver=parent.approver,
             approval_mode=self.approval_mode_for(definition),
             system_prompt=self._system_prompt(definition, description, tools),

@@ -60,4 +60,6 @@ class TaskTool(Tool[TaskArgs]):
 
     async def run(self, args: TaskArgs, ctx: ToolContext) -> ToolResult:
         """Run the child to its end."""
-        return await self.runner.run(ctx.call_id or "", args.agent, args.description, args.prompt)
+        return await self.runner.run(
+            ctx.call_id or "", args.agent, args.description, args.prompt, ctx.allowed_tools
+        )
