@@ -55,6 +55,7 @@ from textual.widgets import Input, Markdown, TextArea  # noqa: E402
 from clover_code.config.settings import load_settings  # noqa: E402
 from clover_code.engine import events as ev  # noqa: E402
 from clover_code.engine.base import ChatRequest  # noqa: E402
+from clover_code.errors import EngineError  # noqa: E402
 from clover_code.ui.widgets.answer import Answer, render_plain  # noqa: E402
 
 BLOCK_TOKENS = 32
@@ -148,6 +149,8 @@ class PacedBackend:
     name = "bench"
     model = "clover-bench"
     block_size = BLOCK_TOKENS
+    notices: tuple[str, ...] = ()
+    failure: EngineError | None = None  # it never fails
 
     def __init__(self, blocks: list[list[str]], rate: float | None, run: Run) -> None:
         self.blocks, self.rate, self.run = blocks, rate, run
@@ -207,7 +210,7 @@ def echo_hook(app: App[Any], run: Run, pending: list[float]) -> Any:
 
 
 async def run_clover(blocks: list[list[str]], rate: float | None, extra: float) -> Run:
-    from clover_code.agent.open import open_with_backend
+    from clover_code.agent.open import SessionOptions, open_session
     from clover_code.ui.app import CloverApp
 
     run = Run()
@@ -221,7 +224,9 @@ async def run_clover(blocks: list[list[str]], rate: float | None, extra: float) 
         backend = PacedBackend(blocks, rate, run)
 
         async def factory(emit: Any, resume: Path | None) -> Any:
-            return await open_with_backend(settings, backend, Path(tmp), emit=emit)
+            return await open_session(
+                settings, Path(tmp), SessionOptions(emit=emit, backend=backend)
+            )
 
         def painted(answer: Answer, chars: int) -> None:
             now = time.perf_counter()

@@ -32,7 +32,14 @@ from clover_code.acp.replay import replay_updates
 from clover_code.acp.terminal import EditorTerminal
 from clover_code.acp.updates import EventMapper, stop_reason
 from clover_code.agent.engines import Engines
-from clover_code.agent.open import CustomCommand, LoadedSession, Session, open_session, verdict
+from clover_code.agent.open import (
+    CustomCommand,
+    LoadedSession,
+    Session,
+    SessionOptions,
+    open_session,
+    verdict,
+)
 from clover_code.config.settings import ApprovalMode, Settings
 from clover_code.telemetry.spans import observed
 from clover_code.tools.base import ToolKind
@@ -157,14 +164,16 @@ class LiveSession:
         live._session = await open_session(
             settings,
             root,
-            emit=observed(live.emit, settings.managed.forced_telemetry),
-            approver=live.approver,
-            approval_mode=mode,
-            resume=resume,
-            engines=engines,
-            terminal=live.terminal,
-            terminal_notice=_TERMINAL_NOTICE,
-            files=live.files,
+            SessionOptions(
+                emit=observed(live.emit, settings.managed.forced_telemetry),
+                approver=live.approver,
+                approval_mode=mode,
+                resume=resume,
+                engines=engines,
+                terminal=live.terminal,
+                terminal_notice=_TERMINAL_NOTICE,
+                files=live.files,
+            ),
         )
         live.outbox.start(live._session.id)
         if live._session.commands:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
 from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,6 +29,7 @@ from clover_code.agent.permissions.approval import QueueApprover
 from clover_code.agent.steps import Step, run_all
 from clover_code.agent.transcript import Transcript, TranscriptError
 from clover_code.agent.turn.loop import Agent
+from clover_code.agent.turn.options import TurnOptions
 from clover_code.config.settings import Settings, user_config_path, user_data_dir
 from clover_code.engine.base import Backend
 from clover_code.errors import CloverError, EngineError
@@ -92,8 +92,7 @@ async def repo_map_for(root: Path, budget: int) -> tuple[RepoMap | None, str, li
 
 class Session:
     """Everything one conversation needs; front ends open one with
-    ``clover_code.agent.open.open_session`` (on an engine of the caller's:
-    ``open_with_backend``)."""
+    ``clover_code.agent.open.open_session``, which builds it whole."""
 
     def __init__(
         self,
@@ -104,9 +103,13 @@ class Session:
         backend: Backend,
         sandbox: Sandbox | None,
         agent: Agent,
-        emit: Callable[[p.Event], None],
-        checkpoints: CheckpointStore | None = None,
-        mcp: McpManager | None = None,
+        emit: p.Emit,
+        checkpoints: CheckpointStore | None,
+        checkpoints_held: str | None,
+        mcp: McpManager | None,
+        skills: list[Skill],
+        commands: list[CustomCommand],
+        subagents: SubagentRunner,
     ) -> None:
         self.settings = settings
         self.id = session_id
@@ -118,15 +121,16 @@ class Session:
         self._turn: asyncio.Task[p.TurnFinished] | None = None
         self.checkpoints = checkpoints
         self._ending = False
-        self.checkpoints_held: str | None = None
+        self.checkpoints_held = checkpoints_held
         """Why snapshots wait for the user's yes (``AllowCheckpoints``), if they do."""
         self.mcp = mcp
-        self.skills: list[Skill] = []
+        self.skills = skills
         """The skills this session offers (for a ``/skills`` listing)."""
-        self.commands: list[CustomCommand] = []
+        self.commands = commands
         """Custom commands (``/name args`` prompts expand; for completion and ACP)."""
-        self.subagents: SubagentRunner | None = None
+        self.subagents = subagents
         """Starts the task tool's child agents (and keeps what each cost)."""
+        transcript.on_failure = self._transcript_failed
 
     def _transcript_failed(self, error: TranscriptError) -> None:
         """A transcript write failed: say so once, and let no turn go on unrecorded."""
@@ -136,7 +140,7 @@ class Session:
     @property
     def engine_failure(self) -> EngineError | None:
         """The engine error the last failed model response ended with, if any."""
-        return getattr(self.backend, "failure", None)
+        return self.backend.failure
 
     @property
     def transcript_failure(self) -> TranscriptError | None:
@@ -178,10 +182,11 @@ class Session:
                 self._emit(p.Notice(level="warning", text=notice))
         try:
             command = self._command(text)
-            self.agent.dispatch.allowed_tools = command.allowed_tools if command else None
-            return await self.agent.run_turn(command.text if command else text)
+            if command is None:
+                return await self.agent.run_turn(text)
+            options = TurnOptions(allowed_tools=command.allowed_tools)
+            return await self.agent.run_turn(command.text, options)
         finally:
-            self.agent.dispatch.allowed_tools = None
             self._ending = True  # TurnFinished is out; only the checkpoint is left
             if store is not None:
                 with contextlib.suppress(CheckpointError):

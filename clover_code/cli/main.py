@@ -138,7 +138,11 @@ EXIT_CODES_HELP = """exit codes:
 
 
 TASK_FLAGS: tuple[FlagSpec, ...] = (
-    Flag("max_turns", metavar="N", help="most model requests per task"),
+    Flag(
+        "max_turns",
+        metavar="N",
+        help="most model requests (each model response, tool rounds included) per task",
+    ),
     Flag("timeout", metavar="SECONDS", help="wall-clock limit"),
     Flag(
         "max_tokens",

@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Literal, TextIO
 
 from clover_code import protocol as p
@@ -106,9 +105,7 @@ class StreamJsonRenderer:
         self.out.flush()
 
 
-def renderer(
-    output_format: OutputFormat, out: TextIO, err: TextIO
-) -> Callable[[p.Event], None] | None:
+def renderer(output_format: OutputFormat, out: TextIO, err: TextIO) -> p.Emit | None:
     """The renderer of an output format (json prints only the result: None)."""
     if output_format == "stream-json":
         return StreamJsonRenderer(out)

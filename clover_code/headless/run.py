@@ -19,13 +19,12 @@ import signal
 import sys
 import time
 import traceback
-from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
 from clover_code import __version__
 from clover_code import protocol as p
-from clover_code.agent.open import RefuseApprover, RunPatch, Session, open_session
+from clover_code.agent.open import RefuseApprover, RunPatch, Session, SessionOptions, open_session
 from clover_code.config.settings import Settings
 from clover_code.errors import CloverError, ExitCode, LimitReached, SandboxUnavailable
 from clover_code.headless.record import RunRecord
@@ -219,7 +218,7 @@ async def _run_task(
     started: float,
     output_schema: OutputSchema | None,
     record: RunRecord,
-    render: Callable[[p.Event], None] | None,
+    render: p.Emit | None,
     telemetry: TelemetrySink | None,
     termination: _Termination,
 ) -> int:
@@ -244,14 +243,16 @@ async def _run_task(
             session = await open_session(
                 settings,
                 cwd,
-                emit=emit,
-                approver=RefuseApprover(),
-                approval_mode=settings.approval_or("sandbox-auto"),
-                resume=resume,
-                strict_sandbox=True,
-                engine_notices=True,
-                # The time spent opening the session counts against the task's limit.
-                deadline=deadline,
+                SessionOptions(
+                    emit=emit,
+                    approver=RefuseApprover(),
+                    approval_mode=settings.approval_or("sandbox-auto"),
+                    resume=resume,
+                    strict_sandbox=True,
+                    engine_notices=True,
+                    # The time spent opening the session counts against the task's limit.
+                    deadline=deadline,
+                ),
             )
     except TimeoutError:
         if settings.timeout is None:

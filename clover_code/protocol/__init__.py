@@ -25,6 +25,7 @@ from clover_code.protocol.events import BlockDraft as BlockDraft
 from clover_code.protocol.events import Compacted as Compacted
 from clover_code.protocol.events import ContentDelta as ContentDelta
 from clover_code.protocol.events import DiffReport as DiffReport
+from clover_code.protocol.events import Emit as Emit
 from clover_code.protocol.events import ErrorEvent as ErrorEvent
 from clover_code.protocol.events import Event as Event
 from clover_code.protocol.events import HookRan as HookRan

@@ -6,6 +6,7 @@ clover-code but the protocol's own modules.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter, field_validator
@@ -303,3 +304,6 @@ Event = Annotated[
 ]
 SubagentEvent.model_rebuild()
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+
+Emit = Callable[[Event], None]
+"""Where the core reports its events: the callback a front end hands the session."""

@@ -323,7 +323,7 @@ def apply_patch(ws: Workspace, patch: str) -> ToolResult:
     return ToolResult(text, display=PatchApplied(diff="".join(plan.diffs), paths=plan.paths))
 
 
-class ApplyPatchTool(Tool):
+class ApplyPatchTool(Tool[ApplyPatchArgs]):
     """Applies a multi-file patch atomically."""
 
     name: ClassVar[str] = "apply_patch"
@@ -337,12 +337,11 @@ class ApplyPatchTool(Tool):
         "@@ -l,n +l,n @@ hunks) works too. Paths are relative to the workspace root."
     )
     kind: ClassVar[ToolKind] = "edit"
-    Args: ClassVar[type[BaseModel]] = ApplyPatchArgs
+    Args = ApplyPatchArgs
     argument_limits: ClassVar[Mapping[str, int]] = {"patch": CONTENT_LIMIT}
 
-    def summary(self, args: BaseModel) -> str:
+    def summary(self, args: ApplyPatchArgs) -> str:
         """The files the patch touches."""
-        assert isinstance(args, ApplyPatchArgs)
         try:
             paths = [p for change in parse_patch(args.patch) for p in change.paths]
         except ToolError:

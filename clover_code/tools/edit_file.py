@@ -188,7 +188,7 @@ def edit_text(
     return ToolResult(text, display=FileEdit(path=rel, diff=diff, replacements=count))
 
 
-class EditFileTool(Tool):
+class EditFileTool(Tool[EditFileArgs]):
     """Replaces exact text in a file."""
 
     name: ClassVar[str] = "edit_file"
@@ -199,7 +199,7 @@ class EditFileTool(Tool):
         "it unique, or set replace_all to change every occurrence. Read the file first."
     )
     kind: ClassVar[ToolKind] = "edit"
-    Args: ClassVar[type[BaseModel]] = EditFileArgs
+    Args = EditFileArgs
     argument_limits: ClassVar[Mapping[str, int]] = {
         "old_string": CONTENT_LIMIT,
         "new_string": CONTENT_LIMIT,

@@ -113,7 +113,7 @@ def read_window(
     return ToolResult(text, display=display)
 
 
-class ReadFileTool(Tool):
+class ReadFileTool(Tool[ReadFileArgs]):
     """Reads a text file with line numbers."""
 
     name: ClassVar[str] = "read_file"
@@ -124,7 +124,7 @@ class ReadFileTool(Tool):
         "offset and limit to read a long file in parts. Binary files are refused."
     )
     kind: ClassVar[ToolKind] = "read"
-    Args: ClassVar[type[BaseModel]] = ReadFileArgs
+    Args = ReadFileArgs
 
     async def run(self, args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
         """Read the requested window of the file."""

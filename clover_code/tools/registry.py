@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from clover_code.repomap import RepoMap
 from clover_code.tools.apply_patch import ApplyPatchTool
@@ -29,11 +29,11 @@ def default_tools(
     spill: OutputSpill | None = None,
     repo_map: RepoMap | None = None,
     settings: Settings | None = None,
-) -> list[Tool]:
+) -> list[Tool[Any]]:
     """One instance of every built-in tool; ``shell`` adds the shell tool,
     ``spill`` (where long outputs are saved) the ``read_output`` tool and
     ``settings`` the web tools (``tools.web``)."""
-    tools: list[Tool] = [
+    tools: list[Tool[Any]] = [
         ReadFileTool(),
         WriteFileTool(),
         EditFileTool(),

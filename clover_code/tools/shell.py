@@ -48,7 +48,7 @@ def _capital(sentence: str) -> str:
     return sentence[:1].upper() + sentence[1:]
 
 
-class ShellTool(Tool):
+class ShellTool(Tool[ShellArgs]):
     """Runs a command in the sandbox."""
 
     name: ClassVar[str] = "shell"
@@ -65,12 +65,11 @@ class ShellTool(Tool):
         "Use the file tools to read, search and edit files."
     )
     kind: ClassVar[ToolKind] = "execute"
-    Args: ClassVar[type[BaseModel]] = ShellArgs
+    Args = ShellArgs
     argument_limits: ClassVar[Mapping[str, int]] = {"command": COMMAND_LIMIT}
 
-    def summary(self, args: BaseModel) -> str:
+    def summary(self, args: ShellArgs) -> str:
         """The description if given, else the command."""
-        assert isinstance(args, ShellArgs)
         return (args.description or args.command)[:120]
 
     async def run(self, args: ShellArgs, ctx: ToolContext) -> ToolResult:

@@ -67,7 +67,7 @@ def write_text(
     return ToolResult(text, display=FileEdit(path=rel, diff=diff, created=old is None))
 
 
-class WriteFileTool(Tool):
+class WriteFileTool(Tool[WriteFileArgs]):
     """Creates or overwrites a file."""
 
     name: ClassVar[str] = "write_file"
@@ -77,7 +77,7 @@ class WriteFileTool(Tool):
         "keeps the file's permissions; parent directories are created as needed."
     )
     kind: ClassVar[ToolKind] = "edit"
-    Args: ClassVar[type[BaseModel]] = WriteFileArgs
+    Args = WriteFileArgs
     argument_limits: ClassVar[Mapping[str, int]] = {"content": CONTENT_LIMIT}
 
     async def run(self, args: WriteFileArgs, ctx: ToolContext) -> ToolResult:

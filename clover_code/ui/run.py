@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 
 from clover_code.config.settings import Settings
 from clover_code.errors import CloverError
-from clover_code.ui.bridge import Emit, SessionFactory, SessionLike
+from clover_code.protocol import Emit
+from clover_code.ui.bridge import SessionFactory, SessionLike
 
 if TYPE_CHECKING:
     from clover_code.agent.engines import Engines
@@ -45,17 +46,19 @@ def session_factory(
 
     async def _open(settings: Settings, emit: Emit, resume: Path | None) -> SessionLike:
         from clover_code import protocol as p
-        from clover_code.agent.open import open_session
+        from clover_code.agent.open import SessionOptions, open_session
         from clover_code.telemetry.spans import observed
 
         return await open_session(
             settings,
             cwd,
-            emit=observed(emit, settings.managed.forced_telemetry),
-            approval_mode=settings.approval_or("ask"),
-            resume=resume,
-            engines=engines,
-            loading=lambda text: emit(p.Notice(text=text)),
+            SessionOptions(
+                emit=observed(emit, settings.managed.forced_telemetry),
+                approval_mode=settings.approval_or("ask"),
+                resume=resume,
+                engines=engines,
+                loading=lambda text: emit(p.Notice(text=text)),
+            ),
         )
 
     return open_session

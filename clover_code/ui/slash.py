@@ -337,6 +337,7 @@ class SlashCommands:
     def show_history(self, path: Path) -> None:
         """Draw a resumed session's earlier messages."""
         from clover_code.agent.open import load
+        from clover_code.engine.base import tool_calls
         from clover_code.errors import CloverError
 
         try:
@@ -351,7 +352,7 @@ class SlashCommands:
             elif role == "assistant":
                 if isinstance(content, str) and content:
                     self.transcript.add_answer(content)
-                for call in message.get("tool_calls") or []:
+                for call in tool_calls(message):
                     name = call.get("function", {}).get("name", "?")
                     self.transcript.add_note(f"(called {name})")
         self.transcript.end_turn()

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from clover_code import protocol as p
-from clover_code.agent.open import open_with_backend
+from clover_code.agent import open as factory
 from clover_code.agent.transcript import load
 from clover_code.config.settings import Settings
 from clover_code.engine import events as ev
@@ -345,8 +345,10 @@ async def test_approval_through_ops(make_settings: Callable[..., Settings], repo
             text_response("done"),
         ]
     )
-    session = await open_with_backend(
-        make_settings(), backend, repo, emit=events.append, approval_mode="ask"
+    session = await factory.open_session(
+        make_settings(),
+        repo,
+        factory.SessionOptions(emit=events.append, approval_mode="ask", backend=backend),
     )
     await session.submit(p.UserInput(text="write"))
     for count, (decision, feedback) in enumerate(

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from clover_code import protocol as p
+from clover_code.agent import open as factory
 from clover_code.agent.checkpoints.workspace_check import checkpoint_overflow
-from clover_code.agent.open import open_with_backend
 from clover_code.config.settings import Settings
 from tests.fakes import ScriptedBackend, text_response, tool_response
 from tests.sessions import open_session
@@ -61,12 +61,14 @@ async def test_past_the_cap_the_app_is_asked_before_any_snapshot(
 ) -> None:
     root = _workspace(tmp_path, files=8, size=10)
     events: list[p.Event] = []
-    session = await open_with_backend(
+    session = await factory.open_session(
         make_settings(checkpoint_max_files=5),
-        ScriptedBackend([text_response("ok")]),
         root,
-        emit=events.append,
-        approval_mode="full-auto",
+        factory.SessionOptions(
+            emit=events.append,
+            approval_mode="full-auto",
+            backend=ScriptedBackend([text_response("ok")]),
+        ),
     )
     await session.run_turn("hi")
     await session.close()

@@ -14,7 +14,7 @@ from clover_code import protocol as p
 from clover_code.agent.checkpoints import shadow_store, workspace_check
 from clover_code.agent.checkpoints.store import CheckpointStore
 from clover_code.agent.checkpoints.workspace_check import snapshot_warning
-from clover_code.agent.open import open_with_backend
+from clover_code.agent.open import SessionOptions, open_session
 from clover_code.agent.permissions.approval import RefuseApprover
 from clover_code.config.settings import Settings
 from tests.fakes import ScriptedBackend
@@ -82,8 +82,10 @@ async def test_a_front_end_that_cannot_ask_snapshots_anyway_and_says_so(
     for i in range(4):
         (repo / f"loose{i}.txt").write_text("x")
     events: list[p.Event] = []
-    session = await open_with_backend(
-        settings, ScriptedBackend([]), repo, emit=events.append, approver=RefuseApprover()
+    session = await open_session(
+        settings,
+        repo,
+        SessionOptions(emit=events.append, approver=RefuseApprover(), backend=ScriptedBackend([])),
     )
     try:
         started = next(e for e in events if isinstance(e, p.SessionStarted))

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from clover_code import protocol as p
-from clover_code.agent.open import open_with_backend
+from clover_code.agent import open as factory
 from clover_code.agent.transcript import load
 from clover_code.agent.turn.context import TokenCounter, estimate_tokens
 from clover_code.config.settings import Settings
@@ -85,8 +85,12 @@ async def test_manual_compact_op_and_resume_keep_compacted_history(
     assert "first" in loaded[0]["content"]  # the first request, verbatim
 
     backend2 = ScriptedBackend([text_response("three")])
-    session2 = await open_with_backend(
-        settings, backend2, repo, emit=events.append, resume=session.transcript.path
+    session2 = await factory.open_session(
+        settings,
+        repo,
+        factory.SessionOptions(
+            emit=events.append, resume=session.transcript.path, backend=backend2
+        ),
     )
     await session2.run_turn("third")
     await session2.close()
@@ -112,10 +116,10 @@ async def test_long_tool_output_is_cut_and_readable_in_parts(
     backend.responses[1] = tool_response(("read_output", {"id": "?", "offset": 1500, "limit": 3}))
     original = session.agent.dispatch.run_call
 
-    async def patch_ids(call: Any) -> None:
+    async def patch_ids(call: Any, turn: Any) -> None:
         if call.name == "read_output":
             call.arguments["id"] = of_type(events, p.ToolCallStarted)[0].call_id
-        await original(call)
+        await original(call, turn)
 
     session.agent.dispatch.run_call = patch_ids  # type: ignore[method-assign]
     await session.run_turn("read the log")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from clover_code import protocol as p
-from clover_code.agent.open import open_with_backend
+from clover_code.agent.open import SessionOptions, open_session
 from clover_code.agent.permissions.approval import RefuseApprover
 from clover_code.config.settings import Settings, load_settings
 from clover_code.doctor.managed import managed_checks
@@ -35,13 +35,15 @@ async def test_a_mode_change_above_the_ceiling_is_refused_and_the_mode_stays(
 ) -> None:
     settings = managed(tmp_path, '[limits]\nmax_approval = "auto-edit"\n')
     events: list[p.Event] = []
-    session = await open_with_backend(
+    session = await open_session(
         settings,
-        ScriptedBackend([text_response("done")]),
         repo,
-        emit=events.append,
-        approver=RefuseApprover(),
-        approval_mode="ask",
+        SessionOptions(
+            backend=ScriptedBackend([text_response("done")]),
+            emit=events.append,
+            approver=RefuseApprover(),
+            approval_mode="ask",
+        ),
     )
     try:
         await session.submit(p.SetApprovalMode(mode="full-auto"))
@@ -67,8 +69,10 @@ async def test_a_session_cannot_open_in_a_mode_above_the_ceiling(
     with pytest.raises(
         ConfigError, match=r'^approval mode ask is refused because max_approval = "plan"'
     ):
-        await open_with_backend(
-            settings, ScriptedBackend([]), repo, emit=lambda e: None, approval_mode="ask"
+        await open_session(
+            settings,
+            repo,
+            SessionOptions(backend=ScriptedBackend([]), emit=lambda e: None, approval_mode="ask"),
         )
 
 
@@ -89,13 +93,12 @@ async def test_a_disabled_tool_is_not_offered_to_the_model(tmp_path: Path, repo:
     offered: dict[str, set[str]] = {}
     for text in ("", '[limits]\ndisabled = ["web_fetch"]\n'):
         backend = ScriptedBackend([text_response("done")])
-        session = await open_with_backend(
+        session = await open_session(
             managed(tmp_path, text, **search),
-            backend,
             repo,
-            emit=lambda e: None,
-            approver=RefuseApprover(),
-            approval_mode="ask",
+            SessionOptions(
+                backend=backend, emit=lambda e: None, approver=RefuseApprover(), approval_mode="ask"
+            ),
         )
         try:
             await session.run_turn("hello")

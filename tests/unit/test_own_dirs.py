@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from clover_code import protocol as p
-from clover_code.agent.open import open_with_backend
+from clover_code.agent import open as factory
 from clover_code.agent.permissions.approval import ApprovalRequest, Decision, RefuseApprover
 from clover_code.config.settings import Settings, user_config_path, user_data_dir, worktrees_dir
 from clover_code.errors import UsageError
@@ -26,18 +26,22 @@ LOOSE = 'sandbox = "none"\napproval = "full-auto"\n[permissions.allow]\nshell = 
 class Yes:
     """An approver that says yes to everything (the user's worst day)."""
 
+    shows_diff = False
+
     async def request(self, request: ApprovalRequest) -> Decision:
         return Decision(allowed=True)
 
 
 async def _open(settings: Settings, cwd: Path, backend: ScriptedBackend | None = None) -> None:
-    session = await open_with_backend(
+    session = await factory.open_session(
         settings,
-        backend or ScriptedBackend([text_response("hi")]),
         cwd,
-        emit=lambda e: None,
-        approver=RefuseApprover(),
-        approval_mode="full-auto",
+        factory.SessionOptions(
+            emit=lambda e: None,
+            approver=RefuseApprover(),
+            approval_mode="full-auto",
+            backend=backend or ScriptedBackend([text_response("hi")]),
+        ),
     )
     await session.close()
 
@@ -155,13 +159,15 @@ async def test_no_file_tool_writes_own_directories_inside_a_workspace(
     ]
     backend = ScriptedBackend([*(tool_response(c) for c in calls), text_response("Done.")])
     events: list[p.Event] = []
-    session = await open_with_backend(
+    session = await factory.open_session(
         settings,
-        backend,
         workspace,
-        emit=events.append,
-        approver=Yes() if approver == "yes" else RefuseApprover(),
-        approval_mode="full-auto",
+        factory.SessionOptions(
+            emit=events.append,
+            approver=Yes() if approver == "yes" else RefuseApprover(),
+            approval_mode="full-auto",
+            backend=backend,
+        ),
     )
     await session.run_turn("make yourself at home")
     await session.close()

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from clover_code import protocol as p
-from clover_code.agent.open import open_with_backend
+from clover_code.agent import open as factory
 from clover_code.agent.permissions.approval import ApprovalRequest, Decision
 from clover_code.agent.permissions.policy import PermissionPolicy
 from clover_code.config.settings import ApprovalMode, PermissionRules, Settings
@@ -92,6 +92,8 @@ async def test_an_approver_is_asked_and_its_yes_writes(
     asked: list[ApprovalRequest] = []
 
     class Yes:
+        shows_diff = False
+
         async def request(self, request: ApprovalRequest) -> Decision:
             asked.append(request)
             return Decision(allowed=True)
@@ -102,13 +104,12 @@ async def test_an_approver_is_asked_and_its_yes_writes(
             text_response("Done."),
         ]
     )
-    session = await open_with_backend(
+    session = await factory.open_session(
         make_settings(),
-        backend,
         repo,
-        emit=lambda e: None,
-        approver=Yes(),
-        approval_mode="full-auto",
+        factory.SessionOptions(
+            emit=lambda e: None, approver=Yes(), approval_mode="full-auto", backend=backend
+        ),
     )
     await session.run_turn("add an mcp file")
     await session.close()

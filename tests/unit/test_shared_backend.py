@@ -12,11 +12,14 @@ from typing import Any
 import pytest
 
 from clover_code.config.settings import Settings
+from clover_code.engine import events as ev
+from clover_code.engine.base import ChatRequest
 from clover_code.engine.local import hf
 from clover_code.engine.local.hf import HFBackend
 from clover_code.engine.local.shared import SharedBackend
 from clover_code.engine.select import is_local, open_backend
-from tests.fakes import ScriptedBackend
+from clover_code.errors import EngineError
+from tests.fakes import ScriptedBackend, text_response
 from tests.tiny_model import build_tiny_checkpoint
 from tests.waiting import PATIENCE, async_wait_until, within
 
@@ -44,6 +47,25 @@ async def test_one_backend_lent_to_many_sessions_and_closed_once() -> None:
     assert opened[0].closed and not shared.loaded
     await shared.lend(opener)  # after close, the next session loads it again
     assert len(opened) == 2
+    await shared.close()
+
+
+async def test_each_loan_keeps_its_own_sessions_failure() -> None:
+    refused = EngineError("the server refused the API key")
+    engine = ScriptedBackend([[ev.Failed(refused), ev.Finished("error")], text_response("hi")])
+    engine.notices = ("decoder: builtin",)
+
+    async def opener() -> Any:
+        return engine
+
+    shared = SharedBackend()
+    first, second = await shared.lend(opener), await shared.lend(opener)
+    assert first.notices == second.notices == ("decoder: builtin",)
+    request = ChatRequest(messages=[{"role": "user", "content": "x"}])
+    assert ev.Failed(refused) in [e async for e in first.stream(request)]
+    assert [e async for e in second.stream(request)]
+    # The failure is the first session's: the second one's response did not fail.
+    assert first.failure is refused and second.failure is None
     await shared.close()
 
 
@@ -122,8 +144,8 @@ async def test_acp_sessions_share_one_loaded_checkpoint(checkpoint: Path, tmp_pa
     first = await agent.new_session(cwd=str(repo))
     second = await agent.new_session(cwd=str(repo))
     backends = [agent._sessions[s.session_id].session.backend for s in (first, second)]
-    # Each session's engine is watched (for the error a response ended with) and lent.
-    inner = [getattr(getattr(b, "inner", None), "inner", None) for b in backends]
+    # Each session's engine is a loan (which keeps the error its own responses ended with).
+    inner = [getattr(b, "inner", None) for b in backends]
     assert isinstance(inner[0], HFBackend) and inner[0] is inner[1]  # loaded once
     await agent.close()
     assert inner[0]._model is None  # released when the agent shut down

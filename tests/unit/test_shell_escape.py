@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from clover_code import protocol as p
-from clover_code.agent.open import open_with_backend
+from clover_code.agent.open import SessionOptions, open_session
 from clover_code.agent.permissions.approval import RefuseApprover
 from clover_code.config.settings import Settings
 from tests.fakes import ScriptedBackend, text_response, tool_response
@@ -29,13 +29,15 @@ async def run_shell(settings: Settings, repo: Path, mode: str, command: str) -> 
     backend = ScriptedBackend(
         [tool_response(("shell", {"command": command})), text_response("done")]
     )
-    session = await open_with_backend(
+    session = await open_session(
         settings,
-        backend,
         repo,
-        emit=events.append,
-        approver=RefuseApprover(),
-        approval_mode=mode,  # type: ignore[arg-type]
+        SessionOptions(
+            emit=events.append,
+            approver=RefuseApprover(),
+            approval_mode=mode,  # type: ignore[arg-type]
+            backend=backend,
+        ),
     )
     try:
         await session.run_turn("go")

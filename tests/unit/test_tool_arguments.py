@@ -283,19 +283,21 @@ class _BoomArgs(BaseModel):
     path: str
 
 
-class _BoomTool(Tool):
+class _BoomTool(Tool[_BoomArgs]):
     """A tool with a bug: it raises what no tool should."""
 
     name: ClassVar[str] = "boom"
     description: ClassVar[str] = "fails"
     kind: ClassVar[ToolKind] = "edit"
-    Args: ClassVar[type[BaseModel]] = _BoomArgs
+    Args = _BoomArgs
 
-    async def run(self, args: Any, ctx: ToolContext) -> ToolResult:
+    async def run(self, args: _BoomArgs, ctx: ToolContext) -> ToolResult:
         raise ValueError("embedded null byte")
 
 
 class _BrokenApprover:
+    shows_diff = False
+
     async def request(self, request: ApprovalRequest) -> Decision:
         raise RuntimeError("the dialog went away")
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from clover_code import protocol as p
-from clover_code.agent.open import open_with_backend
+from clover_code.agent.open import SessionOptions, open_session
 from clover_code.agent.permissions.approval import RefuseApprover
 from clover_code.config.settings import Settings
 from tests.fakes import ScriptedBackend, text_response
@@ -21,8 +21,10 @@ async def test_forget_from_a_turn_and_not_after_a_compaction(
         [text_response(one), text_response("two"), text_response("three")], summary="S"
     )
     events: list[p.Event] = []
-    session = await open_with_backend(
-        make_settings(), backend, repo, emit=events.append, approver=RefuseApprover()
+    session = await open_session(
+        make_settings(),
+        repo,
+        SessionOptions(emit=events.append, approver=RefuseApprover(), backend=backend),
     )
     try:
         await session.run_turn("first")

@@ -108,7 +108,7 @@ class HookRunner:
         root: Path,
         session_id: str,
         transcript_path: Path,
-        emit: Callable[[p.Event], None],
+        emit: p.Emit,
         programs: HostPrograms,
         retrust: Callable[[str], Awaitable[bool]] | None = None,
     ) -> None:
@@ -129,7 +129,7 @@ class HookRunner:
         root: Path,
         session_id: str,
         transcript_path: Path,
-        emit: Callable[[p.Event], None],
+        emit: p.Emit,
         programs: HostPrograms,
         retrust: Callable[[str], Awaitable[bool]] | None = None,
     ) -> HookRunner | None:

@@ -116,6 +116,8 @@ class HFBackend:
                 "Logits are read shifted by one (position i predicts token i + 1), as the "
                 f"{source} says."
             )
+        self.failure: EngineError | None = None
+        """The error the last failed response ended with."""
         self._lock = asyncio.Lock()
         self._pieces: dict[int, str] = {}
         self.last_stats: Any = None
@@ -144,10 +146,12 @@ class HFBackend:
                     output_begun = True
                     yield event
             except EngineError as exc:
+                self.failure = exc
                 yield Failed(exc, partial=output_begun)
                 yield Finished("interrupted" if output_begun else "error")
             except Exception as exc:
-                yield Failed(_engine_error(exc), partial=output_begun)
+                self.failure = _engine_error(exc)
+                yield Failed(self.failure, partial=output_begun)
                 yield Finished("interrupted" if output_begun else "error")
 
     def _producer(
