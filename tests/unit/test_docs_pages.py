@@ -126,7 +126,10 @@ def test_every_relative_link_leads_somewhere() -> None:
             where = f"{page.relative_to(ROOT)} -> {target}"
             if not destination.exists():
                 broken.append(f"{where} (no such file)")
-            elif fragment and destination.suffix == ".md":
-                if fragment not in anchors(destination.read_text("utf-8")):
-                    broken.append(f"{where} (no such heading)")
+            elif (
+                fragment
+                and destination.suffix == ".md"
+                and fragment not in anchors(destination.read_text("utf-8"))
+            ):
+                broken.append(f"{where} (no such heading)")
     assert not broken, "broken links: " + "; ".join(broken)
