@@ -1,6 +1,6 @@
 """Headless mode (``--task``): one task, rendered as text, JSON or a JSONL event stream.
 
-Contracts (documented in the README's headless section):
+Contracts (documented in the README's headless section and docs/json-output.md):
 
 - the exit code says how the run ended (0, 1, 2, 3, 4, 130, 143);
 - SIGTERM is handled as Ctrl+C is (the transcript saved, the one result

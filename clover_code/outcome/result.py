@@ -3,7 +3,7 @@ line of ``stream-json``).
 
 Success and failure have the same shape: every field is always present, so a
 script can read ``status``, ``exit_code``, ``result`` and ``error`` without
-checking which keys exist. The README's headless section documents each field.
+checking which keys exist. docs/json-output.md documents each field.
 
 This module imports nothing of clover-code but the protocol, so a consumer can
 validate what it reads with ``TaskResult.model_validate_json``.

@@ -250,7 +250,7 @@ def _load(path: Path, options: HFOptions) -> tuple[Any, Any]:
     except ImportError as exc:
         raise missing_extra(exc, "the hf engine") from None
     # The terminal belongs to the app: no progress bars or library warnings on
-    # stderr (the kernel fallback notes are in the README).
+    # stderr (the kernel fallback notes are in docs/local-engines.md).
     from transformers.utils import logging as hf_logging
 
     quiet: Any = hf_logging
