@@ -12,8 +12,8 @@ from clover_code.agent.session import Session
 from clover_code.agent.turn.nested import NestedInstructions, touched_paths
 from clover_code.config.settings import Settings
 from tests.fakes import ScriptedBackend, text_response, tool_response
-from tests.unit.test_agent_loop import of_type, open_session
-from tests.unit.test_context import SMALL, big_reads
+from tests.unit.agent.turn.test_agent_loop import of_type, open_session
+from tests.unit.agent.turn.test_context import SMALL, big_reads
 
 
 def layout(repo: Path) -> None:

@@ -13,8 +13,9 @@ from clover_code.github.credentials import without_credentials
 from clover_code.github.event import read_event
 from clover_code.github.git import branch_slug, push_env
 from clover_code.github.task import build_prompt
+from tests.paths import GITHUB_EVENTS
 
-EVENTS = Path(__file__).parents[1] / "integration" / "github_events"
+EVENTS = GITHUB_EVENTS
 
 
 def test_issue_comment_is_read() -> None:

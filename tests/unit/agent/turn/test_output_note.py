@@ -22,7 +22,7 @@ from clover_code.tools.sandbox.output import (
 )
 from tests.fakes import ScriptedBackend, text_response, tool_response
 from tests.sessions import open_session
-from tests.unit.test_agent_loop import of_type
+from tests.unit.agent.turn.test_agent_loop import of_type
 
 PRINTED = 100_000_000
 FLOOD = f"echo FIRST; head -c {PRINTED} /dev/zero | tr '\\0' a; echo; echo LAST"

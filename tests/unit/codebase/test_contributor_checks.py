@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import re
 import shlex
-from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.paths import ROOT
 
 
 def check_steps() -> dict[str, str]:

@@ -19,7 +19,7 @@ from clover_code import protocol as p
 from clover_code.agent.checkpoints.store import CheckpointStore
 from clover_code.config.settings import Settings
 from tests.fakes import ScriptedBackend, text_response
-from tests.unit.test_agent_loop import of_type, open_session
+from tests.unit.agent.turn.test_agent_loop import of_type, open_session
 from tests.waiting import PATIENCE, async_wait_until
 
 

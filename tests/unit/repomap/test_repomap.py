@@ -15,8 +15,9 @@ from clover_code.repomap.rank import RefGraph, pagerank
 from clover_code.tools.base import ToolContext
 from clover_code.tools.repo_map import RepoMapArgs, RepoMapTool
 from clover_code.tools.workspace import Workspace
+from tests.paths import UNIT_FIXTURES
 
-FIXTURES = Path(__file__).parent / "fixtures" / "repomap"
+FIXTURES = UNIT_FIXTURES / "repomap"
 
 
 @pytest.fixture

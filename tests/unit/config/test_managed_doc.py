@@ -11,8 +11,8 @@ import pytest
 from clover_code.config.managed_files import read_policy
 from clover_code.config.settings import Settings, load_settings
 from clover_code.errors import ConfigError
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "managed-settings.md"
 
 

@@ -11,7 +11,9 @@ from types import ModuleType
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "import-cycles"
+from tests.paths import ROOT
+
+SCRIPT = ROOT / "scripts" / "import-cycles"
 
 
 def _script() -> ModuleType:

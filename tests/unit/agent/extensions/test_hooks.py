@@ -17,7 +17,7 @@ from clover_code.agent.extensions.host_programs import HostPrograms
 from clover_code.config.settings import HookConfig, Settings
 from clover_code.fs.named_files import snapshot
 from tests.fakes import ScriptedBackend, text_response
-from tests.unit.test_agent_loop import open_session
+from tests.unit.agent.turn.test_agent_loop import open_session
 
 SPAWNER = """\
 import subprocess, sys, time

@@ -13,10 +13,11 @@ import pytest
 from clover_code.cli.main import SUBCOMMANDS, Subcommand, run
 from clover_code.config.settings import load_settings
 from clover_code.errors import ConfigError
+from tests.paths import ROOT
 
 
 def test_help_lists_the_subcommands() -> None:
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = subprocess.run(
         [sys.executable, "-m", "clover_code", "--help"],
         capture_output=True,

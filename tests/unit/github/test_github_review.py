@@ -10,8 +10,9 @@ from clover_code.github.event import read_event
 from clover_code.github.review_post import marker, plan_review, posted_findings, pull_diff
 from clover_code.review.diff import commentable_lines
 from clover_code.review.findings import Finding
+from tests.paths import GITHUB_EVENTS
 
-EVENTS = Path(__file__).resolve().parents[1] / "integration" / "github_events"
+EVENTS = GITHUB_EVENTS
 
 FILES = [
     {

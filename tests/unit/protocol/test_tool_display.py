@@ -12,8 +12,7 @@ from clover_code import protocol as p
 from clover_code.acp.replay import replay_updates
 from clover_code.agent.transcript import load
 from clover_code.outcome.result import parse_stream_line
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.paths import ROOT
 
 EVERY_KIND: list[p.ToolDisplay] = [
     p.FileRead(path="a.py", start=1, end=3, total_lines=3),

@@ -13,7 +13,7 @@ from clover_code.agent.turn.context import TokenCounter, estimate_tokens
 from clover_code.config.settings import Settings
 from tests.fakes import ScriptedBackend, text_response, tool_response
 from tests.sessions import open_session
-from tests.unit.test_agent_loop import assert_valid_conversation, of_type
+from tests.unit.agent.turn.test_agent_loop import assert_valid_conversation, of_type
 from tests.waiting import async_wait_until
 
 SMALL = {"context_window": 12_000, "response_reserve": 1000, "compact_threshold": 0.5}

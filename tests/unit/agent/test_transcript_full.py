@@ -18,7 +18,7 @@ from clover_code.config.settings import Settings
 from tests.fakes import ScriptedBackend, text_response, tool_response
 from tests.full_disk import fill_until, tiny_tmpfs
 from tests.sessions import open_session
-from tests.unit.test_agent_loop import of_type
+from tests.unit.agent.turn.test_agent_loop import of_type
 
 
 def test_a_write_to_a_full_device_is_one_sentence(tmp_path: Path) -> None:

@@ -37,7 +37,7 @@ from clover_code.tools.arguments import (
 from clover_code.tools.base import Tool, ToolContext, ToolKind, ToolResult
 from tests.fakes import ScriptedBackend, text_response, tool_response
 from tests.sessions import open_session
-from tests.unit.test_agent_loop import assert_valid_conversation, of_type
+from tests.unit.agent.turn.test_agent_loop import assert_valid_conversation, of_type
 
 EXPECTED_TOOLS = {
     "read_file",

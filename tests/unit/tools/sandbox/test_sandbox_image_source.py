@@ -4,11 +4,10 @@ look for the same image tag."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from clover_code.tools.sandbox.image import DEFINITION_FILES, image_tag
+from tests.paths import ROOT
 
-TREE = Path(__file__).resolve().parents[2]
+TREE = ROOT
 PACKAGED = TREE / "clover_code" / "sandbox_image"
 
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.paths import ROOT, UNIT_FIXTURES
+
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
-FROZEN = Path(__file__).parent / "fixtures" / "readme_headings_2026-12.txt"
+FROZEN = UNIT_FIXTURES / "readme_headings_2026-12.txt"
 # The README's size limit: past it, a section belongs in a page of docs/.
 README_MAX_LINES = 400
 
