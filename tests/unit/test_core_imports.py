@@ -33,7 +33,7 @@ def test_core_does_not_load_textual_or_heavy_modules() -> None:
     code = (
         "import sys\n"
         + "".join(f"import {m}\n" for m in CORE_MODULES)
-        + "heavy = [m for m in ('textual', 'torch', 'sglang', 'transformers', 'docker')"
+        + "heavy = [m for m in ('textual', 'torch', 'sglang', 'transformers', 'docker', 'numpy')"
         " if m in sys.modules]\n"
         "print(','.join(heavy))\n"
     )
