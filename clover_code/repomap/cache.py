@@ -2,8 +2,8 @@
 
 Per file it keeps the extracted tags keyed by path + mtime + size, so a warm
 build parses only files that changed. Per workspace it also keeps the
-directory listings of the last scan (a row per directory, so a build writes
-only those that changed) and the last few rendered maps, keyed by a digest of
+directory listings of the last scan (written when what one holds changed)
+and the last few rendered maps, keyed by a digest of
 every file's (path, mtime, size) and the render options, so a new session on
 an unchanged repository reads one row instead of rebuilding. A build's
 writes go in one transaction; the file is in WAL mode and does not wait for
@@ -31,9 +31,7 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files (
     root TEXT NOT NULL, path TEXT NOT NULL, mtime_ns INTEGER NOT NULL,
     size INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (root, path));
-DROP TABLE IF EXISTS dirs;
-CREATE TABLE IF NOT EXISTS listings (
-    root TEXT NOT NULL, path TEXT NOT NULL, data BLOB NOT NULL, PRIMARY KEY (root, path));
+CREATE TABLE IF NOT EXISTS dirs (root TEXT PRIMARY KEY, data BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS maps (
     root TEXT NOT NULL, key TEXT NOT NULL, data BLOB NOT NULL, used INTEGER NOT NULL,
     PRIMARY KEY (root, key));
@@ -68,7 +66,7 @@ class TagCache:
                 if row is None or row[0] != fingerprint:
                     with db:
                         db.execute("BEGIN")
-                        for table in ("files", "listings", "maps"):
+                        for table in ("files", "dirs", "maps"):
                             db.execute(f"DELETE FROM {table}")
                         db.execute(
                             "INSERT OR REPLACE INTO meta VALUES ('fingerprint', ?)", (fingerprint,)
@@ -118,17 +116,16 @@ class TagCache:
         return {path: (mtime, size, data) for path, mtime, size, data in rows}
 
     def listings(self) -> dict[str, Any]:
-        """Every cached directory listing of this workspace: path -> listing."""
+        """The directory listings of this workspace's last scan (empty if none)."""
         if self._db is None:
             return {}
         try:
-            rows = self._db.execute(
-                "SELECT path, data FROM listings WHERE root = ?", (self.root,)
-            ).fetchall()
-            return {path: marshal.loads(data) for path, data in rows}
+            row = self._db.execute("SELECT data FROM dirs WHERE root = ?", (self.root,)).fetchone()
+            listings = {} if row is None else marshal.loads(row[0])
         except (sqlite3.Error, ValueError, EOFError, TypeError) as exc:
             self._fail(exc)
             return {}
+        return listings if isinstance(listings, dict) else {}
 
     def get_map(self, key: str) -> Any:
         """The decoded map stored under ``key``, or None."""
@@ -159,14 +156,11 @@ class TagCache:
                     "DELETE FROM files WHERE root = ? AND path = ?",
                     [(root, p) for p in changes.files_removed],
                 )
-                self._db.executemany(
-                    "INSERT OR REPLACE INTO listings VALUES (?, ?, ?)",
-                    [(root, p, marshal.dumps(d)) for p, d in changes.listings.items()],
-                )
-                self._db.executemany(
-                    "DELETE FROM listings WHERE root = ? AND path = ?",
-                    [(root, p) for p in changes.listings_removed],
-                )
+                if changes.listings is not None:
+                    self._db.execute(
+                        "INSERT OR REPLACE INTO dirs VALUES (?, ?)",
+                        (root, marshal.dumps(changes.listings)),
+                    )
                 if changes.map_key:
                     self._db.execute(
                         "INSERT OR REPLACE INTO maps VALUES (?, ?, ?, "
@@ -189,8 +183,7 @@ class CacheChanges:
     files: list[tuple[str, int, int, Any]] = field(default_factory=list)
     """(path, mtime_ns, size, tags) of files parsed."""
     files_removed: list[str] = field(default_factory=list)
-    listings: dict[str, Any] = field(default_factory=dict)
-    """Directory listings that changed, by path."""
-    listings_removed: list[str] = field(default_factory=list)
+    listings: dict[str, Any] | None = None
+    """Every directory listing, when one changed."""
     map_key: str = ""
     map_value: Any = None

@@ -189,7 +189,8 @@ class RepoMap:
         if self._cache.error:
             notes.append(self._cache.error)
         result = RepoMapResult(text, notes, len(files), parsed)
-        changes.listings, changes.listings_removed = self._scanner.changes()
+        if self._scanner.changed():
+            changes.listings = self._scanner.export()
         changes.map_key, changes.map_value = key, (text, notes, len(files))
         self._cache.store(changes)
         state.last_stats, state.last_options, state.last_result = stats, options, result

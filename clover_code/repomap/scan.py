@@ -100,9 +100,8 @@ class SourceScanner:
         self._joined: dict[str, _Joined] = {}
         self._ignore_files: dict[str, dict[str, Stat]] = {}
         """The ignore files' stats of each remembered directory that has some."""
-        self._made: set[str] = set()
-        self._dropped: set[str] = set()
-        """Directories listed and forgotten since the last ``changes``."""
+        self._changed = False
+        """Whether a listing's content changed since the last ``changed``."""
         self._rules = IgnoreRules(root)
         self._last: _LastScan | None = None
 
@@ -115,16 +114,15 @@ class SourceScanner:
         self._dirs = data
         self._joined = {}
         self._ignore_files = {rel: d[_IGNORE] for rel, d in data.items() if d[_IGNORE]}
-        self._made, self._dropped = set(), set()
+        self._changed = False
         self._last = None
 
-    def changes(self) -> tuple[Exported, list[str]]:
-        """The listings made and the directories forgotten since the last call (or ``load``)."""
-        dirs = self._dirs
-        changed = {rel: dirs[rel] for rel in self._made if rel in dirs}
-        removed = [rel for rel in self._dropped if rel not in dirs]
-        self._made, self._dropped = set(), set()
-        return changed, removed
+    def changed(self) -> bool:
+        """Whether what a listing holds changed since the last call (or ``load``), so
+        ``export`` is worth saving. A listing whose mtime alone moved is not worth it:
+        a later scan lists that directory again, at one ``scandir``."""
+        changed, self._changed = self._changed, False
+        return changed
 
     def scan(self, max_files: int) -> ScanResult:
         """The source files, at most ``max_files`` of them, shallow directories first."""
@@ -184,18 +182,20 @@ class SourceScanner:
         for i in itertools.compress(range(len(mtimes)), map(operator.ne, mtimes, last.mtimes)):
             rel, path, parent_ruled = last.visited[i]
             old = self._dirs[rel]
-            new = self._remember(rel, self._list(path, mtimes[i], parent_ruled, old))
-            if (
-                new[_IGNORE] != old[_IGNORE]
-                or new[_SUBDIRS : _RULED + 1] != old[_SUBDIRS : _RULED + 1]
-            ):
+            new = self._list(path, mtimes[i], parent_ruled, old)
+            same = (
+                new[_IGNORE] == old[_IGNORE]
+                and new[_SUBDIRS : _RULED + 1] == old[_SUBDIRS : _RULED + 1]
+            )
+            self._remember(rel, new, changed=not same)
+            if not same:
                 return False
             last.mtimes[i] = mtimes[i]
         return True
 
-    def _remember(self, rel: str, listing: DirListing) -> DirListing:
+    def _remember(self, rel: str, listing: DirListing, *, changed: bool = True) -> DirListing:
         self._dirs[rel] = listing
-        self._made.add(rel)
+        self._changed = self._changed or changed
         if listing[_IGNORE]:
             self._ignore_files[rel] = listing[_IGNORE]
         else:
@@ -204,7 +204,7 @@ class SourceScanner:
 
     def _drop(self, rel: str) -> None:
         if self._dirs.pop(rel, None) is not None:
-            self._dropped.add(rel)
+            self._changed = True
         self._joined.pop(rel, None)
         self._ignore_files.pop(rel, None)
 
