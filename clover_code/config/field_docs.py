@@ -32,7 +32,8 @@ def _own_docs(cls: type) -> dict[str, str]:
     if source is None or not Path(source).is_file():
         return {}
     docs: dict[str, str] = {}
-    for node in ast.walk(_module_tree(Path(source))):
+    # Documented models are defined at the top of their module.
+    for node in _module_tree(Path(source)).body:
         if isinstance(node, ast.ClassDef) and node.name == cls.__name__:
             for stmt, after in itertools.pairwise(node.body):
                 if (
@@ -52,7 +53,7 @@ def field_docs(model: type) -> dict[str, str]:
     (a subclass's own wins)."""
     docs: dict[str, str] = {}
     for cls in reversed(model.__mro__):
-        if cls is not object:
+        if cls.__module__.partition(".")[0] == "clover_code":
             docs.update(_own_docs(cls))
     return docs
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, TypeAdapter, field_validator
+from pydantic import ConfigDict, Field, TypeAdapter, field_validator
 
 from clover_code.protocol.base import _Event
 from clover_code.protocol.ops import ApprovalMode, RewindWhat
@@ -301,5 +301,4 @@ Event = Annotated[
     | SessionEnded,
     Field(discriminator="type"),
 ]
-SubagentEvent.model_rebuild()
-EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event, config=ConfigDict(defer_build=True))
