@@ -82,6 +82,7 @@ class _Column:
     values: npt.NDArray[np.generic]
     lengths: Ints
     starts: Ints
+    _owners: Ints | None = None
 
     @classmethod
     def of(cls, pieces: Sequence[npt.NDArray[np.generic]], dtype: type[np.generic]) -> _Column:
@@ -93,18 +94,25 @@ class _Column:
         """Put ``changed`` (file index -> its new array) in place of those files' arrays."""
         pieces: list[npt.NDArray[np.generic]] = []
         done = 0
+        resized = False
         for index in sorted(changed):
             pieces += [self.values[done : self.starts[index]], changed[index]]
             done = int(self.starts[index] + self.lengths[index])
-            self.lengths[index] = len(changed[index])
+            if self.lengths[index] != len(changed[index]):
+                self.lengths[index] = len(changed[index])
+                resized = True
         pieces.append(self.values[done:])
         self.values = np.concatenate(pieces)
-        self.starts = _starts(self.lengths)
+        if resized:
+            self.starts = _starts(self.lengths)
+            self._owners = None
 
     def owners(self) -> Ints:
-        """The file index of each value."""
-        owners: Ints = np.repeat(np.arange(len(self.lengths), dtype=np.intp), self.lengths)
-        return owners
+        """The file index of each value (kept while no file's length changes)."""
+        if self._owners is None:
+            files = np.arange(len(self.lengths), dtype=np.intp)
+            self._owners = np.repeat(files, self.lengths)
+        return self._owners
 
 
 def _starts(lengths: Ints) -> Ints:

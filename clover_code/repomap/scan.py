@@ -63,6 +63,8 @@ class _LastScan:
     result: ScanResult
     visited: list[_Queued]
     mtimes: list[int]
+    paths: list[str]
+    """The full path of each directory visited."""
 
 
 @dataclass(slots=True)
@@ -165,7 +167,8 @@ class SourceScanner:
             queue.extend(joined[2])
         self._forget_unseen(seen)
         result = ScanResult(files, capped=False)
-        self._last = _LastScan(max_files, result, visited, [dirs[v[0]][_MTIME] for v in visited])
+        mtimes = [dirs[v[0]][_MTIME] for v in visited]
+        self._last = _LastScan(max_files, result, visited, mtimes, [v[1] for v in visited])
         return result
 
     def _unchanged(self, last: _LastScan) -> bool:
@@ -176,7 +179,7 @@ class SourceScanner:
         do), the result still holds.
         """
         try:
-            mtimes = list(map(_mtime_of, map(os.stat, [v[1] for v in last.visited])))
+            mtimes = list(map(_mtime_of, map(os.stat, last.paths)))
         except OSError:
             return False
         for i in itertools.compress(range(len(mtimes)), map(operator.ne, mtimes, last.mtimes)):
