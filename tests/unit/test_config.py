@@ -29,8 +29,7 @@ def test_precedence_cli_env_repo_user(layers: tuple[Path, Path]) -> None:
 def test_tables_merge_key_by_key_across_layers(layers: tuple[Path, Path]) -> None:
     repo, user = layers
     user.write_text(
-        '[permissions.allow]\nshell = ["pytest *"]\n'
-        '[mcp_servers.docs]\ncommand = "docs-server"\n'
+        '[permissions.allow]\nshell = ["pytest *"]\n[mcp_servers.docs]\ncommand = "docs-server"\n'
     )
     env = {
         "CLOVER_PERMISSIONS": '{"deny": {"shell": ["git push *"]}}',
