@@ -5,8 +5,8 @@
 The peer is clover-code at ``--baseline`` (default 9572fb0, before the
 start-up work). Both are installed the same way, each into its own
 virtualenv in the cache dir (``--system-site-packages``, ``pip install -e
---no-deps``: how the development trees are installed), the baseline from a
-``git worktree`` of that commit, this tree as it is. They run side by side,
+--no-deps``: how the development trees are installed), the baseline from
+that commit's files (``git archive``), this tree as it is. They run side by side,
 alternating, against one scripted OpenAI-compatible server on loopback
 (``tests/integration/sse_server.py``, in this process), each with its own
 home (its own caches and sessions), in the same small git repository:
@@ -101,14 +101,16 @@ def _install(venv: Path, source: Path) -> None:
 
 
 def _baseline_tree(cache: Path, commit: str) -> Path:
+    """The files of ``commit`` (``git archive``: the repository is left as it is)."""
     tree = cache / f"tree-{commit}"
     if not (tree / "pyproject.toml").exists():
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "prune"], check=False)
-        subprocess.run(
-            ["git", "-C", str(ROOT), "worktree", "add", "--detach", "--force", str(tree), commit],
+        tree.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", "--format=tar", commit],
             check=True,
             capture_output=True,
-        )
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
     return tree
 
 
