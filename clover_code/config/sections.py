@@ -26,7 +26,7 @@ class PermissionRules(BaseModel):
     relative to the workspace (``"docs/**"``, ``".env"``).
     """
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
     allow: dict[str, list[str]] = Field(default_factory=dict)
     """Calls that run without asking, e.g. shell = ["pytest *", "git status"]."""
@@ -39,7 +39,7 @@ class McpServerConfig(BaseModel):
     """One MCP server: a program to start (stdio) or a URL to reach (http, sse);
     the ``.mcp.json`` entry shape."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
     type: Literal["stdio", "http", "sse"] = "stdio"
     """Transport: stdio (a program), http (streamable HTTP) or sse (the older SSE
@@ -103,7 +103,7 @@ HookEvent = Literal[
 class HookConfig(BaseModel):
     """One hook: a program run at a lifecycle point (see ``clover_code.agent.extensions.hooks``)."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
     matcher: str = ""
     """Regular expression over tool names (PreToolUse, PostToolUse); empty means every tool."""

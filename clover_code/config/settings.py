@@ -1,10 +1,12 @@
-"""Settings: one pydantic-settings model, filled from four layers.
+"""Settings: one pydantic model, filled from four layers.
 
 Precedence, highest first: command-line flags > environment ``CLOVER_*`` >
 ``.clover/config.toml`` in the repository > the user config file
 (``config.toml`` in the platform's user config dir, e.g.
-``~/.config/clover-code/config.toml``). An unknown key or a bad value is one
-``ConfigError`` naming the file (or variable, or flag) and the key.
+``~/.config/clover-code/config.toml``). A higher layer's table is merged
+into a lower one's key by key; any other value replaces. An unknown key or a
+bad value is one ``ConfigError`` naming the file (or variable, or flag) and
+the key.
 
 Settings in the project's files that loosen safety apply only once the user
 trusted that exact file content (see ``clover_code.config.trust``); the rest of the
@@ -25,13 +27,13 @@ from typing import Any, Literal
 
 import platformdirs
 from pydantic import (
+    ConfigDict,
     Field,
     PrivateAttr,
     SecretStr,
     ValidationError,
     field_validator,
 )
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from clover_code.config import trust
 from clover_code.config.engine import EngineKind as EngineKind
@@ -46,11 +48,10 @@ from clover_code.config.sections import McpServerConfig as McpServerConfig
 from clover_code.config.sections import PermissionRules as PermissionRules
 from clover_code.config.sources import (
     ENV_PREFIX,
-    LAYERS,
-    DictSource,
     check_base_url,
     env_value,
     explain,
+    layered,
     read_toml,
 )
 from clover_code.errors import ConfigError
@@ -93,11 +94,10 @@ class Settings(ModelSettings):
     """Everything clover-code can be told. Each field is documented below (the model
     and engine fields in ``ModelSettings``)."""
 
-    model_config = SettingsConfigDict(
-        env_prefix=ENV_PREFIX,
+    model_config = ConfigDict(
         extra="forbid",
-        use_attribute_docstrings=True,
         validate_default=True,
+        protected_namespaces=(),
     )
 
     response_reserve: int = Field(16_384, ge=256)
@@ -288,18 +288,6 @@ class Settings(ModelSettings):
                     raise ValueError(f"'{entry}' is not an IP address or network") from None
         return value
 
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        layers = LAYERS.get()
-        return (init_settings, *(DictSource(settings_cls, data) for _, data in layers))
-
     def resolved_sessions_dir(self) -> Path:
         """The directory transcripts go to."""
         return self.sessions_dir or user_data_dir() / "sessions"
@@ -370,9 +358,8 @@ def load_settings(
     if user_path.is_file():
         policy.refuse_values(user_values, Source("file", user_path), same)
         layers.append((f"config file {user_path}", user_values))
-    token = LAYERS.set(tuple(layers))
     try:
-        settings = Settings(**cli_values)
+        settings = Settings(**layered([cli_values, *(data for _, data in layers)]))
         settings._project_trust = report
         settings._managed = policy
         # No source named a sandbox (each was checked): the default itself may be forbidden.
@@ -393,8 +380,6 @@ def load_settings(
         return settings
     except ValidationError as exc:
         raise ConfigError(explain(exc, cli_values, layers, list(Settings.model_fields))) from None
-    finally:
-        LAYERS.reset(token)
 
 
 def refuse_flags(flags: Mapping[str, Any], env: Mapping[str, str] | None = None) -> ManagedPolicy:

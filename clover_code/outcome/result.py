@@ -67,7 +67,9 @@ Text = Annotated[str, BeforeValidator(_printable_value)]
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    # The field docstrings document the published schema (``result_models`` and
+    # clover_code.config.field_docs put them there when it is generated).
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 class ResultUsage(_Frozen):

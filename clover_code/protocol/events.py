@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, TypeAdapter, field_validator
+from pydantic import ConfigDict, Field, TypeAdapter, field_validator
 
 from clover_code.protocol.base import _Event
 from clover_code.protocol.ops import ApprovalMode, RewindWhat
@@ -302,8 +302,7 @@ Event = Annotated[
     | SessionEnded,
     Field(discriminator="type"),
 ]
-SubagentEvent.model_rebuild()
-EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event, config=ConfigDict(defer_build=True))
 
 Emit = Callable[[Event], None]
 """Where the core reports its events: the callback a front end hands the session."""

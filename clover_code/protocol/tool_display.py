@@ -41,7 +41,8 @@ __all__ = [
 
 
 class _Display(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # Made ready at first use, like the ops and events (see ``base``).
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class TodoItem(_Display):
@@ -224,7 +225,9 @@ ToolDisplay = Annotated[
 ]
 """The details of a tool result, tagged by ``kind``."""
 
-DISPLAY_ADAPTER: TypeAdapter[ToolDisplay] = TypeAdapter(ToolDisplay)
+DISPLAY_ADAPTER: TypeAdapter[ToolDisplay] = TypeAdapter(
+    ToolDisplay, config=ConfigDict(defer_build=True)
+)
 
 # Earlier versions wrote display as an untagged dictionary; these keys tell
 # the shapes apart (checked in order: a patch has a diff too, but no path).

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from clover_code.config.field_docs import field_docs
 from clover_code.config.settings import Settings, load_settings
 from clover_code.errors import ConfigError
 
@@ -25,6 +26,26 @@ def test_precedence_cli_env_repo_user(layers: tuple[Path, Path]) -> None:
     assert (s.model, s.block_size, s.max_turns, s.sandbox) == ("cli", 8, 9, "none")
 
 
+def test_tables_merge_key_by_key_across_layers(layers: tuple[Path, Path]) -> None:
+    repo, user = layers
+    user.write_text(
+        '[permissions.allow]\nshell = ["pytest *"]\n[mcp_servers.docs]\ncommand = "docs-server"\n'
+    )
+    env = {
+        "CLOVER_PERMISSIONS": '{"deny": {"shell": ["git push *"]}}',
+        "CLOVER_MCP_SERVERS": '{"web": {"url": "http://localhost:9/mcp"}}',
+    }
+    s = load_settings({}, repo_root=repo, user_config=user, env=env)
+    # A higher layer adds to a table; it does not replace the lower layer's.
+    assert s.permissions.allow == {"shell": ["pytest *"]}
+    assert s.permissions.deny == {"shell": ["git push *"]}
+    assert sorted(s.mcp_servers) == ["docs", "web"]
+    # Where both give the same key, the higher layer's value wins.
+    env["CLOVER_PERMISSIONS"] = '{"allow": {"shell": ["ls"]}}'
+    s = load_settings({}, repo_root=repo, user_config=user, env=env)
+    assert s.permissions.allow == {"shell": ["ls"]}
+
+
 def test_defaults_and_secret(tmp_path: Path) -> None:
     s = load_settings({}, user_config=tmp_path / "none.toml", env={"CLOVER_API_KEY": "sk-1"})
     assert s.block_size == 32 and s.context_window == 131_072 and s.engine == "auto"
@@ -33,8 +54,9 @@ def test_defaults_and_secret(tmp_path: Path) -> None:
 
 
 def test_every_field_is_documented() -> None:
-    for name, field in Settings.model_fields.items():
-        assert field.description, f"{name} has no docstring"
+    docs = field_docs(Settings)
+    for name in Settings.model_fields:
+        assert docs.get(name), f"{name} has no docstring"
 
 
 @pytest.mark.parametrize(

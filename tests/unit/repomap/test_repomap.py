@@ -10,8 +10,9 @@ import pytest
 
 from clover_code.repomap import RepoMap, estimate_tokens
 from clover_code.repomap import parse as parse_mod
+from clover_code.repomap.graph import RefGraph
 from clover_code.repomap.parse import FileParser, parse_many
-from clover_code.repomap.rank import RefGraph, pagerank
+from clover_code.repomap.tags import FileTags
 from clover_code.tools.base import ToolContext
 from clover_code.tools.repo_map import RepoMapArgs, RepoMapTool
 from clover_code.tools.workspace import Workspace
@@ -83,10 +84,21 @@ def test_focus_pulls_the_focus_files_neighbours_up() -> None:
     assert admin[:4] == ["Money", "format_money", "Cart", "describe"]
 
 
+def _defining(name: str, uses: str) -> FileTags:
+    return FileTags("python", [(name, "function", 0, 1, f"def {name}():")], {uses: 1})
+
+
 def test_pagerank_of_a_small_graph() -> None:
-    # 0 -> 1, 1 -> 2, 2 -> 1: node 1 and 2 share the rank, 0 keeps only teleports.
-    incoming = [([], []), ([0, 2], [1.0, 1.0]), ([1], [1.0])]
-    ranks = pagerank(incoming, [], [1 / 3] * 3, tolerance=1e-12)
+    # a -> b, b -> c, c -> b: b and c share the rank, a keeps only teleports.
+    graph = RefGraph.build(
+        ["a.py", "b.py", "c.py"],
+        [
+            _defining("a_thing", "b_thing"),
+            _defining("b_thing", "c_thing"),
+            _defining("c_thing", "b_thing"),
+        ],
+    )
+    ranks = graph.rank_files(()).tolist()
     assert sum(ranks) == pytest.approx(1.0)
     assert ranks[0] == pytest.approx(0.05)
     assert ranks[1] > ranks[2] > ranks[0]
