@@ -13,8 +13,9 @@ import pytest
 from clover_code.repomap import RepoMap
 from clover_code.repomap import graph as graph_mod
 from clover_code.repomap.tags import FileTags
+from tests.paths import UNIT_FIXTURES
 
-FIXTURES = Path(__file__).parent / "fixtures" / "repomap"
+FIXTURES = UNIT_FIXTURES / "repomap"
 
 # Names shared by several modules (several definers), long ones that weigh
 # more, private ones that weigh less: the weights and ties all come into play.
