@@ -238,8 +238,12 @@ def _sentences(exc: ValidationError, path: Path) -> list[str]:
     """One sentence per mistake, naming the file and the key."""
     found: list[str] = []
     for err in exc.errors():
-        key = ".".join(str(part) for part in err["loc"])
-        if err["type"] == "extra_forbidden":
+        parts = [str(part) for part in err["loc"] if part != "[key]"]
+        key = ".".join(parts)
+        if err["type"] == "extra_forbidden" and len(parts) > 1:
+            table = ".".join(parts[:-1])
+            found.append(f"{path}: unknown key '{parts[-1]}' in '{table}'.")
+        elif err["type"] == "extra_forbidden":
             close = difflib.get_close_matches(key, list(Manifest.model_fields), n=1)
             hint = f"; did you mean '{close[0]}'?" if close else f" (known keys: {_KNOWN})."
             found.append(f"{path}: unknown key '{key}'{hint}")
