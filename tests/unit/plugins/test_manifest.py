@@ -52,7 +52,8 @@ def test_plugin_root_is_expanded_in_mcp_arguments_and_environment(tmp_path: Path
     folder = write(
         tmp_path / "p",
         'name = "p"\n[mcp_servers.docs]\ncommand = "./bin/docs"\n'
-        'args = ["--index", "${CLOVER_PLUGIN_ROOT}/index"]\nenv = { DATA = "${CLOVER_PLUGIN_ROOT}" }\n',
+        'args = ["--index", "${CLOVER_PLUGIN_ROOT}/index"]\n'
+        'env = { DATA = "${CLOVER_PLUGIN_ROOT}" }\n',
     )
     server = read_plugin(folder).mcp_servers()["p:docs"]
     assert server.command == str(folder / "bin" / "docs")
@@ -100,5 +101,5 @@ def test_two_mistakes_are_two_sentences(tmp_path: Path) -> None:
 
 
 def test_a_folder_without_plugin_toml_says_so(tmp_path: Path) -> None:
-    with pytest.raises(PluginError, match="has no plugin.toml; a plugin's folder needs one"):
+    with pytest.raises(PluginError, match=r"has no plugin\.toml; a plugin's folder needs one"):
         read_plugin(tmp_path)
