@@ -4,16 +4,19 @@
 definition, a PreToolUse hook (a script that refuses shell commands naming
 ``forbidden``), an MCP server (the echo server the MCP tests use) and a
 status-line command. ``git_repository`` commits a folder to a repository
-reachable as a ``file://`` URL; ``build_wheel`` builds a real wheel of a
-package whose ``clover_code.plugins`` entry point names it.
+reachable as a ``file://`` URL; ``build_wheel`` writes a real wheel of a
+package whose ``clover_code.plugins`` entry point names it (by hand: the
+build backends this machine has differ between environments).
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
 import subprocess
 import sys
-import textwrap
+import zipfile
 from pathlib import Path
 
 ECHO_SERVER = Path(__file__).parent / "integration" / "mcp_echo_server.py"
@@ -102,44 +105,41 @@ def git_repository(folder: Path) -> str:
 
 
 def build_wheel(where: Path, name: str = "lint-kit") -> Path:
-    """A real wheel of the package ``lint_kit_plugin``, whose entry point names the
-    package folder holding the plugin; returns the wheel's path."""
-    project = where / "lint-kit-package"
-    package = project / "src" / "lint_kit_plugin"
-    package.parent.mkdir(parents=True)
-    plugin = make_plugin(package.parent, "lint_kit_plugin", mcp=False)
-    toml = (
-        (plugin / "plugin.toml").read_text().replace('name = "lint_kit_plugin"', f'name = "{name}"')
-    )
-    (plugin / "plugin.toml").write_text(toml)
+    """A real wheel (the zip layout pip installs, with its RECORD of hashes) of the
+    package ``lint_kit_plugin``, whose ``clover_code.plugins`` entry point names the
+    package's folder, which holds the plugin; returns the wheel's path."""
+    package = make_plugin(where / "src", "lint_kit_plugin", mcp=False)
+    toml = (package / "plugin.toml").read_text()
+    (package / "plugin.toml").write_text(toml.replace('"lint_kit_plugin"', f'"{name}"', 1))
     (package / "__init__.py").write_text("")
-    (project / "pyproject.toml").write_text(
-        textwrap.dedent(
-            """\
-            [build-system]
-            requires = ["setuptools>=68"]
-            build-backend = "setuptools.build_meta"
-
-            [project]
-            name = "lint-kit-plugin"
-            version = "1.2.0"
-
-            [project.entry-points."clover_code.plugins"]
-            lint-kit = "lint_kit_plugin"
-
-            [tool.setuptools.package-data]
-            lint_kit_plugin = ["plugin.toml", "commands/*", "skills/*/*", "agents/*", "bin/*"]
-            """
-        )
+    info = "lint_kit_plugin-1.2.0.dist-info"
+    files: dict[str, tuple[bytes, int]] = {
+        path.relative_to(package.parent).as_posix(): (path.read_bytes(), path.stat().st_mode)
+        for path in sorted(package.rglob("*"))
+        if path.is_file()
+    }
+    files[f"{info}/METADATA"] = (
+        b"Metadata-Version: 2.1\nName: lint-kit-plugin\nVersion: 1.2.0\n",
+        0o644,
     )
-    dist = where / "dist"
-    subprocess.run(
-        [
-            sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-            "--no-index", "-w", str(dist), str(project),
-        ],
-        check=True,
-        capture_output=True,
-    )  # fmt: skip
-    (wheel,) = dist.glob("*.whl")
+    files[f"{info}/WHEEL"] = (
+        b"Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        0o644,
+    )
+    entry = f"[clover_code.plugins]\n{name} = lint_kit_plugin\n"
+    files[f"{info}/entry_points.txt"] = (entry.encode(), 0o644)
+    record = [
+        f"{path},sha256={_urlsafe_digest(data)},{len(data)}" for path, (data, _) in files.items()
+    ]
+    files[f"{info}/RECORD"] = ("\n".join([*record, f"{info}/RECORD,,"]).encode() + b"\n", 0o644)
+    wheel = where / "lint_kit_plugin-1.2.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path, (data, mode) in files.items():
+            entry_info = zipfile.ZipInfo(path)
+            entry_info.external_attr = (mode & 0o777 | 0o100000) << 16
+            archive.writestr(entry_info, data)
     return wheel
+
+
+def _urlsafe_digest(data: bytes) -> str:
+    return base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
