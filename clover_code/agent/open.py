@@ -89,6 +89,7 @@ __all__ = [
     "list_sessions",
     "load",
     "open_session",
+    "plugin_statusline",
     "verdict",
     "without_secrets",
     "workspace_refusal",
@@ -279,6 +280,13 @@ async def _assemble(
     if hooks is not None:
         agent.system_prompt += await hooks.session_start(options.resume is not None)
     return session
+
+
+def plugin_statusline(settings: Settings, cwd: Path) -> tuple[str | None, str | None]:
+    """The status-line command the plugins of a session in ``cwd`` bring (for a front
+    end whose user set none), and a note when several bring one."""
+    root, _ = find_root(cwd)
+    return active_plugins(settings, root).statusline_command()
 
 
 def _announce(

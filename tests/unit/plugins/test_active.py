@@ -3,6 +3,7 @@ each checked first; a broken one is skipped with one sentence, a clash is one no
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 from clover_code.agent.extensions.agent_defs import load_agents
 from clover_code.agent.extensions.commands import load_commands
 from clover_code.agent.extensions.skills import load_skills
+from clover_code.agent.open import plugin_statusline
 from clover_code.config.settings import Settings, load_settings
 from clover_code.config.trust import TrustStore
 from clover_code.plugins.active import active_plugins
@@ -202,3 +204,14 @@ def test_a_project_names_a_plugin_only_once_trusted(tmp_path: Path, workspace: P
     assert active_plugins(untrusted, workspace).plugins == ()
     trusted = settings(True)
     assert [p.name for p in active_plugins(trusted, workspace).plugins] == ["lint-kit"]
+
+
+def test_a_front_end_reads_the_plugins_status_line(
+    tmp_path: Path, workspace: Path, make_settings: Callable[..., Settings]
+) -> None:
+    assert plugin_statusline(make_settings(), workspace) == (None, None)
+    install(tmp_path)
+    command, note = plugin_statusline(make_settings(), workspace)
+    assert command is not None and note is None
+    shown = subprocess.run(shlex.split(command), capture_output=True, text=True, check=True)
+    assert shown.stdout == "lint-kit ok\n"
