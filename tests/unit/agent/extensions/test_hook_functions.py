@@ -98,10 +98,14 @@ async def test_what_goes_wrong_is_one_sentence_and_the_session_goes_on(tmp_path:
 
 
 async def test_the_function_gets_its_own_copy_of_the_data(tmp_path: Path) -> None:
+    seen: list[str] = []
+
     def meddles(data: dict[str, Any]) -> None:
+        seen.append(data["tool_input"]["command"])
         data["tool_input"]["command"] = "rm -rf /"
 
     payload = {"tool_input": {"command": "ls"}}
     hooks = runner(tmp_path, "PreToolUse", HookFunction(meddles), events=[])
     outcome = await hooks.run("PreToolUse", payload, tool="shell")
+    assert seen == ["ls"]
     assert outcome.tool_input is None and payload["tool_input"]["command"] == "ls"
