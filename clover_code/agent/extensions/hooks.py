@@ -32,9 +32,8 @@ reaches them only through stdin. A hook that cannot start, crashes, hangs
 past its timeout (its whole process group is killed) or prints bad JSON is
 reported in one sentence and the session goes on.
 
-A program that embeds the agent (``clover_code.sdk``) adds its own hooks as
-Python functions (``hook_functions``), run after the configured ones with the
-same data and judged the same way.
+An SDK program's hooks are Python functions (``hook_functions``), run after the
+configured ones with the same data and judged the same way.
 
 Before every run the command is checked (``host_programs``): a script or
 program in the workspace runs only with the bytes the user trusted, and a
