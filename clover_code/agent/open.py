@@ -13,9 +13,10 @@ file system and terminal) instead of importing the engine or the tools.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from clover_code import protocol as p
 from clover_code.agent import open_steps as step
@@ -25,6 +26,7 @@ from clover_code.agent.checkpoints.workspace_check import refuse_workspace, work
 from clover_code.agent.engines import Engines
 from clover_code.agent.extensions.agent_defs import agents_prompt
 from clover_code.agent.extensions.commands import CustomCommand
+from clover_code.agent.extensions.hook_functions import HookFunction, HookReply
 from clover_code.agent.extensions.host_programs import HostPrograms
 from clover_code.agent.extensions.skills import skills_prompt
 from clover_code.agent.extensions.subagents import SubagentRunner
@@ -45,6 +47,7 @@ from clover_code.agent.transcript import INTERRUPTED, LoadedSession, find_sessio
 from clover_code.agent.turn.instructions import system_prompt
 from clover_code.agent.turn.loop import Agent
 from clover_code.agent.turn.options import TurnLimits
+from clover_code.config.sections import HookEvent
 from clover_code.config.settings import (
     ApprovalMode,
     Settings,
@@ -53,8 +56,10 @@ from clover_code.config.settings import (
     worktrees_dir,
 )
 from clover_code.engine.base import Backend
+from clover_code.errors import ConfigError
 from clover_code.fs.workspace_root import find_root
-from clover_code.tools.base import ToolContext
+from clover_code.plugins.active import active_plugins
+from clover_code.tools.base import Tool, ToolContext
 from clover_code.tools.fileio import FileAccess, LocalFiles
 from clover_code.tools.sandbox.base import Sandbox
 from clover_code.tools.sandbox.select import SandboxChoice
@@ -69,6 +74,8 @@ __all__ = [
     "Decision",
     "Engines",
     "FileAccess",
+    "HookFunction",
+    "HookReply",
     "LoadedSession",
     "RefuseApprover",
     "RunPatch",
@@ -82,6 +89,7 @@ __all__ = [
     "list_sessions",
     "load",
     "open_session",
+    "plugin_statusline",
     "verdict",
     "without_secrets",
     "workspace_refusal",
@@ -125,6 +133,11 @@ class SessionOptions:
     terminal: Sandbox | None = None
     """Replaces the sandbox (ACP's editor terminal); ``terminal_notice`` is said."""
     terminal_notice: str | None = None
+    tools: Sequence[Tool[Any]] = ()
+    """The front end's own tools, offered beside the built-in ones (an embedding
+    program's Python functions); approvals and rules apply to them by their kind."""
+    hooks: Mapping[HookEvent, Sequence[HookFunction]] = field(default_factory=dict)
+    """The front end's own hooks (Python functions), run after the configured ones."""
 
 
 async def open_session(settings: Settings, cwd: Path, options: SessionOptions) -> Session:
@@ -138,6 +151,9 @@ async def open_session(settings: Settings, cwd: Path, options: SessionOptions) -
     settings.managed.refuse_start(
         options.approval_mode, on_host_terminal=options.terminal is not None
     )
+    hooks_off = settings.managed.feature_clause("hooks")
+    if hooks_off is not None and any(options.hooks.values()):
+        raise ConfigError(f"the program's hook functions are refused because {hooks_off}.")
     opened = Steps()
     try:
         return await _assemble(settings, root, is_git, options, opened)
@@ -189,17 +205,30 @@ async def _assemble(
         trusted=settings.project_trust.trusted_scripts() if settings.project_trust else {},
         user_dir=user_config_path().parent,
     )
-    mcp = await step.mcp_servers(settings, root, programs, notices, opened)
+    plugins = await asyncio.to_thread(active_plugins, settings, root)
+    notices += plugins.notices
+    mcp = await step.mcp_servers(settings, root, programs, notices, opened, plugins)
     repo_map, map_text, map_notes = await repo_map_for(root, settings.repo_map_tokens)
     notices += map_notes
     emit = step.recorded(record.transcript, options.emit)
     approver = options.approver or QueueApprover(emit)
     can_ask = options.approver is None
-    hooks = step.hooks(settings, root, record, emit, programs, approver, can_ask=can_ask)
-    found = step.extensions(root, notices)
+    hooks = step.hooks(
+        settings,
+        root,
+        record,
+        emit,
+        programs,
+        approver,
+        can_ask=can_ask,
+        more=[plugins.hooks(), options.hooks],
+    )
+    found = step.extensions(root, notices, plugins)
     subagents = SubagentRunner(found.agents, settings)
     spill = OutputSpill(record.transcript.path.with_suffix(".outputs"), settings.output_limit)
-    tools = step.tools(settings, choice, spill, repo_map, mcp, found.skills, subagents)
+    tools = step.tools(
+        settings, choice, spill, repo_map, mcp, found.skills, subagents, options.tools
+    )
     agent = Agent(
         backend=backend,
         hooks=hooks,
@@ -245,11 +274,19 @@ async def _assemble(
         skills=found.skills,
         commands=found.commands,
         subagents=subagents,
+        plugin_skills=plugins.parts("skills"),
     )
     _announce(session, root, is_git, options, choice, notices)
     if hooks is not None:
         agent.system_prompt += await hooks.session_start(options.resume is not None)
     return session
+
+
+def plugin_statusline(settings: Settings, cwd: Path) -> tuple[str | None, str | None]:
+    """The status-line command the plugins of a session in ``cwd`` bring (for a front
+    end whose user set none), and a note when several bring one."""
+    root, _ = find_root(cwd)
+    return active_plugins(settings, root).statusline_command()
 
 
 def _announce(

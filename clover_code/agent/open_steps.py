@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,7 +19,7 @@ from clover_code import protocol as p
 from clover_code.agent.engines import Engines
 from clover_code.agent.extensions.agent_defs import AgentDefinition, load_agents
 from clover_code.agent.extensions.commands import CustomCommand, load_commands
-from clover_code.agent.extensions.hooks import HookRunner
+from clover_code.agent.extensions.hooks import AnyHook, HookRunner
 from clover_code.agent.extensions.host_programs import HostPrograms, checked_servers
 from clover_code.agent.extensions.script_retrust import ScriptRetrust, snapshot_bytes
 from clover_code.agent.extensions.skills import Skill, load_skills
@@ -29,14 +29,15 @@ from clover_code.agent.permissions.approval import Approver
 from clover_code.agent.session import NOT_RECORDED, bulky_child_event, caused
 from clover_code.agent.steps import Steps
 from clover_code.agent.transcript import Transcript, load, new_session_id
-from clover_code.config.settings import Settings, trust_store, user_config_path
+from clover_code.config.settings import HookEvent, Settings, trust_store, user_config_path
 from clover_code.engine.base import Backend, Message
 from clover_code.engine.select import open_backend
-from clover_code.errors import SandboxUnavailable
+from clover_code.errors import ConfigError, SandboxUnavailable
+from clover_code.plugins.active import ActivePlugins
 from clover_code.redact import redact
 from clover_code.repomap import RepoMap
 from clover_code.tools.base import Tool
-from clover_code.tools.mcp_config import declared_servers
+from clover_code.tools.mcp_config import DeclaredServer, declared_servers
 from clover_code.tools.registry import default_tools
 from clover_code.tools.sandbox.base import Sandbox
 from clover_code.tools.sandbox.select import SandboxChoice, choose_from_settings
@@ -175,10 +176,20 @@ def transcript(
 
 
 async def mcp_servers(
-    settings: Settings, root: Path, programs: HostPrograms, notices: list[str], opened: Steps
+    settings: Settings,
+    root: Path,
+    programs: HostPrograms,
+    notices: list[str],
+    opened: Steps,
+    plugins: ActivePlugins,
 ) -> McpManager | None:
-    """The MCP servers the settings and the project declare, started (None: none)."""
-    servers, declared_notices = declared_servers(settings, root)
+    """The MCP servers the settings, the plugins and the project declare, started
+    (None: none)."""
+    extra = [
+        DeclaredServer(name, config, f"plugin {plugin}")
+        for name, config, plugin in plugins.mcp_servers()
+    ]
+    servers, declared_notices = declared_servers(settings, root, extra)
     notices += declared_notices
     servers = checked_servers(servers, programs, root, notices)
     if not servers:
@@ -228,8 +239,10 @@ def hooks(
     approver: Approver,
     *,
     can_ask: bool,
+    more: Sequence[Mapping[HookEvent, Sequence[AnyHook]]] = (),
 ) -> HookRunner | None:
-    """The configured hooks (None: none); when the front end ``can_ask`` (the app),
+    """The configured hooks, then those ``more`` adds (the plugins', the front end's
+    functions), in that order (None: none); when the front end ``can_ask`` (the app),
     a trusted hook script that changed is asked about again before it runs."""
     retrust = None
     report = settings.project_trust
@@ -237,8 +250,12 @@ def hooks(
         retrust = ScriptRetrust(
             root, report, trust_store(), approver, programs, snapshot_bytes(root, programs.trusted)
         ).ask
+    joined: dict[HookEvent, list[AnyHook]] = {e: list(h) for e, h in settings.hooks.items()}
+    for table in more:
+        for event, added in table.items():
+            joined.setdefault(event, []).extend(added)
     return HookRunner.create(
-        settings.hooks, root, record.session_id, record.transcript.path, emit, programs, retrust
+        joined, root, record.session_id, record.transcript.path, emit, programs, retrust
     )
 
 
@@ -250,25 +267,39 @@ def tools(
     mcp: McpManager | None,
     skills: list[Skill],
     subagents: SubagentRunner,
+    own: Sequence[Tool[Any]] = (),
 ) -> list[Tool[Any]]:
     """The session's tools: the built-in ones (the shell only with a sandbox), the MCP
-    servers', the skill loader when there are skills, and the task tool."""
+    servers', the skill loader when there are skills, the task tool, and the front
+    end's ``own`` (an embedding program's functions; ``ConfigError`` when one takes a
+    name another tool has)."""
     found: list[Tool[Any]] = default_tools(
         shell=choice.sandbox is not None, spill=spill, repo_map=repo_map, settings=settings
     )
     found += mcp.tools if mcp is not None else []
     found += [SkillTool(skills)] if skills else []
     found.append(TaskTool(subagents))
+    taken = {tool.name for tool in found}
+    for tool in own:
+        if tool.name in taken:
+            raise ConfigError(
+                f"the tool name '{tool.name}' is taken by another tool of the session; "
+                "give your tool another name."
+            )
+        taken.add(tool.name)
+        found.append(tool)
     return found
 
 
-def extensions(root: Path, notices: list[str]) -> Found:
-    """The skills, custom commands and agent definitions of the workspace and the
-    user's config dir; what is wrong with any goes to ``notices``."""
+def extensions(root: Path, notices: list[str], plugins: ActivePlugins) -> Found:
+    """The skills, custom commands and agent definitions of the workspace, the user's
+    config dir and the plugins; what is wrong with any goes to ``notices``."""
     config_dir = user_config_path().parent
-    skills, skill_notes = load_skills(root, config_dir)
+    skills, skill_notes = load_skills(root, config_dir, plugins.parts("skills"))
     notices += skill_notes
-    commands = load_commands(root, config_dir=config_dir, notes=notices)
-    agents, agent_notes = load_agents(root, config_dir)
+    commands = load_commands(
+        root, config_dir=config_dir, notes=notices, plugins=plugins.parts("commands")
+    )
+    agents, agent_notes = load_agents(root, config_dir, plugins.parts("agents"))
     notices += agent_notes
     return Found(skills, commands, agents)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Sequence
 from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -110,6 +111,7 @@ class Session:
         skills: list[Skill],
         commands: list[CustomCommand],
         subagents: SubagentRunner,
+        plugin_skills: Sequence[tuple[str, Path]] = (),
     ) -> None:
         self.settings = settings
         self.id = session_id
@@ -130,6 +132,7 @@ class Session:
         """Custom commands (``/name args`` prompts expand; for completion and ACP)."""
         self.subagents = subagents
         """Starts the task tool's child agents (and keeps what each cost)."""
+        self._plugin_skills = tuple(plugin_skills)
         transcript.on_failure = self._transcript_failed
 
     def _transcript_failed(self, error: TranscriptError) -> None:
@@ -193,11 +196,11 @@ class Session:
                     await asyncio.shield(asyncio.to_thread(store.end_turn, turn))
 
     def skills_on_disk(self) -> list[Skill]:
-        """The skills the workspace and the user's config dir hold now: the ones this
-        session offers and any added since it opened (the model sees those only from
-        the next session, whose system prompt lists them)."""
+        """The skills the workspace, the user's config dir and the session's plugins hold
+        now: the ones this session offers and any added since it opened (the model sees
+        those only from the next session, whose system prompt lists them)."""
         root = self.agent.dispatch.context.workspace.root
-        return load_skills(root, user_config_path().parent)[0]
+        return load_skills(root, user_config_path().parent, self._plugin_skills)[0]
 
     def _command(self, text: str) -> ExpandedPrompt | None:
         """``text`` expanded when it runs a custom command (``/name args``)."""

@@ -85,6 +85,12 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
         arguments="TASKS.jsonl --out DIR",
     ),
     Subcommand(
+        "plugin",
+        "clover_code.cli.plugin",
+        "install, list, enable, disable or remove plugins",
+        arguments="install|list|...",
+    ),
+    Subcommand(
         "schema",
         "clover_code.cli.schema",
         "JSON Schema of the headless JSON result / stream lines",

@@ -159,6 +159,10 @@ class Settings(ModelSettings):
     hooks: dict[HookEvent, list[HookConfig]] = Field(default_factory=dict)
     """Programs run at lifecycle points, e.g. [[hooks.PreToolUse]] command = "./check"."""
 
+    plugins: list[str] = Field(default_factory=list)
+    """Installed plugins to use besides the enabled ones (clover-code plugin enable), by
+    name, e.g. ["lint-kit"]; a project file names them only once you trusted it."""
+
     mcp_read_only: list[str] = Field(default_factory=list)
     """MCP tools you vouch for as read-only, by name or glob (mcp__docs__search,
     mcp__docs__*): they count as reading, so plan and read-only modes run them. A
@@ -313,11 +317,14 @@ def load_settings(
     env: Mapping[str, str] | None = None,
     trust_project: bool = False,
     store: trust.TrustStore | None = None,
+    given_as: Literal["flag", "option"] = "flag",
 ) -> Settings:
     """Build the settings from flags, environment, repo config and user config.
 
     ``trust_project`` (``--trust-project``) records that the user trusts the
-    project files as they are now; ``store`` replaces the user's trust store.
+    project files as they are now; ``store`` replaces the user's trust store;
+    ``given_as``: ``cli`` holds a program's options (the SDK's keyword arguments),
+    not command-line flags, and the sentences name them so.
     """
     cli_values = {k: v for k, v in (cli or {}).items() if v is not None}
     environ = os.environ if env is None else env
@@ -330,7 +337,7 @@ def load_settings(
     # The administrator's files come first: every other source is checked against them.
     policy = checked_policy(environ, Settings)
     same = SameSetting(Settings)
-    policy.refuse_values(cli_values, Source("flag"), same)
+    policy.refuse_values(cli_values, Source(given_as), same)
     policy.refuse_values(env_values, Source("environment"), same)
     cli_values = {k: v for k, v in cli_values.items() if k not in policy.fixed}
     layers = [*fixed_layers(policy), ("environment", env_values)]
@@ -379,7 +386,8 @@ def load_settings(
         )
         return settings
     except ValidationError as exc:
-        raise ConfigError(explain(exc, cli_values, layers, list(Settings.model_fields))) from None
+        known = list(Settings.model_fields)
+        raise ConfigError(explain(exc, cli_values, layers, known, given_as)) from None
 
 
 def refuse_flags(flags: Mapping[str, Any], env: Mapping[str, str] | None = None) -> ManagedPolicy:

@@ -157,6 +157,7 @@ _LOOSER: dict[str, Callable[[Any, Any], bool]] = {
     "sandbox_cpus": _more,
     "mcp_servers": _any,  # programs started on the host
     "hooks": _any,  # programs run on the host at lifecycle points
+    "plugins": _more_names,  # installed plugins: their hooks, MCP servers and commands
     "mcp_project": _ranked(_MCP_PROJECT_ORDER),
     "mcp_read_only": _more_names,  # MCP tools run in plan and read-only without asking
     "model_path": _changed,  # checkpoints load with their own code (trust_remote_code)

@@ -94,6 +94,10 @@ class Tool(ABC, Generic[ArgsT]):
     concurrent: ClassVar[bool] = False
     """Calls of this tool may run at the same time as their neighbours in one
     response (read and search tools always may)."""
+    runs_on_host: ClassVar[bool] = False
+    """Its calls run in clover-code's own process on the host (a function of the
+    program that embeds the agent), never in the sandbox: a contained sandbox does
+    not make them safe, so sandbox-auto asks for an ``execute`` one as auto-edit does."""
 
     def screen(self, arguments: object) -> Screened:
         """Check raw arguments for hostile values before ``Args`` validates them."""
