@@ -8,18 +8,31 @@ approval either.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Annotated, ClassVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field
 
 from clover_code import protocol as p
 from clover_code.errors import ToolError
 from clover_code.tools.base import Tool, ToolContext, ToolKind, ToolResult
-from clover_code.tools.jobs import Job, JobTable
+from clover_code.tools.jobs import Job, JobTable, job_key
 
 __all__ = ["JobOutputArgs", "JobOutputTool", "JobStopArgs", "JobStopTool", "job_report", "job_text"]
 
 _ID = "The job's id, as the shell tool reported it (e.g. 1)."
+
+
+def _job_number(value: object) -> object:
+    """``"1"``, ``"job 1"`` and ``"job-1"`` as the number 1; a boolean refused."""
+    if isinstance(value, bool):
+        raise ValueError("a job id is a number such as 1")
+    if isinstance(value, str) and job_key(value).isdigit():
+        return int(job_key(value))
+    return value
+
+
+JobId = Annotated[int, BeforeValidator(_job_number), Field(ge=1, le=1_000_000)]
+"""A job id as the model may write it: ``1``, ``"1"`` or ``"job 1"``."""
 
 
 def _table(ctx: ToolContext) -> JobTable:
@@ -56,7 +69,7 @@ def job_text(job: Job, heading: str) -> str:
 class JobOutputArgs(BaseModel):
     """Arguments of job_output."""
 
-    id: str | int = Field(description=_ID)
+    id: JobId = Field(description=_ID)
     wait_seconds: float = Field(
         0,
         ge=0,
@@ -96,7 +109,7 @@ class JobOutputTool(Tool[JobOutputArgs]):
 class JobStopArgs(BaseModel):
     """Arguments of job_stop."""
 
-    id: str | int = Field(description=_ID)
+    id: JobId = Field(description=_ID)
 
 
 class JobStopTool(Tool[JobStopArgs]):

@@ -221,6 +221,11 @@ class JobTable:
         """Start ``command`` as a new job; ``ToolError`` when ``max_jobs`` already run."""
         if self._closed:
             raise ToolError("the session is closing; no new background job can start.")
+        if self.max_jobs == 0:
+            raise ToolError(
+                "background jobs are off (max_jobs = 0); run the command without "
+                "background=true, or raise max_jobs in the config."
+            )
         running = self.running()
         if len(running) >= self.max_jobs:
             listed = "; ".join(job.describe() for job in running)
