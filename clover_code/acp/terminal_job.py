@@ -19,13 +19,34 @@ from acp import Client, RequestError
 from clover_code.acp.client import describe_error
 from clover_code.tools.sandbox.base import JobEnd, JobFeed
 
-__all__ = ["TerminalJob"]
+__all__ = ["OutputDiff", "TerminalJob"]
 
 _TAIL = 256
 """Characters of the output read last kept to find where the new output starts."""
 
 _STOP_WAIT = 10.0
 """Seconds to wait for the editor to report a killed terminal's end."""
+
+
+class OutputDiff:
+    """What is new in a terminal's output each time the whole is read again."""
+
+    def __init__(self) -> None:
+        self._read = 0
+        self._tail = ""
+
+    def new_part(self, text: str, truncated: bool) -> str:
+        """The part of ``text`` (the terminal's output now; ``truncated``: its start was
+        dropped) that was not in the output read before."""
+        if not truncated:
+            new = text[self._read :] if len(text) >= self._read else text
+        elif self._tail and (at := text.rfind(self._tail)) >= 0:
+            new = text[at + len(self._tail) :]
+        else:
+            new = "[... the editor dropped earlier output ...]\n" + text if self._read else text
+        self._read = len(text)
+        self._tail = text[-_TAIL:]
+        return new
 
 
 class TerminalJob:
@@ -36,8 +57,7 @@ class TerminalJob:
         self._session_id = session_id
         self.terminal_id = terminal_id
         self._feed = feed
-        self._read = 0
-        self._tail = ""
+        self._diff = OutputDiff()
         self._reading = asyncio.Lock()
         self._ended = asyncio.ensure_future(self._follow())
 
@@ -65,20 +85,9 @@ class TerminalJob:
                 )
             except (ConnectionError, OSError, RequestError):
                 return  # the end reports it
-            new = self._new_part(out.output, out.truncated)
+            new = self._diff.new_part(out.output, out.truncated)
             if new:
                 self._feed(new.encode("utf-8", "surrogatepass"))
-
-    def _new_part(self, text: str, truncated: bool) -> str:
-        if not truncated:
-            new = text[self._read :] if len(text) >= self._read else text
-        elif self._tail and (at := text.rfind(self._tail)) >= 0:
-            new = text[at + len(self._tail) :]
-        else:
-            new = "[... the editor dropped earlier output ...]\n" + text if self._read else text
-        self._read = len(text)
-        self._tail = text[-_TAIL:]
-        return new
 
     @property
     def running(self) -> bool:
