@@ -290,6 +290,8 @@ class JobsChanged(_Event):
 
     type: Literal["jobs_changed"] = "jobs_changed"
     jobs: list[JobInfo]
+    """Each with its ``id``, ``command``, ``state``, ``exit_code``, ``started``, ``ended``
+    and ``reason``."""
 
 
 class SessionEnded(_Event):

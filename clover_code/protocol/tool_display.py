@@ -119,6 +119,7 @@ class JobReport(_Display):
 
     kind: Literal["job"] = "job"
     job_id: str
+    """The id the job tools take (``1``, ``2``...)."""
     command: str
     state: JobState
     exit_code: int | None = None
