@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import signal
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,10 +25,11 @@ from clover_code.tools.jobs import JobTable
 from clover_code.tools.sandbox.base import Sandbox
 from clover_code.tools.sandbox.bwrap import BwrapSandbox
 from tests.integration.sandbox_fixtures import KINDS, Space
-from tests.integration.sse_server import ScriptedServer
-from tests.integration.test_headless_e2e import run_clover, sglang
+from tests.integration.sse_server import ScriptedServer, sse_response
+from tests.integration.stream_shapes import SGLangStream
+from tests.integration.test_headless_e2e import clover, run_clover, sglang
 from tests.processes import marked
-from tests.waiting import PATIENCE, async_wait_until
+from tests.waiting import PATIENCE, async_wait_until, within
 
 pytestmark = pytest.mark.integration
 
@@ -192,3 +194,33 @@ async def test_headless_serves_fetches_and_stops_the_job_at_the_end(
     states = [[j.state for j in e.jobs] for e in events if isinstance(e, p.JobsChanged)]
     assert states == [["running"], ["stopped"]]
     assert not marked(str(space.root)), "the server outlived the session"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_sigterm_in_headless_stops_the_jobs_and_names_them(
+    kind: str,
+    space: Space,
+    scripted_server: ScriptedServer,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+) -> None:
+    request.getfixturevalue("sandbox_image" if kind == "docker" else "bwrap_works")
+    server = serve(space.root)
+    hanging = SGLangStream()
+    hanging.content("Checking the page. ", "Still checking. ")
+    scripted_server.enqueue(
+        sglang(lambda s: s.tool_call("shell", {"command": server, "background": True})),
+        sse_response(hanging.chunks()[:3], hold=True),
+    )
+    argv = ("--base-url", scripted_server.base_url, "--sandbox", kind, "--approval", "full-auto")
+    proc = await clover(space.root, "--task", "serve it", *argv, home=tmp_path)
+    await async_wait_until(
+        lambda: len(scripted_server.chat_requests) == 2, message="the request after the start"
+    )
+    await async_wait_until(lambda: bool(marked(str(space.root))), message="the server to run")
+    proc.send_signal(signal.SIGTERM)
+    _out, err = await within(proc.communicate(), message="clover-code to exit after SIGTERM")
+    assert proc.returncode == 143, err
+    notice = f"warning: stopped a background job as the session ended (job 1: {server})."
+    assert notice in err.decode()
+    assert not marked(str(space.root)), "the server outlived the run"
