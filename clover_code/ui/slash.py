@@ -326,7 +326,7 @@ class SlashCommands:
     def _cmd_skills(self, arg: str) -> None:
         show_skills(self.app, self.transcript)
 
-    @TABLE.command("jobs", "list the background jobs the agent started")
+    @TABLE.command("jobs", "list the agent's background jobs")
     def _cmd_jobs(self, arg: str) -> None:
         self.transcript.add_note(jobs_text(self.app.jobs))
 
