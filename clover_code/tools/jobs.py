@@ -234,12 +234,16 @@ class JobTable:
                 f"(max_jobs = {self.max_jobs}); stop one with job_stop first ({listed})."
             )
         job_id = str(self._next)
-        self._next += 1
         name = f"job-{job_id}"
         log_path = self._spill.directory / f"{name}.log" if self._spill is not None else None
         job = Job(job_id, command, log_path)
         job.open_output(self.output_limit)
-        job.handle = await self.sandbox.start_job(command, job.feed)
+        try:
+            job.handle = await self.sandbox.start_job(command, job.feed)
+        except BaseException:
+            job.end(JobEnd(None, lost="it did not start"))
+            raise
+        self._next += 1  # a start that failed leaves no gap in the ids
         if self._spill is not None and job.log_path is not None:
             self._spill.saved[name] = job.log_path
         self._jobs[job_id] = job
