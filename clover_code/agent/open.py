@@ -239,6 +239,7 @@ async def _assemble(
             shell_timeout=settings.shell_timeout,
             output_limit=settings.output_limit,
             files=options.files or LocalFiles(),
+            jobs=step.jobs(settings, choice.sandbox, spill, emit),
         ),
         settings=settings,
         limits=TurnLimits(settings.max_turns, settings.timeout, options.deadline),

@@ -37,6 +37,7 @@ from clover_code.plugins.active import ActivePlugins
 from clover_code.redact import redact
 from clover_code.repomap import RepoMap
 from clover_code.tools.base import Tool
+from clover_code.tools.jobs import JobTable
 from clover_code.tools.mcp_config import DeclaredServer, declared_servers
 from clover_code.tools.registry import default_tools
 from clover_code.tools.sandbox.base import Sandbox
@@ -53,6 +54,7 @@ __all__ = [
     "engine",
     "extensions",
     "hooks",
+    "jobs",
     "mcp_servers",
     "recorded",
     "sandbox",
@@ -256,6 +258,27 @@ def hooks(
             joined.setdefault(event, []).extend(added)
     return HookRunner.create(
         joined, root, record.session_id, record.transcript.path, emit, programs, retrust
+    )
+
+
+def jobs(
+    settings: Settings, sandbox: Sandbox | None, spill: OutputSpill, emit: p.Emit
+) -> JobTable | None:
+    """The session's background jobs (None without a sandbox: no shell tool); each change
+    is reported as a ``JobsChanged`` event."""
+    if sandbox is None:
+        return None
+
+    def changed(infos: list[p.JobInfo]) -> None:
+        emit(p.JobsChanged(jobs=infos))
+
+    return JobTable(
+        sandbox,
+        max_jobs=settings.max_jobs,
+        # What a read returns stays under the limit with its heading, so it is not spilled.
+        output_limit=max(1000, settings.output_limit - 1000),
+        spill=spill,
+        on_change=changed,
     )
 
 

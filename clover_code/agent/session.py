@@ -35,6 +35,7 @@ from clover_code.config.settings import Settings, user_config_path, user_data_di
 from clover_code.engine.base import Backend
 from clover_code.errors import CloverError, EngineError
 from clover_code.repomap import RepoMap
+from clover_code.tools.jobs import JobTable
 from clover_code.tools.sandbox.base import Sandbox
 
 if TYPE_CHECKING:
@@ -65,6 +66,10 @@ def bulky_child_event(event: p.Event) -> bool:
     """A child agent's event of a kind that is not recorded for the parent either."""
     return isinstance(event, p.SubagentEvent) and event.event.type in NOT_RECORDED
 
+
+INTERRUPT_WAIT = 5.0
+"""Seconds an interrupt waits for the cancelled turn to end before it stops the background
+jobs (so that a job the turn was just starting is stopped with the others)."""
 
 REPO_MAP_WAIT = 10.0
 """Seconds a session start waits for the repo map; a cold map of a large repo
@@ -139,6 +144,23 @@ class Session:
         """A transcript write failed: say so once, and let no turn go on unrecorded."""
         self._emit(p.ErrorEvent(message=str(error), fatal=True))
         self.agent.stop(str(error))
+
+    @property
+    def jobs(self) -> JobTable | None:
+        """The session's background jobs (None: no shell tool)."""
+        return self.agent.dispatch.context.jobs
+
+    async def stop_jobs(self, reason: str, occasion: str, *, closing: bool = False) -> None:
+        """Stop every running background job for ``reason`` (what each job records) and
+        tell the user which, ``occasion`` saying when (``as the session ended``)."""
+        jobs = self.jobs
+        if jobs is None:
+            return
+        stopped = await jobs.stop_all(reason, closing=closing)
+        if stopped:
+            names = "; ".join(f"job {job.id}: {job.command}" for job in stopped)
+            what = "a background job" if len(stopped) == 1 else f"{len(stopped)} background jobs"
+            self._emit(p.Notice(level="warning", text=f"stopped {what} {occasion} ({names})."))
 
     @property
     def engine_failure(self) -> EngineError | None:
@@ -229,8 +251,12 @@ class Session:
             self._turn = asyncio.create_task(self._checkpointed_turn(op.text))
             self._turn.add_done_callback(lambda _: setattr(self, "_turn", None))
         elif isinstance(op, p.Interrupt):
-            if self._turn is not None:
-                self._turn.cancel()
+            turn = self._turn
+            if turn is not None:
+                turn.cancel()
+                if turn is not asyncio.current_task():
+                    await asyncio.wait({turn}, timeout=INTERRUPT_WAIT)
+            await self.stop_jobs("interrupted", "on the interrupt")
         elif isinstance(op, p.ApprovalDecision):
             approver = self.agent.approver
             if not isinstance(approver, QueueApprover) or not approver.resolve(op):
@@ -295,12 +321,16 @@ class Session:
         return p.TurnFinished(turn=self.agent.turn, status="completed")
 
     async def close(self) -> None:
-        """Stop any running turn, release the MCP servers, sandbox and engine, close the
-        transcript. Every step runs even when one fails; the first failure is raised after."""
+        """Stop any running turn and background job (saying which), release the MCP
+        servers, sandbox and engine, close the transcript. Every step runs even when one
+        fails; the first failure is raised after."""
         if self._turn is not None and self._turn is not asyncio.current_task():
             self._turn.cancel()
             await asyncio.gather(self._turn, return_exceptions=True)
         steps: list[tuple[str, Step]] = []
+        if self.jobs is not None:
+            ending = ("the session ended", "as the session ended")
+            steps.append(("background jobs", lambda: self.stop_jobs(*ending, closing=True)))
         hooks = self.agent.hooks
         if hooks is not None and hooks.has("SessionEnd"):
             steps.append(("SessionEnd hook", lambda: hooks.run("SessionEnd", {"reason": "exit"})))

@@ -233,6 +233,10 @@ class Settings(ModelSettings):
     output_limit: int = Field(30_000, ge=1000)
     """Characters of tool output the model sees before head + tail truncation."""
 
+    max_jobs: int = Field(4, ge=0)
+    """Background jobs (``shell`` with ``background: true``) that may run at once in a
+    session; 0 turns them off."""
+
     tool_retries: int = Field(3, ge=0)
     """Malformed tool calls in a row the model may make before the turn fails."""
 

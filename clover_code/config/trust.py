@@ -154,6 +154,7 @@ _LOOSER: dict[str, Callable[[Any, Any], bool]] = {
     "sandbox_image": _changed,  # what the sandbox runs
     "sandbox_memory_mb": _more,
     "sandbox_pids": _more,
+    "max_jobs": _more,  # background jobs running at once in the sandbox
     "sandbox_cpus": _more,
     "mcp_servers": _any,  # programs started on the host
     "hooks": _any,  # programs run on the host at lifecycle points

@@ -24,6 +24,8 @@ __all__ = [
     "CommandRun",
     "FileEdit",
     "FileRead",
+    "JobReport",
+    "JobState",
     "Listing",
     "McpCall",
     "PatchApplied",
@@ -105,6 +107,26 @@ class CommandRun(_Display):
     """Whether the output the model saw was cut."""
     sandbox: str = ""
     """Which sandbox ran it (``docker``, ``bubblewrap``, ``none``, ...)."""
+
+
+JobState = Literal["running", "exited", "stopped", "lost"]
+"""Where a background job stands: still running, ended by itself, stopped (by the model,
+the user, an interrupt or the session's end), or lost with its sandbox."""
+
+
+class JobReport(_Display):
+    """``shell`` with ``background: true``, ``job_output``, ``job_stop``: a background
+    job as the call left it."""
+
+    kind: Literal["job"] = "job"
+    job_id: str
+    """The id the job tools take (``1``, ``2``...)."""
+    command: str
+    state: JobState
+    exit_code: int | None = None
+    """Its exit code once it exited by itself."""
+    sandbox: str = ""
+    """Which sandbox runs it."""
 
 
 class SearchResult(_Display):
@@ -212,6 +234,7 @@ ToolDisplay = Annotated[
     | FileEdit
     | PatchApplied
     | CommandRun
+    | JobReport
     | SearchResult
     | Listing
     | McpCall

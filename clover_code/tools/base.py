@@ -26,6 +26,7 @@ from clover_code.tools.arguments import TEXT_LIMIT, Screened, screen_arguments
 
 if TYPE_CHECKING:
     from clover_code.tools.fileio import FileAccess
+    from clover_code.tools.jobs import JobTable
     from clover_code.tools.sandbox.base import Sandbox
     from clover_code.tools.workspace import Workspace
 
@@ -73,6 +74,9 @@ class ToolContext:
     allowed_tools: frozenset[str] | None = None
     """The only tools the running turn allows (a custom command's; None: every tool),
     set per call by the dispatcher: a child agent the call starts gets no others."""
+    jobs: JobTable | None = None
+    """The session's background jobs (None: no shell tool); shared by every copy of the
+    context, so child agents see and stop the same jobs."""
 
 
 ArgsT = TypeVar("ArgsT", bound=BaseModel)

@@ -18,6 +18,7 @@ root unfiltered.
 Requests arrive on stdin, one JSON object per line:
   {"op": "run", "id": N, "token": "...", "cmd": "...", "cwd": "/ws", "env": {...},
    "timeout": 120}
+  ("timeout": null runs it until it ends or is killed: a background job)
   {"op": "kill", "id": N}
 Replies go to stdout as frames: a kind byte, the command id and the payload
 length (big-endian ``>cII``), then the payload:
@@ -45,6 +46,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import selectors
 import shlex
@@ -236,7 +238,9 @@ class Runner:
             self.child(w, req.get("cwd") or "/", script, env)
         os.close(w)
         os.set_blocking(r, False)
-        cmd = Command(cid, pid, r, float(req.get("timeout", 120)), token, cwd_file)
+        limit = req.get("timeout", 120)
+        timeout = math.inf if limit is None else float(limit)
+        cmd = Command(cid, pid, r, timeout, token, cwd_file)
         self.commands[cid] = cmd
         self.by_pid[pid] = cmd
         self.sel.register(r, selectors.EVENT_READ, cmd)
@@ -371,7 +375,8 @@ class Runner:
         waits = []
         for cmd in self.commands.values():
             if cmd.returncode is None:
-                waits.append(cmd.deadline - now)
+                if cmd.deadline != math.inf:  # a background job has none
+                    waits.append(cmd.deadline - now)
             elif not cmd.eof:
                 waits.append(cmd.exited_at + DRAIN - now)
         return max(0.0, min(waits)) if waits else None

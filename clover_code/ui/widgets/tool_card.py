@@ -110,6 +110,9 @@ class ToolCard(Vertical, can_focus=True):
             parts.append("killed" if run.exit_code is None else f"exit {run.exit_code}")
             if run.timed_out:
                 parts.append("timed out")
+        elif isinstance(run, p.JobReport):
+            state = f"exit {run.exit_code}" if run.state == "exited" else run.state
+            parts.append(f"job {run.job_id} {state}")
         if done.duration >= 0.05:
             parts.append(f"{done.duration:.1f}s")
         if done.status in ("denied", "cancelled"):
