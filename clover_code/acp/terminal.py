@@ -21,7 +21,7 @@ import os
 import shlex
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from acp import Client, RequestError
@@ -29,7 +29,7 @@ from acp.schema import EnvVariable
 
 from clover_code.acp.client import Outbox, describe_error
 from clover_code.errors import ToolError
-from clover_code.tools.sandbox.base import QUIET_ENV, ExecResult, workspace_dir
+from clover_code.tools.sandbox.base import QUIET_ENV, ExecResult, SandboxProcess, workspace_dir
 
 __all__ = ["EditorTerminal"]
 
@@ -148,6 +148,10 @@ class EditorTerminal:
                 os.unlink(cwd_file)
         if reported:
             self.cwd = workspace_dir(self.root, reported) or self.root
+
+    async def spawn(self, argv: Sequence[str], *, cwd: Path | None = None) -> SandboxProcess:
+        """Refused: a terminal runs one command at a time and keeps no pipes to it."""
+        raise ToolError("the editor's terminal (--terminal) cannot keep a language server running")
 
     async def close(self) -> None:
         """Nothing to stop: each terminal is released when its command ends."""

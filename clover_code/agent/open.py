@@ -190,6 +190,7 @@ async def _assemble(
         user_dir=user_config_path().parent,
     )
     mcp = await step.mcp_servers(settings, root, programs, notices, opened)
+    servers = step.language_servers(settings, root, choice, programs, opened)
     repo_map, map_text, map_notes = await repo_map_for(root, settings.repo_map_tokens)
     notices += map_notes
     emit = step.recorded(record.transcript, options.emit)
@@ -199,7 +200,7 @@ async def _assemble(
     found = step.extensions(root, notices)
     subagents = SubagentRunner(found.agents, settings)
     spill = OutputSpill(record.transcript.path.with_suffix(".outputs"), settings.output_limit)
-    tools = step.tools(settings, choice, spill, repo_map, mcp, found.skills, subagents)
+    tools = step.tools(settings, choice, spill, repo_map, mcp, found.skills, subagents, servers)
     agent = Agent(
         backend=backend,
         hooks=hooks,
@@ -210,6 +211,7 @@ async def _assemble(
             shell_timeout=settings.shell_timeout,
             output_limit=settings.output_limit,
             files=options.files or LocalFiles(),
+            diagnostics=servers,
         ),
         settings=settings,
         limits=TurnLimits(settings.max_turns, settings.timeout, options.deadline),
@@ -245,6 +247,7 @@ async def _assemble(
         skills=found.skills,
         commands=found.commands,
         subagents=subagents,
+        language_servers=servers,
     )
     _announce(session, root, is_git, options, choice, notices)
     if hooks is not None:

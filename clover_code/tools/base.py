@@ -26,6 +26,7 @@ from clover_code.tools.arguments import TEXT_LIMIT, Screened, screen_arguments
 
 if TYPE_CHECKING:
     from clover_code.tools.fileio import FileAccess
+    from clover_code.tools.lsp.manager import LanguageServers
     from clover_code.tools.sandbox.base import Sandbox
     from clover_code.tools.workspace import Workspace
 
@@ -73,6 +74,9 @@ class ToolContext:
     allowed_tools: frozenset[str] | None = None
     """The only tools the running turn allows (a custom command's; None: every tool),
     set per call by the dispatcher: a child agent the call starts gets no others."""
+    diagnostics: LanguageServers | None = None
+    """The session's language servers: the edit tools add the changed files'
+    diagnostics to their results (None: no language servers)."""
 
 
 ArgsT = TypeVar("ArgsT", bound=BaseModel)

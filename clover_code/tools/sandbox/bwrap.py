@@ -48,7 +48,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +67,7 @@ from clover_code.tools.sandbox.policy import (
     sandbox_env,
     sandbox_user,
 )
+from clover_code.tools.sandbox.process import PipedProcess, start_piped
 from clover_code.tools.sandbox.seccomp import setuid_filter_fd
 
 __all__ = ["BwrapSandbox", "bwrap_problem", "identity_args"]
@@ -214,6 +215,8 @@ class BwrapSandbox(SerialSandbox):
         """Show the user's toolchain (``host_view.py``): home minus credentials, PATH, venv."""
         self._bwrap = shutil.which(bwrap) or bwrap
         self._user = sandbox_user(self.root)
+        self._spawned: set[PipedProcess] = set()
+        """Programs ``spawn`` started that may still run (``close`` stops them)."""
 
     def _argv(self, script: str, cwd_file: Path) -> list[str]:
         """The bwrap command line that runs ``script`` with ``bash -c``."""
@@ -338,8 +341,43 @@ class BwrapSandbox(SerialSandbox):
         code = proc.returncode if proc.returncode is not None else -signal.SIGKILL
         return (code if code >= 0 else 128 - code), timed_out
 
+    async def spawn(self, argv: Sequence[str], *, cwd: Path | None = None) -> PipedProcess:
+        """Start ``argv`` under bubblewrap as a command would run, but without network
+        whatever ``network`` says, and with its stdin and stdout as pipes; it lives
+        until killed (``--die-with-parent``: at the latest with clover-code)."""
+        fd, name = tempfile.mkstemp(prefix="clover-cwd-")
+        os.close(fd)
+        cwd_file = Path(name)
+        if os.getuid() == 0:
+            os.chown(cwd_file, *self._user)
+        command = self._argv(self._script(f"exec {shlex.join(argv)}", cwd_file), cwd_file)
+        # A language server needs no network: it stays in the sandbox's own namespace.
+        command = [word for word in command if word != "--share-net"]
+        command[command.index("--chdir") + 1] = str(cwd or self.root)
+        extra: dict[str, Any] = {}
+        if os.getuid() == 0 and not runs_as_root(self._user):
+            extra = {"user": self._user[0], "group": self._user[1], "extra_groups": []}
+        command, fds = _with_seccomp(command, self._user)
+        try:
+            proc = await start_piped(
+                command,
+                cwd=None,
+                env=self.env,
+                what="bubblewrap",
+                on_end=lambda: cwd_file.unlink(missing_ok=True),
+                pass_fds=fds,
+                **extra,
+            )
+        finally:
+            for fd in fds:
+                os.close(fd)
+        self._spawned.add(proc)
+        return proc
+
     async def close(self) -> None:
-        """Nothing to stop: no process outlives a command."""
+        """Stop the programs ``spawn`` started; no process outlives a command."""
+        spawned, self._spawned = list(self._spawned), set()
+        await asyncio.gather(*(proc.kill() for proc in spawned))
 
 
 def _under(path: str, parent: str) -> bool:

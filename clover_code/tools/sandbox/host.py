@@ -23,13 +23,15 @@ import shlex
 import signal
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 
 from clover_code.errors import ToolError
 from clover_code.proc.children import signal_group
 from clover_code.redact import without_agent_credentials
 from clover_code.tools.sandbox.base import QUIET_ENV, ExecResult, SerialSandbox
 from clover_code.tools.sandbox.output import OutputSink, PipeReader
+from clover_code.tools.sandbox.process import PipedProcess, start_piped
 
 __all__ = ["HostSandbox"]
 
@@ -203,6 +205,13 @@ class HostSandbox(SerialSandbox):
             if not _group_alive(pgid):
                 return
         signal_group(pgid, signal.SIGKILL)
+
+    async def spawn(self, argv: Sequence[str], *, cwd: Path | None = None) -> PipedProcess:
+        """Start ``argv`` on the host, in its own session, with the commands' environment;
+        ``close`` stops it with the rest (no network confinement: this is the host)."""
+        proc = await start_piped(argv, cwd=cwd or self.root, env=self._env, what=argv[0])
+        self._groups.add(proc.pid)
+        return proc
 
     async def close(self) -> None:
         """Stop every process group started here that is still running."""
