@@ -194,7 +194,8 @@ class LanguageServers:
                 version = await client.sync(uri, text, language_id)
                 if not await client.wait_fresh(uri, after, version, deadline):
                     if client.ended.is_set():
-                        return None  # the watcher says what happened
+                        await self._lost(server, client)
+                        return None
                     return FileCheck(rel, server.program, waiting=self._waiting(server))
         except LspError:
             return None
@@ -298,10 +299,18 @@ class LanguageServers:
 
     async def _watch(self, server: _Server, client: LspClient) -> None:
         await client.ended.wait()
+        await self._lost(server, client)
+
+    async def _lost(self, server: _Server, client: LspClient) -> None:
+        """``client``'s server ended by itself (said once, whoever sees it first)."""
+        with contextlib.suppress(TimeoutError):  # for its last words on stderr
+            await asyncio.wait_for(client.process.wait(), 2.0)
         if self._closing or server.client is not client:
             return
-        await client.shutdown(0.1)
         self._ended(server, client.reason, client.process.stderr_tail())
+        reap = asyncio.get_running_loop().create_task(client.shutdown(0.1))
+        self._tasks.add(reap)
+        reap.add_done_callback(self._tasks.discard)
 
     def _ended(self, server: _Server, reason: str, stderr: str) -> None:
         """The server ended by itself: start it again once; the second time, off."""
