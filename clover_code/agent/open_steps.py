@@ -267,7 +267,7 @@ def tools(
     found: list[Tool[Any]] = default_tools(
         shell=choice.sandbox is not None, spill=spill, repo_map=repo_map, settings=settings
     )
-    found += [DiagnosticsTool()] if servers is not None else []
+    found += [DiagnosticsTool()] if servers is not None and servers.usable else []
     found += mcp.tools if mcp is not None else []
     found += [SkillTool(skills)] if skills else []
     found.append(TaskTool(subagents))

@@ -105,6 +105,12 @@ class LanguageServers:
 
     # -- what front ends and tools call --------------------------------------
 
+    @property
+    def usable(self) -> bool:
+        """Whether any server may start at all (not, say, on the host of an untrusted
+        project): only then is the diagnostics tool offered."""
+        return self._off is None
+
     def handles(self, rel: str) -> bool:
         """Whether some server checks the file at ``rel``."""
         return self._server_for(rel) is not None
