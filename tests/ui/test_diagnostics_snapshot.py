@@ -9,7 +9,7 @@ from tests.ui.test_snapshots import SIZES, SnapCompare, send_prompt, with_turn
 
 DIFF = (
     "--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n"
-    " def total(items: list[int]) -> int:\n-    return sum(items)\n+    return \"none\"\n"
+    ' def total(items: list[int]) -> int:\n-    return sum(items)\n+    return "none"\n'
 )
 FOUND = [
     p.Diagnostic(

@@ -140,9 +140,7 @@ def test_an_edit_s_diagnostics_follow_its_diff() -> None:
     )[0]
     diff, text = end["content"]
     assert diff["type"] == "diff"
-    assert text["content"]["text"] == (
-        "Diagnostics after this change:\na.py:2:5: error: bad type"
-    )
+    assert text["content"]["text"] == ("Diagnostics after this change:\na.py:2:5: error: bad type")
 
 
 def test_repeated_server_call_ids_stay_unique() -> None:

@@ -49,7 +49,13 @@ def servers(
     severity: str = "error",
 ) -> LanguageServers:
     return LanguageServers(
-        box, box.root, [spec], wait=WAIT, host_check=check, off=off, severity=severity  # type: ignore[arg-type]
+        box,
+        box.root,
+        [spec],
+        wait=WAIT,
+        host_check=check,
+        off=off,
+        severity=severity,  # type: ignore[arg-type]
     )
 
 
