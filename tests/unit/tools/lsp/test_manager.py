@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from clover_code.errors import ToolError
 from clover_code.tools.base import ToolContext
 from clover_code.tools.edit_file import EditFileArgs, EditFileTool
 from clover_code.tools.lsp.manager import HostCheck, LanguageServers
@@ -177,7 +178,7 @@ async def test_edit_tools_report_and_the_tool_looks(host: HostSandbox) -> None:
         looked = await DiagnosticsTool().run(DiagnosticsArgs(path="a.txt"), ctx)
         assert looked.text.startswith("1 diagnostic(s) in a.txt")
         (host.root / "b.md").write_text("ERROR\n")
-        with pytest.raises(Exception, match="no language server checks 'b.md'"):
+        with pytest.raises(ToolError, match=r"no language server checks 'b\.md'"):
             await DiagnosticsTool().run(DiagnosticsArgs(path="b.md"), ctx)
     finally:
         await lsp.close()
