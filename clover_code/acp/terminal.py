@@ -26,7 +26,7 @@ import os
 import shlex
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from acp import Client, RequestError
@@ -35,7 +35,13 @@ from acp.schema import EnvVariable
 from clover_code.acp.client import Outbox, describe_error
 from clover_code.acp.terminal_job import TerminalJob
 from clover_code.errors import ToolError
-from clover_code.tools.sandbox.base import QUIET_ENV, ExecResult, JobFeed, workspace_dir
+from clover_code.tools.sandbox.base import (
+    QUIET_ENV,
+    ExecResult,
+    JobFeed,
+    SandboxProcess,
+    workspace_dir,
+)
 
 __all__ = ["EditorTerminal"]
 
@@ -184,6 +190,10 @@ class EditorTerminal:
             job = TerminalJob(self._client, session_id, created.terminal_id, feed)
             self._jobs = [j for j in self._jobs if j.running] + [job]
             return job
+
+    async def spawn(self, argv: Sequence[str], *, cwd: Path | None = None) -> SandboxProcess:
+        """Refused: a terminal runs one command at a time and keeps no pipes to it."""
+        raise ToolError("the editor's terminal (--terminal) cannot keep a language server running")
 
     async def close(self) -> None:
         """Kill the background jobs' terminals still running (each terminal of a command

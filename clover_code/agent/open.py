@@ -208,6 +208,7 @@ async def _assemble(
     plugins = await asyncio.to_thread(active_plugins, settings, root)
     notices += plugins.notices
     mcp = await step.mcp_servers(settings, root, programs, notices, opened, plugins)
+    servers = step.language_servers(settings, root, choice, programs, opened)
     repo_map, map_text, map_notes = await repo_map_for(root, settings.repo_map_tokens)
     notices += map_notes
     emit = step.recorded(record.transcript, options.emit)
@@ -227,7 +228,7 @@ async def _assemble(
     subagents = SubagentRunner(found.agents, settings)
     spill = OutputSpill(record.transcript.path.with_suffix(".outputs"), settings.output_limit)
     tools = step.tools(
-        settings, choice, spill, repo_map, mcp, found.skills, subagents, options.tools
+        settings, choice, spill, repo_map, mcp, found.skills, subagents, options.tools, servers
     )
     agent = Agent(
         backend=backend,
@@ -240,6 +241,7 @@ async def _assemble(
             output_limit=settings.output_limit,
             files=options.files or LocalFiles(),
             jobs=step.jobs(settings, choice.sandbox, spill, emit),
+            diagnostics=servers,
         ),
         settings=settings,
         limits=TurnLimits(settings.max_turns, settings.timeout, options.deadline),
@@ -276,6 +278,7 @@ async def _assemble(
         commands=found.commands,
         subagents=subagents,
         plugin_skills=plugins.parts("skills"),
+        language_servers=servers,
     )
     _announce(session, root, is_git, options, choice, notices)
     if hooks is not None:

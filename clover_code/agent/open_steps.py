@@ -20,7 +20,11 @@ from clover_code.agent.engines import Engines
 from clover_code.agent.extensions.agent_defs import AgentDefinition, load_agents
 from clover_code.agent.extensions.commands import CustomCommand, load_commands
 from clover_code.agent.extensions.hooks import AnyHook, HookRunner
-from clover_code.agent.extensions.host_programs import HostPrograms, checked_servers
+from clover_code.agent.extensions.host_programs import (
+    HostPrograms,
+    Prepared,
+    checked_servers,
+)
 from clover_code.agent.extensions.script_retrust import ScriptRetrust, snapshot_bytes
 from clover_code.agent.extensions.skills import Skill, load_skills
 from clover_code.agent.extensions.subagents import SubagentRunner
@@ -33,11 +37,15 @@ from clover_code.config.settings import HookEvent, Settings, trust_store, user_c
 from clover_code.engine.base import Backend, Message
 from clover_code.engine.select import open_backend
 from clover_code.errors import ConfigError, SandboxUnavailable
+from clover_code.fs.named_files import on_path
 from clover_code.plugins.active import ActivePlugins
 from clover_code.redact import redact
 from clover_code.repomap import RepoMap
 from clover_code.tools.base import Tool
 from clover_code.tools.jobs import JobTable
+from clover_code.tools.lsp.manager import HostCheck, LanguageServers
+from clover_code.tools.lsp.servers import server_specs
+from clover_code.tools.lsp.tool import DiagnosticsTool
 from clover_code.tools.mcp_config import DeclaredServer, declared_servers
 from clover_code.tools.registry import default_tools
 from clover_code.tools.sandbox.base import Sandbox
@@ -55,6 +63,7 @@ __all__ = [
     "extensions",
     "hooks",
     "jobs",
+    "language_servers",
     "mcp_servers",
     "recorded",
     "sandbox",
@@ -291,14 +300,16 @@ def tools(
     skills: list[Skill],
     subagents: SubagentRunner,
     own: Sequence[Tool[Any]] = (),
+    servers: LanguageServers | None = None,
 ) -> list[Tool[Any]]:
     """The session's tools: the built-in ones (the shell only with a sandbox), the MCP
-    servers', the skill loader when there are skills, the task tool, and the front
-    end's ``own`` (an embedding program's functions; ``ConfigError`` when one takes a
-    name another tool has)."""
+    servers', the skill loader when there are skills, the task tool, diagnostics with
+    language servers, and the front end's ``own`` (an embedding program's functions;
+    ``ConfigError`` when one takes a name another tool has)."""
     found: list[Tool[Any]] = default_tools(
         shell=choice.sandbox is not None, spill=spill, repo_map=repo_map, settings=settings
     )
+    found += [DiagnosticsTool()] if servers is not None and servers.usable else []
     found += mcp.tools if mcp is not None else []
     found += [SkillTool(skills)] if skills else []
     found.append(TaskTool(subagents))
@@ -326,3 +337,60 @@ def extensions(root: Path, notices: list[str], plugins: ActivePlugins) -> Found:
     agents, agent_notes = load_agents(root, config_dir, plugins.parts("agents"))
     notices += agent_notes
     return Found(skills, commands, agents)
+
+
+HOST_UNTRUSTED = (
+    "with --sandbox none its server would run on this machine and load the project's "
+    "code, which needs a trusted project (trust its .clover/config.toml, or set "
+    "trust_project_settings = true in your user config)"
+)
+
+
+def language_servers(
+    settings: Settings, root: Path, choice: SandboxChoice, programs: HostPrograms, opened: Steps
+) -> LanguageServers | None:
+    """The session's language servers (none start yet: each starts with the first file
+    of its language): in the sandbox, or on the host only for a trusted project and
+    after the host-program check. None without a sandbox or a language to check."""
+    sandbox = choice.sandbox
+    if sandbox is None:
+        return None
+    specs, problems = server_specs(settings.lsp)
+    if not specs:
+        return None
+    off: str | None = None
+    host_check: HostCheck | None = None
+    if sandbox.kind == "host":
+        report = settings.project_trust
+        if report is not None and report.project_trusted():
+            host_check = _host_check(programs)
+        else:
+            off = HOST_UNTRUSTED
+    servers = LanguageServers(
+        sandbox,
+        root,
+        specs,
+        severity=settings.lsp_severity,
+        wait=settings.lsp_wait,
+        host_check=host_check,
+        off=off,
+        notices=problems,
+    )
+    opened.add("language servers", servers.close)
+    return servers
+
+
+def _host_check(programs: HostPrograms) -> HostCheck:
+    """A server's command line checked as any program the host runs for the user."""
+
+    def check(argv: Sequence[str]) -> list[str] | str | None:
+        program = argv[0]
+        if "/" in program:
+            if not Path(program).is_file():
+                return None
+        elif on_path(program, programs.path_env) is None:
+            return None
+        prepared = programs.prepare(list(argv))
+        return prepared.argv if isinstance(prepared, Prepared) else prepared.reason
+
+    return check

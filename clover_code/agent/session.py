@@ -36,6 +36,7 @@ from clover_code.engine.base import Backend
 from clover_code.errors import CloverError, EngineError
 from clover_code.repomap import RepoMap
 from clover_code.tools.jobs import JobTable
+from clover_code.tools.lsp.manager import LanguageServers
 from clover_code.tools.sandbox.base import Sandbox
 
 if TYPE_CHECKING:
@@ -117,6 +118,7 @@ class Session:
         commands: list[CustomCommand],
         subagents: SubagentRunner,
         plugin_skills: Sequence[tuple[str, Path]] = (),
+        language_servers: LanguageServers | None = None,
     ) -> None:
         self.settings = settings
         self.id = session_id
@@ -138,6 +140,8 @@ class Session:
         self.subagents = subagents
         """Starts the task tool's child agents (and keeps what each cost)."""
         self._plugin_skills = tuple(plugin_skills)
+        self.language_servers = language_servers
+        """The language servers the edit tools ask for diagnostics (stopped on close)."""
         transcript.on_failure = self._transcript_failed
 
     def _transcript_failed(self, error: TranscriptError) -> None:
@@ -336,6 +340,8 @@ class Session:
             steps.append(("SessionEnd hook", lambda: hooks.run("SessionEnd", {"reason": "exit"})))
         if self.mcp is not None:
             steps.append(("MCP servers", self.mcp.aclose))
+        if self.language_servers is not None:
+            steps.append(("language servers", self.language_servers.close))
         if self.sandbox is not None:
             steps.append(("sandbox", self.sandbox.close))
         steps.append(("engine", self.backend.aclose))

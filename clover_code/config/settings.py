@@ -44,6 +44,7 @@ from clover_code.config.managed_values import Source
 from clover_code.config.project_files import ProjectJudge
 from clover_code.config.sections import HookConfig as HookConfig
 from clover_code.config.sections import HookEvent as HookEvent
+from clover_code.config.sections import LspServerConfig as LspServerConfig
 from clover_code.config.sections import McpServerConfig as McpServerConfig
 from clover_code.config.sections import PermissionRules as PermissionRules
 from clover_code.config.sources import (
@@ -171,6 +172,18 @@ class Settings(ModelSettings):
 
     mcp_timeout: float = Field(120.0, gt=0)
     """Longest an MCP tool call may take, in seconds."""
+
+    lsp: dict[str, LspServerConfig] = Field(default_factory=dict)
+    """Language servers by language, e.g. [lsp.python] command = "pylsp"; python,
+    typescript, go and rust have built-in ones, used when found in the sandbox."""
+
+    lsp_severity: Literal["error", "warning"] = "error"
+    """The least severe diagnostic added to an edit's result: error, or warning (errors
+    and warnings)."""
+
+    lsp_wait: float = Field(2.0, ge=0, le=300)
+    """Longest an edit waits for its files' diagnostics from the language server, in
+    seconds (0: report only what the server already published)."""
 
     web_allow_private: bool | list[str] = False
     """Let web_fetch connect to private, loopback and link-local addresses: true for

@@ -64,6 +64,7 @@ from clover_code.protocol.ops import UserInput as UserInput
 from clover_code.protocol.tool_display import DISPLAY_ADAPTER as DISPLAY_ADAPTER
 from clover_code.protocol.tool_display import TASK_TOOL as TASK_TOOL
 from clover_code.protocol.tool_display import CommandRun as CommandRun
+from clover_code.protocol.tool_display import Diagnostic as Diagnostic
 from clover_code.protocol.tool_display import FileEdit as FileEdit
 from clover_code.protocol.tool_display import FileRead as FileRead
 from clover_code.protocol.tool_display import JobReport as JobReport

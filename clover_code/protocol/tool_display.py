@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 __all__ = [
     "DISPLAY_ADAPTER",
     "CommandRun",
+    "Diagnostic",
     "FileEdit",
     "FileRead",
     "JobReport",
@@ -68,6 +69,23 @@ class FileRead(_Display):
     """Lines in the file; None when it was too large to count."""
 
 
+class Diagnostic(_Display):
+    """A problem a language server reported in a file the call changed."""
+
+    path: str
+    """Relative to the workspace root."""
+    line: int
+    """1-based."""
+    column: int
+    """1-based, in UTF-16 code units as the server counts them."""
+    severity: Literal["error", "warning"]
+    message: str
+    source: str = ""
+    """Who found it, e.g. ``basedpyright`` or ``ts``."""
+    code: str = ""
+    """The rule or error code, e.g. ``reportAttributeAccessIssue`` or ``2322``."""
+
+
 class FileEdit(_Display):
     """``edit_file`` / ``write_file``: the change made to one file."""
 
@@ -80,6 +98,8 @@ class FileEdit(_Display):
     """Whether the file did not exist before."""
     replacements: int | None = None
     """``edit_file``: how many occurrences were replaced."""
+    diagnostics: list[Diagnostic] = Field(default_factory=list)
+    """What the file's language server reported after the change (``lsp_severity``)."""
 
 
 class PatchApplied(_Display):
@@ -90,6 +110,8 @@ class PatchApplied(_Display):
     """One unified diff over every file the patch touched."""
     paths: list[str]
     """The files touched, relative to the workspace root."""
+    diagnostics: list[Diagnostic] = Field(default_factory=list)
+    """What the files' language servers reported after the change (``lsp_severity``)."""
 
 
 class CommandRun(_Display):

@@ -27,6 +27,7 @@ from clover_code.tools.arguments import TEXT_LIMIT, Screened, screen_arguments
 if TYPE_CHECKING:
     from clover_code.tools.fileio import FileAccess
     from clover_code.tools.jobs import JobTable
+    from clover_code.tools.lsp.manager import LanguageServers
     from clover_code.tools.sandbox.base import Sandbox
     from clover_code.tools.workspace import Workspace
 
@@ -77,6 +78,9 @@ class ToolContext:
     jobs: JobTable | None = None
     """The session's background jobs (None: no shell tool); shared by every copy of the
     context, so child agents see and stop the same jobs."""
+    diagnostics: LanguageServers | None = None
+    """The session's language servers: the edit tools add the changed files'
+    diagnostics to their results (None: no language servers)."""
 
 
 ArgsT = TypeVar("ArgsT", bound=BaseModel)

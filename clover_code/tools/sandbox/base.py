@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -94,8 +94,47 @@ class Sandbox(Protocol):
         change the working directory; ``close`` stops it."""
         ...
 
+    async def spawn(self, argv: Sequence[str], *, cwd: Path | None = None) -> SandboxProcess:
+        """Start ``argv`` as a long-lived program (a language server) with pipes to its
+        stdin and stdout, in ``cwd`` (default: the workspace root). It runs under the
+        same confinement, environment and read-only files as commands, without
+        network, and is stopped with the sandbox. ``ToolError`` where the sandbox
+        cannot keep such a program (the editor's terminal)."""
+        ...
+
     async def close(self) -> None:
         """Stop whatever the sandbox started."""
+        ...
+
+
+class SandboxProcess(Protocol):
+    """A program ``Sandbox.spawn`` started: bytes in on its stdin, out on its stdout.
+
+    Its stderr is kept, the last few kilobytes, for saying why it ended.
+    """
+
+    stdout: asyncio.StreamReader
+    """Its standard output; at EOF once the program ended."""
+
+    @property
+    def returncode(self) -> int | None:
+        """Its exit status once it ended (None while it runs, or when it is unknown)."""
+        ...
+
+    def stderr_tail(self) -> str:
+        """The end of what it wrote to stderr so far."""
+        ...
+
+    async def write(self, data: bytes) -> None:
+        """Write to its stdin; ``OSError`` once it is gone."""
+        ...
+
+    async def wait(self) -> int | None:
+        """Wait until it ends; its exit status (None when unknown)."""
+        ...
+
+    async def kill(self) -> None:
+        """Stop it and whatever it started, at once."""
         ...
 
 

@@ -54,7 +54,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +75,7 @@ from clover_code.tools.sandbox.policy import (
     sandbox_env,
     sandbox_user,
 )
+from clover_code.tools.sandbox.process import PipedProcess, start_piped
 from clover_code.tools.sandbox.seccomp import setuid_filter_fd
 
 __all__ = ["BwrapSandbox", "bwrap_problem", "identity_args"]
@@ -225,6 +226,8 @@ class BwrapSandbox(SerialSandbox):
         self._net = SharedNetwork(self._bwrap, identity_args(self._user), self._user)
         """The network namespace every command joins (none with ``network``: the host's)."""
         self._jobs: list[LocalJob] = []
+        self._spawned: set[PipedProcess] = set()
+        """Programs ``spawn`` started that may still run (``close`` stops them)."""
 
     def _argv(self, script: str, cwd_file: Path | None) -> list[str]:
         """The bwrap command line that runs ``script`` with ``bash -c`` (``cwd_file``:
@@ -392,12 +395,48 @@ class BwrapSandbox(SerialSandbox):
         code = proc.returncode if proc.returncode is not None else -signal.SIGKILL
         return (code if code >= 0 else 128 - code), timed_out
 
+    async def spawn(self, argv: Sequence[str], *, cwd: Path | None = None) -> PipedProcess:
+        """Start ``argv`` under bubblewrap as a command would run, but without network
+        whatever ``network`` says, and with its stdin and stdout as pipes; it lives
+        until killed (``--die-with-parent``: at the latest with clover-code)."""
+        fd, name = tempfile.mkstemp(prefix="clover-cwd-")
+        os.close(fd)
+        cwd_file = Path(name)
+        if os.getuid() == 0:
+            os.chown(cwd_file, *self._user)
+        command = self._argv(self._script(f"exec {shlex.join(argv)}", cwd_file), cwd_file)
+        # A language server needs no network: it stays in the sandbox's own namespace.
+        command = [word for word in command if word != "--share-net"]
+        command[command.index("--chdir") + 1] = str(cwd or self.root)
+        extra: dict[str, Any] = {}
+        if os.getuid() == 0 and not runs_as_root(self._user):
+            extra = {"user": self._user[0], "group": self._user[1], "extra_groups": []}
+        command, fds = _with_seccomp(command, self._user)
+        try:
+            proc = await start_piped(
+                command,
+                cwd=None,
+                env=self.env,
+                what="bubblewrap",
+                on_end=lambda: cwd_file.unlink(missing_ok=True),
+                pass_fds=fds,
+                **extra,
+            )
+        finally:
+            for fd in fds:
+                os.close(fd)
+        self._spawned.add(proc)
+        return proc
+
     async def close(self) -> None:
-        """Stop the background jobs still running and let go of the shared network."""
+        """Stop the background jobs and the programs ``spawn`` started, and let go of
+        the shared network; no process outlives a command."""
         jobs, self._jobs = self._jobs, []
         for job in jobs:
             job.kill_now()
         await asyncio.gather(*(job.wait() for job in jobs), return_exceptions=True)
+        spawned, self._spawned = list(self._spawned), set()
+        await asyncio.gather(*(proc.kill() for proc in spawned))
         self._net.close()
 
 

@@ -23,7 +23,8 @@ import os
 import shlex
 import signal
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 
 from clover_code.errors import ToolError
 from clover_code.proc.children import signal_group
@@ -31,6 +32,7 @@ from clover_code.redact import without_agent_credentials
 from clover_code.tools.sandbox.base import QUIET_ENV, ExecResult, JobFeed, SerialSandbox
 from clover_code.tools.sandbox.local_job import LocalJob, group_alive, terminate_group
 from clover_code.tools.sandbox.output import OutputSink, PipeReader
+from clover_code.tools.sandbox.process import PipedProcess, start_piped
 
 __all__ = ["HostSandbox"]
 
@@ -188,6 +190,13 @@ class HostSandbox(SerialSandbox):
         return LocalJob(
             proc, read_fd, feed, kill_grace=self.kill_grace, drain_timeout=self.drain_timeout
         )
+
+    async def spawn(self, argv: Sequence[str], *, cwd: Path | None = None) -> PipedProcess:
+        """Start ``argv`` on the host, in its own session, with the commands' environment;
+        ``close`` stops it with the rest (no network confinement: this is the host)."""
+        proc = await start_piped(argv, cwd=cwd or self.root, env=self._env, what=argv[0])
+        self._groups.add(proc.pid)
+        return proc
 
     async def close(self) -> None:
         """Stop every process group started here that is still running."""

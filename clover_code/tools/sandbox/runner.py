@@ -40,6 +40,11 @@ and the runner exits, which removes the container.
 Given ``--kill TOKEN`` instead, it kills the processes of the command with
 that token and exits: ``DockerSandbox`` runs that through ``docker exec``
 when the runner itself does not answer.
+
+Given ``--exec [FILTER] -- PROGRAM ARGS...`` (through ``docker exec``, for a
+long-lived program such as a language server), it installs FILTER as above,
+refusing as above when it must and cannot, then replaces itself with the
+program, which keeps the exec's stdin and stdout.
 """
 
 from __future__ import annotations
@@ -403,6 +408,18 @@ def main() -> None:
     if args[:1] == ["--kill"] and len(args) == 2:
         kill_marked(args[1])
         return
+    if args[:1] == ["--exec"] and "--" in args:
+        split = args.index("--")
+        why = lock_setuid(args[1] if split == 2 else None)
+        if why is not None:
+            os.write(2, (REFUSED.format(why=why) + "\n").encode())
+            sys.exit(126)
+        program = args[split + 1 :]
+        try:
+            os.execvp(program[0], program)
+        except OSError as exc:
+            os.write(2, f"clover-runner: cannot start {program[0]}: {exc.strerror}\n".encode())
+            sys.exit(127)
     why = lock_setuid(args[0] if args else None)
     if why is not None:
         send(b"F", 0, REFUSED.format(why=why).encode())

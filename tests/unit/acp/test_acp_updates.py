@@ -121,6 +121,28 @@ def test_unrecorded_edit_falls_back_to_a_fenced_diff_and_errors_fail() -> None:
     assert failed["status"] == "failed" and failed["content"][0]["content"]["text"] == "boom"
 
 
+def test_an_edit_s_diagnostics_follow_its_diff() -> None:
+    m = mapper(edits={ROOT / "a.py": ("old\n", "new\n")})
+    m.feed(started())
+    found = p.Diagnostic(
+        path="a.py", line=2, column=5, severity="error", message="bad type", code="X1"
+    )
+    end = dumped(
+        m.feed(
+            p.ToolCallFinished(
+                call_id="c1",
+                name="edit_file",
+                status="ok",
+                result="Edited a.py",
+                display=p.FileEdit(path="a.py", diff="-old\n+new\n", diagnostics=[found]),
+            )
+        )
+    )[0]
+    diff, text = end["content"]
+    assert diff["type"] == "diff"
+    assert text["content"]["text"] == ("Diagnostics after this change:\na.py:2:5: error: bad type")
+
+
 def test_repeated_server_call_ids_stay_unique() -> None:
     m = mapper()
     ids = []
