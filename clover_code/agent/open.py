@@ -125,6 +125,9 @@ class SessionOptions:
     terminal: Sandbox | None = None
     """Replaces the sandbox (ACP's editor terminal); ``terminal_notice`` is said."""
     terminal_notice: str | None = None
+    wait_for_background: bool = False
+    """No turn ends with a final answer while a background child agent still runs: the
+    turn waits for it and the model hears its report first (headless)."""
 
 
 async def open_session(settings: Settings, cwd: Path, options: SessionOptions) -> Session:
@@ -229,6 +232,7 @@ async def _assemble(
         record_history=record.transcript.history,
         spill=spill,
         messages=record.messages,
+        background=subagents.background,
     )
     subagents.attach(agent)
     session = Session(
@@ -245,6 +249,7 @@ async def _assemble(
         skills=found.skills,
         commands=found.commands,
         subagents=subagents,
+        wait_for_background=options.wait_for_background,
     )
     _announce(session, root, is_git, options, choice, notices)
     if hooks is not None:

@@ -24,7 +24,7 @@ from clover_code.agent.extensions.host_programs import HostPrograms, checked_ser
 from clover_code.agent.extensions.script_retrust import ScriptRetrust, snapshot_bytes
 from clover_code.agent.extensions.skills import Skill, load_skills
 from clover_code.agent.extensions.subagents import SubagentRunner
-from clover_code.agent.extensions.task_tool import TaskTool
+from clover_code.agent.extensions.task_tool import task_tools
 from clover_code.agent.permissions.approval import Approver
 from clover_code.agent.session import NOT_RECORDED, bulky_child_event, caused
 from clover_code.agent.steps import Steps
@@ -252,13 +252,13 @@ def tools(
     subagents: SubagentRunner,
 ) -> list[Tool[Any]]:
     """The session's tools: the built-in ones (the shell only with a sandbox), the MCP
-    servers', the skill loader when there are skills, and the task tool."""
+    servers', the skill loader when there are skills, and the task tools."""
     found: list[Tool[Any]] = default_tools(
         shell=choice.sandbox is not None, spill=spill, repo_map=repo_map, settings=settings
     )
     found += mcp.tools if mcp is not None else []
     found += [SkillTool(skills)] if skills else []
-    found.append(TaskTool(subagents))
+    found += task_tools(subagents)
     return found
 
 

@@ -13,7 +13,7 @@ from pydantic import Field, TypeAdapter, field_validator
 
 from clover_code.protocol.base import _Event
 from clover_code.protocol.ops import ApprovalMode, RewindWhat
-from clover_code.protocol.tool_display import TodoItem, ToolDisplay, read_display
+from clover_code.protocol.tool_display import SubagentRun, TodoItem, ToolDisplay, read_display
 
 
 class SessionStarted(_Event):
@@ -269,6 +269,22 @@ class SubagentEvent(_Event):
     event: Event
 
 
+class BackgroundTaskFinished(_Event):
+    """A child agent the ``task`` call ``call_id`` started in the background has ended.
+
+    Its task call returned when it started (``BackgroundTask``); this carries
+    what the call's result would have: the answer (or why it failed) and what
+    it cost. The parent model gets it with its next request."""
+
+    type: Literal["background_task_finished"] = "background_task_finished"
+    call_id: str
+    task_id: str
+    agent: str
+    status: Literal["ok", "error", "cancelled"]
+    result: str
+    display: SubagentRun
+
+
 class SessionEnded(_Event):
     """The session closed; the transcript is complete."""
 
@@ -299,6 +315,7 @@ Event = Annotated[
     | HookRan
     | TurnFinished
     | SubagentEvent
+    | BackgroundTaskFinished
     | SessionEnded,
     Field(discriminator="type"),
 ]
