@@ -218,7 +218,7 @@ class SubagentRunner:
         if not outcome.succeeded:
             return report(outcome, worktree_note=await worktree.keep_if_changed())
         async with self._merging:
-            merged, note = await worktree.merge(call_id)
+            merged, note = await worktree.merge(definition.name)
         return report(outcome, merge=merged, worktree_note=note)
 
     async def _worktree(self) -> ChildWorktree:
