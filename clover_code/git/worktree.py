@@ -35,14 +35,17 @@ __all__ = [
     "WorktreeInfo",
     "add_worktree",
     "apply_patch",
+    "branch_exists",
     "branch_merged",
     "changed_files",
     "check_name",
+    "delete_branch",
     "diff_names",
     "diff_trees",
     "git_bytes",
     "head_commit",
     "list_worktrees",
+    "prune",
     "remove_worktree",
     "repo_folder",
     "repository",
@@ -174,38 +177,42 @@ def snapshot(root: Path, message: str, parent: str | None = None) -> Snapshot:
     return Snapshot(commit, tree)
 
 
-def add_worktree(root: Path, path: Path, branch: str, commit: str) -> None:
-    """Check out ``commit`` at ``path`` (a new folder) on a new branch ``branch``."""
+def add_worktree(root: Path, path: Path, branch: str, commit: str | None) -> None:
+    """Check out a new folder ``path`` on ``branch``: a new branch at ``commit``, or
+    (``commit`` None) the existing branch."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    _git(
-        "worktree",
-        "add",
-        "--quiet",
-        "-b",
-        branch,
-        str(path),
-        commit,
-        cwd=root,
-        what=f"creating the worktree {path}",
-    )
+    where = ["-b", branch, str(path), commit] if commit is not None else [str(path), branch]
+    _git("worktree", "add", "--quiet", *where, cwd=root, what=f"creating the worktree {path}")
+
+
+def branch_exists(root: Path, branch: str) -> bool:
+    """Whether the local branch ``branch`` exists."""
+    ref = f"refs/heads/{branch}"
+    proc = run_git("rev-parse", "--verify", "-q", ref, cwd=root, check=False)
+    return proc.returncode == 0
 
 
 def remove_worktree(root: Path, path: Path, *, branch: str | None, force: bool) -> None:
     """Remove the worktree at ``path`` (its uncommitted changes too when ``force``) and,
-    when given, its ``branch`` (always when ``force``, else only once merged)."""
+    when given, its ``branch`` (unmerged commits too when ``force``)."""
     args = ["worktree", "remove", *(["--force"] if force else []), str(path)]
     if path.exists():
         _git(*args, cwd=root, what=f"removing the worktree {path}")
     else:
         _git("worktree", "prune", cwd=root, what="pruning worktree records")
     if branch is not None:
-        _git(
-            "branch",
-            "-D" if force else "-d",
-            branch,
-            cwd=root,
-            what=f"deleting the branch {branch}",
-        )
+        delete_branch(root, branch, force=force)
+
+
+def delete_branch(root: Path, branch: str, *, force: bool) -> None:
+    """Delete ``branch`` (when not ``force``, only if it is merged)."""
+    flag = "-D" if force else "-d"
+    _git("branch", flag, branch, cwd=root, what=f"deleting the branch {branch}")
+
+
+def prune(root: Path) -> None:
+    """Forget the worktrees whose folders are gone."""
+    _git("worktree", "prune", cwd=root, what="pruning worktree records")
 
 
 def branch_merged(root: Path, branch: str) -> bool:
