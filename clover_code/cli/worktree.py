@@ -95,7 +95,10 @@ def open_worktree(cwd: Path, name: str | None, *, carry: bool) -> SessionWorktre
     """The worktree ``--worktree NAME`` asks for: made now, or the existing one of that
     name (``UsageError`` for what cannot work, in one sentence)."""
     top, common = _repository(cwd, "--worktree")
-    name = check_name(name) if name else time.strftime("session-%Y%m%d-%H%M%S")
+    try:
+        name = check_name(name) if name else time.strftime("session-%Y%m%d-%H%M%S")
+    except WorktreeError as exc:
+        raise UsageError(str(exc)) from None
     folder = repo_folder(worktrees_dir(), top, common)
     path, branch = folder / name, BRANCH_PREFIX + name
     known = {w.path.resolve() for w in list_worktrees(top) if not w.prunable}

@@ -243,7 +243,8 @@ class BackgroundChildren:
         child.state = "delivered"
         assert child.result is not None
         text = self._text(child) + ("\n\n(You were given this report before.)" if again else "")
-        return ToolResult(text, is_error=child.result.is_error, display=child.result.display)
+        # No display: what it cost was reported once, with BackgroundTaskFinished.
+        return ToolResult(text, is_error=child.result.is_error)
 
     async def stop(self, task_id: str) -> ToolResult:
         """Stop a running child; its report (what it did so far) is the result."""
