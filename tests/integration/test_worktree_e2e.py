@@ -155,7 +155,7 @@ async def test_worktree_list_remove_and_prune(
 async def test_worktree_outside_a_repository_is_one_sentence(repo: Path, tmp_path: Path) -> None:
     plain = tmp_path / "plain"
     plain.mkdir()
-    code, out, err = await run_clover(
+    code, _, err = await run_clover(
         plain, "--task", "x", "--worktree", "--base-url", "http://127.0.0.1:9/v1", home=tmp_path
     )
     assert code == 2
