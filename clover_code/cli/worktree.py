@@ -161,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.add_parser("list", help="list them: name, branch, state")
     remove = commands.add_parser("remove", help="remove one (its branch too, once merged)")
-    remove.add_argument("name", metavar="NAME")
+    remove.add_argument("name", metavar="NAME", help="its name (as list shows it)")
     remove.add_argument(
         "--force", action="store_true", help="remove it even with uncommitted changes (lost)"
     )
