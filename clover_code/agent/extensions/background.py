@@ -15,6 +15,7 @@ undoing that turn undoes them.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
@@ -27,6 +28,8 @@ from clover_code.agent.extensions.subagent_report import ChildOutcome, ChildWatc
 from clover_code.tools.base import ToolResult
 
 __all__ = ["BackgroundChildren", "ChildRun"]
+
+log = logging.getLogger(__name__)
 
 ChildRun = Callable[
     [str, Callable[["asyncio.Task[p.TurnFinished]"], None]],
@@ -108,7 +111,10 @@ class BackgroundChildren:
         if not task.cancelled() and task.exception() is None:
             child.outcome, child.worktree = task.result()
         else:
-            why = "" if task.cancelled() else f"{type(task.exception()).__name__}"
+            error = None if task.cancelled() else task.exception()
+            if error is not None:  # a bug: the child is a failed one, the session goes on
+                log.debug("background child %s failed", child.task_id, exc_info=error)
+            why = type(error).__name__ if error is not None else ""
             watch = ChildWatch(self._token_limit, last_error=why or None)
             status: p.TurnStatus = "interrupted" if task.cancelled() else "failed"
             child.outcome = ChildOutcome(
