@@ -38,8 +38,8 @@ def _blockwise(length: int, block: int, device: Any) -> torch.Tensor:
     return (cols <= rows)[None, None]
 
 
-def correctness(model: Any, config: Any, table: Any, block_size: int = 32) -> None:
-    """Every check, one row each."""
+def correctness(model: Any, config: Any, table: Any, block_size: int = 32) -> dict[str, bool]:
+    """Every check, one row each; returns each check's name and whether it passed."""
     forward = HFForward(model)
     dtype = forward.dtype
     prompt = random_ids(config, (1, 3 * block_size), 3)
@@ -53,7 +53,8 @@ def correctness(model: Any, config: Any, table: Any, block_size: int = 32) -> No
     point.restore()
     again = forward.block(block, cache)
     point.restore()
-    table.add("restore after a step", "exact" if torch.equal(first, again) else "NOT EXACT")
+    exact = torch.equal(first, again)
+    table.add("restore after a step", "exact" if exact else "NOT EXACT")
 
     whole = torch.cat([prompt, block], dim=1).to(forward.device)
     mask = _blockwise(whole.shape[1], block_size, forward.device)
@@ -77,8 +78,17 @@ def correctness(model: Any, config: Any, table: Any, block_size: int = 32) -> No
         f"{effect:.2e}",
         "ok (bidirectional)" if effect > 0 else "NO EFFECT",
     )
-    _merged_commit(forward, prompt, block_size, table)
-    _batched_row(forward, prompt, block, first, table, block_size)
+    return {
+        "restore after a step is exact": exact,
+        "cached block matches uncached with the block mask": verdict.startswith("ok"),
+        "the block mask moves position 0's logits": effect > 0,
+        "a merged commit leaves the state a commit forward leaves": _merged_commit(
+            forward, prompt, block_size, table
+        ),
+        "a batched row gives what its sequence gives alone": _batched_row(
+            forward, prompt, block, first, table, block_size
+        ),
+    }
 
 
 def _states(cache: Any) -> list[torch.Tensor]:
@@ -91,7 +101,7 @@ def _states(cache: Any) -> list[torch.Tensor]:
     return out
 
 
-def _merged_commit(forward: HFForward, prompt: torch.Tensor, bs: int, table: Any) -> None:
+def _merged_commit(forward: HFForward, prompt: torch.Tensor, bs: int, table: Any) -> bool:
     """The state after a merged commit against the state after a commit forward."""
     finished = prompt[:, :bs].flip(1)
     new = torch.full((1, bs), int(forward.model.config.mask_token_id))
@@ -108,11 +118,9 @@ def _merged_commit(forward: HFForward, prompt: torch.Tensor, bs: int, table: Any
     diff = max(float((a.float() - b.float()).abs().max()) for a, b in pairs)
     scale = max(float(b.float().abs().max()) for _, b in pairs)
     split = "state split" if forward.splits else "NO SPLIT (commit forwards)"
-    table.add(
-        f"merged commit vs commit forward ({split})",
-        f"{diff:.2e}",
-        _verdict(diff, scale, forward.dtype),
-    )
+    verdict = _verdict(diff, scale, forward.dtype)
+    table.add(f"merged commit vs commit forward ({split})", f"{diff:.2e}", verdict)
+    return verdict.startswith("ok")
 
 
 def _batched_row(
@@ -122,7 +130,7 @@ def _batched_row(
     alone: torch.Tensor,
     table: Any,
     bs: int,
-) -> None:
+) -> bool:
     """One row of a two-row forward against the same sequence alone."""
     rows = RaggedCache(forward.new_cache())
     for ids in (prompt, prompt[:, :bs]):
@@ -135,3 +143,4 @@ def _batched_row(
     scale = float(alone.float().abs().max())
     verdict = _verdict(diff, scale, forward.dtype)
     table.add("batched row vs the sequence alone", f"{diff:.2e}", verdict)
+    return verdict.startswith("ok")

@@ -171,6 +171,9 @@ class CloverAgent:
         if mode_id not in MODES:
             known = ", ".join(MODES)
             raise _error(_INVALID_PARAMS, f"there is no mode '{mode_id}'; use one of {known}.")
+        refused = live.session.settings.managed.mode_change_refusal(mode_id, live.mode)
+        if refused is not None:
+            raise _error(_INVALID_PARAMS, refused)
         await live.set_mode(mode_id)
         return SetSessionModeResponse()
 
@@ -230,7 +233,7 @@ class CloverAgent:
                 root,
                 engines=self._engines,
                 terminal=self._want_terminal and bool(self._capabilities.terminal),
-                mode=settings.approval or "ask",
+                mode=settings.approval_or("ask"),
                 resume=resume,
                 log=log.warning,
             )

@@ -32,8 +32,7 @@ from clover_code.config.flags import (
     FlagSpec,
     add_engine_arguments,
     add_setting_flags,
-    flag_values,
-    setting_names,
+    given_settings,
 )
 from clover_code.errors import CloverError, ExitCode
 
@@ -41,7 +40,11 @@ __all__ = ["build_parser", "main", "serve"]
 
 _OWN_FLAGS: tuple[FlagSpec, ...] = (
     Flag("approval", help="the starting mode (default: ask); the editor's mode picker changes it"),
-    Flag("max_turns", metavar="N", help="most model requests per turn"),
+    Flag(
+        "max_turns",
+        metavar="N",
+        help="most model requests (each model response, tool rounds included) per prompt",
+    ),
     Flag("timeout", metavar="SECONDS", help="limit per turn"),
 )
 """Settings this command has flags for besides the shared engine ones."""
@@ -75,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     """Parse ``argv``, check the settings, and serve; returns the exit code."""
     args = build_parser().parse_args(argv)
-    cli = flag_values(args, setting_names((*ENGINE_FLAGS, *_OWN_FLAGS)))
+    cli = given_settings(args, ENGINE_FLAGS, _OWN_FLAGS)
     logging.basicConfig(
         level=logging.WARNING, stream=sys.stderr, format="clover-code acp: %(message)s"
     )
@@ -83,7 +86,9 @@ def main(argv: list[str]) -> int:
         from clover_code.config.settings import load_settings
         from clover_code.fs.workspace_root import find_root
 
-        load_settings(cli, repo_root=find_root(Path.cwd())[0])
+        settings = load_settings(cli, repo_root=find_root(Path.cwd())[0])
+        if args.terminal:  # commands in the editor's terminal run on this machine
+            settings.managed.refuse_host_terminal()
     except CloverError as exc:
         sys.stderr.write(f"clover-code acp: {exc}\n")
         return int(exc.exit_code)

@@ -63,11 +63,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--approval",
         choices=("read-only", "ask", "auto-edit", "sandbox-auto", "full-auto"),
-        default="sandbox-auto",
-        help="approval mode of each run (sandbox-auto: commands run without asking "
+        help="approval mode of each run (default sandbox-auto: commands run without asking "
         "only in Docker or bubblewrap)",
     )
-    parser.add_argument("--max-turns", type=int, metavar="N", help="most model requests per task")
+    parser.add_argument(
+        "--max-turns",
+        type=int,
+        metavar="N",
+        help="most model requests (each model response, tool rounds included) per task",
+    )
     parser.add_argument(
         "--max-output",
         type=float,
@@ -86,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _headless_args(args: argparse.Namespace) -> list[str]:
-    forwarded = ["--approval", args.approval]
+    forwarded = ["--approval", args.approval] if args.approval else []
     if args.max_turns is not None:
         forwarded += ["--max-turns", str(args.max_turns)]
     if args.thinking is False:
@@ -96,6 +100,15 @@ def _headless_args(args: argparse.Namespace) -> list[str]:
         if value is not None:
             forwarded += [f"--{name.replace('_', '-')}", str(value)]
     return forwarded
+
+
+def _refuse_managed(args: argparse.Namespace) -> None:
+    """Refuse, before any task starts, a flag an administrator's managed settings forbid
+    (each run would refuse it)."""
+    from clover_code.config.settings import refuse_flags
+
+    names = ("approval", "max_turns", "thinking", *_FORWARDED)
+    refuse_flags({name: getattr(args, name) for name in names})
 
 
 def summary(records: list[BatchRecord], skipped: int, stopped: int = 0) -> str:
@@ -129,6 +142,7 @@ def main(argv: list[str]) -> int:
             raise UsageError("--task-timeout and --max-output must be more than 0.")
         if args.executor == "local" and args.ray_address is not None:
             raise UsageError("--ray-address goes with --executor ray; add that or drop it.")
+        _refuse_managed(args)
         tasks = read_tasks(args.tasks)
         out: Path = args.out.resolve()
         out.mkdir(parents=True, exist_ok=True)

@@ -30,6 +30,7 @@ import signal
 import socket
 import sys
 
+from clover_code.proc.children import exited_children
 from clover_code.proc.parent_tie import ENV, tie_to_parent
 
 MAX_MESSAGE = 1 << 20
@@ -114,18 +115,6 @@ def _child(
         os._exit(code)
 
 
-def _reap(sock: socket.socket) -> None:
-    while True:
-        try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-        code = os.waitstatus_to_exitcode(status)
-        sock.send(json.dumps({"exit": pid, "code": code}).encode())
-
-
 def serve(sock: socket.socket) -> None:
     """Answer requests until the batch closes the socket."""
     wake_r, wake_w = os.pipe()
@@ -141,7 +130,8 @@ def serve(sock: socket.socket) -> None:
         if wake_r in ready:
             with contextlib.suppress(BlockingIOError):
                 os.read(wake_r, 4096)
-            _reap(sock)
+            for pid, code in exited_children():
+                sock.send(json.dumps({"exit": pid, "code": code}).encode())
         if sock.fileno() not in ready:
             continue
         message, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 3)

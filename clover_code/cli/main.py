@@ -1,11 +1,15 @@
-"""The one entry point: ``clover-code`` (app), ``--task`` (headless)."""
+"""The one entry point: ``clover-code`` (app), ``--task`` (headless), and the table of
+the other commands (``SUBCOMMANDS``), each run by its own module."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,29 +20,124 @@ from clover_code.config.flags import (
     FlagSpec,
     add_engine_arguments,
     add_setting_flags,
-    flag_values,
-    setting_names,
+    given_settings,
 )
 from clover_code.errors import CloverError, ExitCode, UsageError
 
 if TYPE_CHECKING:
+    from clover_code.cli.worktree import SessionWorktree
     from clover_code.config.settings import Settings
 
-SUBCOMMANDS_HELP = """commands:
-  clover-code                 the interactive app in this directory
-  clover-code --task TEXT     run one task headless (see the task options above)
-  clover-code acp             serve the Agent Client Protocol on stdin/stdout (editors)
-  clover-code serve           serve a local checkpoint as an OpenAI-compatible server
-  clover-code sandbox         build, check or run a command in the sandbox (sandbox --help)
-  clover-code batch TASKS.jsonl --out DIR   many tasks, each in its own clone (batch --help)
-  clover-code schema result|events   JSON Schema of the headless JSON result / stream lines
-  clover-code mcp-server      serve the agent as an MCP server on stdin/stdout
-  clover-code web             serve the app as a web page (web --help)
-  clover-code github          act on @clover mentions inside a GitHub Actions job
-  clover-code doctor          check what a run needs and say how to fix what is missing
-  each command has its own --help
 
-"""
+@dataclass(frozen=True, slots=True)
+class Subcommand:
+    """``clover-code NAME ...``: run by ``main(argv) -> int`` of ``module``, whose
+    ``build_parser()`` is its command line (the reference pages read it)."""
+
+    name: str
+    module: str
+    summary: str
+    """Its line in ``clover-code --help``."""
+    arguments: str = ""
+    """What that line shows after the name."""
+
+    def run(self, argv: list[str]) -> int:
+        """Run it with ``argv`` (what follows its name); returns the exit code.
+
+        Its module is imported only now: each command loads what it needs.
+        """
+        main: Callable[[list[str]], int] = importlib.import_module(self.module).main
+        return main(argv)
+
+    def build_parser(self) -> argparse.ArgumentParser:
+        """Its command line."""
+        build: Callable[[], argparse.ArgumentParser] = importlib.import_module(
+            self.module
+        ).build_parser
+        return build()
+
+
+SUBCOMMANDS: tuple[Subcommand, ...] = (
+    Subcommand(
+        "acp",
+        "clover_code.acp.main",
+        "serve the Agent Client Protocol on stdin/stdout (editors)",
+    ),
+    Subcommand(
+        "serve",
+        "clover_code.serve.main",
+        "serve a local checkpoint as an OpenAI-compatible server",
+    ),
+    Subcommand(
+        "sandbox",
+        "clover_code.cli.sandbox",
+        "build, check or run a command in the sandbox (sandbox --help)",
+    ),
+    Subcommand(
+        "review",
+        "clover_code.cli.review",
+        "review a change headless: findings as text, JSON or SARIF",
+        arguments="[BASE]",
+    ),
+    Subcommand(
+        "batch",
+        "clover_code.batch.main",
+        "many tasks, each in its own clone (batch --help)",
+        arguments="TASKS.jsonl --out DIR",
+    ),
+    Subcommand(
+        "plugin",
+        "clover_code.cli.plugin",
+        "install, list, enable, disable or remove plugins",
+        arguments="install|list|...",
+    ),
+    Subcommand(
+        "schema",
+        "clover_code.cli.schema",
+        "JSON Schema of the headless JSON result / stream lines",
+        arguments="result|events",
+    ),
+    Subcommand(
+        "mcp-server",
+        "clover_code.mcp_server.main",
+        "serve the agent as an MCP server on stdin/stdout",
+    ),
+    Subcommand(
+        "web",
+        "clover_code.webapp.main",
+        "serve the app as a web page (web --help)",
+    ),
+    Subcommand(
+        "github",
+        "clover_code.github.main",
+        "act on @clover mentions inside a GitHub Actions job",
+    ),
+    Subcommand(
+        "worktree",
+        "clover_code.cli.worktree",
+        "the git worktrees clover-code made for this repository",
+        arguments="list|remove NAME|prune",
+    ),
+    Subcommand(
+        "doctor",
+        "clover_code.doctor.main",
+        "check what a run needs and say how to fix what is missing",
+    ),
+)
+"""Every command but the app and ``--task``, in the order ``--help`` lists them."""
+
+
+def _commands_help() -> str:
+    """The list of commands at the end of ``--help``."""
+    rows = [
+        ("clover-code", "the interactive app in this directory"),
+        ("clover-code --task TEXT", "run one task headless (see the task options above)"),
+    ]
+    rows += [(f"clover-code {c.name} {c.arguments}".rstrip(), c.summary) for c in SUBCOMMANDS]
+    # The summaries line up in one column; a longer command keeps a wide gap.
+    lines = [f"  {usage}{' ' * max(28 - len(usage), 3)}{summary}\n" for usage, summary in rows]
+    return "commands:\n" + "".join(lines) + "  each command has its own --help\n\n"
+
 
 EXIT_CODES_HELP = """exit codes:
   0    the task completed
@@ -52,7 +151,11 @@ EXIT_CODES_HELP = """exit codes:
 
 
 TASK_FLAGS: tuple[FlagSpec, ...] = (
-    Flag("max_turns", metavar="N", help="most model requests per task"),
+    Flag(
+        "max_turns",
+        metavar="N",
+        help="most model requests (each model response, tool rounds included) per task",
+    ),
     Flag("timeout", metavar="SECONDS", help="wall-clock limit"),
     Flag(
         "max_tokens",
@@ -77,7 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="clover-code",
         description="A coding agent for block-diffusion LLMs and any OpenAI-compatible server.",
-        epilog=SUBCOMMANDS_HELP + EXIT_CODES_HELP,
+        epilog=_commands_help() + EXIT_CODES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"clover-code {__version__}")
@@ -127,6 +230,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-C", "--cd", type=Path, metavar="DIR", help="work in DIR")
     parser.add_argument(
+        "--worktree",
+        nargs="?",
+        const="",
+        metavar="NAME",
+        help="work in a git worktree of this repository on branch clover/NAME (made in "
+        "clover-code's data directory; your checkout stays as it is; the same NAME again "
+        "reopens it); without NAME, a new one",
+    )
+    parser.add_argument(
+        "--worktree-from-dirty",
+        action="store_true",
+        help="with --worktree: carry your uncommitted changes over to the new worktree",
+    )
+    parser.add_argument(
         "--trust-project",
         action="store_true",
         help="trust this repository's .clover/config.toml and .mcp.json as they are now "
@@ -155,48 +272,14 @@ def _read_task(args: argparse.Namespace) -> str | None:
 
 
 def _cli_settings(args: argparse.Namespace) -> dict[str, Any]:
-    keys = setting_names((*ENGINE_FLAGS, *TASK_FLAGS, "sandbox_network"))
-    return flag_values(args, keys)
+    return given_settings(args, ENGINE_FLAGS, TASK_FLAGS, ("sandbox_network",))
 
 
 def run(argv: list[str]) -> int:
     """Parse ``argv`` and run; returns the exit code."""
-    if argv[:1] == ["acp"]:
-        from clover_code.acp.main import main as acp_main
-
-        return acp_main(argv[1:])
-    if argv[:1] == ["serve"]:
-        from clover_code.serve.main import main as serve_main
-
-        return serve_main(argv[1:])
-    if argv[:1] == ["mcp-server"]:
-        from clover_code.mcp_server.main import main as mcp_server_main
-
-        return mcp_server_main(argv[1:])
-    if argv[:1] == ["web"]:
-        from clover_code.webapp.main import main as web_main
-
-        return web_main(argv[1:])
-    if argv[:1] == ["sandbox"]:
-        from clover_code.cli.sandbox import main as sandbox_main
-
-        return sandbox_main(argv[1:])
-    if argv[:1] == ["batch"]:
-        from clover_code.batch.main import main as batch_main
-
-        return batch_main(argv[1:])
-    if argv[:1] == ["schema"]:
-        from clover_code.cli.schema import main as schema_main
-
-        return schema_main(argv[1:])
-    if argv[:1] == ["github"]:
-        from clover_code.github.main import main as github_main
-
-        return github_main(argv[1:])
-    if argv[:1] == ["doctor"]:
-        from clover_code.doctor.main import main as doctor_main
-
-        return doctor_main(argv[1:])
+    for command in SUBCOMMANDS:
+        if argv[:1] == [command.name]:
+            return command.run(argv[1:])
     started = time.monotonic()
     args = build_parser().parse_args(argv)
     from clover_code.agent.transcript import find_session
@@ -205,10 +288,13 @@ def run(argv: list[str]) -> int:
     from clover_code.headless.run import report_error, run_task
 
     cwd = (args.cd or Path.cwd()).resolve()
+    session_tree: SessionWorktree | None = None
     try:
         if not cwd.is_dir():
             raise UsageError(f"directory {cwd} does not exist.")
         task = _read_task(args)
+        if args.worktree_from_dirty and args.worktree is None:
+            raise UsageError("--worktree-from-dirty goes with --worktree; add it.")
         output_schema = None
         if args.output_schema is not None:
             if task is None:
@@ -216,6 +302,9 @@ def run(argv: list[str]) -> int:
             from clover_code.outcome.output_schema import load_output_schema
 
             output_schema = load_output_schema(args.output_schema)
+        if args.worktree is not None:
+            session_tree = _enter_worktree(cwd, args)
+            cwd = session_tree.cwd
         root, _ = find_root(cwd)
         settings = load_settings(
             _cli_settings(args), repo_root=root, trust_project=args.trust_project
@@ -240,30 +329,63 @@ def run(argv: list[str]) -> int:
                 'with --task "..." (see --help).'
             )
     except CloverError as exc:
-        return report_error(exc, args.output_format, sys.stdout, sys.stderr, started=started)
-    if task is None:
-        from clover_code.ui.run import run_app
+        code = report_error(exc, args.output_format, sys.stdout, sys.stderr, started=started)
+        if session_tree is not None:
+            session_tree.farewell(sys.stderr)
+        return code
+    try:
+        if task is None:
+            from clover_code.ui.run import run_app
 
-        def reload() -> Settings:
-            return load_settings(_cli_settings(args), repo_root=root)
+            def reload() -> Settings:
+                return load_settings(_cli_settings(args), repo_root=root)
 
-        return run_app(settings, cwd, resume=resume, reload=reload)
-    return asyncio.run(
-        run_task(
-            settings,
-            task,
-            cwd,
-            output_format=args.output_format,
-            resume=resume,
-            started=started,
-            output_schema=output_schema,
-            own_process=True,
+            return run_app(settings, cwd, resume=resume, reload=reload)
+        return asyncio.run(
+            run_task(
+                settings,
+                task,
+                cwd,
+                output_format=args.output_format,
+                resume=resume,
+                started=started,
+                output_schema=output_schema,
+                own_process=True,
+            )
         )
-    )
+    finally:
+        if session_tree is not None:
+            session_tree.farewell(sys.stderr)
+
+
+def _enter_worktree(cwd: Path, args: argparse.Namespace) -> SessionWorktree:
+    """The worktree ``--worktree`` names (made now, or reopened); what it did is said."""
+    from clover_code.cli.worktree import open_worktree
+
+    tree = open_worktree(cwd, args.worktree or None, carry=args.worktree_from_dirty)
+    sys.stderr.write(f"clover-code: working in {tree.path} on branch {tree.branch}.\n")
+    for note in tree.notes:
+        sys.stderr.write(f"clover-code: {note}\n")
+    return tree
+
+
+UNUSED_IMPORTS = ("httpx._main", "trio")
+"""Optional imports of our libraries that this command never uses, blocked for its
+process: httpx loads its command-line client (click, rich, pygments: some 45 ms and
+6 MiB) and httpcore loads trio whenever they are installed, and both fall back
+quietly when the import fails. Our event loop is asyncio's."""
+
+
+def block_unused_imports() -> None:
+    """Make the imports in ``UNUSED_IMPORTS`` fail (a None in ``sys.modules`` does that)."""
+    for name in UNUSED_IMPORTS:
+        if name not in sys.modules:
+            sys.modules[name] = None  # type: ignore[assignment]  # documented by importlib
 
 
 def main() -> None:
     """Console-script entry point."""
+    block_unused_imports()
     from clover_code.proc.parent_tie import tie_to_parent
     from clover_code.redact import redact_log_records
 

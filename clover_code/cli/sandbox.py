@@ -27,10 +27,11 @@ from clover_code.errors import CloverError, ExitCode
 if TYPE_CHECKING:
     from clover_code.config.settings import Settings
 
-__all__ = ["main"]
+__all__ = ["build_parser", "main"]
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
+    """The sandbox command's subcommands: build, status, run."""
     parser = argparse.ArgumentParser(
         prog="clover-code sandbox",
         description="Build the Docker image shell commands run in, or show sandbox status.",
@@ -67,7 +68,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     """Run ``clover-code sandbox ARGV``; returns the process exit code."""
     try:
-        args = _parser().parse_args(argv)
+        args = build_parser().parse_args(argv)
     except SystemExit as exc:  # argparse has printed its usage message
         return int(exc.code) if isinstance(exc.code, int) else int(ExitCode.USAGE)
     try:

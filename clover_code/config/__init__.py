@@ -5,5 +5,7 @@
 sentences for bad values; ``flags`` the command-line flags derived from the
 fields (several front ends import it, so it lives here, below them all);
 ``project_files`` and ``project_definition`` read the project's own config and
-sandbox image, and ``trust`` decides which of it applies.
+sandbox image, and ``trust`` decides which of it applies; ``managed`` (with
+``managed_files``, ``managed_check`` and ``managed_values``) is what an
+administrator's managed settings files pin and limit, above every other source.
 """

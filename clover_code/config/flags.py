@@ -25,6 +25,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import SecretStr
 
+from clover_code.config.field_docs import field_docs
 from clover_code.config.settings import Settings
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "add_engine_arguments",
     "add_setting_flags",
     "flag_values",
+    "given_settings",
     "setting_names",
 ]
 
@@ -117,7 +119,8 @@ def add_setting_flags(
         field = Settings.model_fields[flag.setting]
         kind = _unwrap(field.annotation)
         option = flag.flag or "--" + flag.setting.replace("_", "-")
-        help_text = _escape(flag.help or _help_case(_first_sentence(field.description or "")))
+        doc = flag.help or _help_case(_first_sentence(field_docs(Settings).get(flag.setting, "")))
+        help_text = _escape(doc)
         if kind is bool:
             # A switch sets the value its default is not: --x for off-by-default, --no-x otherwise.
             on = field.default is not True
@@ -153,6 +156,12 @@ def flag_values(args: argparse.Namespace, names: Iterable[str]) -> dict[str, Any
 def setting_names(flags: Iterable[FlagSpec]) -> tuple[str, ...]:
     """The setting names of ``flags``."""
     return tuple(f.setting if isinstance(f, Flag) else f for f in flags)
+
+
+def given_settings(args: argparse.Namespace, *flags: Iterable[FlagSpec]) -> dict[str, Any]:
+    """The settings a command's flags gave (``flags``: the lists it added, such as
+    ``ENGINE_FLAGS`` and its own), for ``load_settings``."""
+    return flag_values(args, [name for group in flags for name in setting_names(group)])
 
 
 def _unwrap(annotation: Any) -> Any:

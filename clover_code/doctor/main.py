@@ -9,18 +9,19 @@ import argparse
 import sys
 from pathlib import Path
 
-from clover_code.config.flags import ENGINE_FLAGS, add_engine_arguments, flag_values, setting_names
+from clover_code.config.flags import ENGINE_FLAGS, add_engine_arguments, given_settings
 from clover_code.doctor.report import print_json, print_table
 
-__all__ = ["main"]
+__all__ = ["build_parser", "main"]
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
+    """The doctor command's flags: its own and the engine flags."""
     parser = argparse.ArgumentParser(
         prog="clover-code doctor",
         description="Check what a run needs (Python and extras, the sandbox, the model "
-        "server, the config files and trust, the GPU stack) and say how to fix what is "
-        "missing.",
+        "server, the config files and trust, the GPU stack), list the settings an "
+        "administrator pins, and say how to fix what is missing.",
     )
     parser.add_argument("-C", "--cd", type=Path, metavar="DIR", help="check the workspace DIR")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -33,9 +34,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     """Run every check and print the report."""
-    args = _parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
     from clover_code.config.settings import user_config_path
     from clover_code.doctor.local import gpu_checks, python_checks, sandbox_checks
+    from clover_code.doctor.managed import managed_checks
     from clover_code.doctor.server import config_checks, server_checks
     from clover_code.fs.workspace_root import find_root
 
@@ -45,12 +47,13 @@ def main(argv: list[str]) -> int:
         return 2
     root, _ = find_root(cwd)
     checks = python_checks()
-    flags = flag_values(args, setting_names(ENGINE_FLAGS))
+    flags = given_settings(args, ENGINE_FLAGS)
     config, settings = config_checks(root, user_config_path(), flags)
     checks += sandbox_checks(root)
     if settings is not None and not args.no_server:
         checks += server_checks(settings)
     checks += config
+    checks += managed_checks()
     if settings is not None:
         checks += gpu_checks(settings.engine, settings.model_path)
     (print_json if args.json else print_table)(checks, sys.stdout)

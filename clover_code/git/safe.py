@@ -169,24 +169,16 @@ def repo_driver_overrides(
     """
     argv = [git, *_location_args(git_dir, None), "config", "--list", "--show-scope"]
     argv += ["--name-only", "-z", "--includes"]
-    proc = subprocess.run(
-        argv,
-        cwd=cwd,
-        env=dict(env) if env is not None else git_env(),
-        capture_output=True,
-        timeout=30,
-        check=False,
-    )
-    if proc.returncode != 0:
+    code, fields = _config_listing(argv, cwd, env)
+    if code != 0:
         return []  # not a repository (yet): there is no repository config to distrust
-    fields = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
     drivers: set[tuple[str, str]] = set()
     submodules = _gitmodules_names(cwd, env=env, git=git)
     for scope, key in zip(fields[::2], fields[1::2], strict=False):
+        if (submodule := _submodule_name(key)) is not None:
+            submodules.add(submodule)
         section, _, rest = key.partition(".")
         section = section.lower()
-        if section == "submodule" and "." in rest:
-            submodules.add(rest.rpartition(".")[0])
         if scope not in _REPO_SCOPES or section not in _DRIVER_KEYS or "." not in rest:
             continue
         name = rest.rpartition(".")[0]
@@ -243,6 +235,15 @@ def _gitmodules_names(cwd: Path, *, env: Mapping[str, str] | None, git: str) -> 
     if not path.is_file() or path.is_symlink():
         return set()
     argv = [git, "config", "--file", str(path), "--list", "--name-only", "-z"]
+    _, keys = _config_listing(argv, cwd, env)
+    return {name for key in keys if (name := _submodule_name(key)) is not None}
+
+
+def _config_listing(
+    argv: list[str], cwd: Path, env: Mapping[str, str] | None
+) -> tuple[int, list[str]]:
+    """Run a ``git config --list -z`` (which runs no program); its exit status and the
+    fields it printed."""
     proc = subprocess.run(
         argv,
         cwd=cwd,
@@ -251,12 +252,15 @@ def _gitmodules_names(cwd: Path, *, env: Mapping[str, str] | None, git: str) -> 
         timeout=30,
         check=False,
     )
-    names = set()
-    for key in proc.stdout.decode("utf-8", "surrogateescape").split("\0"):
-        section, _, rest = key.partition(".")
-        if section.lower() == "submodule" and "." in rest:
-            names.add(rest.rpartition(".")[0])
-    return names
+    return proc.returncode, proc.stdout.decode("utf-8", "surrogateescape").split("\0")
+
+
+def _submodule_name(key: str) -> str | None:
+    """The submodule a config key is about (``submodule.NAME.url``: NAME), if any."""
+    section, _, rest = key.partition(".")
+    if section.lower() == "submodule" and "." in rest:
+        return rest.rpartition(".")[0]
+    return None
 
 
 _TAKES_VALUE = {"-c", "-C", "--git-dir", "--work-tree", "--namespace", "--exec-path"}
@@ -335,12 +339,16 @@ def run_git(
     input: str | None = None,
     check: bool = True,
     timeout: float = 120.0,
+    index: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run one hardened git command and return its result (text, UTF-8, errors replaced).
 
+    ``index``: an index file to use instead of the repository's own.
     Raises ``subprocess.CalledProcessError`` when ``check`` and git fails.
     """
     env = git_env()
+    if index is not None:
+        env["GIT_INDEX_FILE"] = str(index)
     argv = git_argv(args, cwd=cwd, git_dir=git_dir, work_tree=work_tree, env=env)
     return subprocess.run(
         argv,

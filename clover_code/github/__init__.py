@@ -1,4 +1,5 @@
-"""``clover-code github``: answer ``@clover`` mentions inside a GitHub Actions job.
+"""``clover-code github``: answer ``@clover`` mentions and review pull requests inside a
+GitHub Actions job.
 
 - ``event.py``: the request an Actions event payload carries (issue, issue
   comment, pull-request review comment).
@@ -8,6 +9,11 @@
 - ``credentials.py``: the job's credentials out of every environment (the
   command starts itself again without them) before the agent starts.
 - ``leaks.py``: the secrets the job holds, searched for before a push or a post.
+- ``review.py``: the pull-request reviewer (a ``pull_request`` event or a
+  ``@clover review`` comment): the diff from the API, ``clover-code review`` in a
+  scrubbed environment, one review posted; ``review_post.py``: the diff built
+  from the API's files, the findings posted before (hidden markers) and the
+  review's summary and inline comments.
 - ``runner.py``: the whole run: trigger and permission checks, the progress
   comment, the headless task in a scrubbed environment, then a pull request,
   a push to the PR branch, or an answer.

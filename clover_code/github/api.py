@@ -17,6 +17,10 @@ DEFAULT_API_URL = "https://api.github.com"
 WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
 """Permission levels that may ask for changes."""
 
+_PER_PAGE = 100
+_MAX_PAGES = 30
+"""GitHub lists at most 3,000 files of a pull request; comments are read as far."""
+
 
 class GitHubApiError(CloverError):
     """A GitHub API call failed (exit 1)."""
@@ -75,6 +79,12 @@ class GitHubApi:
         """Replace the text of comment ``comment_id``."""
         self._call("PATCH", f"/issues/comments/{comment_id}", {"body": body})
 
+    def default_branch(self) -> str | None:
+        """The repository's default branch (None when the API does not say)."""
+        data = self._call("GET", "")
+        branch = data.get("default_branch") if isinstance(data, dict) else None
+        return branch if isinstance(branch, str) and branch else None
+
     def pull(self, number: int) -> dict[str, Any]:
         """Pull request ``number``."""
         data: dict[str, Any] = self._call("GET", f"/pulls/{number}")
@@ -84,5 +94,41 @@ class GitHubApi:
         """Open a pull request of ``head`` into ``base``; returns it."""
         data: dict[str, Any] = self._call(
             "POST", "/pulls", {"title": title, "head": head, "base": base, "body": body}
+        )
+        return data
+
+    def _pages(self, path: str) -> list[dict[str, Any]]:
+        """Every item of a listing, a page of ``_PER_PAGE`` at a time."""
+        items: list[dict[str, Any]] = []
+        for page in range(1, _MAX_PAGES + 1):
+            data = self._call("GET", f"{path}?per_page={_PER_PAGE}&page={page}")
+            if not isinstance(data, list):
+                break
+            items += [item for item in data if isinstance(item, dict)]
+            if len(data) < _PER_PAGE:
+                break
+        return items
+
+    def pull_files(self, number: int) -> list[dict[str, Any]]:
+        """The files pull request ``number`` changes, each with its ``patch`` (the hunks)."""
+        return self._pages(f"/pulls/{number}/files")
+
+    def review_comments(self, number: int) -> list[dict[str, Any]]:
+        """The inline comments of pull request ``number``'s reviews."""
+        return self._pages(f"/pulls/{number}/comments")
+
+    def reviews(self, number: int) -> list[dict[str, Any]]:
+        """The reviews of pull request ``number``."""
+        return self._pages(f"/pulls/{number}/reviews")
+
+    def create_review(
+        self, number: int, *, commit_id: str, body: str, comments: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        """Post one review (a comment, neither approval nor change request) with inline
+        ``comments`` on the lines of ``commit_id``'s diff."""
+        data: dict[str, Any] = self._call(
+            "POST",
+            f"/pulls/{number}/reviews",
+            {"commit_id": commit_id, "event": "COMMENT", "body": body, "comments": comments},
         )
         return data

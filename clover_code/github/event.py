@@ -3,22 +3,28 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from clover_code.errors import UsageError
 
-__all__ = ["SUPPORTED_EVENTS", "GitHubRequest", "read_event"]
+__all__ = ["PULL_REQUEST_EVENTS", "SUPPORTED_EVENTS", "GitHubRequest", "read_event"]
 
-SUPPORTED_EVENTS = ("issue_comment", "pull_request_review_comment", "issues")
+PULL_REQUEST_EVENTS = ("pull_request", "pull_request_target")
+"""Events that ask for a review of the pull request (a fork's under pull_request_target)."""
+SUPPORTED_EVENTS = ("issue_comment", "pull_request_review_comment", "issues", *PULL_REQUEST_EVENTS)
 """Event names ``clover-code github`` acts on."""
 
+_REVIEWED = ("opened", "synchronize", "ready_for_review")
+"""Pull request actions that ask for a review: new, pushed to, out of draft."""
 # Only new text asks for work: an edited or deleted comment is not a new request.
 _ACTIONS = {
     "issue_comment": ("created",),
     "pull_request_review_comment": ("created",),
     "issues": ("opened",),
+    **{name: _REVIEWED for name in PULL_REQUEST_EVENTS},
 }
 
 
@@ -44,6 +50,14 @@ class GitHubRequest:
     def mentions(self, trigger: str) -> bool:
         """Whether the request's text mentions ``trigger`` (case-insensitive)."""
         return trigger.casefold() in self.body.casefold()
+
+    def asks_review(self, trigger: str) -> bool:
+        """Whether this is a pull request event, or a comment on a pull request that says
+        ``{trigger} review`` (case-insensitive)."""
+        if self.event in PULL_REQUEST_EVENTS:
+            return True
+        asked = re.compile(rf"(?<![\w-]){re.escape(trigger)}\s+review\b", re.IGNORECASE)
+        return self.kind == "pull_request" and asked.search(self.body) is not None
 
 
 def _text(value: Any) -> str:
@@ -76,6 +90,20 @@ def read_event(path: Path, name: str | None) -> GitHubRequest | None:
         return None
     repo = payload.get("repository") or {}
     default_branch = _text(repo.get("default_branch")) or None
+    if name in PULL_REQUEST_EVENTS:
+        pull = payload.get("pull_request") or {}
+        return GitHubRequest(
+            event=name,
+            action=payload["action"],
+            kind="pull_request",
+            number=int(pull["number"]),
+            title=_text(pull.get("title")),
+            body="",
+            issue_body=_text(pull.get("body")),
+            # Who opened or pushed: the one the permission rules ask about.
+            author=_login(payload.get("sender")) or _login(pull.get("user")),
+            default_branch=default_branch,
+        )
     if name == "pull_request_review_comment":
         pull, comment = payload.get("pull_request") or {}, payload.get("comment") or {}
         line = comment.get("line") or comment.get("original_line")
@@ -113,6 +141,8 @@ def read_event(path: Path, name: str | None) -> GitHubRequest | None:
 
 
 def _infer_name(payload: dict[str, Any]) -> str:
+    if "pull_request" in payload and "comment" not in payload:
+        return "pull_request"
     if "comment" in payload and "pull_request" in payload:
         return "pull_request_review_comment"
     if "comment" in payload and "issue" in payload:

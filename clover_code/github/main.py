@@ -17,7 +17,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="clover-code github",
         description="Inside a GitHub Actions job: act on an issue or comment that mentions the "
-        "trigger (push a branch and open a pull request, push to the PR branch, or answer). "
+        "trigger (push a branch and open a pull request, push to the PR branch, or answer), "
+        "or review a pull request (on a pull_request or pull_request_target event, or a "
+        "'TRIGGER review' comment) and post the findings as one review. "
         "Reads GITHUB_EVENT_PATH, GITHUB_EVENT_NAME, GITHUB_REPOSITORY, GITHUB_TOKEN and "
         "GITHUB_API_URL; the model settings come from CLOVER_* variables or the config.",
     )
@@ -67,6 +69,7 @@ def main(argv: list[str]) -> int:
             workspace,
             sandbox=settings.sandbox,
             secrets=secrets,
+            max_review_comments=settings.github_max_review_comments,
         )
         return run_job(job, {k: v for k, v in os.environ.items() if k not in held})
     except CloverError as exc:

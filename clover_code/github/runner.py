@@ -13,6 +13,7 @@ from clover_code.github.api import DEFAULT_API_URL, WRITE_PERMISSIONS, GitHubApi
 from clover_code.github.event import GitHubRequest, read_event
 from clover_code.github.git import GitError, Repo, branch_slug, push_env
 from clover_code.github.leaks import SecretFound, find_secret
+from clover_code.github.review import review_pull
 from clover_code.github.task import (
     TaskOutcome,
     Throttle,
@@ -44,6 +45,8 @@ class GitHubJob:
     secrets: Mapping[str, str] = field(default_factory=dict)
     """Every secret the job holds, by what to call it: nothing pushed or posted has one."""
     progress_interval: float = 10.0
+    max_review_comments: int = 20
+    """Most inline comments one pull-request review posts."""
 
 
 def job_from_env(
@@ -53,6 +56,7 @@ def job_from_env(
     *,
     sandbox: str = "auto",
     secrets: Mapping[str, str] | None = None,
+    max_review_comments: int = 20,
 ) -> GitHubJob:
     """The job described by the Actions variables in ``env``; UsageError names what is missing."""
     missing = [name for name in ("GITHUB_EVENT_PATH", "GITHUB_REPOSITORY") if not env.get(name)]
@@ -75,6 +79,7 @@ def job_from_env(
         trigger=trigger,
         sandbox=sandbox,
         secrets=dict(secrets or {}),
+        max_review_comments=max_review_comments,
     )
 
 
@@ -104,13 +109,30 @@ def run_job(job: GitHubJob, env: Mapping[str, str], log: TextIO | None = None) -
     log = redacting(log or sys.stderr)
     request = read_event(job.event_path, job.event_name)
     if request is None:
-        log.write("clover-code github: this event is not a new issue or comment; nothing to do.\n")
+        log.write(
+            "clover-code github: this event is not a new issue, comment or pull request "
+            "push; nothing to do.\n"
+        )
         return ExitCode.OK
-    if not request.mentions(job.trigger):
+    review = request.asks_review(job.trigger)
+    if not review and not request.mentions(job.trigger):
         log.write(f"clover-code github: no {job.trigger} in the text; nothing to do.\n")
         return ExitCode.OK
     api = GitHubApi(job.api_url, job.repository, job.token)
     try:
+        if review:
+            return review_pull(
+                request,
+                api,
+                env=env,
+                token=job.token,
+                workspace=job.workspace,
+                sandbox=job.sandbox,
+                trigger=job.trigger,
+                limit=job.max_review_comments,
+                secrets=job.secrets,
+                log=log,
+            )
         return _answer(job, env, request, api, log)
     finally:
         api.close()

@@ -25,13 +25,15 @@ __all__ = ["TaskOutcome", "build_prompt", "run_headless", "task_env"]
 
 def task_env(env: Mapping[str, str], token: str, root: Path) -> dict[str, str]:
     """The task's environment: ``without_credentials``, with the approval mode ``auto-edit``
-    unless the environment or a config file names one (headless alone defaults to
-    ``sandbox-auto``; a job on GitHub keeps its own default)."""
+    (or the most an administrator allows, if less) unless the environment or a config
+    file names one (headless alone defaults to ``sandbox-auto``; a job on GitHub keeps
+    its own default)."""
     from clover_code.config.settings import load_settings
 
     child = without_credentials(env, token)
-    if load_settings({}, repo_root=root, env=child).approval is None:
-        child["CLOVER_APPROVAL"] = "auto-edit"
+    settings = load_settings({}, repo_root=root, env=child)
+    if settings.approval is None:
+        child["CLOVER_APPROVAL"] = settings.approval_or("auto-edit")
     return child
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from clover_code import __version__
 
-__all__ = ["main"]
+__all__ = ["build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,9 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--approval",
         choices=("read-only", "ask", "auto-edit", "full-auto"),
-        default="auto-edit",
-        help="the loosest approval mode a call may ask for (auto-edit); --sandbox none "
-        "lets calls run commands on this machine",
+        help="the loosest approval mode a call may ask for (default auto-edit); --sandbox "
+        "none lets calls run commands on this machine",
     )
     parser.add_argument(
         "--root",
@@ -55,11 +54,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     """Run the server until the client closes stdin."""
     args = build_parser().parse_args(argv)
-    from clover_code.config.flags import ENGINE_FLAGS, flag_values, setting_names
+    from clover_code.config.flags import ENGINE_FLAGS, given_settings
     from clover_code.mcp_server.roots import Roots
-    from clover_code.mcp_server.server import build_server
+    from clover_code.mcp_server.server import Approval, build_server
 
-    base = flag_values(args, setting_names(ENGINE_FLAGS))
+    base = given_settings(args, ENGINE_FLAGS)
     if not args.call_timeout > 0:
         print("clover-code mcp-server: --call-timeout must be above 0 seconds.", file=sys.stderr)
         return 2
@@ -67,8 +66,18 @@ def main(argv: list[str]) -> int:
         if not root.expanduser().is_dir():
             print(f"clover-code mcp-server: --root {root} is not a directory.", file=sys.stderr)
             return 2
+    from clover_code.config.settings import refuse_flags
+    from clover_code.errors import CloverError
+
+    try:
+        # Each call is checked again; a flag the administrator forbids stops the start.
+        refuse_flags({**base, "approval": args.approval})
+    except CloverError as exc:
+        print(f"clover-code mcp-server: {exc}", file=sys.stderr)
+        return int(exc.exit_code)
     roots = Roots.given(args.root) if args.root else Roots.started_in(Path.cwd())
-    server = build_server(base, args.approval, roots=roots, call_timeout=args.call_timeout)
+    ceiling: Approval = args.approval or "auto-edit"
+    server = build_server(base, ceiling, roots=roots, call_timeout=args.call_timeout)
     try:
         server.run("stdio")
     except KeyboardInterrupt:

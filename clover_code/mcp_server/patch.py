@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from clover_code.git.safe import git_argv, git_env
+from clover_code.git.safe import run_git
 
 __all__ = ["patch_between", "tree_of"]
 
@@ -22,20 +22,7 @@ _EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 
 def _git(root: Path, index: Path | None, *args: str) -> subprocess.CompletedProcess[str]:
-    env = git_env()
-    if index is not None:
-        env["GIT_INDEX_FILE"] = str(index)
-    return subprocess.run(
-        git_argv(args, cwd=root, env=env),
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        errors="replace",
-        timeout=120,
-        check=False,
-    )
+    return run_git(*args, cwd=root, index=index, check=False)
 
 
 def _tree(root: Path) -> str | None:

@@ -18,14 +18,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from clover_code.config.flags import SERVE_FLAGS, add_setting_flags, flag_values, setting_names
+from clover_code.config.flags import SERVE_FLAGS, add_setting_flags, given_settings
 from clover_code.config.settings import load_settings
 from clover_code.errors import CloverError, UsageError, missing_extra
 
-__all__ = ["main"]
+__all__ = ["build_parser", "main"]
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
+    """The serve command's flags: the local engine and where to listen."""
     parser = argparse.ArgumentParser(
         prog="clover-code serve",
         description="Serve a local checkpoint as an OpenAI-compatible API (one box).",
@@ -37,10 +38,10 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     """Run the server until interrupted; return the exit code."""
     try:
-        args = _parser().parse_args(argv)
+        args = build_parser().parse_args(argv)
     except SystemExit as exit_:
         return int(exit_.code or 0)
-    flags = flag_values(args, setting_names(SERVE_FLAGS))
+    flags = given_settings(args, SERVE_FLAGS)
     flags.setdefault("engine", "hf")
     try:
         from clover_code.fs.workspace_root import find_root
@@ -71,7 +72,7 @@ def main(argv: list[str]) -> int:
     except CloverError as exc:
         print(f"clover-code serve: {exc}", file=sys.stderr)
         return int(exc.exit_code)
-    for line in getattr(backend, "notices", ()):
+    for line in backend.notices:
         print(f"clover-code serve: {line}", file=sys.stderr)
     key = settings.serve_api_key.get_secret_value() if settings.serve_api_key else None
     if not key:

@@ -28,6 +28,7 @@ from opentelemetry.trace import Span, Status, StatusCode, TracerProvider
 
 from clover_code import __version__
 from clover_code import protocol as p
+from clover_code.config.managed_values import ForcedTelemetry
 from clover_code.redact import redact
 
 _OUTPUT = (p.BlockDraft, p.BlockCommitted, p.ReasoningDelta, p.ContentDelta)
@@ -67,9 +68,10 @@ class OtelSink:
         self._tools: dict[str, Span] = {}
 
     @classmethod
-    def from_environment(cls) -> OtelSink:
-        """A sink with providers of its own, which its ``shutdown`` flushes and stops."""
-        providers = environment_providers()
+    def from_environment(cls, forced: ForcedTelemetry | None = None) -> OtelSink:
+        """A sink with providers of its own, which its ``shutdown`` flushes and stops
+        (``forced``: an administrator's collector, in place of the variables')."""
+        providers = environment_providers(forced)
         return cls(*providers, owned=providers)
 
     def shutdown(self) -> None:
@@ -201,14 +203,21 @@ class OtelSink:
         self._turn = None
 
 
-def environment_providers() -> tuple[TracerProvider, MeterProvider]:
+def environment_providers(
+    forced: ForcedTelemetry | None = None,
+) -> tuple[TracerProvider, MeterProvider]:
     """SDK providers with the exporters the ``OTEL_*`` variables choose (OTLP/HTTP default).
 
     The console exporters write to stderr, never stdout: stdout carries the
     json and stream-json output, ACP's and the MCP server's messages.
+    ``forced`` (an administrator's managed settings) replaces the variables:
+    OTLP/HTTP to its endpoint, every span sampled.
     """
     import os
     import sys
+
+    if forced is not None:
+        return _forced_providers(forced)
 
     from opentelemetry.sdk.metrics import MeterProvider as SdkMeterProvider
     from opentelemetry.sdk.metrics.export import (
@@ -238,6 +247,28 @@ def environment_providers() -> tuple[TracerProvider, MeterProvider]:
 
         readers.append(PeriodicExportingMetricReader(OTLPMetricExporter()))
     return tracer_provider, SdkMeterProvider(resource=resource, metric_readers=readers)
+
+
+def _forced_providers(forced: ForcedTelemetry) -> tuple[TracerProvider, MeterProvider]:
+    """OTLP/HTTP to the administrator's collector; the exporters' own environment
+    variables cannot send it elsewhere or sample it away (explicit arguments win)."""
+    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.metrics import MeterProvider as SdkMeterProvider
+    from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    from opentelemetry.sdk.trace.sampling import ALWAYS_ON
+
+    headers = dict(forced.headers)
+    resource = Resource.create({"service.name": "clover-code", "service.version": __version__})
+    tracer_provider = SdkTracerProvider(resource=resource, sampler=ALWAYS_ON)
+    spans = OTLPSpanExporter(endpoint=forced.signal_endpoint("traces"), headers=headers)
+    tracer_provider.add_span_processor(BatchSpanProcessor(spans))
+    metrics = OTLPMetricExporter(endpoint=forced.signal_endpoint("metrics"), headers=headers)
+    reader = PeriodicExportingMetricReader(metrics)
+    return tracer_provider, SdkMeterProvider(resource=resource, metric_readers=[reader])
 
 
 def shutdown_providers(providers: tuple[TracerProvider, MeterProvider]) -> None:

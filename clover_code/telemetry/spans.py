@@ -1,4 +1,5 @@
-"""OpenTelemetry, switched on by the standard ``OTEL_*`` environment variables.
+"""OpenTelemetry, switched on by the standard ``OTEL_*`` environment variables, or
+forced on by an administrator's managed settings (``[limits] telemetry``).
 
 Telemetry is an observer of the protocol event stream: each front end (headless,
 the app, ACP) passes every ``Event`` it receives to the sink this module makes,
@@ -16,6 +17,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from clover_code import protocol as p
+from clover_code.config.managed_values import ForcedTelemetry
+from clover_code.errors import missing_extra
 
 OTEL_VARIABLES = (
     "OTEL_EXPORTER_OTLP_ENDPOINT",
@@ -25,6 +28,12 @@ OTEL_VARIABLES = (
     "OTEL_METRICS_EXPORTER",
 )
 """Any of these, set and not ``none``, turns telemetry on."""
+
+_NO_EXTRA = (
+    "OpenTelemetry variables are set but the otel extra is not installed; "
+    "install clover-code[otel] to export traces."
+)
+"""What the front end is told when the variables ask for telemetry it cannot export."""
 
 
 class TelemetrySink(Protocol):
@@ -47,21 +56,23 @@ def telemetry_wanted(env: Mapping[str, str] | None = None) -> bool:
 
 
 def telemetry_from_environment(
-    warn: Callable[[str], None] | None = None, env: Mapping[str, str] | None = None
+    warn: Callable[[str], None] | None = None,
+    env: Mapping[str, str] | None = None,
+    forced: ForcedTelemetry | None = None,
 ) -> TelemetrySink | None:
-    """The sink the ``OTEL_*`` variables ask for, or None (nothing imported) when off."""
-    if not telemetry_wanted(env):
+    """The sink the ``OTEL_*`` variables ask for, or None (nothing imported) when off;
+    ``forced`` (an administrator's collector) is always on and replaces them."""
+    if forced is None and not telemetry_wanted(env):
         return None
     try:
         from clover_code.telemetry.otel import OtelSink
-    except ImportError:
+    except ImportError as exc:
+        if forced is not None:  # the settings load refuses this first; it holds anyway
+            raise missing_extra(exc, "telemetry export your administrator requires") from None
         if warn is not None:
-            warn(
-                "OpenTelemetry variables are set but the otel extra is not installed; "
-                "install clover-code[otel] to export traces."
-            )
+            warn(_NO_EXTRA)
         return None
-    return OtelSink.from_environment()
+    return OtelSink.from_environment(forced)
 
 
 _shared_providers: list[Any] = []
@@ -69,13 +80,16 @@ _shared_providers: list[Any] = []
 
 
 def session_telemetry(
-    warn: Callable[[str], None] | None = None, env: Mapping[str, str] | None = None
+    warn: Callable[[str], None] | None = None,
+    env: Mapping[str, str] | None = None,
+    forced: ForcedTelemetry | None = None,
 ) -> TelemetrySink | None:
-    """A sink for one session of a long-lived front end (the app, ACP), or None when off.
+    """A sink for one session of a long-lived front end (the app, ACP), or None when off
+    (``forced``: as for ``telemetry_from_environment``).
 
     Sessions share the process's providers, which are flushed when it exits.
     """
-    if not telemetry_wanted(env):
+    if forced is None and not telemetry_wanted(env):
         return None
     try:
         from clover_code.telemetry.otel import (
@@ -83,27 +97,27 @@ def session_telemetry(
             environment_providers,
             shutdown_providers,
         )
-    except ImportError:
+    except ImportError as exc:
+        if forced is not None:
+            raise missing_extra(exc, "telemetry export your administrator requires") from None
         if warn is not None:
-            warn(
-                "OpenTelemetry variables are set but the otel extra is not installed; "
-                "install clover-code[otel] to export traces."
-            )
+            warn(_NO_EXTRA)
         return None
     if not _shared_providers:
-        _shared_providers.extend(environment_providers())
+        _shared_providers.extend(environment_providers(forced))
         atexit.register(shutdown_providers, tuple(_shared_providers))
     tracer_provider, meter_provider = _shared_providers
     return OtelSink(tracer_provider, meter_provider)
 
 
-def observed(emit: Callable[[p.Event], None]) -> Callable[[p.Event], None]:
-    """``emit``, with each event also fed to this session's telemetry when it is on.
+def observed(emit: p.Emit, forced: ForcedTelemetry | None = None) -> p.Emit:
+    """``emit``, with each event also fed to this session's telemetry when it is on
+    (``forced``: an administrator's collector, always on).
 
     A telemetry failure turns it off for the session and never reaches the
     session: traces are not worth a broken turn.
     """
-    sink = session_telemetry()
+    sink = session_telemetry(forced=forced)
     if sink is None:
         return emit
     active = [sink]

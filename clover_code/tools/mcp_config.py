@@ -8,14 +8,17 @@ An entry with a ``url`` (``"type": "http"`` or ``"sse"``) is a server reached
 over HTTP, with ``headers``. ``${VAR}`` and ``${VAR:-default}`` in ``command``,
 ``args``, ``env``, ``cwd``, ``url`` and ``headers`` are taken from the
 environment. A server named in the settings wins
-over a project server of the same name. Problems never stop the session:
+over a project or plugin server of the same name (plugins' are named
+``plugin:server``). Problems never stop the session:
 each becomes one notice sentence and the server (or the whole file, when it
 is not valid JSON) is skipped. Project servers come from the repository, so
 they are marked ``project`` and started only when the user trusts them: the
 exact content of the ``.mcp.json`` was trusted (``clover_code.config.trust``), or
 the user's own config says ``mcp_project = "trust"``. The file is hashed as
 it is read here, so a file changed since the settings were loaded (by a
-sandboxed command, say) is untrusted again.
+sandboxed command, say) is untrusted again. An administrator's managed settings may disable MCP or
+allow only some servers (``allowed_mcp_servers``): the others are not started,
+and a notice says why.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -56,8 +59,11 @@ class DeclaredServer:
     """A project server the user trusts (start it without asking)."""
 
 
-def declared_servers(settings: Settings, root: Path) -> tuple[list[DeclaredServer], list[str]]:
-    """The enabled servers of the settings and (unless ignored) of ``root/.mcp.json``.
+def declared_servers(
+    settings: Settings, root: Path, plugins: Sequence[DeclaredServer] = ()
+) -> tuple[list[DeclaredServer], list[str]]:
+    """The enabled servers of the settings, of ``plugins`` (the user's, as trusted as
+    the settings) and (unless ignored) of ``root/.mcp.json``.
 
     Returns the servers and the notices about what was skipped.
     """
@@ -67,6 +73,20 @@ def declared_servers(settings: Settings, root: Path) -> tuple[list[DeclaredServe
         if config.enabled
     ]
     notices: list[str] = []
+    for server in plugins:
+        if server.name in settings.mcp_servers:
+            notices.append(
+                f"MCP server '{server.name}' of {server.source} is also in your settings; "
+                "the settings' one is used."
+            )
+        elif server.config.enabled:
+            servers.append(server)
+    off = settings.managed.feature_clause("mcp")
+    if off is not None:
+        # The config files' servers were refused when read; an editor's and the project's
+        # are not started.
+        declared = bool(servers) or (root / PROJECT_FILE).is_file()
+        return [], [f"no MCP server was started because {off}."] if declared else []
     path = root / PROJECT_FILE
     if settings.mcp_project != "ignore" and path.is_file():
         try:
@@ -96,7 +116,26 @@ def declared_servers(settings: Settings, root: Path) -> tuple[list[DeclaredServe
                 )
             elif server.config.enabled:
                 servers.append(replace(server, trusted=True))
-    return servers, notices
+    return _allowed(servers, settings, notices)
+
+
+def _allowed(
+    servers: list[DeclaredServer], settings: Settings, notices: list[str]
+) -> tuple[list[DeclaredServer], list[str]]:
+    """The servers an administrator's ``allowed_mcp_servers`` lets start (the settings'
+    own were checked when read; an editor's and the project's are checked here)."""
+    kept: list[DeclaredServer] = []
+    for server in servers:
+        config = server.config
+        command = (config.command, *config.args) if config.command else None
+        clause = settings.managed.mcp_server_clause(server.name, command, config.url)
+        if clause is None:
+            kept.append(server)
+        else:
+            notices.append(
+                f"MCP server '{server.name}' of {server.source} was not started because {clause}."
+            )
+    return kept, notices
 
 
 def read_project_servers(

@@ -3,7 +3,9 @@
 The app holds no core objects but an ``EventBridge``: protocol events come in
 as ``SessionEvents`` batches and are handed to the widgets by ``TurnEvents``
 (``turn_events.py``); everything the user asks for leaves as a protocol
-``Op``. Slash commands live in ``slash.py``.
+``Op``. Slash commands live in ``slash.py``. None of those parts imports
+the app: each is given the widgets it draws on and sees the app through a
+narrow interface (``host.py``).
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ from clover_code import protocol as p
 from clover_code.ui.bridge import EventBridge, SessionEvents, SessionFactory, SessionFailed
 from clover_code.ui.clock import Clock
 from clover_code.ui.commands import SlashCommandProvider
-from clover_code.ui.custom import session_opened
+from clover_code.ui.custom import completions
 from clover_code.ui.file_index import FileIndex
+from clover_code.ui.host import Reviewer
 from clover_code.ui.reports import alert
 from clover_code.ui.server_wait import delay, not_ready
 from clover_code.ui.slash import SlashCommands
@@ -71,9 +74,15 @@ class CloverApp(App[int]):
         show_denoising: bool = True,
         git_status: bool = True,
         trust: TrustQuestion | None = None,
+        reviewer: Reviewer | None = None,
+        approval_modes: tuple[p.ApprovalMode, ...] = p.APPROVAL_MODES,
     ) -> None:
         super().__init__()
         self._trust = trust
+        self.reviewer = reviewer
+        """Runs ``/review`` in a read-only session of its own (None: not available)."""
+        self.approval_modes = approval_modes
+        """The approval modes Shift+Tab cycles through (those an administrator allows)."""
         self.cwd = cwd
         self.sessions_dir = sessions_dir
         self.bridge = EventBridge(self.post_message, factory)
@@ -86,11 +95,16 @@ class CloverApp(App[int]):
         """What the user sent for each turn of this run (put back by a rewind)."""
         self.rewinding = False
         """A /rewind was sent (its answer puts the prompt back; /undo's does not)."""
+        self.jobs: list[p.JobInfo] = []
+        """The session's background jobs as it last reported them."""
+        self.stopped_on_quit: list[p.JobInfo] = []
+        """The jobs that were running when the user quit (closing the session stopped them)."""
         self._resume = resume
         self._show_denoising = show_denoising
         self._git_status = git_status
         self._last_ctrl_c = -1e9
         self._quitting = False
+        self._quit_warned = -1e9
         self._open_failed = False
         self._early: list[p.UserInput] = []
         self._retry_now = asyncio.Event()
@@ -99,8 +113,15 @@ class CloverApp(App[int]):
         self.queued = QueuedPrompts(id="queued")
         self.composer = Composer(id="composer")
         self.status_bar = StatusBar(id="status")
-        self.slash = SlashCommands(self)
-        self.turn_events = TurnEvents(self)
+        self.slash = SlashCommands(self, transcript=self.transcript, status_bar=self.status_bar)
+        self.turn_events = TurnEvents(
+            self,
+            transcript=self.transcript,
+            working=self.working,
+            status_bar=self.status_bar,
+            queued=self.queued,
+            prompt=self.composer.input,
+        )
 
     def compose(self) -> ComposeResult:
         yield self.transcript
@@ -159,7 +180,7 @@ class CloverApp(App[int]):
                 self._retry_now.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._retry_now.wait(), wait)
-        session_opened(self)
+        self.composer.custom = completions(self)
         if attempt:
             retries = "1 retry" if attempt == 1 else f"{attempt} retries"
             self.transcript.waiting_done(f"The model server answered after {retries}.")
@@ -216,7 +237,7 @@ class CloverApp(App[int]):
     def _worker_failed(self, event: Worker.StateChanged) -> None:
         if event.state == WorkerState.ERROR and event.worker.group in ("bridge", "session"):
             error = event.worker.error
-            alert(self, str(error), "internal error")
+            alert(self.transcript, str(error), "internal error")
             self.transcript.add_note(f"internal error: {error!r}; the session stopped.", "error")
 
     # ------------------------------------------------------------ events
@@ -225,24 +246,16 @@ class CloverApp(App[int]):
     def _session_failed(self, event: SessionFailed) -> None:
         self.exit_code = event.exit_code
         self.status_bar.model = "no engine"
-        alert(self, event.message, "clover-code cannot start")
+        alert(self.transcript, event.message, "clover-code cannot start")
         self.transcript.add_note(event.message, "error")
         self.queued.restore_all(self.composer.input)  # kept for /retry, never dropped
 
     @on(SessionEvents)
     def _session_events(self, message: SessionEvents) -> None:
         try:
-            self.apply_events(message.events)
+            self.turn_events.apply_events(message.events)
         finally:
             self.bridge.batch_handled()
-
-    def apply_events(self, events: list[p.Event]) -> None:
-        """Hand a batch of events to the widgets (drafts and output coalesced)."""
-        self.turn_events.apply_events(events)
-
-    def apply_event(self, event: p.Event) -> None:
-        """Hand one event to the widgets that show it."""
-        self.turn_events.apply_event(event)
 
     def action_edit_queued(self) -> None:
         """Take the newest queued prompt back into the prompt (edit it, or clear it)."""
@@ -267,7 +280,7 @@ class CloverApp(App[int]):
     def send_text(self, text: str) -> None:
         """Act on what the user sent: a slash command, or a prompt that starts a turn."""
         if text.startswith("/") and not text.startswith("//"):
-            self.run_slash_command(text.strip())
+            self.slash.run(text.strip())
             return
         self.send_prompt(text)
 
@@ -290,35 +303,49 @@ class CloverApp(App[int]):
             return
         self.send(op)
 
-    def run_slash_command(self, text: str) -> None:
-        """Run a ``/command`` (from the prompt or the command palette)."""
-        self.slash.run(text)
-
     def send(self, op: p.Op) -> None:
         """Send an op to the core (in order, off the message handler)."""
         self.run_worker(self.bridge.submit(op), group="ops")
 
     def action_interrupt(self) -> None:
-        """Stop the running turn."""
-        if self.turn_running:
+        """Stop the running turn and the background jobs."""
+        if self.turn_running or self._jobs_running():
             self.send(p.Interrupt())
 
+    def _jobs_running(self) -> bool:
+        return any(job.state == "running" for job in self.jobs)
+
     def action_ctrl_c(self) -> None:
-        """Interrupt a running turn; a second press within two seconds quits."""
+        """Interrupt a running turn and the background jobs; a second press within two
+        seconds quits."""
         now = Clock.now()
         if now - self._last_ctrl_c < QUIT_WINDOW:
             self.run_worker(self.action_quit())
             return
         self._last_ctrl_c = now
-        if self.turn_running:
+        if self.turn_running or self._jobs_running():
             self.send(p.Interrupt())
         self.notify("Press Ctrl+C again to quit.", timeout=QUIT_WINDOW)
 
     async def action_quit(self) -> None:
-        """Close the session (the transcript is complete) and leave."""
+        """Close the session (the transcript is complete) and leave; while child agents
+        run in the background, only when asked twice (closing stops them)."""
         if self._quitting:
             return
+        running = self.status_bar.background
+        now = Clock.now()
+        if running and now - self._quit_warned >= QUIT_WINDOW:
+            self._quit_warned = now
+            agents = f"{running} background agent{'s are' if running > 1 else ' is'}"
+            self.notify(
+                f"{agents} still running; quit again to stop them and leave.",
+                severity="warning",
+                timeout=QUIT_WINDOW,
+            )
+            return
         self._quitting = True
+        # Closing the session stops these; they are named once the app is gone.
+        self.stopped_on_quit = [job for job in self.jobs if job.state == "running"]
         try:
             await asyncio.wait_for(self.bridge.close(), QUIT_TIMEOUT)
         except TimeoutError:
@@ -333,5 +360,7 @@ class CloverApp(App[int]):
             self.slash.cycle_approval()
 
     def action_toggle_denoise(self) -> None:
-        """Show or hide the live denoising view."""
-        self.slash.toggle_denoise()
+        """F2: show or hide the live denoising view."""
+        denoise = self.transcript.denoise
+        denoise.enabled = not denoise.enabled
+        self.notify(f"Denoising view {'on' if denoise.enabled else 'off'}.", timeout=2)

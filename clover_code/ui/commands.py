@@ -1,52 +1,20 @@
-"""The slash commands: one table used by the prompt's completion, /help and the palette."""
+"""The slash commands as the prompt's completion and the command palette offer them.
+
+The table itself is built where the commands are: ``@TABLE.command`` on each
+method of ``SlashCommands`` (``slash.py``).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import partial
 from typing import Protocol, runtime_checkable
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
+from clover_code.ui.command_table import SlashCommand
+from clover_code.ui.slash import COMMANDS
 
-@dataclass(frozen=True, slots=True)
-class SlashCommand:
-    """A command the prompt understands."""
-
-    name: str
-    help: str
-    args: str = ""
-
-
-COMMANDS: tuple[SlashCommand, ...] = (
-    SlashCommand("help", "list the commands and keys"),
-    SlashCommand("model", "show the engine and model"),
-    SlashCommand("approval", "show or set what may run without asking", "[MODE]"),
-    SlashCommand("sandbox", "show where shell commands run"),
-    SlashCommand("undo", "revert the last turn's changes (asks first)", "[--force]"),
-    SlashCommand("rewind", "go back N turns (asks first)", "N [files|conversation|both]"),
-    SlashCommand("retry", "connect to the model server now, or resend the last prompt"),
-    SlashCommand("diff", "show what the agent changed this session"),
-    SlashCommand("compact", "summarise older turns to free context"),
-    SlashCommand("clear", "start a fresh conversation"),
-    SlashCommand("sessions", "pick an earlier session of this repository", "[--all]"),
-    SlashCommand("resume", "continue an earlier session (a picker without ID)", "[ID|--all]"),
-    SlashCommand("fork", "continue in a copy of this session (the original stays)"),
-    SlashCommand("plan", "plan mode: explore and write a plan, change nothing", "[TASK]"),
-    SlashCommand("skills", "list the skills the model can load"),
-    SlashCommand("cost", "show the tokens used this session"),
-    SlashCommand("quit", "save and leave"),
-)
-BY_NAME = {command.name: command for command in COMMANDS}
-
-
-def parse(text: str) -> tuple[SlashCommand, str] | None:
-    """``(command, argument)`` when ``text`` is a known slash command, else None."""
-    if not text.startswith("/"):
-        return None
-    name, _, arg = text[1:].strip().partition(" ")
-    command = BY_NAME.get(name.lower())
-    return (command, arg.strip()) if command else None
+__all__ = ["COMMANDS", "SendsText", "SlashCommand", "SlashCommandProvider", "complete"]
 
 
 def complete(prefix: str) -> list[SlashCommand]:
@@ -55,11 +23,11 @@ def complete(prefix: str) -> list[SlashCommand]:
 
 
 @runtime_checkable
-class RunsSlashCommands(Protocol):
-    """An app that runs slash commands typed in its prompt (``CloverApp``)."""
+class SendsText(Protocol):
+    """An app that acts on text as if the user sent it from the prompt (``CloverApp``)."""
 
-    def run_slash_command(self, text: str) -> None:
-        """Run ``/name args`` as if typed."""
+    def send_text(self, text: str) -> None:
+        """Act on ``text``: ``/name args`` runs that command."""
         ...
 
 
@@ -85,5 +53,5 @@ class SlashCommandProvider(Provider):
                 )
 
     def _run(self, name: str) -> None:
-        if isinstance(self.app, RunsSlashCommands):
-            self.app.run_slash_command(f"/{name}")
+        if isinstance(self.app, SendsText):
+            self.app.send_text(f"/{name}")

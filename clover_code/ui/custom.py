@@ -4,49 +4,29 @@ and the ``/skills`` listing. The session found them; the app only reads its list
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Sequence
 
-from clover_code.ui.commands import SlashCommand
-
-if TYPE_CHECKING:
-    from clover_code.ui.app import CloverApp
-    from clover_code.ui.slash_host import SlashHost
+from clover_code.ui.bridge import CommandInfo, SkillInfo
+from clover_code.ui.command_table import SlashCommand
+from clover_code.ui.host import SessionHost
+from clover_code.ui.widgets.transcript import Transcript
 
 
-class CommandInfo(Protocol):
-    """What the app reads of a custom command."""
-
-    name: str
-    description: str
-    argument_hint: str
-    source: str
-
-
-class SkillInfo(Protocol):
-    """What the app reads of a skill."""
-
-    name: str
-    description: str
-    folder: Path
-    source: str
-
-
-def custom_commands(app: CloverApp | SlashHost) -> list[CommandInfo]:
+def custom_commands(app: SessionHost) -> list[CommandInfo]:
     """The open session's custom commands (none while no session is open)."""
-    found: list[CommandInfo] = getattr(app.bridge.session, "commands", None) or []
-    return list(found)
+    session = app.bridge.session
+    return list(session.commands) if session is not None else []
 
 
-def session_opened(app: CloverApp) -> None:
-    """Offer the new session's custom commands in the prompt's completion."""
-    app.composer.custom = [
+def completions(app: SessionHost) -> list[SlashCommand]:
+    """The new session's custom commands, as the prompt's completion offers them."""
+    return [
         SlashCommand(c.name, c.description or f"custom command ({c.source})", c.argument_hint)
         for c in custom_commands(app)
     ]
 
 
-def run_custom(app: SlashHost, text: str) -> bool:
+def run_custom(app: SessionHost, text: str) -> bool:
     """Send ``/name args`` as a prompt when ``name`` is a custom command (the session
     expands it); False when it is not one."""
     name = text[1:].split(maxsplit=1)[0] if text[1:].strip() else ""
@@ -56,15 +36,14 @@ def run_custom(app: SlashHost, text: str) -> bool:
     return True
 
 
-def show_skills(app: SlashHost) -> None:
+def show_skills(app: SessionHost, transcript: Transcript) -> None:
     """``/skills``: each skill's name, where it comes from, and its description, read
     from disk again, so a skill added while the app runs is listed (and marked)."""
     session = app.bridge.session
-    offered: list[SkillInfo] = getattr(session, "skills", None) or []
-    rescan = getattr(session, "skills_on_disk", None)
-    skills: list[SkillInfo] = rescan() if callable(rescan) else offered
+    offered: Sequence[SkillInfo] = session.skills if session is not None else []
+    skills = session.skills_on_disk() if session is not None else []
     if not skills:
-        app.transcript.add_note(
+        transcript.add_note(
             "No skills found. Add a folder with a SKILL.md to .clover/skills/, "
             ".agents/skills/ or your config dir's skills/."
         )
@@ -75,4 +54,4 @@ def show_skills(app: SlashHost) -> None:
         f"{s.name} ({s.source}, {s.folder}): {s.description}" + ("" if s.name in known else new)
         for s in skills
     ]
-    app.transcript.add_note("\n  ".join(["Skills (the model loads one when it fits):", *lines]))
+    transcript.add_note("\n  ".join(["Skills (the model loads one when it fits):", *lines]))

@@ -3,13 +3,11 @@ approval mode) or to keep planning with feedback."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from clover_code import protocol as p
+from clover_code.ui.host import SessionHost
 from clover_code.ui.widgets.choice import Choice, ChoiceScreen
-
-if TYPE_CHECKING:
-    from clover_code.ui.app import CloverApp
+from clover_code.ui.widgets.status_bar import StatusBar
+from clover_code.ui.widgets.transcript import Transcript
 
 CARRY_OUT = "Carry out the plan."
 """The prompt sent when the user accepts the plan."""
@@ -21,20 +19,26 @@ CARRY_OUT_MODES: dict[str, p.SetApprovalMode] = {
 """The keys of the plan question that carry the plan out, and the mode each switches to."""
 
 
-def ask_about_plan(app: CloverApp, plan: str) -> None:
+def ask_about_plan(
+    app: SessionHost, transcript: Transcript, status_bar: StatusBar, plan: str
+) -> None:
     """Show ``plan`` and act on the answer: switch the mode and send "carry out the plan",
     send the feedback (staying in plan mode), or nothing (Esc)."""
     if not plan.strip():
         return
     choices = [
-        Choice("a", "Carry it out, asking before each edit and command (ask)"),
-        Choice("e", "Carry it out, editing without asking (auto-edit)"),
-        Choice("f", "Carry it out without asking at all (full-auto)"),
+        choice
+        for choice in (
+            Choice("a", "Carry it out, asking before each edit and command (ask)"),
+            Choice("e", "Carry it out, editing without asking (auto-edit)"),
+            Choice("f", "Carry it out without asking at all (full-auto)"),
+        )
+        if CARRY_OUT_MODES[choice.key].mode in app.approval_modes  # an administrator's limit
     ]
 
     def answered(answer: tuple[str, str] | None) -> None:
         if answer is None:
-            app.transcript.add_note("Still in plan mode; say what to change in the plan.")
+            transcript.add_note("Still in plan mode; say what to change in the plan.")
             return
         key, text = answer
         if key == "text":
@@ -42,7 +46,7 @@ def ask_about_plan(app: CloverApp, plan: str) -> None:
             return
         op = CARRY_OUT_MODES[key]
         app.send(op)
-        app.status_bar.approval = op.mode
+        status_bar.approval = op.mode
         app.send_prompt(CARRY_OUT)
 
     app.push_screen(

@@ -2,62 +2,93 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from clover_code import protocol as p
+from clover_code.ui.host import SessionHost
 from clover_code.ui.rewind import rewound
+from clover_code.ui.widgets.prompt_input import PromptInput
+from clover_code.ui.widgets.status_bar import StatusBar
+from clover_code.ui.widgets.transcript import Transcript
 
-if TYPE_CHECKING:
-    from clover_code.ui.app import CloverApp
 
+class Reports:
+    """Shows the events that report rather than stream, on the widgets it is given."""
 
-def apply_report(app: CloverApp, event: p.Event) -> None:
-    """Events that become a line (or a diff) in the transcript."""
-    t = app.transcript
-    if isinstance(event, p.Notice):
-        t.add_note(event.text, event.level)
-    elif isinstance(event, p.ApprovalModeChanged):
-        app.status_bar.approval = event.mode
-    elif isinstance(event, p.ErrorEvent):
-        alert(app, event.message, "error")
-        t.add_note(event.message, "error")
-    elif isinstance(event, p.DiffReport):
-        files = ", ".join(event.files) or "no files"
-        t.add_diff(f"Changes this session ({files}):", event.diff)
-    elif isinstance(event, p.UndoDone):
-        t.add_note(undo_text(event))
-        rewound(app, event)
-        app.refresh_git()
-    elif isinstance(event, p.Compacted):
-        t.add_note(
-            f"Compacted the conversation: {event.tokens_before:,} → {event.tokens_after:,} tokens."
+    def __init__(
+        self,
+        app: SessionHost,
+        *,
+        transcript: Transcript,
+        status_bar: StatusBar,
+        prompt: PromptInput,
+    ) -> None:
+        self.app = app
+        self.transcript = transcript
+        self.status_bar = status_bar
+        self.prompt = prompt
+        """Where a rewind puts the rewound turn's prompt back."""
+
+    def apply(self, event: p.Event) -> None:
+        """Events that become a line (or a diff) in the transcript."""
+        t = self.transcript
+        if isinstance(event, p.Notice):
+            t.add_note(event.text, event.level)
+        elif isinstance(event, p.ApprovalModeChanged):
+            self.status_bar.approval = event.mode
+        elif isinstance(event, p.ErrorEvent):
+            alert(t, event.message, "error")
+            t.add_note(event.message, "error")
+        elif isinstance(event, p.DiffReport):
+            files = ", ".join(event.files) or "no files"
+            t.add_diff(f"Changes this session ({files}):", event.diff)
+        elif isinstance(event, p.UndoDone):
+            t.add_note(undo_text(event))
+            rewound(self.app, self.prompt, event)
+            self.app.refresh_git()
+        elif isinstance(event, p.Compacted):
+            t.add_note(
+                f"Compacted the conversation: {event.tokens_before:,} → "
+                f"{event.tokens_after:,} tokens."
+            )
+            self.status_bar.context_used = event.tokens_after
+        elif isinstance(event, p.JobsChanged):
+            self.app.jobs = list(event.jobs)
+            self.status_bar.jobs = sum(1 for job in event.jobs if job.state == "running")
+        elif isinstance(event, p.TodoUpdated):
+            marks = {"pending": "☐", "in_progress": "◐", "done": "☑"}
+            items = [f"{marks[i.status]} {i.text}" for i in event.items]
+            t.add_note("\n  ".join(["Plan:", *items]))
+
+    def session_started(self, event: p.SessionStarted) -> None:
+        """A session opened: the status bar and the first lines of the transcript."""
+        self.app.started = event
+        bar = self.status_bar
+        bar.engine, bar.model, bar.sandbox, bar.approval = (
+            event.engine,
+            event.model,
+            event.sandbox,
+            event.approval,
         )
-        app.status_bar.context_used = event.tokens_after
-    elif isinstance(event, p.TodoUpdated):
-        marks = {"pending": "☐", "in_progress": "◐", "done": "☑"}
-        items = [f"{marks[i.status]} {i.text}" for i in event.items]
-        t.add_note("\n  ".join(["Plan:", *items]))
+        verb = "Resumed" if event.resumed else "Session"
+        self.transcript.add_note(f"{verb} {event.session_id} in {event.cwd}")
+        if not event.resumed:
+            self.transcript.add_note(
+                "Ask for a change or a question · @ mentions a file · /help lists commands"
+            )
+        self.app.refresh_git()
+        if event.checkpoint_warning:
+            self._ask_checkpoints(event.checkpoint_warning)
 
+    def _ask_checkpoints(self, warning: str) -> None:
+        """Ask before the first snapshot of a huge workspace; the answer goes to the core."""
+        from clover_code.ui.widgets.confirm import ConfirmScreen
 
-def session_started(app: CloverApp, event: p.SessionStarted) -> None:
-    """A session opened: the status bar and the first lines of the transcript."""
-    app.started = event
-    bar = app.status_bar
-    bar.engine, bar.model, bar.sandbox, bar.approval = (
-        event.engine,
-        event.model,
-        event.sandbox,
-        event.approval,
-    )
-    verb = "Resumed" if event.resumed else "Session"
-    app.transcript.add_note(f"{verb} {event.session_id} in {event.cwd}")
-    if not event.resumed:
-        app.transcript.add_note(
-            "Ask for a change or a question · @ mentions a file · /help lists commands"
+        def answered(yes: bool | None) -> None:
+            self.app.send(p.AllowCheckpoints(allow=bool(yes)))
+
+        details = [warning, "", "No: work without checkpoints (no /undo, no /diff)."]
+        self.app.push_screen(
+            ConfirmScreen("Snapshot this folder so turns can be undone?", details), answered
         )
-    app.refresh_git()
-    if event.checkpoint_warning:
-        ask_checkpoints(app, event.checkpoint_warning)
 
 
 def undo_text(event: p.UndoDone) -> str:
@@ -83,22 +114,8 @@ def undo_text(event: p.UndoDone) -> str:
     )
 
 
-def ask_checkpoints(app: CloverApp, warning: str) -> None:
-    """Ask before the first snapshot of a huge workspace; the answer goes to the core."""
-    from clover_code.ui.widgets.confirm import ConfirmScreen
-
-    def answered(yes: bool | None) -> None:
-        app.send(p.AllowCheckpoints(allow=bool(yes)))
-
-    details = [warning, "", "No: work without checkpoints (no /undo, no /diff)."]
-    app.push_screen(
-        ConfirmScreen("Snapshot this folder so turns can be undone?", details), answered
-    )
-
-
-def alert(app: CloverApp, text: str, title: str) -> None:
+def alert(transcript: Transcript, text: str, title: str) -> None:
     """An error the transcript is about to show: a toast as well only when the reader has
     scrolled away from the end, where the line would not be seen (else it is said twice)."""
-    t = app.transcript
-    if t.max_scroll_y - max(0, t.scroll_offset.y) > 1:
-        app.notify(text, title=title, severity="error", timeout=8)
+    if transcript.max_scroll_y - max(0, transcript.scroll_offset.y) > 1:
+        transcript.notify(text, title=title, severity="error", timeout=8)

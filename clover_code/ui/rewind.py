@@ -4,20 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, get_args
+from typing import get_args
 
 from clover_code import protocol as p
+from clover_code.ui.host import SessionHost
 from clover_code.ui.widgets.choice import Choice, ChoiceScreen
-
-if TYPE_CHECKING:
-    from clover_code.ui.app import CloverApp
-    from clover_code.ui.slash_host import SlashHost
+from clover_code.ui.widgets.prompt_input import PromptInput
+from clover_code.ui.widgets.transcript import Transcript
 
 REWIND_CHOICES = get_args(p.RewindWhat)
 _KEYS = {"f": "files", "c": "conversation", "b": "both"}
 
 
-def fork(app: SlashHost, open_path: Callable[[Path, str], None]) -> None:
+def fork(app: SessionHost, transcript: Transcript, open_path: Callable[[Path, str], None]) -> None:
     """Copy this session's conversation into a new session and continue in that one
     (``open_path(path, note)``); the original stays as it is (``/resume`` reopens it)."""
     from clover_code.agent.open import fork_session
@@ -25,16 +24,16 @@ def fork(app: SlashHost, open_path: Callable[[Path, str], None]) -> None:
 
     started = app.started
     if started is None or app.bridge.session is None:
-        app.transcript.add_note("No session is open to fork.", "warning")
+        transcript.add_note("No session is open to fork.", "warning")
         return
     if app.turn_running:
-        app.transcript.add_note("Interrupt the running turn (Esc) before forking.", "warning")
+        transcript.add_note("Interrupt the running turn (Esc) before forking.", "warning")
         return
     source = Path(started.transcript)
     try:
         path = fork_session(source, source.parent)
     except CloverError as exc:
-        app.transcript.add_note(str(exc), "error")
+        transcript.add_note(str(exc), "error")
         return
     open_path(
         path,
@@ -43,13 +42,20 @@ def fork(app: SlashHost, open_path: Callable[[Path, str], None]) -> None:
     )
 
 
-def rewind(app: SlashHost, turns: int, what: str, force: bool, details: list[str]) -> None:
+def rewind(
+    app: SessionHost,
+    transcript: Transcript,
+    turns: int,
+    what: str,
+    force: bool,
+    details: list[str],
+) -> None:
     """Rewind ``turns`` turns: ``what`` is files, conversation or both, or empty to ask."""
 
     def send(choice: str) -> None:
         app.rewinding = True
         app.send(p.Undo(turns=turns, force=force, what=choice))
-        app.transcript.add_note("Rewind requested…")
+        transcript.add_note("Rewind requested…")
 
     if what:
         send(what)
@@ -68,7 +74,7 @@ def rewind(app: SlashHost, turns: int, what: str, force: bool, details: list[str
     app.push_screen(ChoiceScreen(f"Rewind {back}: what?", "\n".join(details), choices), answered)
 
 
-def rewound(app: CloverApp, event: p.UndoDone) -> None:
+def rewound(app: SessionHost, prompt: PromptInput, event: p.UndoDone) -> None:
     """After a rewind that cut the conversation: that turn's prompt goes back in the
     input (after /undo, which cuts it too, the prompts are only forgotten)."""
     if event.what != "conversation":  # those turns' checkpoints are spent
@@ -80,5 +86,5 @@ def rewound(app: CloverApp, event: p.UndoDone) -> None:
     text = prompts[-event.turns] if 0 < event.turns <= len(prompts) else None
     del prompts[max(0, len(prompts) - event.turns) :]
     if asked and text is not None:
-        app.composer.input.load_text(text)
-        app.composer.input.focus()
+        prompt.load_text(text)
+        prompt.focus()

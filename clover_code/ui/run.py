@@ -13,11 +13,15 @@ from typing import TYPE_CHECKING
 
 from clover_code.config.settings import Settings
 from clover_code.errors import CloverError
-from clover_code.ui.bridge import Emit, SessionFactory, SessionLike
+from clover_code.protocol import Emit
+from clover_code.ui.bridge import SessionFactory, SessionLike
 
 if TYPE_CHECKING:
     from clover_code.agent.engines import Engines
+    from clover_code.review.diff import DiffTarget
+    from clover_code.review.session import ReviewReport
     from clover_code.ui.app import CloverApp
+    from clover_code.ui.host import Reviewer
     from clover_code.ui.widgets.trust import TrustQuestion
 
 
@@ -42,20 +46,34 @@ def session_factory(
 
     async def _open(settings: Settings, emit: Emit, resume: Path | None) -> SessionLike:
         from clover_code import protocol as p
-        from clover_code.agent.open import open_session
+        from clover_code.agent.open import SessionOptions, open_session
         from clover_code.telemetry.spans import observed
 
         return await open_session(
             settings,
             cwd,
-            emit=observed(emit),
-            approval_mode=settings.approval or "ask",
-            resume=resume,
-            engines=engines,
-            loading=lambda text: emit(p.Notice(text=text)),
+            SessionOptions(
+                emit=observed(emit, settings.managed.forced_telemetry),
+                approval_mode=settings.approval_or("ask"),
+                resume=resume,
+                engines=engines,
+                loading=lambda text: emit(p.Notice(text=text)),
+            ),
         )
 
     return open_session
+
+
+def review_runner(cwd: Path, engines: Engines | None, current: Callable[[], Settings]) -> Reviewer:
+    """``/review``'s runner: a read-only review session with the settings ``current`` gives
+    (the app's engines lent to it)."""
+
+    async def review(target: DiffTarget, emit: Emit) -> ReviewReport:
+        from clover_code.review.session import run_review
+
+        return await run_review(current(), cwd, target, emit=emit, engines=engines)
+
+    return review
 
 
 def trust_question(
@@ -110,16 +128,27 @@ def run_app(
         resume=resume,
         show_denoising=bool(getattr(settings, "show_denoising", True)),
         trust=question,
+        reviewer=review_runner(cwd, engines, current),
+        approval_modes=settings.managed.approval_modes(),
     )
     try:
         code = app.run()
     finally:
         if engines.loaded:
             asyncio.run(engines.close())
-    hint = resume_hint(app)
-    if hint:
-        print(hint)
+    for line in (jobs_stopped(app), resume_hint(app)):
+        if line:
+            print(line)
     return int(code) if code is not None else 0
+
+
+def jobs_stopped(app: CloverApp) -> str | None:
+    """The line printed after the app closes when quitting stopped background jobs."""
+    jobs = app.stopped_on_quit
+    if not jobs:
+        return None
+    names = "; ".join(f"job {job.id}: {job.command}" for job in jobs)
+    return f"Stopped {len(jobs)} background job{'s' if len(jobs) > 1 else ''} ({names})."
 
 
 def resume_hint(app: CloverApp) -> str | None:
@@ -129,4 +158,11 @@ def resume_hint(app: CloverApp) -> str | None:
     return f"Session saved. Resume it with: clover-code --resume {app.started.session_id}"
 
 
-__all__ = ["resume_hint", "run_app", "session_factory", "trust_question"]
+__all__ = [
+    "jobs_stopped",
+    "resume_hint",
+    "review_runner",
+    "run_app",
+    "session_factory",
+    "trust_question",
+]

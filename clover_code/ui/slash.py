@@ -1,20 +1,23 @@
-"""What each slash command does, acting on the app through ``SlashHost``."""
+"""What each slash command does: one method per command, registered on it with
+``@TABLE.command``, acting on the app through ``SlashHost`` and drawing on the
+transcript and the status bar it is given."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from clover_code import protocol as p
 from clover_code.protocol import APPROVAL_MODES
-from clover_code.ui.commands import COMMANDS, parse
+from clover_code.ui.command_table import CommandTable, SlashCommand
 from clover_code.ui.custom import run_custom, show_skills
+from clover_code.ui.host import SlashHost
+from clover_code.ui.review import start_review
 from clover_code.ui.rewind import REWIND_CHOICES, fork, rewind
 from clover_code.ui.widgets.confirm import ConfirmScreen
+from clover_code.ui.widgets.status_bar import StatusBar
+from clover_code.ui.widgets.transcript import Transcript
 
-if TYPE_CHECKING:
-    from clover_code.ui.slash_host import SlashHost
+__all__ = ["COMMANDS", "KEYS_HELP", "TABLE", "SlashCommands", "jobs_text", "removed_turns"]
 
 KEYS_HELP: list[tuple[str, str]] = [
     ("Enter", "send (queued while a turn runs)"),
@@ -25,13 +28,36 @@ KEYS_HELP: list[tuple[str, str]] = [
     ("@", "mention a file"),
     ("PageUp PageDown", "scroll the transcript (also with Shift)"),
     ("Ctrl+Home Ctrl+End", "top / end of the transcript"),
-    ("Esc", "interrupt"),
+    ("Esc", "interrupt (the turn and the background jobs)"),
     ("Ctrl+C twice", "quit"),
     ("Shift+Tab", "next approval mode"),
     ("F2", "denoising view on/off"),
     ("Ctrl+P", "commands"),
 ]
 """The keys /help lists, each with what it does."""
+
+TABLE: CommandTable[SlashCommands] = CommandTable()
+"""The slash commands, filled by ``@TABLE.command`` on the methods below, in their order."""
+
+
+def jobs_text(jobs: list[p.JobInfo]) -> str:
+    """What ``/jobs`` shows: each job kept, running ones first, and how to stop them."""
+    if not jobs:
+        return "No background jobs. The agent starts one with the shell tool's background option."
+    running = [job for job in jobs if job.state == "running"]
+    ended = [job for job in jobs if job.state != "running"]
+    lines = [f"Background jobs ({len(running)} running):"]
+    for job in running + ended:
+        if job.state == "running":
+            how = "running"
+        elif job.state == "exited":
+            how = f"exited with code {job.exit_code}"
+        else:
+            how = f"{job.state} ({job.reason})" if job.reason else job.state
+        lines.append(f"  job {job.id}  {how}  {job.command}")
+    if running:
+        lines.append("  Esc or Ctrl+C stops every running job (and the turn, if one runs).")
+    return "\n".join(lines)
 
 
 def removed_turns(prompts: list[str], turns: int) -> list[str]:
@@ -49,90 +75,76 @@ def removed_turns(prompts: list[str], turns: int) -> list[str]:
 
 
 class SlashCommands:
-    """``run`` and one method per command (the ``handlers`` table), acting on ``app``."""
+    """``run`` and one method per command (registered in ``TABLE``), acting on ``app``."""
 
-    def __init__(self, app: SlashHost) -> None:
+    def __init__(self, app: SlashHost, *, transcript: Transcript, status_bar: StatusBar) -> None:
         self.app = app
-        self.handlers: dict[str, Callable[[str], None]] = {
-            "help": self._cmd_help,
-            "model": self._cmd_model,
-            "approval": self._cmd_approval,
-            "sandbox": self._cmd_sandbox,
-            "undo": self._cmd_undo,
-            "rewind": self._cmd_rewind,
-            "retry": self._cmd_retry,
-            "diff": self._cmd_diff,
-            "compact": self._cmd_compact,
-            "clear": self._cmd_clear,
-            "sessions": self._cmd_sessions,
-            "resume": self._cmd_resume,
-            "cost": self._cmd_cost,
-            "quit": self._cmd_quit,
-            "fork": self._cmd_fork,
-            "plan": self._cmd_plan,
-            "skills": self._cmd_skills,
-        }
-        """Each command's method, by name (the names of ``COMMANDS``, checked here)."""
-        missing = {c.name for c in COMMANDS} ^ set(self.handlers)
-        assert not missing, f"slash commands without a method or entry: {missing}"
+        self.transcript = transcript
+        self.status_bar = status_bar
 
     def run(self, text: str) -> None:
         """Run ``/name args``; unknown names get a hint."""
-        parsed = parse(text)
-        if parsed is None and run_custom(self.app, text):
+        found = TABLE.find(text)
+        if found is None and run_custom(self.app, text):
             return
-        if parsed is None:
+        if found is None:
             name = text.split()[0] if text.split() else text
-            self.app.transcript.add_note(
+            self.transcript.add_note(
                 f"unknown command {name}; /help lists them (start with // to send a slash).",
                 "warning",
             )
             return
-        command, arg = parsed
-        self.handlers[command.name](arg)
+        command, arg = found
+        command(self, arg)
 
+    @TABLE.command("help", "list the commands and keys")
     def _cmd_help(self, arg: str) -> None:
-        commands = [(f"/{c.name} {c.args}".rstrip(), c.help) for c in COMMANDS]
-        self.app.transcript.add_help([("Commands:", commands), ("Keys:", KEYS_HELP)])
+        commands = [(f"/{c.name} {c.args}".rstrip(), c.help) for c in TABLE.rows]
+        self.transcript.add_help([("Commands:", commands), ("Keys:", KEYS_HELP)])
 
+    @TABLE.command("model", "show the engine and model")
     def _cmd_model(self, arg: str) -> None:
         s = self.app.started
         if s is None:
-            self.app.transcript.add_note("No engine is connected.", "warning")
+            self.transcript.add_note("No engine is connected.", "warning")
             return
         text = f"Engine {s.engine}, model {s.model}."
         if arg:
             text += " Switching models needs a new session: restart with --model NAME."
-        self.app.transcript.add_note(text)
+        self.transcript.add_note(text)
 
+    @TABLE.command("approval", "show or set what may run without asking", "[MODE]")
     def _cmd_approval(self, arg: str) -> None:
         if not arg:
-            current = self.app.status_bar.approval or "?"
-            modes = ", ".join(APPROVAL_MODES)
-            self.app.transcript.add_note(
+            current = self.status_bar.approval or "?"
+            modes = ", ".join(self.app.approval_modes)
+            self.transcript.add_note(
                 f"Approval mode: {current}. Set one with /approval MODE ({modes}) "
                 "or cycle with Shift+Tab."
             )
             return
         if arg not in APPROVAL_MODES:
-            self.app.transcript.add_note(
+            self.transcript.add_note(
                 f"unknown approval mode '{arg}'; choose one of {', '.join(APPROVAL_MODES)}.",
                 "warning",
             )
             return
         self.app.send(p.SetApprovalMode(mode=arg))
-        self.app.status_bar.approval = arg
+        self.status_bar.approval = arg
 
+    @TABLE.command("sandbox", "show where shell commands run")
     def _cmd_sandbox(self, arg: str) -> None:
         kind = self.app.started.sandbox if self.app.started else "unknown"
         hint = " Restart with --sandbox docker|bwrap|none to change it."
-        self.app.transcript.add_note(f"Shell commands run in: {kind}.{hint}")
+        self.transcript.add_note(f"Shell commands run in: {kind}.{hint}")
 
+    @TABLE.command("undo", "revert the last turn's changes (asks first)", "[--force]")
     def _cmd_undo(self, arg: str) -> None:
         # the last turn that changed files (the core finds it in its checkpoints)
         back = next((n for n, files in enumerate(reversed(self.app.turn_files), 1) if files), 1)
         self._revert(back, arg, last_change=True)
 
+    @TABLE.command("rewind", "go back N turns (asks first)", "N [files|conversation|both]")
     def _cmd_rewind(self, arg: str) -> None:
         words = arg.split()
         count = words[0] if words else ""
@@ -143,42 +155,27 @@ class SlashCommands:
             or len(what) > 1
             or not set(what) <= set(REWIND_CHOICES)
         ):
-            self.app.transcript.add_note(
+            self.transcript.add_note(
                 "Say how many turns to go back and, if you like, what: /rewind 2 "
                 "[files|conversation|both] (add --force to override files you changed since).",
                 "warning",
             )
             return
         if self.app.turn_running:
-            self.app.transcript.add_note("Interrupt the running turn (Esc) first.", "warning")
+            self.transcript.add_note("Interrupt the running turn (Esc) first.", "warning")
             return
         turns = int(count)
         recent = self.app.turn_files[-turns:] if self.app.turn_files else []
         files = sorted({path for turn in recent for path in turn})
         details = [f"Files: {', '.join(files) or '(no file edits recorded in this view)'}"]
-        rewind(self.app, turns, what[0] if what else "", "--force" in words, details)
-
-    def _cmd_fork(self, arg: str) -> None:
-        fork(self.app, self.open_path)
-
-    def _cmd_skills(self, arg: str) -> None:
-        show_skills(self.app)
-
-    def _cmd_plan(self, arg: str) -> None:
-        self._cmd_approval("plan")
-        self.app.transcript.add_note(
-            "Plan mode: the model explores and writes a plan without changing anything; "
-            "you decide afterwards whether to carry it out."
+        rewind(
+            self.app, self.transcript, turns, what[0] if what else "", "--force" in words, details
         )
-        if arg:
-            self.app.send_prompt(arg)
 
     def _revert(self, turns: int, arg: str, *, last_change: bool = False) -> None:
         force = "--force" in arg.split()
         if self.app.turn_running:
-            self.app.transcript.add_note(
-                "Interrupt the running turn (Esc) before undoing.", "warning"
-            )
+            self.transcript.add_note("Interrupt the running turn (Esc) before undoing.", "warning")
             return
         recent = self.app.turn_files[-turns:] if self.app.turn_files else []
         files = sorted({path for turn in recent for path in turn})
@@ -193,45 +190,48 @@ class SlashCommands:
         def answered(yes: bool | None) -> None:
             if yes:
                 self.app.send(p.Undo(turns=turns, force=force, last_change=last_change))
-                self.app.transcript.add_note("Undo requested…")
+                self.transcript.add_note("Undo requested…")
 
         self.app.push_screen(
             ConfirmScreen(f"Revert the changes {what} made to these files?", details), answered
         )
 
+    @TABLE.command("retry", "connect to the model server now, or resend the last prompt")
     def _cmd_retry(self, arg: str) -> None:
         app = self.app
         if app.retry_open():
-            app.transcript.add_note("Connecting to the model server…")
+            self.transcript.add_note("Connecting to the model server…")
             return
         if app.turn_running:
-            app.transcript.add_note("A turn is running; Esc interrupts it.", "warning")
+            self.transcript.add_note("A turn is running; Esc interrupts it.", "warning")
             return
         last = next((op for op in reversed(app.bridge.sent) if isinstance(op, p.UserInput)), None)
         if last is None:
-            app.transcript.add_note("Nothing to retry: no prompt was sent yet.")
+            self.transcript.add_note("Nothing to retry: no prompt was sent yet.")
             return
         app.send_text(last.text if not last.text.startswith("/") else "/" + last.text)
 
+    @TABLE.command("diff", "show what the agent changed this session")
     def _cmd_diff(self, arg: str) -> None:
         self.app.send(p.ShowDiff())
 
+    @TABLE.command("compact", "summarise older turns to free context")
     def _cmd_compact(self, arg: str) -> None:
         self.app.send(p.Compact())
-        self.app.transcript.add_note("Compacting the conversation…")
+        self.transcript.add_note("Compacting the conversation…")
 
+    @TABLE.command("clear", "start a fresh conversation")
     def _cmd_clear(self, arg: str) -> None:
         self.app.send(p.ClearHistory())
         self.app.turn_files.clear()
 
         async def clear() -> None:
-            await self.app.transcript.clear()
-            self.app.transcript.add_note(
-                "Started a fresh conversation; the old transcript is kept."
-            )
+            await self.transcript.clear()
+            self.transcript.add_note("Started a fresh conversation; the old transcript is kept.")
 
         self.app.run_worker(clear())
 
+    @TABLE.command("sessions", "pick an earlier session of this repository", "[--all]")
     def _cmd_sessions(self, arg: str) -> None:
         self._pick(arg)
 
@@ -242,7 +242,7 @@ class SlashCommands:
         from clover_code.ui.widgets.session_picker import SessionPicker
 
         if self.app.sessions_dir is None:
-            self.app.transcript.add_note("No sessions directory is configured.", "warning")
+            self.transcript.add_note("No sessions directory is configured.", "warning")
             return
         every = "--all" in arg.split()
         root, _ = find_root(self.app.cwd)
@@ -251,7 +251,7 @@ class SlashCommands:
         sessions = [s for s in sessions if s.id != current]
         if not sessions:
             where = "" if every else f" in {root} (/sessions --all lists every directory)"
-            self.app.transcript.add_note(f"No earlier sessions{where}.")
+            self.transcript.add_note(f"No earlier sessions{where}.")
             return
         title = "Every directory's sessions" if every else "This repository's sessions"
         title += ", newest first" + ("" if every else " · --all: every directory")
@@ -263,13 +263,14 @@ class SlashCommands:
 
         self.app.push_screen(SessionPicker(sessions, title), chosen)
 
+    @TABLE.command("resume", "continue an earlier session (a picker without ID)", "[ID|--all]")
     def _cmd_resume(self, arg: str) -> None:
         from clover_code.agent.open import find_session
         from clover_code.errors import CloverError
         from clover_code.fs.workspace_root import find_root
 
         if self.app.sessions_dir is None:
-            self.app.transcript.add_note("No sessions directory is configured.", "warning")
+            self.transcript.add_note("No sessions directory is configured.", "warning")
             return
         words = [w for w in arg.split() if w != "--all"]
         if not words:
@@ -279,7 +280,7 @@ class SlashCommands:
             root, _ = find_root(self.app.cwd)
             path = find_session(self.app.sessions_dir, words[0], root)
         except CloverError as exc:
-            self.app.transcript.add_note(str(exc), "error")
+            self.transcript.add_note(str(exc), "error")
             return
         self._resume_path(path)
 
@@ -290,73 +291,101 @@ class SlashCommands:
 
     def _resume_path(self, path: Path, note: str = "") -> None:
         if self.app.turn_running:
-            self.app.transcript.add_note("Interrupt the running turn before resuming.", "warning")
+            self.transcript.add_note("Interrupt the running turn before resuming.", "warning")
             return
         self.app.turn_files.clear()
         self.app.stats.new_session()
 
         async def reopen() -> None:
-            await self.app.transcript.clear()
+            await self.transcript.clear()
             if note:
-                self.app.transcript.add_note(note)
+                self.transcript.add_note(note)
             self.app.open_session(path)
 
         self.app.run_worker(reopen())
 
+    @TABLE.command("fork", "continue in a copy of this session (the original stays)")
+    def _cmd_fork(self, arg: str) -> None:
+        fork(self.app, self.transcript, self.open_path)
+
+    @TABLE.command("plan", "plan mode: explore and write a plan, change nothing", "[TASK]")
+    def _cmd_plan(self, arg: str) -> None:
+        self._cmd_approval("plan")
+        self.transcript.add_note(
+            "Plan mode: the model explores and writes a plan without changing anything; "
+            "you decide afterwards whether to carry it out."
+        )
+        if arg:
+            self.app.send_prompt(arg)
+
+    @TABLE.command("review", "review the changes since BASE (default branch), read-only", "[BASE]")
+    def _cmd_review(self, arg: str) -> None:
+        start_review(self.app, self.transcript, arg)
+
+    @TABLE.command("skills", "list the skills the model can load")
+    def _cmd_skills(self, arg: str) -> None:
+        show_skills(self.app, self.transcript)
+
+    @TABLE.command("jobs", "list the agent's background jobs")
+    def _cmd_jobs(self, arg: str) -> None:
+        self.transcript.add_note(jobs_text(self.app.jobs))
+
+    @TABLE.command("cost", "show the tokens used this session")
     def _cmd_cost(self, arg: str) -> None:
         s = self.app.stats
-        self.app.transcript.add_note(
+        self.transcript.add_note(
             f"This session: {s.responses} model responses, {s.completion_tokens:,} tokens "
             f"generated, {s.prompt_tokens:,} tokens in the last prompt. A local or "
             "self-hosted engine has no per-token price."
         )
         if s.experts_per_layer is not None:
-            self.app.transcript.add_note(
+            self.transcript.add_note(
                 f"Routed experts: {s.experts_per_layer:.1f} distinct per MoE layer per block "
                 "in the latest response."
             )
         if s.subagents:
             tokens = sum(c.tokens for c in s.subagents)
-            self.app.transcript.add_note(
+            self.transcript.add_note(
                 f"Child agents: {len(s.subagents)}, {tokens:,} tokens generated "
                 f"(not in the totals above):\n{s.subagents_report()}"
             )
 
+    @TABLE.command("quit", "save and leave")
     def _cmd_quit(self, arg: str) -> None:
         self.app.run_worker(self.app.action_quit())
 
     def cycle_approval(self) -> None:
         """Shift+Tab: the next approval mode."""
-        current = self.app.status_bar.approval or "ask"
-        index = APPROVAL_MODES.index(current) if current in APPROVAL_MODES else 0
-        mode = APPROVAL_MODES[(index + 1) % len(APPROVAL_MODES)]
+        current = self.status_bar.approval or "ask"
+        modes = self.app.approval_modes
+        index = modes.index(current) if current in modes else 0
+        mode = modes[(index + 1) % len(modes)]
         self.app.send(p.SetApprovalMode(mode=mode))
-        self.app.status_bar.approval = mode
-
-    def toggle_denoise(self) -> None:
-        """F2: the live denoising view on or off."""
-        denoise = self.app.transcript.denoise
-        denoise.enabled = not denoise.enabled
-        self.app.notify(f"Denoising view {'on' if denoise.enabled else 'off'}.", timeout=2)
+        self.status_bar.approval = mode
 
     def show_history(self, path: Path) -> None:
         """Draw a resumed session's earlier messages."""
         from clover_code.agent.open import load
+        from clover_code.engine.base import tool_calls
         from clover_code.errors import CloverError
 
         try:
             loaded = load(path)
         except CloverError as exc:
-            self.app.transcript.add_note(str(exc), "error")
+            self.transcript.add_note(str(exc), "error")
             return
         for message in loaded.messages:
             role, content = message.get("role"), message.get("content") or ""
             if role == "user" and isinstance(content, str):
-                self.app.transcript.add_user(content)
+                self.transcript.add_user(content)
             elif role == "assistant":
                 if isinstance(content, str) and content:
-                    self.app.transcript.add_answer(content)
-                for call in message.get("tool_calls") or []:
+                    self.transcript.add_answer(content)
+                for call in tool_calls(message):
                     name = call.get("function", {}).get("name", "?")
-                    self.app.transcript.add_note(f"(called {name})")
-        self.app.transcript.end_turn()
+                    self.transcript.add_note(f"(called {name})")
+        self.transcript.end_turn()
+
+
+COMMANDS: tuple[SlashCommand, ...] = TABLE.rows
+"""Every slash command, in the order /help lists them."""

@@ -28,7 +28,7 @@ from typing import TextIO
 from watchfiles import DefaultFilter, awatch
 
 from clover_code import protocol as p
-from clover_code.agent.open import RefuseApprover, Session, open_session
+from clover_code.agent.open import RefuseApprover, Session, SessionOptions, open_session
 from clover_code.config.settings import ApprovalMode, Settings
 from clover_code.errors import CloverError, ExitCode, ToolError
 from clover_code.fs.atomic import atomic_write
@@ -68,14 +68,18 @@ async def watch(
     out = out or sys.stdout
     err = err or sys.stderr
     root, _ = find_root(cwd)
-    mode: ApprovalMode = settings.approval or "auto-edit"
+    mode: ApprovalMode = settings.approval_or("auto-edit")
+    render: Callable[[p.Event], None] = TextRenderer(out, err)
+    forced = settings.managed.forced_telemetry
+    if forced is not None:  # an administrator's collector gets every session's telemetry
+        from clover_code.telemetry.spans import observed
+
+        render = observed(render, forced)
     try:
         session = await open_session(
             settings,
             root,
-            emit=TextRenderer(out, err),
-            approver=RefuseApprover(),
-            approval_mode=mode,
+            SessionOptions(emit=render, approver=RefuseApprover(), approval_mode=mode),
         )
     except CloverError as exc:
         err.write(f"clover-code: {exc}\n")

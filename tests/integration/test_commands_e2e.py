@@ -36,7 +36,7 @@ def repo(tmp_path: Path) -> Path:
     root = tmp_path / "repo"
     (root / ".clover" / "commands" / "frontend").mkdir(parents=True)
     (root / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    (root / ".clover" / "commands" / "review.md").write_text(REVIEW)
+    (root / ".clover" / "commands" / "recheck.md").write_text(REVIEW)
     (root / ".clover" / "commands" / "frontend" / "lint.md").write_text(
         "---\ndescription: Lint the frontend\n---\nLint $ARGUMENTS.\n"
     )
@@ -54,7 +54,7 @@ async def test_headless_task_runs_a_command(
     code, out, err = await run_clover(
         repo,
         "--task",
-        "/review calc.py signs",
+        "/recheck calc.py signs",
         "--base-url",
         scripted_server.base_url,
         "--approval",
@@ -90,9 +90,9 @@ async def test_acp_lists_and_runs_commands(
         )
         update = next(u for u in client.updates if u.session_update == "available_commands_update")
         listed = {c.name: c for c in update.available_commands}
-        assert sorted(listed) == ["frontend:lint", "review"]
-        assert listed["review"].description == "Review one file for bugs"
-        assert listed["review"].input.root.hint == "FILE [FOCUS]"
+        assert sorted(listed) == ["frontend:lint", "recheck"]
+        assert listed["recheck"].description == "Review one file for bugs"
+        assert listed["recheck"].input.root.hint == "FILE [FOCUS]"
         done = await conn.prompt(
             session_id=new.session_id, prompt=[text_block("/frontend:lint src/app.ts")]
         )

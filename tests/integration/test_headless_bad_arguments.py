@@ -30,7 +30,7 @@ HOSTILE = [
 
 
 async def test_hostile_arguments_fail_the_calls_and_the_run_finishes(
-    scripted_server: ScriptedServer, tmp_path: Path
+    scripted_server: ScriptedServer, tmp_path: Path, headless_argv: tuple[str, ...]
 ) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -50,12 +50,7 @@ async def test_hostile_arguments_fail_the_calls_and_the_run_finishes(
         "do it",
         "--output-format",
         "stream-json",
-        "--base-url",
-        scripted_server.base_url,
-        "--sandbox",
-        "none",
-        "--approval",
-        "full-auto",
+        *headless_argv,
         home=tmp_path / "home",
     )
     assert code == 0, err

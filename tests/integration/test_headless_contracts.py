@@ -230,7 +230,7 @@ async def test_timeout_bounds_a_server_that_never_lists_its_models(
 
 
 async def test_timeout_ends_a_hung_tool_call_and_its_process(
-    scripted_server: ScriptedServer, repo: Path, tmp_path: Path
+    scripted_server: ScriptedServer, repo: Path, tmp_path: Path, headless_argv: tuple[str, ...]
 ) -> None:
     scripted_server.enqueue(
         sglang(lambda s: s.tool_call("shell", {"command": "echo $$ > shell.pid; sleep 300"}))
@@ -239,12 +239,7 @@ async def test_timeout_ends_a_hung_tool_call_and_its_process(
         repo,
         "--task",
         "x",
-        "--base-url",
-        scripted_server.base_url,
-        "--sandbox",
-        "none",
-        "--approval",
-        "full-auto",
+        *headless_argv,
         "--timeout",
         LIMIT,
         "--output-format",

@@ -78,7 +78,7 @@ async def run_clover(
 
 
 async def test_read_edit_run_finish(
-    scripted_server: ScriptedServer, repo: Path, tmp_path: Path
+    scripted_server: ScriptedServer, repo: Path, tmp_path: Path, headless_argv: tuple[str, ...]
 ) -> None:
     scripted_server.enqueue(
         sglang(
@@ -100,12 +100,7 @@ async def test_read_edit_run_finish(
         repo,
         "--task",
         "fix add",
-        "--base-url",
-        scripted_server.base_url,
-        "--sandbox",
-        "none",
-        "--approval",
-        "full-auto",
+        *headless_argv,
         "--output-format",
         "stream-json",
         home=tmp_path,

@@ -47,18 +47,6 @@ def printed_schema(which: str) -> dict[str, Any]:
     return schema
 
 
-def args(server: ScriptedServer, *more: str) -> tuple[str, ...]:
-    return (
-        "--base-url",
-        server.base_url,
-        "--sandbox",
-        "none",
-        "--approval",
-        "full-auto",
-        *more,
-    )
-
-
 def edit_and_make_files(server: ScriptedServer) -> None:
     """The model edits calc.py, makes a text and a binary file with a command, then answers."""
     server.enqueue(
@@ -82,11 +70,11 @@ def edit_and_make_files(server: ScriptedServer) -> None:
 
 
 async def test_json_result_carries_the_patch_and_validates(
-    scripted_server: ScriptedServer, repo: Path, tmp_path: Path
+    scripted_server: ScriptedServer, repo: Path, tmp_path: Path, headless_argv: tuple[str, ...]
 ) -> None:
     edit_and_make_files(scripted_server)
     code, out, err = await run_clover(
-        repo, "--task", "fix add", *args(scripted_server, "--output-format", "json"), home=tmp_path
+        repo, "--task", "fix add", *headless_argv, "--output-format", "json", home=tmp_path
     )
     assert code == 0, err
     data = json.loads(out)
@@ -113,14 +101,16 @@ async def test_json_result_carries_the_patch_and_validates(
 
 
 async def test_stream_json_lines_validate_against_the_events_schema(
-    scripted_server: ScriptedServer, repo: Path, tmp_path: Path
+    scripted_server: ScriptedServer, repo: Path, tmp_path: Path, headless_argv: tuple[str, ...]
 ) -> None:
     edit_and_make_files(scripted_server)
     code, out, err = await run_clover(
         repo,
         "--task",
         "fix add",
-        *args(scripted_server, "--output-format", "stream-json"),
+        *headless_argv,
+        "--output-format",
+        "stream-json",
         home=tmp_path,
     )
     assert code == 0, err
@@ -137,7 +127,7 @@ async def test_stream_json_lines_validate_against_the_events_schema(
 
 
 async def test_output_schema_retries_until_the_answer_validates(
-    scripted_server: ScriptedServer, repo: Path, tmp_path: Path
+    scripted_server: ScriptedServer, repo: Path, tmp_path: Path, headless_argv: tuple[str, ...]
 ) -> None:
     schema = tmp_path / "schema.json"
     schema.write_text(
@@ -159,7 +149,11 @@ async def test_output_schema_retries_until_the_answer_validates(
         repo,
         "--task",
         "fix add",
-        *args(scripted_server, "--output-format", "json", "--output-schema", str(schema)),
+        *headless_argv,
+        "--output-format",
+        "json",
+        "--output-schema",
+        str(schema),
         home=tmp_path,
     )
     assert code == 0, err
@@ -173,7 +167,7 @@ async def test_output_schema_retries_until_the_answer_validates(
 
 
 async def test_output_schema_never_met_exits_1(
-    scripted_server: ScriptedServer, repo: Path, tmp_path: Path
+    scripted_server: ScriptedServer, repo: Path, tmp_path: Path, headless_argv: tuple[str, ...]
 ) -> None:
     schema = tmp_path / "schema.json"
     schema.write_text('{"type": "integer"}')
@@ -182,7 +176,11 @@ async def test_output_schema_never_met_exits_1(
         repo,
         "--task",
         "count",
-        *args(scripted_server, "--output-format", "json", "--output-schema", str(schema)),
+        *headless_argv,
+        "--output-format",
+        "json",
+        "--output-schema",
+        str(schema),
         home=tmp_path,
     )
     assert code == 1, err

@@ -96,20 +96,21 @@ def enqueue_task(server: ScriptedServer) -> None:
     )
 
 
-HEADLESS = ("--sandbox", "none", "--approval", "full-auto", "--output-format", "json")
-
-
 async def test_a_headless_run_exports_spans_and_counters_over_otlp_http(
-    scripted_server: ScriptedServer, receiver: Receiver, repo: Path, tmp_path: Path
+    scripted_server: ScriptedServer,
+    receiver: Receiver,
+    repo: Path,
+    tmp_path: Path,
+    headless_argv: tuple[str, ...],
 ) -> None:
     enqueue_task(scripted_server)
     code, out, err = await run_clover(
         repo,
         "--task",
         "run it",
-        "--base-url",
-        scripted_server.base_url,
-        *HEADLESS,
+        *headless_argv,
+        "--output-format",
+        "json",
         home=tmp_path,
         extra_env={"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint},
     )
@@ -162,16 +163,19 @@ CONSOLE = {"OTEL_TRACES_EXPORTER": "console", "OTEL_METRICS_EXPORTER": "console"
 
 @pytest.mark.parametrize("output_format", ["json", "stream-json"])
 async def test_console_exporters_never_write_to_stdout(
-    scripted_server: ScriptedServer, repo: Path, tmp_path: Path, output_format: str
+    scripted_server: ScriptedServer,
+    repo: Path,
+    tmp_path: Path,
+    output_format: str,
+    headless_argv: tuple[str, ...],
 ) -> None:
     enqueue_task(scripted_server)
     code, out, err = await run_clover(
         repo,
         "--task",
         "run it",
-        "--base-url",
-        scripted_server.base_url,
-        *HEADLESS[:-1],
+        *headless_argv,
+        "--output-format",
         output_format,
         home=tmp_path,
         extra_env=CONSOLE,
@@ -196,7 +200,7 @@ sys.exit(code)
 
 
 async def test_without_the_variables_nothing_of_opentelemetry_is_imported(
-    scripted_server: ScriptedServer, repo: Path, tmp_path: Path
+    scripted_server: ScriptedServer, repo: Path, tmp_path: Path, headless_argv: tuple[str, ...]
 ) -> None:
     import asyncio
     import os
@@ -210,9 +214,9 @@ async def test_without_the_variables_nothing_of_opentelemetry_is_imported(
         OFF_PROBE,
         "--task",
         "run it",
-        "--base-url",
-        scripted_server.base_url,
-        *HEADLESS,
+        *headless_argv,
+        "--output-format",
+        "json",
         cwd=repo,
         env=env,
         stdout=subprocess.PIPE,

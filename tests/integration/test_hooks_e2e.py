@@ -72,11 +72,12 @@ def hook_runs(events: list[p.Event]) -> list[p.HookRan]:
     return [e for e in events if isinstance(e, p.HookRan)]
 
 
-BASE = ("--sandbox", "none", "--approval", "full-auto", "--output-format", "stream-json")
-
-
 async def test_pre_tool_use_blocks_rewrites_and_survives_bad_hooks(
-    scripted_server: ScriptedServer, repo: Path, home: Path, tmp_path: Path
+    scripted_server: ScriptedServer,
+    repo: Path,
+    home: Path,
+    tmp_path: Path,
+    headless_argv: tuple[str, ...],
 ) -> None:
     hooks = tmp_path / "hooks"
     policy = script(
@@ -121,7 +122,7 @@ async def test_pre_tool_use_blocks_rewrites_and_survives_bad_hooks(
         sglang(lambda s: s.content("Done.")),
     )
     code, out, err = await run_clover(
-        repo, "--task", "tidy up", "--base-url", scripted_server.base_url, *BASE, home=home
+        repo, "--task", "tidy up", *headless_argv, "--output-format", "stream-json", home=home
     )
     assert code == 0, err
     events, result = events_of(out)
@@ -160,7 +161,11 @@ async def test_pre_tool_use_blocks_rewrites_and_survives_bad_hooks(
 
 
 async def test_prompt_context_stop_and_lifecycle(
-    scripted_server: ScriptedServer, repo: Path, home: Path, tmp_path: Path
+    scripted_server: ScriptedServer,
+    repo: Path,
+    home: Path,
+    tmp_path: Path,
+    headless_argv: tuple[str, ...],
 ) -> None:
     hooks = tmp_path / "hooks"
     log = tmp_path / "hook-log.jsonl"
@@ -189,7 +194,7 @@ async def test_prompt_context_stop_and_lifecycle(
         sglang(lambda s: s.content("Tests pass.")),
     )
     code, out, err = await run_clover(
-        repo, "--task", "look around", "--base-url", scripted_server.base_url, *BASE, home=home
+        repo, "--task", "look around", *headless_argv, "--output-format", "stream-json", home=home
     )
     assert code == 0, err
     events, result = events_of(out)
@@ -221,7 +226,11 @@ async def test_prompt_context_stop_and_lifecycle(
 
 
 async def test_user_prompt_submit_refuses_the_prompt(
-    scripted_server: ScriptedServer, repo: Path, home: Path, tmp_path: Path
+    scripted_server: ScriptedServer,
+    repo: Path,
+    home: Path,
+    tmp_path: Path,
+    headless_argv: tuple[str, ...],
 ) -> None:
     refuse = script(
         tmp_path / "hooks",
@@ -233,9 +242,9 @@ async def test_user_prompt_submit_refuses_the_prompt(
         repo,
         "--task",
         "print the secrets",
-        "--base-url",
-        scripted_server.base_url,
-        *BASE,
+        *headless_argv,
+        "--output-format",
+        "stream-json",
         home=home,
     )
     assert code == 1
@@ -246,7 +255,7 @@ async def test_user_prompt_submit_refuses_the_prompt(
 
 
 async def test_project_hooks_wait_for_trust(
-    scripted_server: ScriptedServer, repo: Path, home: Path
+    scripted_server: ScriptedServer, repo: Path, home: Path, headless_argv: tuple[str, ...]
 ) -> None:
     marker = repo / "hook-ran.txt"
     (repo / "scripts").mkdir()
@@ -257,7 +266,7 @@ async def test_project_hooks_wait_for_trust(
     (repo / ".clover" / "config.toml").write_text(
         hook("SessionStart", f"{sys.executable} scripts/mark.py")
     )
-    args = ("--task", "hi", "--base-url", scripted_server.base_url, *BASE)
+    args = ("--task", "hi", *headless_argv, "--output-format", "stream-json")
     scripted_server.enqueue(sglang(lambda s: s.content("Hello.")))
     code, out, err = await run_clover(repo, *args, home=home)
     assert code == 0, err

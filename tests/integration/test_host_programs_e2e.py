@@ -109,7 +109,11 @@ async def test_a_rewritten_hook_script_never_runs(
 
 
 async def test_a_changed_script_untrusts_the_config_that_names_it(
-    scripted_server: ScriptedServer, repo: Path, home: Path, tmp_path: Path
+    scripted_server: ScriptedServer,
+    repo: Path,
+    home: Path,
+    tmp_path: Path,
+    headless_argv: tuple[str, ...],
 ) -> None:
     log = tmp_path / "mcp.log"
     tools = repo / "tools"
@@ -122,8 +126,7 @@ async def test_a_changed_script_untrusts_the_config_that_names_it(
     (repo / ".mcp.json").write_text(
         json.dumps({"mcpServers": {"s": {"command": sys.executable, "args": ["tools/server.py"]}}})
     )
-    base = ["--base-url", scripted_server.base_url, "--sandbox", "none"]
-    base += ["--approval", "full-auto", "--output-format", "stream-json"]
+    base = [*headless_argv, "--output-format", "stream-json"]
     scripted_server.enqueue(
         sglang(lambda s: s.tool_call("shell", {"command": "echo one"})),
         sglang(lambda s: s.content("Done.")),

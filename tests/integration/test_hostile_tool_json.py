@@ -96,7 +96,7 @@ ALL_CASES = [(case, tool) for case in CLASSES for tool in ARGUMENT]
 
 
 async def test_every_tool_every_class_through_stream_json(
-    scripted_server: ScriptedServer, tmp_path: Path
+    scripted_server: ScriptedServer, tmp_path: Path, headless_argv: tuple[str, ...]
 ) -> None:
     repo = _repo(tmp_path)
     _script(scripted_server, ALL_CASES)
@@ -106,12 +106,7 @@ async def test_every_tool_every_class_through_stream_json(
         "do it",
         "--output-format",
         "stream-json",
-        "--base-url",
-        scripted_server.base_url,
-        "--sandbox",
-        "none",
-        "--approval",
-        "full-auto",
+        *headless_argv,
         "--max-turns",
         str(len(ALL_CASES) + 5),
         home=tmp_path / "home",
@@ -131,7 +126,9 @@ async def test_every_tool_every_class_through_stream_json(
     assert sorted(p.name for p in repo.iterdir()) == [".git", "calc.py"]
 
 
-async def test_deep_arguments_through_json(scripted_server: ScriptedServer, tmp_path: Path) -> None:
+async def test_deep_arguments_through_json(
+    scripted_server: ScriptedServer, tmp_path: Path, headless_argv: tuple[str, ...]
+) -> None:
     repo = _repo(tmp_path)
     _script(scripted_server, [("deep", "read_file"), ("surrogate-escape", "write_file")])
     code, out, err = await run_clover(
@@ -140,12 +137,7 @@ async def test_deep_arguments_through_json(scripted_server: ScriptedServer, tmp_
         "do it",
         "--output-format",
         "json",
-        "--base-url",
-        scripted_server.base_url,
-        "--sandbox",
-        "none",
-        "--approval",
-        "full-auto",
+        *headless_argv,
         home=tmp_path / "home",
     )
     assert code == 0, err[-3000:]

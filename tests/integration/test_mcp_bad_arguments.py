@@ -1,6 +1,6 @@
 """Hostile arguments for MCP tools (a real stdio server), through the real agent loop.
 
-The same fuzz as the built-in tools get (``tests/unit/test_tool_arguments.py``),
+The same fuzz as the built-in tools get (``tests/unit/agent/turn/test_tool_arguments.py``),
 over the schemas a real MCP server declares: every case is a failed tool
 result (refused before anything is sent to the server) and the session goes on.
 """
@@ -14,11 +14,10 @@ from typing import Any
 import pytest
 
 from clover_code import protocol as p
-from clover_code.agent.open import open_with_backend
-from clover_code.agent.permissions.approval import RefuseApprover
 from clover_code.config.settings import McpServerConfig, load_settings
 from tests.fakes import ScriptedBackend
-from tests.unit.test_tool_arguments import fuzz_tool
+from tests.sessions import open_session
+from tests.unit.agent.turn.test_tool_arguments import fuzz_tool
 
 SERVER = Path(__file__).with_name("mcp_echo_server.py")
 VALID: dict[str, dict[str, Any]] = {
@@ -48,14 +47,7 @@ async def test_hostile_arguments_for_mcp_tools_fail_the_call_and_the_session_goe
     )
     events: list[p.Event] = []
     backend = ScriptedBackend([])
-    session = await open_with_backend(
-        settings,
-        backend,
-        repo,
-        emit=events.append,
-        approver=RefuseApprover(),
-        approval_mode="full-auto",
-    )
+    session = await open_session(settings, backend, repo, events, approval_mode="full-auto")
     session.checkpoints = None  # undo snapshots are not under test
     try:
         tools = session.agent.dispatch.tools

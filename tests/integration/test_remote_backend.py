@@ -178,7 +178,7 @@ async def test_penalties_are_sent_and_a_notice_says_what_the_server_may_skip(
     assert "repetition_penalty is sent" in sent and "dLLM mode skips its sampler" in sent
     assert "does not apply end_bias_after" in unapplied
     plain = build_backend(Settings(base_url=scripted_server.base_url))
-    assert isinstance(plain, OpenAIBackend) and plain.notices == []
+    assert isinstance(plain, OpenAIBackend) and plain.notices == ()
     await plain.aclose()
 
 

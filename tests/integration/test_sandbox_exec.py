@@ -19,7 +19,7 @@ import pytest
 
 from clover_code.tools.sandbox.base import Sandbox
 from clover_code.tools.sandbox.docker import DockerSandbox
-from clover_code.tools.sandbox.docker_setup import LABEL
+from clover_code.tools.sandbox.docker_setup import LABEL, RUNNER_COMMAND
 from tests.integration.sandbox_fixtures import KINDS, Space, assert_alive, open_sandbox
 from tests.waiting import PATIENCE, async_wait_until, wait_until, within
 
@@ -230,6 +230,34 @@ async def test_unresponsive_container_cannot_hold_the_call(
         assert "did not answer" in result.output
         result = await box.exec("echo fresh", timeout=30)
         assert result.output.startswith("fresh\n") and box.container_id != frozen
+    finally:
+        await box.close()
+
+
+@pytest.mark.docker
+async def test_the_runner_kills_one_commands_processes_when_asked_from_outside(
+    space: Space, request: pytest.FixtureRequest, docker_engine: Any
+) -> None:
+    """What the sandbox runs through ``docker exec`` when its runner does not answer:
+    the runner's ``--kill TOKEN`` ends the processes that carry that command's marker,
+    and no other."""
+    box = open_sandbox("docker", space.root, request)
+    assert isinstance(box, DockerSandbox)
+    doomed, spared = f"1000.375{_RUN}", f"1000.4375{_RUN}"
+    try:
+        started = await box.exec(
+            f"env CLOVER_SANDBOX_CMD=doomed{_RUN} sleep {doomed} > /dev/null 2>&1 &\n"
+            f"env CLOVER_SANDBOX_CMD=spared{_RUN} sleep {spared} > /dev/null 2>&1 &\n"
+            "until [ \"$(ps -eo args | grep -c '^sleep 1000[.]')\" -ge 2 ]; do sleep 0.05; done",
+            timeout=PATIENCE,
+        )
+        assert started.exit_code == 0, started.output
+        api = docker_engine.api
+        exec_id = api.exec_create(box.container_id, [*RUNNER_COMMAND, "--kill", f"doomed{_RUN}"])
+        output = await asyncio.to_thread(api.exec_start, exec_id["Id"])
+        assert api.exec_inspect(exec_id["Id"])["ExitCode"] == 0, output
+        await _assert_no_process(box, doomed)
+        assert spared in (await box.exec("ps -eo args", timeout=30)).output
     finally:
         await box.close()
 

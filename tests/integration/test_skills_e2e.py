@@ -60,7 +60,7 @@ def test_load_and_list(setup: tuple[Path, Path]) -> None:
 
 
 async def test_skills_are_listed_loaded_read_and_run(
-    scripted_server: ScriptedServer, setup: tuple[Path, Path]
+    scripted_server: ScriptedServer, setup: tuple[Path, Path], headless_argv: tuple[str, ...]
 ) -> None:
     repo, home = setup
     config = (home / "config" / "clover-code").resolve()
@@ -82,12 +82,7 @@ async def test_skills_are_listed_loaded_read_and_run(
         repo,
         "--task",
         "deploy it",
-        "--base-url",
-        scripted_server.base_url,
-        "--sandbox",
-        "none",
-        "--approval",
-        "full-auto",
+        *headless_argv,
         "--output-format",
         "stream-json",
         home=home,

@@ -88,19 +88,8 @@ def _script(server: ScriptedServer, answer: str) -> None:
     server.enqueue(sse_response(SGLangStream().content(answer).chunks()))
 
 
-def _headless(server: ScriptedServer, fmt: str) -> list[str]:
-    return [
-        "--task",
-        "make files",
-        "--output-format",
-        fmt,
-        "--base-url",
-        server.base_url,
-        "--sandbox",
-        "none",
-        "--approval",
-        "full-auto",
-    ]
+def _headless(headless_argv: tuple[str, ...], fmt: str) -> list[str]:
+    return ["--task", "make files", "--output-format", fmt, *headless_argv]
 
 
 def _check_result(result: dict[str, object]) -> None:
@@ -120,11 +109,11 @@ def _check_result(result: dict[str, object]) -> None:
 
 @pytest.mark.parametrize("fmt", ["json", "stream-json"])
 async def test_headless_result_escapes_the_bytes(
-    scripted_server: ScriptedServer, tmp_path: Path, fmt: str
+    scripted_server: ScriptedServer, tmp_path: Path, fmt: str, headless_argv: tuple[str, ...]
 ) -> None:
     repo = _repo(tmp_path)
     _script(scripted_server, "Made them.")
-    args = _headless(scripted_server, fmt)
+    args = _headless(headless_argv, fmt)
     code, out, err = await run_clover(repo, *args, home=tmp_path / "home")
     assert code == 0, err[-3000:]
     assert "Traceback" not in err
@@ -198,7 +187,7 @@ async def test_github_bot_opens_the_pull_request_with_the_answer(
 
 @pytest.mark.parametrize("fmt", ["json", "stream-json"])
 async def test_model_text_with_lone_surrogates_is_escaped(
-    scripted_server: ScriptedServer, tmp_path: Path, fmt: str
+    scripted_server: ScriptedServer, tmp_path: Path, fmt: str, headless_argv: tuple[str, ...]
 ) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -206,7 +195,7 @@ async def test_model_text_with_lone_surrogates_is_escaped(
     stream = SGLangStream().reasoning("think \ud800 hard").content("caf\udcff done")
     # json.dumps escapes the surrogates as \ud800, as a server's JSON can.
     scripted_server.enqueue(sse_response([json.dumps(c) for c in stream.chunks()]))
-    code, out, err = await run_clover(repo, *_headless(scripted_server, fmt), home=tmp_path)
+    code, out, err = await run_clover(repo, *_headless(headless_argv, fmt), home=tmp_path)
     assert code == 0, err[-3000:]
     lines = [json.loads(line) for line in out.splitlines()]
     assert lines[-1]["result"] == "caf\\xff done"

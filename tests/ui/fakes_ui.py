@@ -11,11 +11,13 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from clover_code.agent.open import open_with_backend
+from clover_code import protocol as p
+from clover_code.agent.open import SessionOptions, open_session
 from clover_code.config.settings import Settings, load_settings
 from clover_code.engine import events as ev
 from clover_code.ui.app import CloverApp
 from clover_code.ui.bridge import Emit, SessionLike
+from clover_code.ui.host import Reviewer
 from tests.fakes import ScriptedBackend
 
 
@@ -86,17 +88,21 @@ def scripted_app(
     *,
     approval: str = "ask",
     show_denoising: bool = True,
+    reviewer: Reviewer | None = None,
 ) -> CloverApp:
-    """The real app around a real Session whose model is ``backend``."""
+    """The real app around a real Session whose model is ``backend`` (``reviewer``:
+    what runs ``/review``)."""
 
     async def factory(emit: Emit, resume: Path | None) -> SessionLike:
-        return await open_with_backend(
+        return await open_session(
             settings,
-            backend,
             repo,
-            emit=emit,
-            approval_mode=approval,  # type: ignore[arg-type]
-            resume=resume,
+            SessionOptions(
+                emit=emit,
+                approval_mode=approval,  # type: ignore[arg-type]
+                resume=resume,
+                backend=backend,
+            ),
         )
 
     return CloverApp(
@@ -105,6 +111,7 @@ def scripted_app(
         sessions_dir=settings.resolved_sessions_dir(),
         show_denoising=show_denoising,
         git_status=True,
+        reviewer=reviewer,
     )
 
 
@@ -121,6 +128,8 @@ class ReplaySession:
         self.emit = emit
         self.turns = list(turns)
         self.ops: list[Any] = []
+        self.commands: list[Any] = []
+        self.skills: list[Any] = []
         for event in on_open:
             emit(event)
 
@@ -133,18 +142,28 @@ class ReplaySession:
     async def close(self) -> None:
         return None
 
+    def skills_on_disk(self) -> list[Any]:
+        return self.skills
+
 
 def replay_app(
-    on_open: list[Any], turns: list[list[Any]] | None = None, *, cwd: Path = Path("/work/demo")
+    on_open: list[Any],
+    turns: list[list[Any]] | None = None,
+    *,
+    cwd: Path = Path("/work/demo"),
+    approval_modes: tuple[p.ApprovalMode, ...] = p.APPROVAL_MODES,
 ) -> CloverApp:
-    """An app whose session replays events; ``app.replay`` is the session once open."""
+    """An app whose session replays events; ``app.replay`` is the session once open
+    (``approval_modes``: those an administrator allows)."""
 
     async def factory(emit: Emit, resume: Path | None) -> SessionLike:
         session = ReplaySession(emit, on_open, turns or [])
         app.replay = session  # type: ignore[attr-defined]
         return session
 
-    app = CloverApp(factory, cwd=cwd, sessions_dir=None, git_status=False)
+    app = CloverApp(
+        factory, cwd=cwd, sessions_dir=None, git_status=False, approval_modes=approval_modes
+    )
     return app
 
 

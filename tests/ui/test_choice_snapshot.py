@@ -42,7 +42,7 @@ async def plan_question(pilot: Pilot[Any]) -> None:
     await settle(pilot)
     app = pilot.app
     assert isinstance(app, CloverApp)
-    ask_about_plan(app, PLAN)
+    ask_about_plan(app, app.transcript, app.status_bar, PLAN)
     await choices_drawn(pilot)
 
 

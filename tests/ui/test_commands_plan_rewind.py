@@ -56,7 +56,7 @@ async def test_custom_command_completes_with_its_description_and_runs(
     repo: Path, settings: Settings
 ) -> None:
     (repo / ".clover" / "commands").mkdir(parents=True)
-    (repo / ".clover" / "commands" / "review.md").write_text(REVIEW)
+    (repo / ".clover" / "commands" / "recheck.md").write_text(REVIEW)
     skill = repo / ".clover" / "skills" / "tidy-imports"
     skill.mkdir(parents=True)
     (skill / "SKILL.md").write_text(SKILL)
@@ -64,12 +64,12 @@ async def test_custom_command_completes_with_its_description_and_runs(
     app = scripted_app(backend, repo, settings)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.started is not None and app.composer.custom != [])
-        app.composer.input.insert("/rev")
-        await until(pilot, lambda: any("/review" in o for o in completion(app)))
-        shown = next(o for o in completion(app) if "/review" in o)
+        app.composer.input.insert("/rec")
+        await until(pilot, lambda: any("/recheck" in o for o in completion(app)))
+        shown = next(o for o in completion(app) if "/recheck" in o)
         assert "FILE" in shown and "Review a file for bugs" in shown
         await pilot.press("tab")
-        assert app.composer.input.text == "/review "
+        assert app.composer.input.text == "/recheck "
         app.composer.input.insert("calc.py")
         await pilot.press("enter")
         await until(pilot, lambda: "Looks fine." in answers(app) and not app.turn_running)

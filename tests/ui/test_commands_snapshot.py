@@ -34,7 +34,7 @@ def app_with_commands() -> CloverApp:
     async def factory(emit: Emit, resume: Path | None) -> SessionLike:
         session = ReplaySession(emit, scenes.OPEN, [])
         session.commands = [  # type: ignore[attr-defined]
-            _command("review", "Review a file for bugs", "FILE"),
+            _command("recheck", "Review a file for bugs", "FILE"),
             _command("frontend:lint", "Lint the web front end", ""),
         ]
         return session

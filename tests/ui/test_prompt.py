@@ -207,3 +207,16 @@ async def test_page_keys_page_through_a_prompt_taller_than_its_box() -> None:
         assert transcript.scroll_y == bottom
         await pilot.press("shift+pageup")  # always the transcript
         await until(pilot, lambda: transcript.scroll_y < bottom, message="Shift+PageUp")
+
+
+async def test_f2_hides_and_shows_the_denoising_view() -> None:
+    app = replay_app(scenes.OPEN)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.started is not None)
+        denoise = app.transcript.denoise
+        assert denoise.enabled
+        await pilot.press("f2")
+        await until(pilot, lambda: not denoise.enabled, message="F2 to hide the view")
+        assert [str(n.message) for n in app._notifications] == ["Denoising view off."]
+        await pilot.press("f2")
+        await until(pilot, lambda: denoise.enabled, message="F2 to show it again")

@@ -5,9 +5,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import yaml
-
-__all__ = ["MAX_DESCRIPTION", "FrontMatterError", "named_entry", "split_front_matter"]
+__all__ = [
+    "MAX_DESCRIPTION",
+    "FrontMatterError",
+    "named_entry",
+    "split_front_matter",
+    "why_skipped",
+]
 
 
 class FrontMatterError(ValueError):
@@ -27,6 +31,9 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
             break
     else:
         raise FrontMatterError("the front matter that starts with '---' never ends")
+    # Imported here: a session without skills, agents or commands never needs it.
+    import yaml
+
     try:
         data = yaml.safe_load(raw)
     except yaml.YAMLError as exc:
@@ -60,3 +67,13 @@ def named_entry(meta: dict[str, Any], default_name: str) -> tuple[str, str]:
     if len(description) > MAX_DESCRIPTION:
         raise FrontMatterError(f"its description is longer than {MAX_DESCRIPTION} characters")
     return name, description
+
+
+def why_skipped(exc: Exception) -> str:
+    """Why a skill or agent file was skipped, as a clause (``it ...``), from the error
+    reading it raised: ``FrontMatterError``, ``OSError`` or ``UnicodeDecodeError``."""
+    if isinstance(exc, UnicodeDecodeError):
+        return "it is not UTF-8 text"
+    if isinstance(exc, OSError):
+        return f"it cannot be read ({exc.strerror or exc})"
+    return str(exc)

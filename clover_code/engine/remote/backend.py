@@ -77,6 +77,8 @@ class OpenAIBackend:
     """
 
     name = "remote"
+    notices: tuple[str, ...] = ()
+    """Said once when the engine opens: what the server may or cannot apply (``_notices``)."""
 
     def __init__(
         self,
@@ -111,10 +113,11 @@ class OpenAIBackend:
         self.controls = {k: v for k, v in (controls or {}).items() if k in CONTROL_KEYS}
         """Penalties sent with every request (a request's own take their place)."""
         self.notices = _notices(self.controls, local_only)
-        """Said once when the engine opens: what the server may or cannot apply."""
         self.backoff = BackoffPolicy(max_retries, backoff_base, backoff_max)
         self.answered = False
         """Whether the server answered in this run (then losing it is not "no engine")."""
+        self.failure: EngineError | None = None
+        """The error the last failed response ended with."""
         headers = {"Accept": "text/event-stream", "Accept-Encoding": "identity"}
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
@@ -151,6 +154,7 @@ class OpenAIBackend:
             try:
                 await self.check()
             except EngineError as exc:
+                self.failure = exc
                 yield Failed(exc)
                 yield Finished("error")
                 return
@@ -162,6 +166,8 @@ class OpenAIBackend:
                 # (and with it the HTTP response) closes now, not at GC time.
                 async with aclosing(self._attempt(body, request)) as events:
                     async for event in events:
+                        if isinstance(event, Failed):
+                            self.failure = event.error
                         yield event
                 return
             except RetryAttempt as retry:
@@ -169,6 +175,7 @@ class OpenAIBackend:
                     body = {k: v for k, v in body.items() if k != "max_tokens"}
                     continue
                 if attempt >= self.backoff.max_retries:
+                    self.failure = retry.error
                     yield Failed(retry.error)
                     yield Finished("error")
                     return
@@ -368,7 +375,7 @@ class OpenAIBackend:
         return events
 
 
-def _notices(controls: dict[str, float], local_only: tuple[str, ...]) -> list[str]:
+def _notices(controls: dict[str, float], local_only: tuple[str, ...]) -> tuple[str, ...]:
     """One sentence each: penalties sent (and where they do nothing), settings not applied."""
     out = []
     if controls:
@@ -384,4 +391,4 @@ def _notices(controls: dict[str, float], local_only: tuple[str, ...]) -> list[st
             f"{'it is a setting' if len(local_only) == 1 else 'they are settings'} of the "
             "local engines."
         )
-    return out
+    return tuple(out)

@@ -10,6 +10,9 @@
   image changes) and its path is the runner's argument; the runner refuses
   to run commands as root without it. Docker's default seccomp profile stays
   in force: the two filters stack.
+- ``RUNNER_COMMAND``: how the container runs ``runner.py``, mounted read-only
+  at ``RUNNER_DIR`` with the one module of clover-code it imports
+  (``proc/children.py``).
 - owner labels and ``clean_stale_containers``: every sandbox container is
   labelled ``host:pid:start-time`` of the clover-code process that made it;
   one whose owner is gone on this host is removed by the next session.
@@ -29,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from clover_code.errors import ToolError
-from clover_code.tools.sandbox.control_files import protected_paths
+from clover_code.proc import children
+from clover_code.tools.sandbox.control_files import outside_paths, protected_paths
 from clover_code.tools.sandbox.policy import SANDBOX_HOME, SandboxLimits, needs_setuid_filter
 from clover_code.tools.sandbox.seccomp import setuid_filter
 
@@ -37,7 +41,8 @@ __all__ = [
     "DOCKER_DOWN",
     "FILTER_PATH",
     "LABEL",
-    "RUNNER_PATH",
+    "RUNNER_COMMAND",
+    "RUNNER_DIR",
     "clean_stale_containers",
     "container_spec",
     "docker_client",
@@ -47,9 +52,25 @@ __all__ = [
     "support_files",
 ]
 
-RUNNER_PATH = "/opt/clover-runner.py"
-"""Where ``runner.py`` is mounted in the container."""
-_RUNNER = Path(__file__).with_name("runner.py").read_text(encoding="utf-8")
+RUNNER_DIR = "/opt/clover"
+"""Where the runner and what it imports are mounted in the container."""
+RUNNER_COMMAND = (
+    "python3",
+    "-I",
+    "-c",
+    f"import sys; sys.path.insert(0, {RUNNER_DIR!r}); import clover_runner; clover_runner.main()",
+)
+"""What runs ``runner.py`` in the container (its arguments follow)."""
+_RUNNER_FILES = {
+    "clover_runner.py": Path(__file__).with_name("runner.py").read_text(encoding="utf-8"),
+    # Only the module it imports: the image may hold a clover-code of its own.
+    "clover_code/__init__.py": "",
+    "clover_code/proc/__init__.py": "",
+    "clover_code/proc/children.py": Path(children.__file__).read_text(encoding="utf-8"),
+}
+"""``RUNNER_DIR``'s files."""
+_RUNNER = "runner"
+"""``RUNNER_DIR`` among the support files."""
 FILTER_PATH = "/opt/clover-setuid-filter.bpf"
 """Where the setuid filter is mounted when commands run as uid 0 (see ``root_filter``)."""
 _FILTER = "setuid-filter.bpf"
@@ -161,7 +182,7 @@ def root_filter(user: tuple[int, int], machine: str | None = None) -> bytes | No
 
 def support_files(user: tuple[int, int]) -> Path:
     """The files mounted read-only into every container for ``user``: passwd, group,
-    runner, and for root the setuid filter (``root_filter``).
+    the runner's folder, and for root the setuid filter (``root_filter``).
 
     They depend only on the uid:gid and the files' contents, so they live in the
     user cache directory under a name made from both, shared by all sessions:
@@ -173,8 +194,8 @@ def support_files(user: tuple[int, int]) -> Path:
     files: dict[str, str | bytes] = {
         "passwd": _passwd(uid, gid),
         "group": "root:x:0:\n" + (f"sandbox:x:{gid}:\n" if gid else ""),
-        "runner.py": _RUNNER,
     }
+    files |= {f"{_RUNNER}/{name}": text for name, text in _RUNNER_FILES.items()}
     program = root_filter(user)
     if program is not None:
         files[_FILTER] = program
@@ -185,12 +206,15 @@ def support_files(user: tuple[int, int]) -> Path:
     folder.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=".new-", dir=folder.parent))
     for name, content in files.items():
+        path = scratch / name
+        path.parent.mkdir(parents=True, exist_ok=True)
         if isinstance(content, bytes):
-            (scratch / name).write_bytes(content)
+            path.write_bytes(content)
         else:
-            (scratch / name).write_text(content)
-        (scratch / name).chmod(0o644)
-    scratch.chmod(0o755)
+            path.write_text(content)
+        path.chmod(0o644)
+    for folder_path in [scratch, *(p for p in scratch.rglob("*") if p.is_dir())]:
+        folder_path.chmod(0o755)  # the container's user reads them, whatever the umask
     try:
         scratch.rename(folder)
     except OSError:  # another session made it first
@@ -228,15 +252,15 @@ def container_spec(
         Mount(str(root), str(root), type="bind"),
         Mount("/etc/passwd", str(state / "passwd"), type="bind", read_only=True),
         Mount("/etc/group", str(state / "group"), type="bind", read_only=True),
-        Mount(RUNNER_PATH, str(state / "runner.py"), type="bind", read_only=True),
+        Mount(RUNNER_DIR, str(state / _RUNNER), type="bind", read_only=True),
     ]
-    command = ["python3", "-I", RUNNER_PATH]
+    command = list(RUNNER_COMMAND)
     if needs_setuid_filter(user):  # support_files wrote it; the runner installs it first
         mounts.append(Mount(FILTER_PATH, str(state / _FILTER), type="bind", read_only=True))
         command.append(FILTER_PATH)
     # .git and the control files, read-only: a mount point cannot be renamed,
     # removed or replaced.
-    protected = protected_paths(root, protect)
+    protected = protected_paths(root, protect) + outside_paths(root)
     mounts += [Mount(str(p), str(p), type="bind", read_only=True) for p in protected]
     home_opts = f"rw,nosuid,nodev,size={limits.home_mb}m,uid={uid},gid={gid},mode=0700"
     host_config = api.create_host_config(

@@ -11,119 +11,30 @@ timeout or a cancellation signals the whole group: SIGTERM, then SIGKILL
 after a short grace. After the main shell exits the pipe is drained only
 briefly, so a background child that keeps it open cannot hold the call up.
 The final directory comes back through an ``EXIT`` trap that writes
-``pwd -P`` to a private file.
+``pwd -P`` to a private file. A background job (``start_job``) is ``bash -c``
+in a new session too, on the host's own network (``local_job.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import codecs
 import contextlib
-import logging
 import os
 import shlex
 import signal
 import tempfile
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from clover_code.errors import ToolError
+from clover_code.proc.children import signal_group
 from clover_code.redact import without_agent_credentials
-from clover_code.tools.sandbox.base import ExecResult, SerialSandbox
-from clover_code.tools.sandbox.output import HeadTailBuffer
+from clover_code.tools.sandbox.base import QUIET_ENV, ExecResult, JobFeed, SerialSandbox
+from clover_code.tools.sandbox.local_job import LocalJob, group_alive, terminate_group
+from clover_code.tools.sandbox.output import OutputSink, PipeReader
+from clover_code.tools.sandbox.process import PipedProcess, start_piped
 
 __all__ = ["HostSandbox"]
-
-log = logging.getLogger(__name__)
-
-_QUIET_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
-"""Keep tools from waiting for a pager or a password prompt that nobody sees."""
-
-
-def _signal_group(pgid: int, sig: int) -> bool:
-    """Send ``sig`` to a process group; False when the group no longer exists."""
-    try:
-        os.killpg(pgid, sig)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        # A member changed its credentials; the group is not ours to signal.
-        return False
-    return True
-
-
-def _group_alive(pgid: int) -> bool:
-    """Whether the group still has a member that is not a zombie.
-
-    Orphaned members become zombies until init reaps them, and some container
-    inits never do; on Linux /proc tells the two apart.
-    """
-    if not _signal_group(pgid, 0):
-        return False
-    try:
-        pids = [name for name in os.listdir("/proc") if name.isdigit()]
-    except OSError:
-        return True
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as handle:
-                fields = handle.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        # After the command name: state, ppid, pgrp, ...
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-            return True
-    return False
-
-
-class _PipeReader(asyncio.Protocol):
-    """Receives the command's output pipe and hands each piece to ``sink``."""
-
-    def __init__(self, sink: Callable[[bytes], None]) -> None:
-        self._sink = sink
-        self.closed = asyncio.Event()
-
-    def data_received(self, data: bytes) -> None:
-        self._sink(data)
-
-    def eof_received(self) -> bool | None:
-        self.closed.set()
-        return None
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.closed.set()
-
-
-class OutputSink:
-    """Decodes output, keeps it head + tail, and streams it live up to a limit."""
-
-    def __init__(
-        self, limit: int, stream_limit: int, on_output: Callable[[str], None] | None
-    ) -> None:
-        self.buffer = HeadTailBuffer(limit)
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._on_output = on_output
-        self._stream_left = stream_limit
-
-    def feed(self, data: bytes, final: bool = False) -> None:
-        text = self._decoder.decode(data, final)
-        # Counted here, as read: the marker then says how much the command printed.
-        self.buffer.write(text, len(data))
-        if not text:
-            return
-        if self._on_output is None or self._stream_left <= 0:
-            return
-        piece = text[: self._stream_left]
-        self._stream_left -= len(piece)
-        if self._stream_left <= 0:
-            piece += "\n[... live output stops here; the result keeps the start and the end ...]\n"
-        try:
-            self._on_output(piece)
-        except Exception:
-            # A front end's failure must not kill the command; stop streaming to it.
-            log.exception("on_output callback failed; live output disabled for this command")
-            self._on_output = None
 
 
 class HostSandbox(SerialSandbox):
@@ -146,16 +57,11 @@ class HostSandbox(SerialSandbox):
         drain_timeout: float = 0.5,
         env: Mapping[str, str] | None = None,
     ) -> None:
-        self.root = Path(os.path.realpath(root))
-        self.cwd = self.root
-        """Where the next command starts; always the root or a directory below it."""
-        self.output_limit = output_limit
-        self.stream_limit = stream_limit
+        super().__init__(root, output_limit=output_limit, stream_limit=stream_limit)
         self.kill_grace = kill_grace
         self.drain_timeout = drain_timeout
         # Even here the model's and the bot's credentials stay out of every command.
-        self._env = without_agent_credentials(os.environ if env is None else env) | _QUIET_ENV
-        self._lock = asyncio.Lock()
+        self._env = without_agent_credentials(os.environ if env is None else env) | QUIET_ENV
         self._groups: set[int] = set()
         """Process groups started here that may still have members."""
 
@@ -167,7 +73,6 @@ class HostSandbox(SerialSandbox):
         os.close(fd)
         script = f"trap 'pwd -P > {shlex.quote(cwd_file)} 2>/dev/null' EXIT; {command}"
         sink = OutputSink(self.output_limit, self.stream_limit, on_output)
-        started = time.monotonic()
         read_fd, write_fd = os.pipe()
         try:
             try:
@@ -178,8 +83,7 @@ class HostSandbox(SerialSandbox):
             self._groups.add(pgid)
             pipe_fd, read_fd = read_fd, -1  # _supervise owns and closes it from here
             timed_out, held_open = await self._supervise(proc, pgid, pipe_fd, sink, timeout)
-            sink.feed(b"", final=True)
-            if not _group_alive(pgid):
+            if not group_alive(pgid):
                 self._groups.discard(pgid)
             elif held_open:
                 notes.append(
@@ -195,17 +99,7 @@ class HostSandbox(SerialSandbox):
                 os.unlink(cwd_file)
         code = proc.returncode
         exit_code = None if timed_out or code is None else (code if code >= 0 else 128 - code)
-        output = sink.buffer.text()
-        if notes:
-            output = output + ("\n" if output and not output.endswith("\n") else "")
-            output += "\n".join(notes) + "\n"
-        return ExecResult(
-            exit_code=exit_code,
-            output=output,
-            truncated=sink.buffer.truncated,
-            timed_out=timed_out,
-            duration=time.monotonic() - started,
-        )
+        return sink.result(exit_code, timed_out=timed_out, notes=notes)
 
     async def _spawn(self, script: str, output_fd: int) -> asyncio.subprocess.Process:
         """Start ``bash -c script`` in its own session, output into ``output_fd``."""
@@ -243,12 +137,12 @@ class HostSandbox(SerialSandbox):
         pipe = os.fdopen(read_fd, "rb", buffering=0)
         transport: asyncio.BaseTransport | None = None
         try:
-            transport, reader = await loop.connect_read_pipe(lambda: _PipeReader(sink.feed), pipe)
+            transport, reader = await loop.connect_read_pipe(lambda: PipeReader(sink.feed), pipe)
             timed_out = await self._wait(proc, pgid, timeout)
             held_open = not await self._drain(reader)
             return timed_out, held_open
         except asyncio.CancelledError:
-            _signal_group(pgid, signal.SIGKILL)
+            signal_group(pgid, signal.SIGKILL)
             with contextlib.suppress(asyncio.CancelledError, TimeoutError):
                 await asyncio.wait_for(proc.wait(), 1.0)
             raise
@@ -270,7 +164,7 @@ class HostSandbox(SerialSandbox):
             await asyncio.wait_for(proc.wait(), 1.0)
         return True
 
-    async def _drain(self, reader: _PipeReader) -> bool:
+    async def _drain(self, reader: PipeReader) -> bool:
         """Read what is left in the pipe for a short while; False if it stayed open."""
         try:
             await asyncio.wait_for(reader.closed.wait(), self.drain_timeout)
@@ -280,17 +174,32 @@ class HostSandbox(SerialSandbox):
 
     async def _terminate_group(self, pgid: int) -> None:
         """SIGTERM the group, give it ``kill_grace`` seconds, then SIGKILL what is left."""
-        if not _signal_group(pgid, signal.SIGTERM):
-            return
-        deadline = time.monotonic() + self.kill_grace
-        while time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
-            if not _group_alive(pgid):
-                return
-        _signal_group(pgid, signal.SIGKILL)
+        await terminate_group(pgid, self.kill_grace)
+
+    async def _start_job(self, command: str, feed: JobFeed) -> LocalJob:
+        """``bash -c command`` in its own session, its output read into ``feed``."""
+        read_fd, write_fd = os.pipe()
+        try:
+            proc = await self._spawn(command, write_fd)
+        except BaseException:
+            os.close(read_fd)
+            raise
+        finally:
+            os.close(write_fd)
+        self._groups.add(proc.pid)
+        return LocalJob(
+            proc, read_fd, feed, kill_grace=self.kill_grace, drain_timeout=self.drain_timeout
+        )
+
+    async def spawn(self, argv: Sequence[str], *, cwd: Path | None = None) -> PipedProcess:
+        """Start ``argv`` on the host, in its own session, with the commands' environment;
+        ``close`` stops it with the rest (no network confinement: this is the host)."""
+        proc = await start_piped(argv, cwd=cwd or self.root, env=self._env, what=argv[0])
+        self._groups.add(proc.pid)
+        return proc
 
     async def close(self) -> None:
         """Stop every process group started here that is still running."""
-        groups = [pgid for pgid in self._groups if _group_alive(pgid)]
+        groups = [pgid for pgid in self._groups if group_alive(pgid)]
         self._groups.clear()
         await asyncio.gather(*(self._terminate_group(pgid) for pgid in groups))

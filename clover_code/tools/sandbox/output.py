@@ -9,16 +9,35 @@ sandbox tells the buffer how many bytes each piece came from), so that a
 command that printed half a gigabyte is not reported as a few characters.
 Capping an already capped text again (the shell tool and the output spill
 do) folds the old marker into the new one instead of cutting it away.
+
+``OutputSink`` is where each sandbox puts a command's output as it reads it
+(through ``PipeReader`` when it reads a pipe): it decodes, keeps head and
+tail, streams live up to a limit, and makes the command's ``ExecResult``.
 """
 
 from __future__ import annotations
 
+import asyncio
+import codecs
+import logging
 import re
+import time
 from collections import deque
+from collections.abc import Callable
 
 from clover_code.tools.arguments import human_size
+from clover_code.tools.sandbox.base import ExecResult
 
-__all__ = ["HeadTailBuffer", "cap_head_tail", "omission_marker", "omitted_bytes"]
+__all__ = [
+    "HeadTailBuffer",
+    "OutputSink",
+    "PipeReader",
+    "cap_head_tail",
+    "omission_marker",
+    "omitted_bytes",
+]
+
+log = logging.getLogger(__name__)
 
 _UNITS = {"byte": 1, "bytes": 1, "kB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
 _MARKER = re.compile(r"\n\[\.\.\. ([0-9]+(?:\.[0-9])?) (bytes?|kB|MB|GB|TB) omitted \.\.\.\]\n")
@@ -109,3 +128,72 @@ def cap_head_tail(text: str, limit: int) -> tuple[str, bool]:
     middle = text[start:end]
     dropped = omitted_bytes(middle) + _utf8_len(_MARKER.sub("", middle))
     return text[:start] + omission_marker(max(dropped, 1)) + text[end:], True
+
+
+class OutputSink:
+    """Decodes a command's output, keeps it head + tail, and streams it live up to a
+    limit. Made when the command starts; ``result`` ends it."""
+
+    def __init__(
+        self, limit: int, stream_limit: int, on_output: Callable[[str], None] | None
+    ) -> None:
+        self.buffer = HeadTailBuffer(limit)
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._on_output = on_output
+        self._stream_left = stream_limit
+        self._started = time.monotonic()
+
+    def feed(self, data: bytes, final: bool = False) -> None:
+        """Take the next piece of output as read (``final``: no more will come)."""
+        text = self._decoder.decode(data, final)
+        # Counted here, as read: the marker then says how much the command printed.
+        self.buffer.write(text, len(data))
+        if not text:
+            return
+        if self._on_output is None or self._stream_left <= 0:
+            return
+        piece = text[: self._stream_left]
+        self._stream_left -= len(piece)
+        if self._stream_left <= 0:
+            piece += "\n[... live output stops here; the result keeps the start and the end ...]\n"
+        try:
+            self._on_output(piece)
+        except Exception:
+            # A front end's failure must not kill the command; stop streaming to it.
+            log.exception("on_output callback failed; live output disabled for this command")
+            self._on_output = None
+
+    def result(self, exit_code: int | None, *, timed_out: bool, notes: list[str]) -> ExecResult:
+        """The command's result once its output has all been fed: what it printed,
+        then the sandbox's ``notes`` to the model, one a line."""
+        self.feed(b"", final=True)
+        output = self.buffer.text()
+        if notes:
+            output += ("\n" if output and not output.endswith("\n") else "") + "\n".join(notes)
+            output += "\n"
+        return ExecResult(
+            exit_code=exit_code,
+            output=output,
+            truncated=self.buffer.truncated,
+            timed_out=timed_out,
+            duration=time.monotonic() - self._started,
+        )
+
+
+class PipeReader(asyncio.Protocol):
+    """Hands each piece read from a command's output pipe to ``feed``; ``closed`` is set
+    once every writer has closed it."""
+
+    def __init__(self, feed: Callable[[bytes], None]) -> None:
+        self._feed = feed
+        self.closed = asyncio.Event()
+
+    def data_received(self, data: bytes) -> None:
+        self._feed(data)
+
+    def eof_received(self) -> bool | None:
+        self.closed.set()
+        return None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed.set()

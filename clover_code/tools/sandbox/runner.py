@@ -1,9 +1,12 @@
 """The command runner inside the Docker sandbox: the container's main process.
 
-``DockerSandbox`` starts the container with ``python3 -I <this file> [FILTER]``
-and talks to it over the container's attach stream, so running a command
-costs a fork inside the container rather than a ``docker exec`` (tens of
-milliseconds each). Standard library only; it runs on the image's Python.
+``DockerSandbox`` starts the container with this file's ``main`` as its
+command (``docker_setup.RUNNER_COMMAND [FILTER]``) and talks to it over the
+container's attach stream, so running a command costs a fork inside the
+container rather than a ``docker exec`` (tens of milliseconds each). It runs
+on the image's Python: standard library only, besides ``proc/children.py``,
+which ``docker_setup`` mounts beside it (``python3 -I <this file>`` runs it
+on the host, where clover-code is installed).
 
 FILTER, given when commands run as uid 0, is the seccomp program of
 ``seccomp.py`` (no setuid or setgid modes): before anything else the runner
@@ -15,6 +18,7 @@ root unfiltered.
 Requests arrive on stdin, one JSON object per line:
   {"op": "run", "id": N, "token": "...", "cmd": "...", "cwd": "/ws", "env": {...},
    "timeout": 120}
+  ("timeout": null runs it until it ends or is killed: a background job)
   {"op": "kill", "id": N}
 Replies go to stdout as frames: a kind byte, the command id and the payload
 length (big-endian ``>cII``), then the payload:
@@ -32,12 +36,22 @@ processes that still hold the output pipe open are killed (they would hold
 the call up) and counted in ``held``. Other background processes live on.
 When stdin closes (the session ended, or crashed), every command is killed
 and the runner exits, which removes the container.
+
+Given ``--kill TOKEN`` instead, it kills the processes of the command with
+that token and exits: ``DockerSandbox`` runs that through ``docker exec``
+when the runner itself does not answer.
+
+Given ``--exec [FILTER] -- PROGRAM ARGS...`` (through ``docker exec``, for a
+long-lived program such as a language server), it installs FILTER as above,
+refusing as above when it must and cannot, then replaces itself with the
+program, which keeps the exec's stdin and stdout.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import selectors
 import shlex
@@ -49,6 +63,8 @@ import tempfile
 import time
 from collections.abc import Iterator
 from typing import Any
+
+from clover_code.proc.children import exited_children, signal_group
 
 FRAME = struct.Struct(">cII")
 DRAIN = 0.3
@@ -176,7 +192,7 @@ class Command:
         self.deadline = time.monotonic() + timeout
         self.token = token
         self.cwd_file = cwd_file
-        self.status: int | None = None
+        self.returncode: int | None = None
         self.exited_at = 0.0
         self.eof = False
         self.timed_out = False
@@ -227,7 +243,9 @@ class Runner:
             self.child(w, req.get("cwd") or "/", script, env)
         os.close(w)
         os.set_blocking(r, False)
-        cmd = Command(cid, pid, r, float(req.get("timeout", 120)), token, cwd_file)
+        limit = req.get("timeout", 120)
+        timeout = math.inf if limit is None else float(limit)
+        cmd = Command(cid, pid, r, timeout, token, cwd_file)
         self.commands[cid] = cmd
         self.by_pid[pid] = cmd
         self.sel.register(r, selectors.EVENT_READ, cmd)
@@ -258,8 +276,7 @@ class Runner:
 
     def stop(self, cmd: Command) -> None:
         """Kill the command's process group and everything that carries its marker."""
-        with contextlib.suppress(OSError):
-            os.killpg(cmd.pid, signal.SIGKILL)
+        signal_group(cmd.pid, signal.SIGKILL)
         kill_marked(cmd.token)
 
     def on_stdin(self) -> None:
@@ -298,22 +315,16 @@ class Runner:
             cmd.eof = True
 
     def reap(self) -> None:
-        while True:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
+        for pid, code in exited_children():
             cmd = self.by_pid.pop(pid, None)
             if cmd is not None:
-                cmd.status = status
+                cmd.returncode = code
                 cmd.exited_at = time.monotonic()
 
     def tick(self) -> None:
         now = time.monotonic()
         for cmd in list(self.commands.values()):
-            if cmd.status is None:
+            if cmd.returncode is None:
                 if now >= cmd.deadline and not cmd.timed_out:
                     cmd.timed_out = True
                     self.stop(cmd)
@@ -331,7 +342,7 @@ class Runner:
             self.drain(cmd, time.monotonic() + 0.5)
             os.close(cmd.fd)
         del self.commands[cmd.cid]
-        code = os.waitstatus_to_exitcode(cmd.status or 0)
+        code = cmd.returncode or 0
         cwd = ""
         try:
             with open(cmd.cwd_file, "rb") as fh:
@@ -368,8 +379,9 @@ class Runner:
         now = time.monotonic()
         waits = []
         for cmd in self.commands.values():
-            if cmd.status is None:
-                waits.append(cmd.deadline - now)
+            if cmd.returncode is None:
+                if cmd.deadline != math.inf:  # a background job has none
+                    waits.append(cmd.deadline - now)
             elif not cmd.eof:
                 waits.append(cmd.exited_at + DRAIN - now)
         return max(0.0, min(waits)) if waits else None
@@ -389,9 +401,31 @@ class Runner:
             self.tick()
 
 
-if __name__ == "__main__":
-    why = lock_setuid(sys.argv[1] if len(sys.argv) > 1 else None)
+def main() -> None:
+    """``[FILTER]``: serve requests until stdin closes; ``--kill TOKEN``: kill the
+    processes of the command with that token."""
+    args = sys.argv[1:]
+    if args[:1] == ["--kill"] and len(args) == 2:
+        kill_marked(args[1])
+        return
+    if args[:1] == ["--exec"] and "--" in args:
+        split = args.index("--")
+        why = lock_setuid(args[1] if split == 2 else None)
+        if why is not None:
+            os.write(2, (REFUSED.format(why=why) + "\n").encode())
+            sys.exit(126)
+        program = args[split + 1 :]
+        try:
+            os.execvp(program[0], program)
+        except OSError as exc:
+            os.write(2, f"clover-runner: cannot start {program[0]}: {exc.strerror}\n".encode())
+            sys.exit(127)
+    why = lock_setuid(args[0] if args else None)
     if why is not None:
         send(b"F", 0, REFUSED.format(why=why).encode())
         sys.exit(1)
     Runner().run()
+
+
+if __name__ == "__main__":
+    main()

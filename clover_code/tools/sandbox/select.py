@@ -15,7 +15,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -81,6 +81,7 @@ def choose_sandbox(
     setup: Iterable[str] = (),
     project_trusted: Callable[[Path], bool] | bool = project_image_trusted,
     protect: Iterable[str] = (),
+    forbidden: Collection[str] = (),
 ) -> SandboxChoice:
     """Open the sandbox ``kind`` names for the workspace at ``root``.
 
@@ -89,8 +90,13 @@ def choose_sandbox(
     Otherwise Docker uses the project's image when it has one and
     ``project_trusted`` says so, and runs the ``setup`` commands in it once
     (``project_image.py``). ``protect``: workspace scripts that trusted
-    settings name, mounted read-only (``control_files``).
+    settings name, mounted read-only (``control_files``). ``forbidden``: kinds an
+    administrator's managed settings forbid; ``auto`` never picks one, and one asked
+    for explicitly is not opened (the settings refused it already; this holds anyway).
     """
+    if kind in forbidden:
+        why = f"--sandbox {kind} is forbidden by your administrator's managed settings"
+        return SandboxChoice(None, f"the shell tool is off: {why}.", warning=True, unavailable=why)
     if kind == "none":
         from clover_code.tools.sandbox.host import HostSandbox
 
@@ -124,7 +130,7 @@ def choose_sandbox(
         return SandboxChoice(sandbox, _describe(sandbox.kind, network, as_root, opts.notes))
     order = ("bwrap", "docker") if as_root else ("docker", "bwrap")
     problems: dict[str, str] = {}
-    for candidate in order:
+    for candidate in (c for c in order if c not in forbidden):
         sandbox, problem = (_docker if candidate == "docker" else _bwrap)(root, opts)
         if sandbox is not None:
             notice = _describe(candidate, network, as_root, opts.notes)
@@ -133,11 +139,16 @@ def choose_sandbox(
                 notice += f" ({_NAMES[other]}: {_unsentence(why)})"
             return SandboxChoice(sandbox, notice)
         problems[candidate] = problem
-    notice = (
-        f"no sandbox can run here, so the shell tool is off: {GET_A_SANDBOX}, or pass "
-        "--sandbox none to run commands directly on this machine (Docker: "
-        f"{_unsentence(problems['docker'])}; bubblewrap: {_unsentence(problems['bwrap'])})."
+    host = ", or pass --sandbox none to run commands directly on this machine"
+    if "none" in forbidden:
+        host = ""
+    # A kind forbidden by the administrator was not tried.
+    found = {k: _unsentence(p) for k, p in problems.items()}
+    why = "; ".join(
+        f"{_NAMES[k]}: {found.get(k, 'forbidden by your administrator')}"
+        for k in ("docker", "bwrap")
     )
+    notice = f"no sandbox can run here, so the shell tool is off: {GET_A_SANDBOX}{host} ({why})."
     return SandboxChoice(None, notice, warning=True)
 
 
@@ -161,6 +172,7 @@ def choose_from_settings(
         setup=settings.sandbox_setup,
         project_trusted=image_trusted_by(settings.project_trust),
         protect=settings.project_trust.trusted_scripts() if settings.project_trust else (),
+        forbidden=settings.managed.forbidden_kinds(),
     )
 
 
