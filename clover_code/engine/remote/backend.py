@@ -380,10 +380,11 @@ def _notices(controls: dict[str, float], local_only: tuple[str, ...]) -> tuple[s
     out = []
     if controls:
         names = ", ".join(sorted(controls))
+        one = len(controls) == 1
         out.append(
-            f"{names} {'is' if len(controls) == 1 else 'are'} sent to the server with every "
-            "request; an SGLang server in dLLM mode skips its sampler, so there they have no "
-            "effect."
+            f"{names} {'is' if one else 'are'} sent to the server with every request; an "
+            "SGLang server in dLLM mode skips its sampler, so there "
+            f"{'it has' if one else 'they have'} no effect."
         )
     if local_only:
         out.append(
