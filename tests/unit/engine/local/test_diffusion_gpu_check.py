@@ -74,7 +74,7 @@ def test_gpu_run_unpacks_the_wheels_and_says_why_a_kernel_is_missing(tmp_path: P
     import subprocess
     import zipfile
 
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[4]
     tree = tmp_path / "tree"
     shutil.copytree(root, tree, ignore=shutil.ignore_patterns(".venv", ".git", "wheels"))
     wheels = tree / "bench" / "wheels"
