@@ -227,6 +227,7 @@ async def _assemble(
         emit=emit,
         record_message=record.transcript.message,
         record_history=record.transcript.history,
+        commit=record.transcript.commit,
         spill=spill,
         messages=record.messages,
     )
