@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from clover_code.agent.session_lock import SessionLock
-from clover_code.agent.transcript_crash import PLAN
+from clover_code.agent import transcript_crash
 from clover_code.agent.transcript_format import FORMAT, Condenser
 from clover_code.agent.transcript_load import (
     INTERRUPTED,
@@ -245,11 +245,12 @@ class Transcript:
         start = os.lseek(fd, 0, os.SEEK_END)
         try:
             view = memoryview(data)
-            if PLAN is not None:
-                self._crash_point("write", record, fd)
-                if PLAN.point("torn", _what(record)):
+            plan = transcript_crash.PLAN
+            if plan is not None:
+                self._crash_point(plan, "write", record, fd)
+                if plan.point("torn", _what(record)):
                     os.write(fd, view[: len(view) // 2])
-                    PLAN.die(fd, self._durable)
+                    plan.die(fd, self._durable)
             while view:
                 view = view[os.write(fd, view) :]
             self._unsynced = True
@@ -262,18 +263,20 @@ class Transcript:
     def _sync(self) -> None:
         fd = self._fh.fileno()
         try:
-            if PLAN is not None:
-                self._crash_point("fsync", None, fd)
+            plan = transcript_crash.PLAN
+            if plan is not None:
+                self._crash_point(plan, "fsync", None, fd)
             os.fsync(fd)
             self._durable = os.lseek(fd, 0, os.SEEK_END)
             self._unsynced = False
         except OSError as exc:
             raise _write_failure(self.path, exc, resumable=self._resumable) from None
 
-    def _crash_point(self, where: str, record: dict[str, Any] | None, fd: int) -> None:
-        assert PLAN is not None
-        if PLAN.point(where, _what(record) if record is not None else ""):
-            PLAN.die(fd, self._durable)
+    def _crash_point(
+        self, plan: transcript_crash.CrashPlan, where: str, record: dict[str, Any] | None, fd: int
+    ) -> None:
+        if plan.point(where, _what(record) if record is not None else ""):
+            plan.die(fd, self._durable)
 
     def close(self) -> None:
         """Make what was written durable, close the file and unlock the session."""

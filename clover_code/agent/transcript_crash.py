@@ -1,15 +1,17 @@
 """For the crash tests only: the process kills itself at a chosen point of a transcript write.
 
-``CLOVER_TEST_CRASH_AT=N`` makes the process SIGKILL itself at the N-th point
-(counted from 1, over every transcript it writes), where the points are, in
-order: before each record is written, halfway through writing it (half its
-bytes are in the file), and before each fsync. ``N:power`` first cuts each
-transcript back to what its last fsync made durable: what a power cut may
-leave. ``CLOVER_TEST_CRASH_LOG=FILE`` appends one JSON line per point passed
-(its number, where it is, and the record's kind), so a test can run once
-without a crash, count the points and then kill a run at each.
+A ``CrashPlan`` with ``at=N`` makes the process SIGKILL itself at the N-th
+point (counted from 1, over every transcript it writes), where the points are,
+in order: before each record is written, halfway through writing it (half its
+bytes are in the file), and before each fsync. With ``power`` it first cuts
+the transcript back to what its last fsync made durable: what a power cut may
+leave. With ``log`` it appends one JSON line per point passed (its number,
+where it is, and the record's kind), so a test can run once without a crash,
+count the points and then kill a run at each.
 
-Nothing here runs unless those variables are set.
+A test process arms a plan with ``arm``; any process (``clover-code`` itself)
+takes one from ``CLOVER_TEST_CRASH_AT=N[:power]`` and ``CLOVER_TEST_CRASH_LOG=FILE``.
+Nothing here runs unless one of them is set.
 """
 
 from __future__ import annotations
@@ -61,4 +63,10 @@ class CrashPlan:
 
 
 PLAN = CrashPlan.from_env()
-"""This process's plan (None unless a crash test set the variables)."""
+"""This process's plan (None unless a crash test set one)."""
+
+
+def arm(plan: CrashPlan | None) -> None:
+    """Make ``plan`` this process's plan (None: no more crashes)."""
+    global PLAN
+    PLAN = plan

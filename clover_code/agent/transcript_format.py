@@ -13,7 +13,10 @@ Every line is one JSON object with a ``kind``. Format 2 (this version's):
 - ``event``: a protocol event (``event``) for replay. A ``tool_call_started``
   or ``approval_requested`` event with ``arguments_from`` has no
   ``arguments``: they are those of its call in the assistant message that
-  many lines up (stored there once, as the call's JSON text).
+  many lines up (stored there once, as the call's JSON text). A
+  ``tool_call_finished`` event with ``diff_from`` has no ``diff`` in its
+  ``display``: it is the diff of the ``approval_requested`` event that many
+  lines up (the change made was the change shown).
 - ``history``: the conversation rewritten whole (``messages``).
 - ``history_edit``: the conversation rewritten as its first ``keep``
   messages, then ``messages``, then its last ``tail`` ones (compaction keeps
@@ -74,6 +77,9 @@ class Condenser:
         self._results: dict[str, tuple[int, str]] = {}
         """Call id -> the line and result of its ``tool_call_finished`` event, until a
         tool message answers it."""
+        self._diffs: dict[str, tuple[int, str]] = {}
+        """Call id -> the line and diff of its ``approval_requested`` event, until the
+        call finishes."""
 
     def message(self, message: Message) -> dict[str, Any]:
         """The record for ``message`` (a ``tool_result`` where the event holds its text)."""
@@ -89,10 +95,20 @@ class Condenser:
 
     def event(self, event: dict[str, Any]) -> dict[str, Any]:
         """The record for ``event`` (without arguments its call's message holds)."""
-        kind, call_id = event.get("type"), event.get("call_id")
-        if kind == "tool_call_finished" and isinstance(event.get("result"), str):
-            self._results[str(call_id)] = (self.lines, event["result"])
-        elif kind in _ARGUMENT_EVENTS and "arguments" in event:
+        kind, call_id = event.get("type"), str(event.get("call_id"))
+        if kind == "tool_call_finished":
+            if isinstance(event.get("result"), str):
+                self._results[call_id] = (self.lines, event["result"])
+            shown = self._diffs.pop(call_id, None)
+            display = event.get("display")
+            if shown is not None and isinstance(display, dict) and display.get("diff") == shown[1]:
+                rest = {k: v for k, v in display.items() if k != "diff"}
+                record = {"kind": "event", "event": {**event, "display": rest}}
+                return self._line({**record, "diff_from": shown[0] - self.lines})
+            return self._line({"kind": "event", "event": event})
+        if kind == "approval_requested" and isinstance(event.get("diff"), str):
+            self._diffs[call_id] = (self.lines, event["diff"])
+        if kind in _ARGUMENT_EVENTS and "arguments" in event:
             line, calls = self._calls
             if call_id in calls and _json(calls[call_id]) == _json(event["arguments"]):
                 rest = {k: v for k, v in event.items() if k != "arguments"}
@@ -139,6 +155,8 @@ class Expander:
         """Line -> a ``tool_call_finished`` event on it."""
         self._calls: dict[int, Message] = {}
         """Line -> an assistant message with tool calls on it."""
+        self._asked: dict[int, dict[str, Any]] = {}
+        """Line -> an ``approval_requested`` event on it."""
 
     def feed(self, line: int, record: dict[str, Any]) -> None:
         """Take one record (``meta`` and unknown kinds are left to the caller)."""
@@ -157,15 +175,11 @@ class Expander:
                 {"role": "tool", "tool_call_id": str(event["call_id"]), "content": content}
             )
         elif kind == "event":
-            event = record["event"]
-            if "arguments_from" in record:
-                holder = self._calls.get(line + int(record["arguments_from"]))
-                calls = _parsed_calls(holder) if holder is not None else {}
-                if event.get("call_id") not in calls:
-                    raise self._damaged(line)
-                event = {**event, "arguments": calls[event["call_id"]]}
-            elif event.get("type") == "tool_call_finished":
+            event = self._event(line, record)
+            if event.get("type") == "tool_call_finished":
                 self._results[line] = event
+            elif event.get("type") == "approval_requested":
+                self._asked[line] = event
             self.events.append(event)
         elif kind == "history":
             self.messages = list(record["messages"])
@@ -175,6 +189,22 @@ class Expander:
                 raise self._damaged(line)
             end = self.messages[len(self.messages) - tail :] if tail else []
             self.messages = self.messages[:keep] + list(record["messages"]) + end
+
+    def _event(self, line: int, record: dict[str, Any]) -> dict[str, Any]:
+        """An event record's event, with what it refers to filled in."""
+        event: dict[str, Any] = record["event"]
+        if "arguments_from" in record:
+            holder = self._calls.get(line + int(record["arguments_from"]))
+            calls = _parsed_calls(holder) if holder is not None else {}
+            if event.get("call_id") not in calls:
+                raise self._damaged(line)
+            event = {**event, "arguments": calls[event["call_id"]]}
+        if "diff_from" in record:
+            asked = self._asked.get(line + int(record["diff_from"]))
+            if asked is None or not isinstance(event.get("display"), dict):
+                raise self._damaged(line)
+            event = {**event, "display": {**event["display"], "diff": asked["diff"]}}
+        return event
 
     def _damaged(self, line: int) -> UsageError:
         return UsageError(

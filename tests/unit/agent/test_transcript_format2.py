@@ -1,0 +1,191 @@
+"""Format 2: each text stored once, history rewrites as what changed, and loading gives
+back exactly what the session held and emitted."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clover_code import protocol as p
+from clover_code.agent import open as factory
+from clover_code.agent.session import NOT_RECORDED
+from clover_code.agent.transcript import Transcript, load
+from clover_code.config.settings import Settings
+from clover_code.errors import UsageError
+from tests.fakes import ScriptedBackend, text_response, tool_response
+from tests.sessions import open_session
+from tests.unit.agent.turn.test_agent_loop import of_type
+from tests.waiting import async_wait_until
+
+BIG = "".join(f"def f{n}(x):\n    return x * {n}  # a line of the big module\n" for n in range(400))
+
+
+def _records(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _recorded(events: list[p.Event]) -> list[dict[str, Any]]:
+    """The events a transcript records, as it records them."""
+    return [e.model_dump(mode="json") for e in events if e.type not in NOT_RECORDED]
+
+
+async def test_a_session_loads_back_exactly_and_each_output_is_stored_once(
+    make_settings: Callable[..., Settings], repo: Path
+) -> None:
+    (repo / "big.py").write_text(BIG)
+    backend = ScriptedBackend(
+        [
+            tool_response(("read_file", {"path": "big.py"}), text="Reading."),
+            tool_response(("shell", {"command": "seq 1 20000"})),  # cut for the model
+            tool_response(
+                ("edit_file", {"path": "app.py", "old_string": "a - b", "new_string": "a + b"})
+            ),
+            text_response("Done.", reasoning="All fixed."),
+        ]
+    )
+    events: list[p.Event] = []
+    settings = make_settings(output_limit=40_000)
+    session = await open_session(settings, backend, repo, events, approval_mode="full-auto")
+    await session.run_turn("read big.py, count, fix add")
+    held = list(session.agent.messages)
+    await session.close()
+
+    loaded = load(session.transcript.path)
+    assert loaded.messages == held
+    assert loaded.events == _recorded(events)
+    data = session.transcript.path.read_text()
+    # The module's text went to the model once and is on disk once.
+    line = "return x * 399  # a line of the big module"
+    assert line in held[2]["content"] and data.count(line) == 1
+    # The edit's arguments are in its call (as JSON text) and nowhere else.
+    assert data.count('new_string\\": \\"a + b') == 1 and data.count('"a + b"') == 0
+    kinds = [r["kind"] for r in _records(session.transcript.path)]
+    assert kinds.count("tool_result") == 2  # the read and the edit; the cut output is not
+    assert _records(session.transcript.path)[0]["format"] == 2
+
+
+async def test_approval_requests_keep_no_second_copy_of_the_arguments(
+    make_settings: Callable[..., Settings], repo: Path
+) -> None:
+    events: list[p.Event] = []
+    content = "a new file's text, written once\n" * 50
+    backend = ScriptedBackend(
+        [tool_response(("write_file", {"path": "new.txt", "content": content})), text_response("ok")]
+    )
+    session = await factory.open_session(
+        make_settings(),
+        repo,
+        factory.SessionOptions(emit=events.append, approval_mode="ask", backend=backend),
+    )
+    await session.submit(p.UserInput(text="write"))
+    await async_wait_until(lambda: bool(of_type(events, p.ApprovalRequested)), message="the ask")
+    (ask,) = of_type(events, p.ApprovalRequested)
+    await session.submit(p.ApprovalDecision(request_id=ask.request_id, decision="allow_once"))
+    await async_wait_until(lambda: bool(of_type(events, p.TurnFinished)), message="the turn")
+    await session.close()
+
+    loaded = load(session.transcript.path)
+    assert loaded.events == _recorded(events)
+    # The call's JSON text holds it (escaped), and the approval's diff shows it as lines;
+    # the result's diff is the same diff, not stored again.
+    assert session.transcript.path.read_text().count("a new file's text, written once") == 100
+
+
+async def test_history_rewrites_store_what_changed(
+    make_settings: Callable[..., Settings], repo: Path
+) -> None:
+    backend = ScriptedBackend(
+        [text_response(f"answer {n} " + "x" * 2000) for n in range(4)], summary="Summary."
+    )
+    events: list[p.Event] = []
+    session = await open_session(make_settings(), backend, repo, events)
+    for n in range(3):
+        await session.run_turn(f"question {n}")
+    assert session.agent.forget_from(3)  # the conversation part of an undo
+    await session.run_turn("question 3")
+    await session.agent.compact()  # everything before the last answer is summarised
+    held = list(session.agent.messages)
+    await session.close()
+
+    records = _records(session.transcript.path)
+    edits = [r for r in records if r["kind"] == "history_edit"]
+    assert [(r["keep"], len(r["messages"]), r["tail"]) for r in edits] == [
+        (4, 0, 0),  # the third turn cut off
+        (0, 1, 1),  # the summary, then the last answer kept
+    ]
+    assert all(len(json.dumps(r)) < 1000 for r in edits)
+    assert load(session.transcript.path).messages == held
+
+
+def test_a_torn_history_edit_leaves_the_history_before_it(tmp_path: Path) -> None:
+    transcript = Transcript.create(tmp_path, {"id": "20260101-000000-aaaaaa", "cwd": "/repo"})
+    one = [{"role": "user", "content": "one"}, {"role": "assistant", "content": "two"}]
+    for message in one:
+        transcript.message(message)  # type: ignore[arg-type]
+    transcript.history(one[:1])  # type: ignore[arg-type]
+    transcript.close()
+    data = transcript.path.read_bytes()
+    assert json.loads(data.splitlines()[-1])["kind"] == "history_edit"
+    transcript.path.write_bytes(data[:-10])
+    loaded = load(transcript.path)
+    assert loaded.dropped_torn_line and loaded.messages == one
+
+
+def test_a_reference_to_no_line_is_damage_named_by_line(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    lines = [
+        {"kind": "meta", "format": 2, "id": "s", "cwd": "/repo"},
+        {"kind": "message", "message": {"role": "user", "content": "hi"}},
+        {"kind": "tool_result", "from": -1},
+        {"kind": "message", "message": {"role": "assistant", "content": "x"}},
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    with pytest.raises(UsageError, match=r"damaged at line 3 \(it refers to a line"):
+        load(path)
+
+
+@pytest.mark.parametrize(
+    "newer",
+    [
+        [{"kind": "meta", "format": 3, "id": "s", "cwd": "/repo"}],
+        [{"kind": "meta", "format": 2, "id": "s", "cwd": "/repo"}, {"kind": "format", "format": 3}],
+    ],
+)
+def test_a_newer_format_is_refused_in_one_sentence(
+    newer: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in newer))
+    with pytest.raises(UsageError) as info:
+        load(path)
+    assert str(info.value) == (
+        f"session file {path} was written by a newer clover-code (transcript format 3; "
+        "this one reads up to 2); update clover-code to open it."
+    )
+
+
+def test_unknown_kinds_are_skipped(tmp_path: Path) -> None:
+    transcript = Transcript.create(tmp_path, {"id": "20260101-000000-aaaaaa", "cwd": "/repo"})
+    transcript.message({"role": "user", "content": "one"})
+    transcript.append({"kind": "fill_confidence", "bytes": "AAEC"})  # a later version's
+    transcript.message({"role": "assistant", "content": "two"})
+    transcript.close()
+    assert [m["content"] for m in load(transcript.path).messages] == ["one", "two"]
+
+
+def test_a_whole_last_line_without_its_newline_is_torn(tmp_path: Path) -> None:
+    transcript = Transcript.create(tmp_path, {"id": "20260101-000000-aaaaaa", "cwd": "/repo"})
+    transcript.message({"role": "user", "content": "one"})
+    transcript.message({"role": "assistant", "content": "two"})
+    transcript.close()
+    transcript.path.write_bytes(transcript.path.read_bytes()[:-1])
+    assert load(transcript.path).dropped_torn_line
+    again = Transcript.reopen(transcript.path)
+    assert again.loaded is not None and [m["content"] for m in again.loaded.messages] == ["one"]
+    again.message({"role": "assistant", "content": "three"})
+    again.close()
+    assert [m["content"] for m in load(transcript.path).messages] == ["one", "three"]
