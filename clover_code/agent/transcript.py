@@ -27,8 +27,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from clover_code.agent.session_lock import SessionLock
 from clover_code.agent import transcript_crash
+from clover_code.agent.session_lock import SessionLock
 from clover_code.agent.transcript_format import FORMAT, Condenser
 from clover_code.agent.transcript_load import (
     INTERRUPTED,
@@ -147,7 +147,7 @@ class Transcript:
         try:
             header = {k: v for k, v in meta.items() if k not in ("kind", "format")}
             record = {"kind": "meta", "format": FORMAT, **redact_tree(header)}
-            transcript._write(transcript._condenser.other(record))
+            transcript._write_all(transcript._condenser.other(record))
             transcript._sync()
         except TranscriptError:
             transcript.close()
@@ -200,24 +200,26 @@ class Transcript:
 
         After a failed write nothing more is recorded; the failure goes to
         ``on_failure`` (raised when there is none)."""
-        self._guarded(lambda: self._write(self._condenser.other(redact_tree(record))))
+        self._guarded(lambda: self._write_all(self._condenser.other(redact_tree(record))))
 
     def message(self, message: Message) -> None:
         """Record a chat message."""
-        self._guarded(lambda: self._write(self._condenser.message(redact_tree(message))))
+        self._guarded(lambda: self._write_all(self._condenser.message(redact_tree(message))))
 
     def history(self, messages: list[Message]) -> None:
         """Record that the chat history was rewritten (compaction, /clear, undo), durably."""
-        self._guarded(lambda: self._write(self._condenser.rewrite(redact_tree(messages))))
+        self._guarded(lambda: self._write_all(self._condenser.rewrite(redact_tree(messages))))
         self.commit()
 
     def event(self, event: dict[str, Any]) -> None:
-        """Record a protocol event (already dumped to a dict)."""
-        self._guarded(lambda: self._write(self._condenser.event(redact_tree(event))))
+        """Record a protocol event (already dumped to a dict). A finished tool call's
+        event is written with the tool message that answers it."""
+        self._guarded(lambda: self._write_all(self._condenser.event(redact_tree(event))))
 
     def commit(self) -> None:
-        """Make every record written so far durable: one fsync, none when nothing is
-        new. A failure stops recording, as a failed write does."""
+        """Make every record so far durable: one fsync, none when nothing is new.
+        A failure stops recording, as a failed write does."""
+        self._guarded(lambda: self._write_all(self._condenser.flush()))
         if self._unsynced:
             self._guarded(self._sync)
 
@@ -232,6 +234,10 @@ class Transcript:
             if self.on_failure is None:
                 raise
             self.on_failure(exc)
+
+    def _write_all(self, records: list[dict[str, Any]]) -> None:
+        for record in records:
+            self._write(record)
 
     def _write(self, record: dict[str, Any]) -> None:
         try:

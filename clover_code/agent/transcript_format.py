@@ -1,22 +1,22 @@
-"""The transcript's record format, and how a record refers to an earlier line
-instead of repeating what that line holds.
+"""The transcript's record format: what each line holds, and how a line refers to an
+earlier one instead of repeating what that line holds.
 
 Every line is one JSON object with a ``kind``. Format 2 (this version's):
 
 - ``meta`` (line 1): ``format`` (2; absent in format 1), ``id``, ``cwd``, ``model``...
 - ``message``: one chat message (``message``), appended to the conversation.
-- ``tool_result``: a tool message whose content is the result of the
-  ``tool_call_finished`` event ``from`` lines up (a negative offset): the
-  output a tool returned is stored once, in the event, when the model saw
-  the same text (a long output cut for the model is stored in both, as the
-  texts differ).
+- ``tool_result``: a tool call's end, stored once: its ``tool_call_finished``
+  event (``event``, without ``result``) and the text the model got back
+  (``content``), which is both the tool message's content and the event's
+  result. (Where a long output was cut for the model, the event read back
+  holds the cut text the model saw; the whole is in the session's
+  ``.outputs`` folder.) With ``diff_from``, the event's ``display`` has no
+  ``diff``: it is the diff of the ``approval_requested`` event that many
+  lines up (the change made was the change shown).
 - ``event``: a protocol event (``event``) for replay. A ``tool_call_started``
   or ``approval_requested`` event with ``arguments_from`` has no
   ``arguments``: they are those of its call in the assistant message that
-  many lines up (stored there once, as the call's JSON text). A
-  ``tool_call_finished`` event with ``diff_from`` has no ``diff`` in its
-  ``display``: it is the diff of the ``approval_requested`` event that many
-  lines up (the change made was the change shown).
+  many lines up (stored there once, as the call's JSON text).
 - ``history``: the conversation rewritten whole (``messages``).
 - ``history_edit``: the conversation rewritten as its first ``keep``
   messages, then ``messages``, then its last ``tail`` ones (compaction keeps
@@ -24,11 +24,13 @@ Every line is one JSON object with a ``kind``. Format 2 (this version's):
 - ``format``: the records after it are of that format (written when a newer
   version appends to an older file).
 
-A reader skips kinds it does not know, so a new kind of record that older
-readers may ignore needs no new format number; a change that an older reader
-would read wrongly does, and a reader refuses a format newer than its own.
-Format 1 (before this version) had only ``meta``, ``message``, ``event`` and
-``history``; it still loads.
+References only point up, so every prefix of a file reads whole. A reader
+skips kinds it does not know, so a new kind of record that older readers may
+ignore needs no new format number; a change that an older reader would read
+wrongly does, and a reader refuses a format newer than its own. Format 1
+(before this version) had only ``meta``, ``message``, ``event`` and
+``history``, with each tool result in both its event and its message; it
+still loads.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ FORMAT = 2
 """The record format this version writes (and the newest it reads)."""
 
 _ARGUMENT_EVENTS = frozenset({"tool_call_started", "approval_requested"})
+
+Record = dict[str, Any]
 
 
 def _json(value: Any) -> str:
@@ -61,12 +65,13 @@ def _parsed_calls(message: Message) -> dict[str, Any]:
 
 
 class Condenser:
-    """The writer's side: turns each record into the line to write, referring to an
-    earlier line where that line already holds the same text.
+    """The writer's side: turns what the session records into the lines to write.
 
     Works on records already redacted, so what it compares is what is on disk.
-    ``lines`` counts the file's lines (each record is one); ``history`` is the
-    conversation as a reader rebuilds it from the file.
+    A ``tool_call_finished`` event is held until the tool message answering its
+    call comes (the two become one ``tool_result`` line); ``flush`` gives the
+    held ones that no message answered, as plain events. ``lines`` counts the
+    file's lines; ``history`` is the conversation as a reader rebuilds it.
     """
 
     def __init__(self, history: list[Message] | None = None, lines: int = 0) -> None:
@@ -74,51 +79,51 @@ class Condenser:
         self.history: list[Message] = list(history or [])
         self._calls: tuple[int, dict[str, Any]] = (-1, {})
         """The line of the last assistant message with tool calls, and its calls."""
-        self._results: dict[str, tuple[int, str]] = {}
-        """Call id -> the line and result of its ``tool_call_finished`` event, until a
-        tool message answers it."""
+        self._held: dict[str, Record] = {}
+        """Call id -> its ``tool_call_finished`` event, until a tool message answers it."""
         self._diffs: dict[str, tuple[int, str]] = {}
-        """Call id -> the line and diff of its ``approval_requested`` event, until the
-        call finishes."""
+        """Call id -> the line and diff of its ``approval_requested`` event."""
 
-    def message(self, message: Message) -> dict[str, Any]:
-        """The record for ``message`` (a ``tool_result`` where the event holds its text)."""
+    def message(self, message: Message) -> list[Record]:
+        """The lines for ``message``."""
         self.history.append(message)
         role = message.get("role")
         if role == "tool":
-            found = self._results.pop(str(message.get("tool_call_id")), None)
-            if found is not None and found[1] == message.get("content"):
-                return self._line({"kind": "tool_result", "from": found[0] - self.lines})
+            call_id = str(message.get("tool_call_id"))
+            finished = self._held.pop(call_id, None)
+            if finished is not None:
+                return [self._tool_result(call_id, finished, message.get("content"))]
         elif role == "assistant" and tool_calls(message):
             self._calls = (self.lines, _parsed_calls(message))
-        return self._line({"kind": "message", "message": message})
+        return [self._line({"kind": "message", "message": message})]
 
-    def event(self, event: dict[str, Any]) -> dict[str, Any]:
-        """The record for ``event`` (without arguments its call's message holds)."""
+    def event(self, event: Record) -> list[Record]:
+        """The lines for ``event`` (none yet for a finished call: it waits for its message)."""
         kind, call_id = event.get("type"), str(event.get("call_id"))
         if kind == "tool_call_finished":
-            if isinstance(event.get("result"), str):
-                self._results[call_id] = (self.lines, event["result"])
-            shown = self._diffs.pop(call_id, None)
-            display = event.get("display")
-            if shown is not None and isinstance(display, dict) and display.get("diff") == shown[1]:
-                rest = {k: v for k, v in display.items() if k != "diff"}
-                record = {"kind": "event", "event": {**event, "display": rest}}
-                return self._line({**record, "diff_from": shown[0] - self.lines})
-            return self._line({"kind": "event", "event": event})
+            earlier = self._held.pop(call_id, None)  # a reused id that no message answered
+            self._held[call_id] = event
+            return [self._line({"kind": "event", "event": earlier})] if earlier else []
         if kind == "approval_requested" and isinstance(event.get("diff"), str):
             self._diffs[call_id] = (self.lines, event["diff"])
         if kind in _ARGUMENT_EVENTS and "arguments" in event:
             line, calls = self._calls
             if call_id in calls and _json(calls[call_id]) == _json(event["arguments"]):
                 rest = {k: v for k, v in event.items() if k != "arguments"}
-                return self._line(
-                    {"kind": "event", "event": rest, "arguments_from": line - self.lines}
-                )
-        return self._line({"kind": "event", "event": event})
+                return [
+                    self._line(
+                        {"kind": "event", "event": rest, "arguments_from": line - self.lines}
+                    )
+                ]
+        return [self._line({"kind": "event", "event": event})]
 
-    def rewrite(self, messages: list[Message]) -> dict[str, Any]:
-        """The record for the conversation rewritten to ``messages``: what changed only."""
+    def flush(self) -> list[Record]:
+        """The held events no tool message answered, as plain events."""
+        held, self._held = list(self._held.values()), {}
+        return [self._line({"kind": "event", "event": event}) for event in held]
+
+    def rewrite(self, messages: list[Message]) -> list[Record]:
+        """The line for the conversation rewritten to ``messages``: what changed only."""
         old = self.history
         keep = 0
         most = min(len(old), len(messages))
@@ -129,15 +134,27 @@ class Condenser:
             tail += 1
         self.history = list(messages)
         if keep == 0 and tail == 0:
-            return self._line({"kind": "history", "messages": messages})
+            return [self._line({"kind": "history", "messages": messages})]
         middle = messages[keep : len(messages) - tail]
-        return self._line({"kind": "history_edit", "keep": keep, "messages": middle, "tail": tail})
+        return [
+            self._line({"kind": "history_edit", "keep": keep, "messages": middle, "tail": tail})
+        ]
 
-    def other(self, record: dict[str, Any]) -> dict[str, Any]:
+    def other(self, record: Record) -> list[Record]:
         """Any other record, written as it is."""
+        return [self._line(record)]
+
+    def _tool_result(self, call_id: str, finished: Record, content: object) -> Record:
+        event = {k: v for k, v in finished.items() if k != "result"}
+        record: Record = {"kind": "tool_result", "event": event, "content": content}
+        shown = self._diffs.pop(call_id, None)
+        display = event.get("display")
+        if shown is not None and isinstance(display, dict) and display.get("diff") == shown[1]:
+            event["display"] = {k: v for k, v in display.items() if k != "diff"}
+            record["diff_from"] = shown[0] - self.lines
         return self._line(record)
 
-    def _line(self, record: dict[str, Any]) -> dict[str, Any]:
+    def _line(self, record: Record) -> Record:
         self.lines += 1
         return record
 
@@ -150,15 +167,13 @@ class Expander:
     def __init__(self, name: str) -> None:
         self.name = name
         self.messages: list[Message] = []
-        self.events: list[dict[str, Any]] = []
-        self._results: dict[int, dict[str, Any]] = {}
-        """Line -> a ``tool_call_finished`` event on it."""
+        self.events: list[Record] = []
         self._calls: dict[int, Message] = {}
         """Line -> an assistant message with tool calls on it."""
-        self._asked: dict[int, dict[str, Any]] = {}
+        self._asked: dict[int, Record] = {}
         """Line -> an ``approval_requested`` event on it."""
 
-    def feed(self, line: int, record: dict[str, Any]) -> None:
+    def feed(self, line: int, record: Record) -> None:
         """Take one record (``meta`` and unknown kinds are left to the caller)."""
         kind = record.get("kind")
         if kind == "message":
@@ -167,18 +182,14 @@ class Expander:
                 self._calls[line] = message
             self.messages.append(message)
         elif kind == "tool_result":
-            event = self._results.get(line + int(record["from"]))
-            if event is None:
-                raise self._damaged(line)
-            content = event["result"]
-            self.messages.append(
-                {"role": "tool", "tool_call_id": str(event["call_id"]), "content": content}
-            )
+            content = record["content"]
+            event = {**self._with_diff(line, record, record["event"]), "result": content}
+            self.events.append(event)
+            call_id = str(event["call_id"])
+            self.messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
         elif kind == "event":
-            event = self._event(line, record)
-            if event.get("type") == "tool_call_finished":
-                self._results[line] = event
-            elif event.get("type") == "approval_requested":
+            event = self._with_arguments(line, record, record["event"])
+            if event.get("type") == "approval_requested":
                 self._asked[line] = event
             self.events.append(event)
         elif kind == "history":
@@ -190,21 +201,22 @@ class Expander:
             end = self.messages[len(self.messages) - tail :] if tail else []
             self.messages = self.messages[:keep] + list(record["messages"]) + end
 
-    def _event(self, line: int, record: dict[str, Any]) -> dict[str, Any]:
-        """An event record's event, with what it refers to filled in."""
-        event: dict[str, Any] = record["event"]
-        if "arguments_from" in record:
-            holder = self._calls.get(line + int(record["arguments_from"]))
-            calls = _parsed_calls(holder) if holder is not None else {}
-            if event.get("call_id") not in calls:
-                raise self._damaged(line)
-            event = {**event, "arguments": calls[event["call_id"]]}
-        if "diff_from" in record:
-            asked = self._asked.get(line + int(record["diff_from"]))
-            if asked is None or not isinstance(event.get("display"), dict):
-                raise self._damaged(line)
-            event = {**event, "display": {**event["display"], "diff": asked["diff"]}}
-        return event
+    def _with_arguments(self, line: int, record: Record, event: Record) -> Record:
+        if "arguments_from" not in record:
+            return event
+        holder = self._calls.get(line + int(record["arguments_from"]))
+        calls = _parsed_calls(holder) if holder is not None else {}
+        if event.get("call_id") not in calls:
+            raise self._damaged(line)
+        return {**event, "arguments": calls[event["call_id"]]}
+
+    def _with_diff(self, line: int, record: Record, event: Record) -> Record:
+        if "diff_from" not in record:
+            return event
+        asked = self._asked.get(line + int(record["diff_from"]))
+        if asked is None or not isinstance(event.get("display"), dict):
+            raise self._damaged(line)
+        return {**event, "display": {**event["display"], "diff": asked["diff"]}}
 
     def _damaged(self, line: int) -> UsageError:
         return UsageError(
@@ -213,7 +225,7 @@ class Expander:
         )
 
 
-def check_format(record: dict[str, Any], name: str) -> None:
+def check_format(record: Record, name: str) -> None:
     """Refuse a ``meta`` or ``format`` record of a format newer than this version's."""
     found = record.get("format", 1)
     if not isinstance(found, int) or found > FORMAT:

@@ -15,6 +15,7 @@ from clover_code.agent import open as factory
 from clover_code.agent.session import NOT_RECORDED
 from clover_code.agent.transcript import Transcript, load
 from clover_code.config.settings import Settings
+from clover_code.engine.messages import Message
 from clover_code.errors import UsageError
 from tests.fakes import ScriptedBackend, text_response, tool_response
 from tests.sessions import open_session
@@ -28,9 +29,17 @@ def _records(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def _recorded(events: list[p.Event]) -> list[dict[str, Any]]:
-    """The events a transcript records, as it records them."""
-    return [e.model_dump(mode="json") for e in events if e.type not in NOT_RECORDED]
+def _recorded(events: list[p.Event], messages: list[Message]) -> list[dict[str, Any]]:
+    """The events a transcript records, as it records them: a finished call's result is
+    the text the model got back (its tool message's)."""
+    seen = {m["tool_call_id"]: m["content"] for m in messages if m["role"] == "tool"}
+    return [
+        {**e.model_dump(mode="json"), "result": seen[e.call_id]}
+        if isinstance(e, p.ToolCallFinished)
+        else e.model_dump(mode="json")
+        for e in events
+        if e.type not in NOT_RECORDED
+    ]
 
 
 async def test_a_session_loads_back_exactly_and_each_output_is_stored_once(
@@ -56,7 +65,9 @@ async def test_a_session_loads_back_exactly_and_each_output_is_stored_once(
 
     loaded = load(session.transcript.path)
     assert loaded.messages == held
-    assert loaded.events == _recorded(events)
+    assert loaded.events == _recorded(events, held)
+    cut = next(e for e in of_type(events, p.ToolCallFinished) if e.name == "shell")
+    assert cut.result != held[4]["content"]  # the model got it cut, with a note
     data = session.transcript.path.read_text()
     # The module's text went to the model once and is on disk once.
     line = "return x * 399  # a line of the big module"
@@ -64,7 +75,7 @@ async def test_a_session_loads_back_exactly_and_each_output_is_stored_once(
     # The edit's arguments are in its call (as JSON text) and nowhere else.
     assert data.count('new_string\\": \\"a + b') == 1 and data.count('"a + b"') == 0
     kinds = [r["kind"] for r in _records(session.transcript.path)]
-    assert kinds.count("tool_result") == 2  # the read and the edit; the cut output is not
+    assert kinds.count("tool_result") == 3 and '"role":"tool"' not in data
     assert _records(session.transcript.path)[0]["format"] == 2
 
 
@@ -74,7 +85,10 @@ async def test_approval_requests_keep_no_second_copy_of_the_arguments(
     events: list[p.Event] = []
     content = "a new file's text, written once\n" * 50
     backend = ScriptedBackend(
-        [tool_response(("write_file", {"path": "new.txt", "content": content})), text_response("ok")]
+        [
+            tool_response(("write_file", {"path": "new.txt", "content": content})),
+            text_response("ok"),
+        ]
     )
     session = await factory.open_session(
         make_settings(),
@@ -89,7 +103,7 @@ async def test_approval_requests_keep_no_second_copy_of_the_arguments(
     await session.close()
 
     loaded = load(session.transcript.path)
-    assert loaded.events == _recorded(events)
+    assert loaded.events == _recorded(events, session.agent.messages)
     # The call's JSON text holds it (escaped), and the approval's diff shows it as lines;
     # the result's diff is the same diff, not stored again.
     assert session.transcript.path.read_text().count("a new file's text, written once") == 100
@@ -140,7 +154,11 @@ def test_a_reference_to_no_line_is_damage_named_by_line(tmp_path: Path) -> None:
     lines = [
         {"kind": "meta", "format": 2, "id": "s", "cwd": "/repo"},
         {"kind": "message", "message": {"role": "user", "content": "hi"}},
-        {"kind": "tool_result", "from": -1},
+        {
+            "kind": "event",
+            "event": {"type": "tool_call_started", "call_id": "c"},
+            "arguments_from": -1,
+        },
         {"kind": "message", "message": {"role": "assistant", "content": "x"}},
     ]
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
