@@ -36,7 +36,7 @@ still loads.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 from clover_code.engine.messages import Message, tool_calls
 from clover_code.errors import UsageError
@@ -159,15 +159,23 @@ class Condenser:
         return record
 
 
+Entry = tuple[Literal["message", "event", "rewrite"], Any]
+"""One step of a session in file order: a message appended to the conversation, an
+event, or the conversation rewritten (to the messages given)."""
+
+
 class Expander:
     """The reader's side: rebuilds the conversation and the events from the records,
     filling in what a record refers to. Records are fed in file order, each with its
-    0-based line number; ``UsageError`` for a reference to nothing."""
+    0-based line number; ``UsageError`` for a reference to nothing. ``timeline`` has
+    every message and event in the order they were recorded (for an export: the
+    conversation as it went, before any compaction)."""
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.messages: list[Message] = []
         self.events: list[Record] = []
+        self.timeline: list[Entry] = []
         self._calls: dict[int, Message] = {}
         """Line -> an assistant message with tool calls on it."""
         self._asked: dict[int, Record] = {}
@@ -180,26 +188,38 @@ class Expander:
             message: Message = record["message"]
             if message.get("role") == "assistant" and message.get("tool_calls"):
                 self._calls[line] = message
-            self.messages.append(message)
+            self._message(message)
         elif kind == "tool_result":
             content = record["content"]
             event = {**self._with_diff(line, record, record["event"]), "result": content}
-            self.events.append(event)
+            self._event(event)
             call_id = str(event["call_id"])
-            self.messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
+            self._message({"role": "tool", "tool_call_id": call_id, "content": content})
         elif kind == "event":
             event = self._with_arguments(line, record, record["event"])
             if event.get("type") == "approval_requested":
                 self._asked[line] = event
-            self.events.append(event)
+            self._event(event)
         elif kind == "history":
-            self.messages = list(record["messages"])
+            self._rewrite(list(record["messages"]))
         elif kind == "history_edit":
             keep, tail = int(record["keep"]), int(record["tail"])
             if keep + tail > len(self.messages):
                 raise self._damaged(line)
             end = self.messages[len(self.messages) - tail :] if tail else []
-            self.messages = self.messages[:keep] + list(record["messages"]) + end
+            self._rewrite(self.messages[:keep] + list(record["messages"]) + end)
+
+    def _message(self, message: Message) -> None:
+        self.messages.append(message)
+        self.timeline.append(("message", message))
+
+    def _event(self, event: Record) -> None:
+        self.events.append(event)
+        self.timeline.append(("event", event))
+
+    def _rewrite(self, messages: list[Message]) -> None:
+        self.messages = messages
+        self.timeline.append(("rewrite", messages))
 
     def _with_arguments(self, line: int, record: Record, event: Record) -> Record:
         if "arguments_from" not in record:

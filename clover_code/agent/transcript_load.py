@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clover_code.agent.transcript_format import Expander, check_format
+from clover_code.agent.transcript_format import Entry, Expander, check_format
 from clover_code.engine.messages import Message, tool_calls
 from clover_code.errors import UsageError
 
@@ -42,6 +42,8 @@ class Reading:
     """Bytes up to the end of the last whole line (a torn line starts there)."""
     format: int
     """The format of the last records (1 for a file written before formats were numbered)."""
+    timeline: list[Entry]
+    """Every message and event in the order they were recorded."""
 
 
 def read_records(data: bytes, path: Path) -> Reading:
@@ -87,7 +89,7 @@ def read_records(data: bytes, path: Path) -> Reading:
     recorded = expander.messages
     messages, interrupted = answer_interrupted(recorded)
     session = LoadedSession(meta, messages, expander.events, dropped, interrupted)
-    return Reading(session, recorded, kept, size, found_format)
+    return Reading(session, recorded, kept, size, found_format, expander.timeline)
 
 
 def _damaged(path: Path, number: int) -> UsageError:
@@ -99,11 +101,18 @@ def _damaged(path: Path, number: int) -> UsageError:
 
 def load(path: Path) -> LoadedSession:
     """Read a transcript; a torn or corrupt last line is dropped, never the session."""
+    return read(path).session
+
+
+def read(path: Path) -> Reading:
+    """Read the transcript at ``path`` (``UsageError`` when there is none to read)."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
         raise UsageError(f"session file {path} does not exist.") from None
-    return read_records(raw, path).session
+    except OSError as exc:
+        raise UsageError(f"session file {path} cannot be read ({exc.strerror}).") from None
+    return read_records(raw, path)
 
 
 INTERRUPTED = (

@@ -85,6 +85,12 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
         arguments="TASKS.jsonl --out DIR",
     ),
     Subcommand(
+        "export",
+        "clover_code.cli.export",
+        "write a stored session as Markdown or self-contained HTML",
+        arguments="[ID] [-o FILE]",
+    ),
+    Subcommand(
         "schema",
         "clover_code.cli.schema",
         "JSON Schema of the headless JSON result / stream lines",
