@@ -45,6 +45,7 @@ FORMAT = 2
 """The record format this version writes (and the newest it reads)."""
 
 _ARGUMENT_EVENTS = frozenset({"tool_call_started", "approval_requested"})
+_TOOL_MESSAGE_KEYS = {"role", "tool_call_id", "content"}
 
 Record = dict[str, Any]
 
@@ -88,7 +89,8 @@ class Condenser:
         """The lines for ``message``."""
         self.history.append(message)
         role = message.get("role")
-        if role == "tool":
+        if role == "tool" and set(message) == _TOOL_MESSAGE_KEYS:
+            # (a message with more keys than a reader rebuilds is written as it is)
             call_id = str(message.get("tool_call_id"))
             finished = self._held.pop(call_id, None)
             if finished is not None:

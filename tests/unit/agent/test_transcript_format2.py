@@ -4,6 +4,7 @@ back exactly what the session held and emitted."""
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from clover_code import protocol as p
 from clover_code.agent import open as factory
 from clover_code.agent.session import NOT_RECORDED
 from clover_code.agent.transcript import Transcript, load
+from clover_code.agent.transcript_load import read_records
 from clover_code.config.settings import Settings
 from clover_code.engine.messages import Message
 from clover_code.errors import UsageError
@@ -207,3 +209,121 @@ def test_a_whole_last_line_without_its_newline_is_torn(tmp_path: Path) -> None:
     again.message({"role": "assistant", "content": "three"})
     again.close()
     assert [m["content"] for m in load(transcript.path).messages] == ["one", "three"]
+
+
+def test_random_sessions_read_back_as_written_and_every_prefix_reads(tmp_path: Path) -> None:
+    """Sessions of random steps (calls with results, approvals with diffs, reused call
+    ids, rewrites of the history, events no message answers): what loads is what was
+    recorded, and a file cut after any of its lines loads too."""
+    rng = random.Random(7)
+    for number in range(30):
+        transcript = Transcript.create(tmp_path, {"id": f"s{number}", "cwd": "/repo"})
+        held: list[Message] = []
+        events: list[dict[str, Any]] = []
+        answers: set[str] = set()
+        for step in range(rng.randint(1, 12)):
+            choice = rng.random()
+            if choice < 0.15 and held:
+                cut = rng.randint(0, len(held))
+                held = held[:cut] + [{"role": "user", "content": f"summary {step}"}] * rng.randint(
+                    0, 1
+                )
+                transcript.history(held)
+                continue
+            user: Message = {"role": "user", "content": f"prompt {step}"}
+            held.append(user)
+            transcript.message(user)
+            ids = [f"call_{rng.randint(0, 2)}" for _ in range(rng.randint(0, 3))]
+            calls = [
+                {
+                    "id": i,
+                    "type": "function",
+                    "function": {
+                        "name": "write_file",
+                        "arguments": json.dumps({"path": f"f{n}", "content": "x" * n}),
+                    },
+                }
+                for n, i in enumerate(ids)
+            ]
+            reply: Message = {"role": "assistant", "content": f"reply {step}"}
+            if calls:
+                reply["tool_calls"] = calls  # type: ignore[typeddict-item]
+            held.append(reply)
+            transcript.message(reply)
+            for n, call_id in enumerate(ids):
+                arguments = {"path": f"f{n}", "content": "x" * n}
+                if rng.random() < 0.5:
+                    arguments = {"path": "changed by a hook"}
+                started = {
+                    "type": "tool_call_started",
+                    "call_id": call_id,
+                    "name": "write_file",
+                    "kind": "edit",
+                    "arguments": arguments,
+                    "summary": "",
+                }
+                events.append(started)
+                transcript.event(started)
+                diff = f"+{'x' * n}\n"
+                if rng.random() < 0.5:
+                    asked = {
+                        "type": "approval_requested",
+                        "request_id": f"r{n}",
+                        "call_id": call_id,
+                        "name": "write_file",
+                        "kind": "edit",
+                        "summary": "",
+                        "arguments": arguments,
+                        "diff": diff,
+                    }
+                    events.append(asked)
+                    transcript.event(asked)
+                display = {
+                    "kind": "file_edit",
+                    "path": f"f{n}",
+                    "diff": diff if rng.random() < 0.8 else "other",
+                }
+                result = f"wrote f{n}" + ("" if rng.random() < 0.8 else " (cut)")
+                finished = {
+                    "type": "tool_call_finished",
+                    "call_id": call_id,
+                    "name": "write_file",
+                    "status": "ok",
+                    "result": result,
+                    "display": display,
+                }
+                events.append(finished)
+                transcript.event(finished)
+            for call_id in ids:
+                if rng.random() < 0.9:
+                    answer: Message = {
+                        "role": "tool",
+                        "tool_call_id": call_id,
+                        "content": f"wrote {call_id}",
+                    }
+                    held.append(answer)
+                    answers.add(answer["content"])
+                    transcript.message(answer)
+            if rng.random() < 0.5:
+                transcript.commit()
+        transcript.close()
+
+        loaded = load(transcript.path)
+        recorded = read_records(transcript.path.read_bytes(), transcript.path)
+        assert recorded.recorded == held
+        # Each event comes back; a finished one with its own result, or the text a tool
+        # message answering its call gave the model.
+        assert sorted(map(_without_result, loaded.events)) == sorted(map(_without_result, events))
+        results = {e["result"] for e in events if e["type"] == "tool_call_finished"}
+        finished = [e for e in loaded.events if e["type"] == "tool_call_finished"]
+        assert all(e["result"] in answers | results for e in finished)
+        data = transcript.path.read_bytes()
+        ends = [i + 1 for i, byte in enumerate(data) if byte == ord("\n")]
+        for end in ends:
+            cut_path = tmp_path / "cut.jsonl"
+            cut_path.write_bytes(data[:end])
+            load(cut_path)  # never "damaged": every reference points up
+
+
+def _without_result(event: dict[str, Any]) -> str:
+    return json.dumps({k: v for k, v in event.items() if k != "result"}, sort_keys=True)
