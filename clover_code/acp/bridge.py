@@ -227,9 +227,9 @@ class LiveSession:
         return PromptResponse(stop_reason=reason)
 
     async def cancel(self) -> None:
-        """Stop the running turn (``session/cancel``); the prompt answers ``cancelled``."""
-        if self._turn is not None:
-            await self.session.submit(p.Interrupt())
+        """Stop the running turn (the prompt answers ``cancelled``) and every background
+        job (``session/cancel``), even between turns."""
+        await self.session.submit(p.Interrupt())
 
     async def set_mode(self, mode: ApprovalMode) -> None:
         """Switch the approval mode (``session/set_mode``)."""

@@ -13,9 +13,10 @@ file system and terminal) instead of importing the engine or the tools.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from clover_code import protocol as p
 from clover_code.agent import open_steps as step
@@ -26,6 +27,7 @@ from clover_code.agent.engines import Engines
 from clover_code.agent.export import EXPORT_FORMATS, ExportFormat, format_for, write_export
 from clover_code.agent.extensions.agent_defs import agents_prompt
 from clover_code.agent.extensions.commands import CustomCommand
+from clover_code.agent.extensions.hook_functions import HookFunction, HookReply
 from clover_code.agent.extensions.host_programs import HostPrograms
 from clover_code.agent.extensions.skills import skills_prompt
 from clover_code.agent.extensions.subagents import SubagentRunner
@@ -46,6 +48,7 @@ from clover_code.agent.transcript import INTERRUPTED, LoadedSession, find_sessio
 from clover_code.agent.turn.instructions import system_prompt
 from clover_code.agent.turn.loop import Agent
 from clover_code.agent.turn.options import TurnLimits
+from clover_code.config.sections import HookEvent
 from clover_code.config.settings import (
     ApprovalMode,
     Settings,
@@ -54,8 +57,10 @@ from clover_code.config.settings import (
     worktrees_dir,
 )
 from clover_code.engine.base import Backend
+from clover_code.errors import ConfigError
 from clover_code.fs.workspace_root import find_root
-from clover_code.tools.base import ToolContext
+from clover_code.plugins.active import active_plugins
+from clover_code.tools.base import Tool, ToolContext
 from clover_code.tools.fileio import FileAccess, LocalFiles
 from clover_code.tools.sandbox.base import Sandbox
 from clover_code.tools.sandbox.select import SandboxChoice
@@ -72,6 +77,8 @@ __all__ = [
     "Engines",
     "ExportFormat",
     "FileAccess",
+    "HookFunction",
+    "HookReply",
     "LoadedSession",
     "RefuseApprover",
     "RunPatch",
@@ -86,6 +93,7 @@ __all__ = [
     "list_sessions",
     "load",
     "open_session",
+    "plugin_statusline",
     "verdict",
     "without_secrets",
     "workspace_refusal",
@@ -131,6 +139,14 @@ class SessionOptions:
     terminal: Sandbox | None = None
     """Replaces the sandbox (ACP's editor terminal); ``terminal_notice`` is said."""
     terminal_notice: str | None = None
+    tools: Sequence[Tool[Any]] = ()
+    """The front end's own tools, offered beside the built-in ones (an embedding
+    program's Python functions); approvals and rules apply to them by their kind."""
+    hooks: Mapping[HookEvent, Sequence[HookFunction]] = field(default_factory=dict)
+    """The front end's own hooks (Python functions), run after the configured ones."""
+    wait_for_background: bool = False
+    """No turn ends with a final answer while a background child agent still runs: the
+    turn waits for it and the model hears its report first (headless)."""
 
 
 async def open_session(settings: Settings, cwd: Path, options: SessionOptions) -> Session:
@@ -144,6 +160,9 @@ async def open_session(settings: Settings, cwd: Path, options: SessionOptions) -
     settings.managed.refuse_start(
         options.approval_mode, on_host_terminal=options.terminal is not None
     )
+    hooks_off = settings.managed.feature_clause("hooks")
+    if hooks_off is not None and any(options.hooks.values()):
+        raise ConfigError(f"the program's hook functions are refused because {hooks_off}.")
     opened = Steps()
     try:
         return await _assemble(settings, root, is_git, options, opened)
@@ -195,17 +214,31 @@ async def _assemble(
         trusted=settings.project_trust.trusted_scripts() if settings.project_trust else {},
         user_dir=user_config_path().parent,
     )
-    mcp = await step.mcp_servers(settings, root, programs, notices, opened)
+    plugins = await asyncio.to_thread(active_plugins, settings, root)
+    notices += plugins.notices
+    mcp = await step.mcp_servers(settings, root, programs, notices, opened, plugins)
+    servers = step.language_servers(settings, root, choice, programs, opened)
     repo_map, map_text, map_notes = await repo_map_for(root, settings.repo_map_tokens)
     notices += map_notes
     emit = step.recorded(record.transcript, options.emit)
     approver = options.approver or QueueApprover(emit)
     can_ask = options.approver is None
-    hooks = step.hooks(settings, root, record, emit, programs, approver, can_ask=can_ask)
-    found = step.extensions(root, notices)
+    hooks = step.hooks(
+        settings,
+        root,
+        record,
+        emit,
+        programs,
+        approver,
+        can_ask=can_ask,
+        more=[plugins.hooks(), options.hooks],
+    )
+    found = step.extensions(root, notices, plugins)
     subagents = SubagentRunner(found.agents, settings)
     spill = OutputSpill(record.transcript.path.with_suffix(".outputs"), settings.output_limit)
-    tools = step.tools(settings, choice, spill, repo_map, mcp, found.skills, subagents)
+    tools = step.tools(
+        settings, choice, spill, repo_map, mcp, found.skills, subagents, options.tools, servers
+    )
     agent = Agent(
         backend=backend,
         hooks=hooks,
@@ -216,6 +249,8 @@ async def _assemble(
             shell_timeout=settings.shell_timeout,
             output_limit=settings.output_limit,
             files=options.files or LocalFiles(),
+            jobs=step.jobs(settings, choice.sandbox, spill, emit),
+            diagnostics=servers,
         ),
         settings=settings,
         limits=TurnLimits(settings.max_turns, settings.timeout, options.deadline),
@@ -236,6 +271,7 @@ async def _assemble(
         commit=record.transcript.commit,
         spill=spill,
         messages=record.messages,
+        background=subagents.background,
     )
     subagents.attach(agent)
     session = Session(
@@ -252,11 +288,21 @@ async def _assemble(
         skills=found.skills,
         commands=found.commands,
         subagents=subagents,
+        plugin_skills=plugins.parts("skills"),
+        language_servers=servers,
+        wait_for_background=options.wait_for_background,
     )
     _announce(session, root, is_git, options, choice, notices)
     if hooks is not None:
         agent.system_prompt += await hooks.session_start(options.resume is not None)
     return session
+
+
+def plugin_statusline(settings: Settings, cwd: Path) -> tuple[str | None, str | None]:
+    """The status-line command the plugins of a session in ``cwd`` bring (for a front
+    end whose user set none), and a note when several bring one."""
+    root, _ = find_root(cwd)
+    return active_plugins(settings, root).statusline_command()
 
 
 def _announce(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,24 +19,34 @@ from clover_code import protocol as p
 from clover_code.agent.engines import Engines
 from clover_code.agent.extensions.agent_defs import AgentDefinition, load_agents
 from clover_code.agent.extensions.commands import CustomCommand, load_commands
-from clover_code.agent.extensions.hooks import HookRunner
-from clover_code.agent.extensions.host_programs import HostPrograms, checked_servers
+from clover_code.agent.extensions.hooks import AnyHook, HookRunner
+from clover_code.agent.extensions.host_programs import (
+    HostPrograms,
+    Prepared,
+    checked_servers,
+)
 from clover_code.agent.extensions.script_retrust import ScriptRetrust, snapshot_bytes
 from clover_code.agent.extensions.skills import Skill, load_skills
 from clover_code.agent.extensions.subagents import SubagentRunner
-from clover_code.agent.extensions.task_tool import TaskTool
+from clover_code.agent.extensions.task_tool import task_tools
 from clover_code.agent.permissions.approval import Approver
 from clover_code.agent.session import NOT_RECORDED, bulky_child_event, caused
 from clover_code.agent.steps import Steps
 from clover_code.agent.transcript import Transcript, new_session_id
-from clover_code.config.settings import Settings, trust_store, user_config_path
+from clover_code.config.settings import HookEvent, Settings, trust_store, user_config_path
 from clover_code.engine.base import Backend, Message
 from clover_code.engine.select import open_backend
-from clover_code.errors import SandboxUnavailable
+from clover_code.errors import ConfigError, SandboxUnavailable
+from clover_code.fs.named_files import on_path
+from clover_code.plugins.active import ActivePlugins
 from clover_code.redact import redact
 from clover_code.repomap import RepoMap
 from clover_code.tools.base import Tool
-from clover_code.tools.mcp_config import declared_servers
+from clover_code.tools.jobs import JobTable
+from clover_code.tools.lsp.manager import HostCheck, LanguageServers
+from clover_code.tools.lsp.servers import server_specs
+from clover_code.tools.lsp.tool import DiagnosticsTool
+from clover_code.tools.mcp_config import DeclaredServer, declared_servers
 from clover_code.tools.registry import default_tools
 from clover_code.tools.sandbox.base import Sandbox
 from clover_code.tools.sandbox.select import SandboxChoice, choose_from_settings
@@ -52,6 +62,8 @@ __all__ = [
     "engine",
     "extensions",
     "hooks",
+    "jobs",
+    "language_servers",
     "mcp_servers",
     "recorded",
     "sandbox",
@@ -172,10 +184,20 @@ def transcript(
 
 
 async def mcp_servers(
-    settings: Settings, root: Path, programs: HostPrograms, notices: list[str], opened: Steps
+    settings: Settings,
+    root: Path,
+    programs: HostPrograms,
+    notices: list[str],
+    opened: Steps,
+    plugins: ActivePlugins,
 ) -> McpManager | None:
-    """The MCP servers the settings and the project declare, started (None: none)."""
-    servers, declared_notices = declared_servers(settings, root)
+    """The MCP servers the settings, the plugins and the project declare, started
+    (None: none)."""
+    extra = [
+        DeclaredServer(name, config, f"plugin {plugin}")
+        for name, config, plugin in plugins.mcp_servers()
+    ]
+    servers, declared_notices = declared_servers(settings, root, extra)
     notices += declared_notices
     servers = checked_servers(servers, programs, root, notices)
     if not servers:
@@ -225,8 +247,10 @@ def hooks(
     approver: Approver,
     *,
     can_ask: bool,
+    more: Sequence[Mapping[HookEvent, Sequence[AnyHook]]] = (),
 ) -> HookRunner | None:
-    """The configured hooks (None: none); when the front end ``can_ask`` (the app),
+    """The configured hooks, then those ``more`` adds (the plugins', the front end's
+    functions), in that order (None: none); when the front end ``can_ask`` (the app),
     a trusted hook script that changed is asked about again before it runs."""
     retrust = None
     report = settings.project_trust
@@ -234,8 +258,33 @@ def hooks(
         retrust = ScriptRetrust(
             root, report, trust_store(), approver, programs, snapshot_bytes(root, programs.trusted)
         ).ask
+    joined: dict[HookEvent, list[AnyHook]] = {e: list(h) for e, h in settings.hooks.items()}
+    for table in more:
+        for event, added in table.items():
+            joined.setdefault(event, []).extend(added)
     return HookRunner.create(
-        settings.hooks, root, record.session_id, record.transcript.path, emit, programs, retrust
+        joined, root, record.session_id, record.transcript.path, emit, programs, retrust
+    )
+
+
+def jobs(
+    settings: Settings, sandbox: Sandbox | None, spill: OutputSpill, emit: p.Emit
+) -> JobTable | None:
+    """The session's background jobs (None without a sandbox: no shell tool); each change
+    is reported as a ``JobsChanged`` event."""
+    if sandbox is None:
+        return None
+
+    def changed(infos: list[p.JobInfo]) -> None:
+        emit(p.JobsChanged(jobs=infos))
+
+    return JobTable(
+        sandbox,
+        max_jobs=settings.max_jobs,
+        # What a read returns stays under the limit with its heading, so it is not spilled.
+        output_limit=max(1000, settings.output_limit - 1000),
+        spill=spill,
+        on_change=changed,
     )
 
 
@@ -247,25 +296,98 @@ def tools(
     mcp: McpManager | None,
     skills: list[Skill],
     subagents: SubagentRunner,
+    own: Sequence[Tool[Any]] = (),
+    servers: LanguageServers | None = None,
 ) -> list[Tool[Any]]:
     """The session's tools: the built-in ones (the shell only with a sandbox), the MCP
-    servers', the skill loader when there are skills, and the task tool."""
+    servers', the skill loader when there are skills, the task tool, diagnostics with
+    language servers, and the front end's ``own`` (an embedding program's functions;
+    ``ConfigError`` when one takes a name another tool has)."""
     found: list[Tool[Any]] = default_tools(
         shell=choice.sandbox is not None, spill=spill, repo_map=repo_map, settings=settings
     )
+    found += [DiagnosticsTool()] if servers is not None and servers.usable else []
     found += mcp.tools if mcp is not None else []
     found += [SkillTool(skills)] if skills else []
-    found.append(TaskTool(subagents))
+    found += task_tools(subagents)
+    taken = {tool.name for tool in found}
+    for tool in own:
+        if tool.name in taken:
+            raise ConfigError(
+                f"the tool name '{tool.name}' is taken by another tool of the session; "
+                "give your tool another name."
+            )
+        taken.add(tool.name)
+        found.append(tool)
     return found
 
 
-def extensions(root: Path, notices: list[str]) -> Found:
-    """The skills, custom commands and agent definitions of the workspace and the
-    user's config dir; what is wrong with any goes to ``notices``."""
+def extensions(root: Path, notices: list[str], plugins: ActivePlugins) -> Found:
+    """The skills, custom commands and agent definitions of the workspace, the user's
+    config dir and the plugins; what is wrong with any goes to ``notices``."""
     config_dir = user_config_path().parent
-    skills, skill_notes = load_skills(root, config_dir)
+    skills, skill_notes = load_skills(root, config_dir, plugins.parts("skills"))
     notices += skill_notes
-    commands = load_commands(root, config_dir=config_dir, notes=notices)
-    agents, agent_notes = load_agents(root, config_dir)
+    commands = load_commands(
+        root, config_dir=config_dir, notes=notices, plugins=plugins.parts("commands")
+    )
+    agents, agent_notes = load_agents(root, config_dir, plugins.parts("agents"))
     notices += agent_notes
     return Found(skills, commands, agents)
+
+
+HOST_UNTRUSTED = (
+    "with --sandbox none its server would run on this machine and load the project's "
+    "code, which needs a trusted project (trust its .clover/config.toml, or set "
+    "trust_project_settings = true in your user config)"
+)
+
+
+def language_servers(
+    settings: Settings, root: Path, choice: SandboxChoice, programs: HostPrograms, opened: Steps
+) -> LanguageServers | None:
+    """The session's language servers (none start yet: each starts with the first file
+    of its language): in the sandbox, or on the host only for a trusted project and
+    after the host-program check. None without a sandbox or a language to check."""
+    sandbox = choice.sandbox
+    if sandbox is None:
+        return None
+    specs, problems = server_specs(settings.lsp)
+    if not specs:
+        return None
+    off: str | None = None
+    host_check: HostCheck | None = None
+    if sandbox.kind == "host":
+        report = settings.project_trust
+        if report is not None and report.project_trusted():
+            host_check = _host_check(programs)
+        else:
+            off = HOST_UNTRUSTED
+    servers = LanguageServers(
+        sandbox,
+        root,
+        specs,
+        severity=settings.lsp_severity,
+        wait=settings.lsp_wait,
+        host_check=host_check,
+        off=off,
+        notices=problems,
+    )
+    opened.add("language servers", servers.close)
+    return servers
+
+
+def _host_check(programs: HostPrograms) -> HostCheck:
+    """A server's command line checked as any program the host runs for the user."""
+
+    def check(argv: Sequence[str]) -> list[str] | str | None:
+        program = argv[0]
+        if "/" in program:
+            if not Path(program).is_file():
+                return None
+        elif on_path(program, programs.path_env) is None:
+            return None
+        prepared = programs.prepare(list(argv))
+        return prepared.argv if isinstance(prepared, Prepared) else prepared.reason
+
+    return check

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Sequence
 from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -34,6 +35,8 @@ from clover_code.config.settings import Settings, user_config_path, user_data_di
 from clover_code.engine.base import Backend
 from clover_code.errors import CloverError, EngineError
 from clover_code.repomap import RepoMap
+from clover_code.tools.jobs import JobTable
+from clover_code.tools.lsp.manager import LanguageServers
 from clover_code.tools.sandbox.base import Sandbox
 
 if TYPE_CHECKING:
@@ -64,6 +67,10 @@ def bulky_child_event(event: p.Event) -> bool:
     """A child agent's event of a kind that is not recorded for the parent either."""
     return isinstance(event, p.SubagentEvent) and event.event.type in NOT_RECORDED
 
+
+INTERRUPT_WAIT = 5.0
+"""Seconds an interrupt waits for the cancelled turn to end before it stops the background
+jobs (so that a job the turn was just starting is stopped with the others)."""
 
 REPO_MAP_WAIT = 10.0
 """Seconds a session start waits for the repo map; a cold map of a large repo
@@ -110,6 +117,9 @@ class Session:
         skills: list[Skill],
         commands: list[CustomCommand],
         subagents: SubagentRunner,
+        plugin_skills: Sequence[tuple[str, Path]] = (),
+        language_servers: LanguageServers | None = None,
+        wait_for_background: bool = False,
     ) -> None:
         self.settings = settings
         self.id = session_id
@@ -130,12 +140,34 @@ class Session:
         """Custom commands (``/name args`` prompts expand; for completion and ACP)."""
         self.subagents = subagents
         """Starts the task tool's child agents (and keeps what each cost)."""
+        self._plugin_skills = tuple(plugin_skills)
+        self.language_servers = language_servers
+        """The language servers the edit tools ask for diagnostics (stopped on close)."""
+        self.wait_for_background = wait_for_background
+        """Turns wait for background children before their final answer (headless)."""
         transcript.on_failure = self._transcript_failed
 
     def _transcript_failed(self, error: TranscriptError) -> None:
         """A transcript write failed: say so once, and let no turn go on unrecorded."""
         self._emit(p.ErrorEvent(message=str(error), fatal=True))
         self.agent.stop(str(error))
+
+    @property
+    def jobs(self) -> JobTable | None:
+        """The session's background jobs (None: no shell tool)."""
+        return self.agent.dispatch.context.jobs
+
+    async def stop_jobs(self, reason: str, occasion: str, *, closing: bool = False) -> None:
+        """Stop every running background job for ``reason`` (what each job records) and
+        tell the user which, ``occasion`` saying when (``as the session ended``)."""
+        jobs = self.jobs
+        if jobs is None:
+            return
+        stopped = await jobs.stop_all(reason, closing=closing)
+        if stopped:
+            names = "; ".join(f"job {job.id}: {job.command}" for job in stopped)
+            what = "a background job" if len(stopped) == 1 else f"{len(stopped)} background jobs"
+            self._emit(p.Notice(level="warning", text=f"stopped {what} {occasion} ({names})."))
 
     @property
     def engine_failure(self) -> EngineError | None:
@@ -182,9 +214,10 @@ class Session:
                 self._emit(p.Notice(level="warning", text=notice))
         try:
             command = self._command(text)
+            wait = self.wait_for_background
             if command is None:
-                return await self.agent.run_turn(text)
-            options = TurnOptions(allowed_tools=command.allowed_tools)
+                return await self.agent.run_turn(text, TurnOptions(wait_for_background=wait))
+            options = TurnOptions(allowed_tools=command.allowed_tools, wait_for_background=wait)
             return await self.agent.run_turn(command.text, options)
         finally:
             self._ending = True  # TurnFinished is out; only the checkpoint is left
@@ -193,11 +226,11 @@ class Session:
                     await asyncio.shield(asyncio.to_thread(store.end_turn, turn))
 
     def skills_on_disk(self) -> list[Skill]:
-        """The skills the workspace and the user's config dir hold now: the ones this
-        session offers and any added since it opened (the model sees those only from
-        the next session, whose system prompt lists them)."""
+        """The skills the workspace, the user's config dir and the session's plugins hold
+        now: the ones this session offers and any added since it opened (the model sees
+        those only from the next session, whose system prompt lists them)."""
         root = self.agent.dispatch.context.workspace.root
-        return load_skills(root, user_config_path().parent)[0]
+        return load_skills(root, user_config_path().parent, self._plugin_skills)[0]
 
     def _command(self, text: str) -> ExpandedPrompt | None:
         """``text`` expanded when it runs a custom command (``/name args``)."""
@@ -226,8 +259,12 @@ class Session:
             self._turn = asyncio.create_task(self._checkpointed_turn(op.text))
             self._turn.add_done_callback(lambda _: setattr(self, "_turn", None))
         elif isinstance(op, p.Interrupt):
-            if self._turn is not None:
-                self._turn.cancel()
+            turn = self._turn
+            if turn is not None:
+                turn.cancel()
+                if turn is not asyncio.current_task():
+                    await asyncio.wait({turn}, timeout=INTERRUPT_WAIT)
+            await self.stop_jobs("interrupted", "on the interrupt")
         elif isinstance(op, p.ApprovalDecision):
             approver = self.agent.approver
             if not isinstance(approver, QueueApprover) or not approver.resolve(op):
@@ -291,18 +328,34 @@ class Session:
             self._emit(p.ErrorEvent(message=str(exc)))
         return p.TurnFinished(turn=self.agent.turn, status="completed")
 
+    def background_running(self) -> list[tuple[str, str, str]]:
+        """The background child agents still running: (id, agent, description) each."""
+        return self.subagents.background.running()
+
+    async def _stop_background(self) -> None:
+        """Stop the background children still running and say so (the session ends)."""
+        for note in await self.subagents.close():
+            self._emit(p.Notice(level="warning", text=note))
+
     async def close(self) -> None:
-        """Stop any running turn, release the MCP servers, sandbox and engine, close the
-        transcript. Every step runs even when one fails; the first failure is raised after."""
+        """Stop any running turn, the background child agents and background jobs
+        (saying which), release the MCP servers, sandbox and engine, close the
+        transcript. Every step runs even when one fails; the first failure is raised
+        after."""
         if self._turn is not None and self._turn is not asyncio.current_task():
             self._turn.cancel()
             await asyncio.gather(self._turn, return_exceptions=True)
-        steps: list[tuple[str, Step]] = []
+        steps: list[tuple[str, Step]] = [("background agents", self._stop_background)]
+        if self.jobs is not None:
+            ending = ("the session ended", "as the session ended")
+            steps.append(("background jobs", lambda: self.stop_jobs(*ending, closing=True)))
         hooks = self.agent.hooks
         if hooks is not None and hooks.has("SessionEnd"):
             steps.append(("SessionEnd hook", lambda: hooks.run("SessionEnd", {"reason": "exit"})))
         if self.mcp is not None:
             steps.append(("MCP servers", self.mcp.aclose))
+        if self.language_servers is not None:
+            steps.append(("language servers", self.language_servers.close))
         if self.sandbox is not None:
             steps.append(("sandbox", self.sandbox.close))
         steps.append(("engine", self.backend.aclose))

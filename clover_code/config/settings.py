@@ -44,6 +44,7 @@ from clover_code.config.managed_values import Source
 from clover_code.config.project_files import ProjectJudge
 from clover_code.config.sections import HookConfig as HookConfig
 from clover_code.config.sections import HookEvent as HookEvent
+from clover_code.config.sections import LspServerConfig as LspServerConfig
 from clover_code.config.sections import McpServerConfig as McpServerConfig
 from clover_code.config.sections import PermissionRules as PermissionRules
 from clover_code.config.sources import (
@@ -159,6 +160,10 @@ class Settings(ModelSettings):
     hooks: dict[HookEvent, list[HookConfig]] = Field(default_factory=dict)
     """Programs run at lifecycle points, e.g. [[hooks.PreToolUse]] command = "./check"."""
 
+    plugins: list[str] = Field(default_factory=list)
+    """Installed plugins to use besides the enabled ones (clover-code plugin enable), by
+    name, e.g. ["lint-kit"]; a project file names them only once you trusted it."""
+
     mcp_read_only: list[str] = Field(default_factory=list)
     """MCP tools you vouch for as read-only, by name or glob (mcp__docs__search,
     mcp__docs__*): they count as reading, so plan and read-only modes run them. A
@@ -167,6 +172,18 @@ class Settings(ModelSettings):
 
     mcp_timeout: float = Field(120.0, gt=0)
     """Longest an MCP tool call may take, in seconds."""
+
+    lsp: dict[str, LspServerConfig] = Field(default_factory=dict)
+    """Language servers by language, e.g. [lsp.python] command = "pylsp"; python,
+    typescript, go and rust have built-in ones, used when found in the sandbox."""
+
+    lsp_severity: Literal["error", "warning"] = "error"
+    """The least severe diagnostic added to an edit's result: error, or warning (errors
+    and warnings)."""
+
+    lsp_wait: float = Field(2.0, ge=0, le=300)
+    """Longest an edit waits for its files' diagnostics from the language server, in
+    seconds (0: report only what the server already published)."""
 
     web_allow_private: bool | list[str] = False
     """Let web_fetch connect to private, loopback and link-local addresses: true for
@@ -228,6 +245,10 @@ class Settings(ModelSettings):
 
     output_limit: int = Field(30_000, ge=1000)
     """Characters of tool output the model sees before head + tail truncation."""
+
+    max_jobs: int = Field(4, ge=0)
+    """Background jobs (``shell`` with ``background: true``) that may run at once in a
+    session; 0 turns them off."""
 
     tool_retries: int = Field(3, ge=0)
     """Malformed tool calls in a row the model may make before the turn fails."""
@@ -313,11 +334,14 @@ def load_settings(
     env: Mapping[str, str] | None = None,
     trust_project: bool = False,
     store: trust.TrustStore | None = None,
+    given_as: Literal["flag", "option"] = "flag",
 ) -> Settings:
     """Build the settings from flags, environment, repo config and user config.
 
     ``trust_project`` (``--trust-project``) records that the user trusts the
-    project files as they are now; ``store`` replaces the user's trust store.
+    project files as they are now; ``store`` replaces the user's trust store;
+    ``given_as``: ``cli`` holds a program's options (the SDK's keyword arguments),
+    not command-line flags, and the sentences name them so.
     """
     cli_values = {k: v for k, v in (cli or {}).items() if v is not None}
     environ = os.environ if env is None else env
@@ -330,7 +354,7 @@ def load_settings(
     # The administrator's files come first: every other source is checked against them.
     policy = checked_policy(environ, Settings)
     same = SameSetting(Settings)
-    policy.refuse_values(cli_values, Source("flag"), same)
+    policy.refuse_values(cli_values, Source(given_as), same)
     policy.refuse_values(env_values, Source("environment"), same)
     cli_values = {k: v for k, v in cli_values.items() if k not in policy.fixed}
     layers = [*fixed_layers(policy), ("environment", env_values)]
@@ -379,7 +403,8 @@ def load_settings(
         )
         return settings
     except ValidationError as exc:
-        raise ConfigError(explain(exc, cli_values, layers, list(Settings.model_fields))) from None
+        known = list(Settings.model_fields)
+        raise ConfigError(explain(exc, cli_values, layers, known, given_as)) from None
 
 
 def refuse_flags(flags: Mapping[str, Any], env: Mapping[str, str] | None = None) -> ManagedPolicy:

@@ -97,12 +97,16 @@ def explain(
     cli: Mapping[str, Any],
     layers: list[tuple[str, dict[str, Any]]],
     known_keys: list[str],
+    cli_kind: str = "flag",
 ) -> str:
-    """One sentence per bad key, naming where the value came from."""
+    """One sentence per bad key, naming where the value came from (``cli_kind``:
+    ``cli`` holds command-line flags, or a program's ``option``s)."""
     lines = []
     for err in exc.errors():
         key = str(err["loc"][0]) if err["loc"] else "?"
-        if key in cli:
+        if key in cli and cli_kind == "option":
+            where = f"option {key}"
+        elif key in cli:
             where = f"command-line option --{key.replace('_', '-')}"
         else:
             where = next((name for name, data in layers if key in data), "settings")

@@ -53,10 +53,19 @@ class TextRenderer:
             child = event.event
             self._break_line()
             self.err.write(f"  » [{event.agent}] {child.name} {child.summary}\n")
+        elif isinstance(event, p.BackgroundTaskFinished):
+            self._break_line()
+            self.err.write(f"» {event.task_id} ({event.agent}) ended: {event.display.status}\n")
         self.err.flush()
 
     def _finished(self, event: p.ToolCallFinished, output: str) -> None:
         run = event.display
+        if isinstance(run, p.FileEdit | p.PatchApplied) and run.diagnostics:
+            shown = run.diagnostics[:TAIL_LINES]
+            self.err.writelines(
+                f"    {d.path}:{d.line}:{d.column}: {d.severity}: {d.message[:200]}\n"
+                for d in shown
+            )
         if isinstance(run, p.CommandRun) and (run.exit_code != 0 or run.timed_out):
             ended = "killed" if run.exit_code is None else f"exit {run.exit_code}"
             ended += ", timed out" if run.timed_out else ""

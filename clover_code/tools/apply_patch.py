@@ -34,6 +34,7 @@ from clover_code.tools.fileio import (
     missing_path_error,
     unified_diff,
 )
+from clover_code.tools.lsp.attach import with_diagnostics
 from clover_code.tools.patch_parse import FileChange, Hunk, parse_patch
 from clover_code.tools.workspace import Workspace
 
@@ -350,4 +351,5 @@ class ApplyPatchTool(Tool[ApplyPatchArgs]):
 
     async def run(self, args: ApplyPatchArgs, ctx: ToolContext) -> ToolResult:
         """Apply the patch."""
-        return await asyncio.to_thread(apply_patch, ctx.workspace, args.patch)
+        result = await asyncio.to_thread(apply_patch, ctx.workspace, args.patch)
+        return await with_diagnostics(result, ctx)

@@ -26,6 +26,8 @@ from clover_code.tools.arguments import TEXT_LIMIT, Screened, screen_arguments
 
 if TYPE_CHECKING:
     from clover_code.tools.fileio import FileAccess
+    from clover_code.tools.jobs import JobTable
+    from clover_code.tools.lsp.manager import LanguageServers
     from clover_code.tools.sandbox.base import Sandbox
     from clover_code.tools.workspace import Workspace
 
@@ -73,6 +75,12 @@ class ToolContext:
     allowed_tools: frozenset[str] | None = None
     """The only tools the running turn allows (a custom command's; None: every tool),
     set per call by the dispatcher: a child agent the call starts gets no others."""
+    jobs: JobTable | None = None
+    """The session's background jobs (None: no shell tool); shared by every copy of the
+    context, so child agents see and stop the same jobs."""
+    diagnostics: LanguageServers | None = None
+    """The session's language servers: the edit tools add the changed files'
+    diagnostics to their results (None: no language servers)."""
 
 
 ArgsT = TypeVar("ArgsT", bound=BaseModel)
@@ -94,6 +102,10 @@ class Tool(ABC, Generic[ArgsT]):
     concurrent: ClassVar[bool] = False
     """Calls of this tool may run at the same time as their neighbours in one
     response (read and search tools always may)."""
+    runs_on_host: ClassVar[bool] = False
+    """Its calls run in clover-code's own process on the host (a function of the
+    program that embeds the agent), never in the sandbox: a contained sandbox does
+    not make them safe, so sandbox-auto asks for an ``execute`` one as auto-edit does."""
 
     def screen(self, arguments: object) -> Screened:
         """Check raw arguments for hostile values before ``Args`` validates them."""

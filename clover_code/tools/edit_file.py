@@ -22,6 +22,7 @@ from clover_code.tools.fileio import (
     missing_path_error,
     unified_diff,
 )
+from clover_code.tools.lsp.attach import with_diagnostics
 from clover_code.tools.workspace import Workspace
 
 __all__ = ["EditFileArgs", "EditFileTool", "closest_match"]
@@ -207,7 +208,7 @@ class EditFileTool(Tool[EditFileArgs]):
 
     async def run(self, args: EditFileArgs, ctx: ToolContext) -> ToolResult:
         """Apply the replacement."""
-        return await asyncio.to_thread(
+        result = await asyncio.to_thread(
             edit_text,
             ctx.workspace,
             args.path,
@@ -216,3 +217,4 @@ class EditFileTool(Tool[EditFileArgs]):
             args.replace_all,
             ctx.files,
         )
+        return await with_diagnostics(result, ctx)

@@ -102,6 +102,9 @@ class McpTool(Tool[McpArgs]):
     schema: ClassVar[dict[str, Any]]
     # A server's arguments may be file contents, not only names and paths.
     default_argument_limit: ClassVar[int] = CONTENT_LIMIT
+    # The server is a program on the host (stdio) or somewhere else (HTTP): never in
+    # the sandbox, so a contained sandbox does not let sandbox-auto run its tools unasked.
+    runs_on_host: ClassVar[bool] = True
 
     def __init__(self, connection: _Server, timeout: float) -> None:
         self._connection = connection

@@ -14,6 +14,7 @@ from clover_code.fs.binary import BINARY_SAMPLE, looks_binary
 from clover_code.protocol import FileRead
 from clover_code.tools.base import Tool, ToolContext, ToolKind, ToolResult
 from clover_code.tools.fileio import FileAccess, LocalFiles, missing_path_error
+from clover_code.tools.lsp.attach import warm
 from clover_code.tools.workspace import Workspace
 
 __all__ = ["ReadFileArgs", "ReadFileTool"]
@@ -133,9 +134,12 @@ class ReadFileTool(Tool[ReadFileArgs]):
         if outside is not None:
             # Confined to that one folder, read from the disk (not an editor's buffers).
             workspace, files = Workspace(outside), LocalFiles()
-        return await asyncio.to_thread(
+        result = await asyncio.to_thread(
             read_window, workspace, args.path, args.offset, args.limit, files
         )
+        if outside is None and isinstance(result.display, FileRead):
+            warm(ctx, result.display.path)  # an edit may follow: have its server ready
+        return result
 
 
 def _loaded_skill_folder(path: str, roots: list[Path]) -> Path | None:

@@ -9,6 +9,7 @@ from clover_code.tools.apply_patch import ApplyPatchTool
 from clover_code.tools.base import Tool
 from clover_code.tools.edit_file import EditFileTool
 from clover_code.tools.grep import GrepTool
+from clover_code.tools.job_tools import JobOutputTool, JobStopTool
 from clover_code.tools.listing import GlobTool, ListFilesTool
 from clover_code.tools.read_file import ReadFileTool
 from clover_code.tools.read_output import ReadOutputTool
@@ -30,9 +31,9 @@ def default_tools(
     repo_map: RepoMap | None = None,
     settings: Settings | None = None,
 ) -> list[Tool[Any]]:
-    """One instance of every built-in tool; ``shell`` adds the shell tool,
-    ``spill`` (where long outputs are saved) the ``read_output`` tool and
-    ``settings`` the web tools (``tools.web``)."""
+    """One instance of every built-in tool; ``shell`` adds the shell tool and the
+    background job tools, ``spill`` (where long outputs are saved) the ``read_output``
+    tool and ``settings`` the web tools (``tools.web``)."""
     tools: list[Tool[Any]] = [
         ReadFileTool(),
         WriteFileTool(),
@@ -45,7 +46,7 @@ def default_tools(
         TodoTool(),
     ]
     if shell:
-        tools.append(ShellTool())
+        tools += [ShellTool(), JobOutputTool(), JobStopTool()]
     if spill is not None:
         tools.append(ReadOutputTool(spill))
     if settings is not None:

@@ -13,6 +13,7 @@ from clover_code.protocol import FileEdit
 from clover_code.tools.arguments import CONTENT_LIMIT
 from clover_code.tools.base import Tool, ToolContext, ToolKind, ToolResult
 from clover_code.tools.fileio import FileAccess, LocalFiles, diff_counts, unified_diff
+from clover_code.tools.lsp.attach import with_diagnostics
 from clover_code.tools.workspace import Workspace
 
 __all__ = ["WriteFileArgs", "WriteFileTool"]
@@ -82,6 +83,7 @@ class WriteFileTool(Tool[WriteFileArgs]):
 
     async def run(self, args: WriteFileArgs, ctx: ToolContext) -> ToolResult:
         """Write the file."""
-        return await asyncio.to_thread(
+        result = await asyncio.to_thread(
             write_text, ctx.workspace, args.path, args.content, ctx.files
         )
+        return await with_diagnostics(result, ctx)

@@ -136,10 +136,19 @@ def run_app(
     finally:
         if engines.loaded:
             asyncio.run(engines.close())
-    hint = resume_hint(app)
-    if hint:
-        print(hint)
+    for line in (jobs_stopped(app), resume_hint(app)):
+        if line:
+            print(line)
     return int(code) if code is not None else 0
+
+
+def jobs_stopped(app: CloverApp) -> str | None:
+    """The line printed after the app closes when quitting stopped background jobs."""
+    jobs = app.stopped_on_quit
+    if not jobs:
+        return None
+    names = "; ".join(f"job {job.id}: {job.command}" for job in jobs)
+    return f"Stopped {len(jobs)} background job{'s' if len(jobs) > 1 else ''} ({names})."
 
 
 def resume_hint(app: CloverApp) -> str | None:
@@ -149,4 +158,11 @@ def resume_hint(app: CloverApp) -> str | None:
     return f"Session saved. Resume it with: clover-code --resume {app.started.session_id}"
 
 
-__all__ = ["resume_hint", "review_runner", "run_app", "session_factory", "trust_question"]
+__all__ = [
+    "jobs_stopped",
+    "resume_hint",
+    "review_runner",
+    "run_app",
+    "session_factory",
+    "trust_question",
+]

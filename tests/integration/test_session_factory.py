@@ -199,7 +199,13 @@ async def test_close_runs_every_step_when_one_fails(
     with pytest.raises(RuntimeError, match="could not be released"):
         await session.close()
     # Before the failing step and after it, every step ran.
-    assert _released(debug_log) == ["MCP servers", "sandbox", "end event", "transcript"]
+    assert _released(debug_log) == [
+        "background agents",
+        "MCP servers",
+        "sandbox",
+        "end event",
+        "transcript",
+    ]
     await _until_gone(tag)
     assert isinstance(events[-1], p.SessionEnded)
     last = session.transcript.path.read_text().splitlines()[-1]

@@ -265,7 +265,9 @@ class ToolDispatcher:
         command = arguments.get("command")
         shell = tool.name == "shell" and isinstance(command, str)
         command = command if isinstance(command, str) else ""
-        ruling = self.policy.decide(self.approval_mode, tool.name, tool.kind, arguments)
+        ruling = self.policy.decide(
+            self.approval_mode, tool.name, tool.kind, arguments, on_host=tool.runs_on_host
+        )
         if ruling.verdict == "allow":
             return None
         if ruling.verdict == "deny":

@@ -539,6 +539,8 @@ def test_default_tools_and_their_schemas() -> None:
         "repo_map",
         "todo",
         "shell",
+        "job_output",
+        "job_stop",
     ]
     assert "shell" not in [tool.name for tool in default_tools(shell=False)]
     for tool in default_tools(shell=True):

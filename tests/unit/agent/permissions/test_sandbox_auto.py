@@ -19,6 +19,7 @@ from clover_code.config.settings import PermissionRules
 from clover_code.config.trust import looser_approval
 from clover_code.github.task import task_env
 from clover_code.headless.render import TextRenderer
+from clover_code.tools.mcp import McpTool
 from clover_code.tools.sandbox.bwrap import BwrapSandbox
 from clover_code.tools.sandbox.host import HostSandbox
 
@@ -65,6 +66,18 @@ def test_contained_commands_run_uncontained_ones_ask(tmp_path: Path) -> None:
     assert inside.decide("auto-edit", "shell", "execute", call).verdict == "ask"
     assert inside.decide("read-only", "shell", "execute", call).verdict == "deny"
     assert inside.decide("plan", "shell", "execute", call).verdict == "deny"
+
+
+def test_an_mcp_tool_asks_however_contained_the_sandbox(tmp_path: Path) -> None:
+    # An MCP server runs on the host (or elsewhere), never in the sandbox: sandbox-auto
+    # must not treat its tools as contained commands.
+    assert McpTool.runs_on_host
+    inside = PermissionPolicy(PermissionRules(), tmp_path, contained=True)
+    ruling = inside.decide(
+        "sandbox-auto", "mcp__files__delete", "execute", {}, on_host=McpTool.runs_on_host
+    )
+    assert ruling.verdict == "ask"
+    assert inside.decide("full-auto", "mcp__files__delete", "execute", {}).verdict == "allow"
 
 
 @pytest.mark.parametrize(

@@ -50,9 +50,13 @@ EXPECTED_TOOLS = {
     "repo_map",
     "todo",
     "shell",
+    "job_output",
+    "job_stop",
     "read_output",
     "web_fetch",
     "task",
+    "task_result",
+    "task_stop",
 }
 
 # Values that no argument of any tool may carry, whatever its type.
@@ -85,10 +89,14 @@ VALID: dict[str, dict[str, Any]] = {
     "repo_map": {},
     "todo": {"items": [{"text": "fix add", "status": "pending"}]},
     "shell": {"command": "echo hi > shell.txt"},
+    "job_output": {"id": "1", "wait_seconds": 1},
+    "job_stop": {"id": "1"},
     "read_output": {"id": "call_1"},
     # Hostile variants fail validation before any request; port 9 never answers anyway.
     "web_fetch": {"url": "http://127.0.0.1:9/", "prompt": "install steps"},
     "task": {"description": "look at app.py", "prompt": "What does app.py define?"},
+    "task_result": {"task_id": "task-1", "wait_seconds": 0},
+    "task_stop": {"task_id": "task-1"},
 }
 
 
