@@ -81,7 +81,7 @@ def _call(call: Call) -> str:
         f"<details><summary>Arguments</summary>{_arguments(call.arguments)}</details>",
     ]
     if call.output is not None:
-        shown = " open" if call.output.count("\\n") < 40 else ""  # a long one starts folded
+        shown = " open" if call.output.count("\n") < 40 else ""  # a long one starts folded
         parts.append(f"<details{shown}><summary>Result</summary>{_pre(call.output)}</details>")
     if call.diff:
         parts.append(f"<details open><summary>Diff</summary>{_diff(call.diff)}</details>")

@@ -149,3 +149,20 @@ def test_writing_where_it_cannot_is_one_sentence(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="is a directory; give a file name"):
         write_export(transcript.path, "md", tmp_path)
     assert [p.name for p in tmp_path.iterdir() if p.suffix == ".md"] == []
+
+
+def test_a_long_result_starts_folded_and_a_short_one_open(tmp_path: Path) -> None:
+    transcript = Transcript.create(tmp_path, {"id": "20260101-000000-aaaaaa", "cwd": "/repo"})
+    calls = [
+        {"id": i, "type": "function", "function": {"name": "shell", "arguments": "{}"}}
+        for i in ("short", "long")
+    ]
+    transcript.message({"role": "user", "content": "go"})
+    transcript.message({"role": "assistant", "content": "", "tool_calls": calls})  # type: ignore[typeddict-item]
+    transcript.message({"role": "tool", "tool_call_id": "short", "content": "one\ntwo\n"})
+    long_output = "".join(f"line {n}\n" for n in range(200))
+    transcript.message({"role": "tool", "tool_call_id": "long", "content": long_output})
+    transcript.close()
+    page = export_session(transcript.path, "html")
+    assert "<details open><summary>Result</summary><pre>one\ntwo\n</pre>" in page
+    assert "<details><summary>Result</summary><pre>line 0\n" in page
