@@ -24,6 +24,7 @@ from clover_code.agent.checkpoints.run_patch import RunPatch
 from clover_code.agent.checkpoints.session import open_checkpoints
 from clover_code.agent.checkpoints.workspace_check import refuse_workspace, workspace_refusal
 from clover_code.agent.engines import Engines
+from clover_code.agent.export import EXPORT_FORMATS, ExportFormat, format_for, write_export
 from clover_code.agent.extensions.agent_defs import agents_prompt
 from clover_code.agent.extensions.commands import CustomCommand
 from clover_code.agent.extensions.hook_functions import HookFunction, HookReply
@@ -67,12 +68,14 @@ from clover_code.tools.spill import OutputSpill
 from clover_code.tools.workspace import Workspace
 
 __all__ = [
+    "EXPORT_FORMATS",
     "INTERRUPTED",
     "ApprovalRequest",
     "Approver",
     "CustomCommand",
     "Decision",
     "Engines",
+    "ExportFormat",
     "FileAccess",
     "HookFunction",
     "HookReply",
@@ -85,6 +88,7 @@ __all__ = [
     "SessionOptions",
     "find_session",
     "fork_session",
+    "format_for",
     "iter_infos",
     "list_sessions",
     "load",
@@ -93,9 +97,11 @@ __all__ = [
     "verdict",
     "without_secrets",
     "workspace_refusal",
+    "write_export",
 ]
 # Besides the factory, the few core functions front ends need: the workspace root,
-# stored sessions (listed, found, loaded) and the types of the adapters they plug in.
+# stored sessions (listed, found, loaded, exported) and the types of the adapters they
+# plug in.
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -262,6 +268,7 @@ async def _assemble(
         emit=emit,
         record_message=record.transcript.message,
         record_history=record.transcript.history,
+        commit=record.transcript.commit,
         spill=spill,
         messages=record.messages,
         background=subagents.background,

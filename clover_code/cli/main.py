@@ -86,6 +86,12 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
         arguments="TASKS.jsonl --out DIR",
     ),
     Subcommand(
+        "export",
+        "clover_code.cli.export",
+        "write a stored session as Markdown or self-contained HTML",
+        arguments="[ID] [-o FILE]",
+    ),
+    Subcommand(
         "plugin",
         "clover_code.cli.plugin",
         "install, list, enable, disable or remove plugins",

@@ -10,6 +10,7 @@ from clover_code import protocol as p
 from clover_code.protocol import APPROVAL_MODES
 from clover_code.ui.command_table import CommandTable, SlashCommand
 from clover_code.ui.custom import run_custom, show_skills
+from clover_code.ui.export import export
 from clover_code.ui.host import SlashHost
 from clover_code.ui.review import start_review
 from clover_code.ui.rewind import REWIND_CHOICES, fork, rewind
@@ -307,6 +308,10 @@ class SlashCommands:
     @TABLE.command("fork", "continue in a copy of this session (the original stays)")
     def _cmd_fork(self, arg: str) -> None:
         fork(self.app, self.transcript, self.open_path)
+
+    @TABLE.command("export", "save this session as Markdown or HTML", "[md|html] [FILE]")
+    def _cmd_export(self, arg: str) -> None:
+        export(self.app, self.transcript, arg)
 
     @TABLE.command("plan", "plan mode: explore and write a plan, change nothing", "[TASK]")
     def _cmd_plan(self, arg: str) -> None:

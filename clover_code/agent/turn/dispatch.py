@@ -109,6 +109,15 @@ class ToolDispatcher:
                 screened = screen_arguments(call.arguments, limits={}, default_limit=CONTENT_LIMIT)
             call.arguments, call.problem, call.screened = screened.arguments, screened.problem, True
 
+    def may_change_things(self, calls: list[ToolCall]) -> bool:
+        """Whether a call may have effects (an edit, a command, an MCP tool, a child
+        agent): only reads, searches and fetches are known to have none."""
+        for call in calls:
+            tool = self.tools.get(call.name)
+            if tool is not None and tool.kind not in ("read", "search", "fetch"):
+                return True
+        return False
+
     async def run_calls(self, calls: list[ToolCall], turn: TurnOptions) -> None:
         """Run calls in order; consecutive read-only (or ``concurrent``) calls run concurrently."""
         batch: list[ToolCall] = []

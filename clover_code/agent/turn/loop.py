@@ -60,6 +60,7 @@ class Agent:
         count_text: Callable[[str], int] | None = None,
         hooks: HookRunner | None = None,
         background: BackgroundWork | None = None,
+        commit: Callable[[], None] | None = None,
     ) -> None:
         self.backend = backend
         self.settings = settings
@@ -67,6 +68,8 @@ class Agent:
         self.system_prompt = system_prompt
         self.emit = emit
         self._record = record_message
+        self._commit = commit or (lambda: None)
+        """Makes what was recorded durable (the transcript's group commit)."""
         self.messages: list[Message] = list(messages or [])
         self.dispatch = ToolDispatcher(
             tools=tools,
@@ -175,6 +178,7 @@ class Agent:
             token_limit=status == "completed" and state.token_limit,
         )
         self.emit(finished)
+        self._commit()
         return finished
 
     def _refused(self, text: str, reason: str) -> p.TurnFinished:
@@ -206,6 +210,8 @@ class Agent:
             if overflow is not None:
                 self.emit(p.ErrorEvent(message=str(overflow)))
                 return "failed"
+            # The step's one fsync: the previous step is durable before the next begins.
+            self._commit()
             failure = await self._respond(state, options)
             if failure is not None:
                 # Calls of a failed response never run; what text arrived is kept.
@@ -236,6 +242,8 @@ class Agent:
                     continue
                 state.final_text = "".join(state.content)
                 return "completed"
+            if self.dispatch.may_change_things(calls):
+                self._commit()  # the calls are on disk before anything they do
             await self.dispatch.run_calls(calls, options)
             added = self.nested.annotate(calls)
             if added:
