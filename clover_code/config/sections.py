@@ -97,6 +97,7 @@ class McpServerConfig(BaseModel):
 HookEvent = Literal[
     "SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PreCompact", "Stop",
     "SessionEnd",
+    "PermissionRequest", "SubagentStart", "SubagentStop",
 ]  # fmt: skip
 
 
@@ -106,7 +107,8 @@ class HookConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     matcher: str = ""
-    """Regular expression over tool names (PreToolUse, PostToolUse); empty means every tool."""
+    """Regular expression over tool names (PreToolUse, PostToolUse, PermissionRequest) or
+    agent names (SubagentStart, SubagentStop); empty means every one."""
 
     command: str = Field(min_length=1)
     """The program and its arguments, split like a shell would (no shell runs it)."""

@@ -6,7 +6,8 @@ session), approver and tool hooks; it gets the parent's tools filtered by its
 definition (``agent_defs``), never the ``task`` tool itself, so children cannot
 start children. Its conversation is not written to the transcript; each of its
 events reaches the parent's front ends wrapped in a ``SubagentEvent`` that
-carries the parent's call id.
+carries the parent's call id. The SubagentStart and SubagentStop hooks run at the
+start and end of a child's run (``hook_calls.child_run``).
 
 Several children run at once (bounded by ``max_subagents``). A remote server
 takes their requests concurrently; a local engine (HF, SGLang in process)
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from clover_code import protocol as p
 from clover_code.agent.extensions.agent_defs import READ_KINDS, AgentDefinition
+from clover_code.agent.extensions.hook_calls import child_run
 from clover_code.agent.turn.options import TurnLimits
 from clover_code.config.settings import ApprovalMode, Settings
 from clover_code.engine.base import Backend, ChatRequest
@@ -277,7 +279,15 @@ class SubagentRunner:
         started = time.monotonic()
         # Its own task: a child's turn handles its own interruption, and must not
         # swallow the parent's (the parent's cancel goes on up after the child stops).
-        turn = asyncio.create_task(child.run_turn(prompt))
+        run = child_run(
+            child.run_turn,
+            prompt,
+            parent.dispatch.hooks,  # SubagentStart before its turn, SubagentStop after
+            agent_id=call_id,
+            agent_type=definition.name,
+            max_requests=self.settings.subagent_max_turns,
+        )
+        turn = asyncio.create_task(run)
         try:
             finished = await asyncio.shield(turn)
         except asyncio.CancelledError:

@@ -80,6 +80,7 @@ class Agent:
             emit=emit,
             on_todo=self._set_todo,
             hooks=hooks,
+            ceiling=settings.managed.approval_or("full-auto"),
         )
         self.hooks = hooks
         self.nested = NestedInstructions(context.workspace.root)
