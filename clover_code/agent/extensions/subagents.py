@@ -36,6 +36,7 @@ from clover_code.engine.base import Backend, ChatRequest
 from clover_code.engine.events import EngineEvent
 from clover_code.errors import EngineError
 from clover_code.protocol import TASK_TOOL
+from clover_code.protocol.cost import CostTally
 from clover_code.tools.base import Tool, ToolResult
 
 if TYPE_CHECKING:
@@ -116,6 +117,8 @@ class SubagentStats:
     """Tokens the child generated, over all its requests."""
     duration_s: float
     status: p.TurnStatus
+    cost: float | None = 0.0
+    """What its requests cost; None when a model it used has no price."""
 
     def as_display(self, changed: list[str]) -> p.SubagentRun:
         """The stats (and the files the child changed) as the task call's display."""
@@ -126,6 +129,7 @@ class SubagentStats:
             duration_s=round(self.duration_s, 3),
             status=self.status,
             changed_files=changed,
+            cost=None if self.cost is None else round(self.cost, 8),
         )
 
 
@@ -135,12 +139,14 @@ class _Watch:
 
     token_limit: int
     tokens: int = 0
+    cost: CostTally = field(default_factory=CostTally)
     changed: list[str] = field(default_factory=list)
     last_error: str | None = None
     over_limit: str | None = None
     _edits: dict[str, list[str]] = field(default_factory=dict)
 
     def see(self, event: p.Event) -> None:
+        self.cost.see(event)
         if isinstance(event, p.UsageReport):
             self.tokens += event.completion_tokens
             if self.tokens > self.token_limit and self.over_limit is None:
@@ -270,6 +276,7 @@ class SubagentRunner:
             record_history=lambda history: None,
             spill=parent.dispatch.spill,
             count_text=parent.counter.count_text,
+            spend=parent.spend,  # the session's budget counts its children
         )
         # What the user allowed this session, and their tool hooks, hold for children too;
         # the lifecycle hooks (prompt, stop, session) stay the parent's.
@@ -307,7 +314,12 @@ class SubagentRunner:
         status: p.TurnStatus,
     ) -> SubagentStats:
         stats = SubagentStats(
-            call_id, definition.name, watch.tokens, time.monotonic() - started, status
+            call_id,
+            definition.name,
+            watch.tokens,
+            time.monotonic() - started,
+            status,
+            watch.cost.total,
         )
         self.stats.append(stats)
         return stats
@@ -325,6 +337,7 @@ class SubagentRunner:
             "max_turns": "stopped at its request limit (subagent_max_turns)",
             "timeout": "hit its time limit (subagent_timeout)",
             "interrupted": "was interrupted",
+            "max_cost": "stopped at the session's cost budget (max_cost)",
         }.get(finished.status, "failed")
         detail = watch.over_limit or watch.last_error
         text = f"error: the {definition.name} agent {why}" + (f": {detail}" if detail else ".")

@@ -16,6 +16,7 @@ from typing import Literal
 
 from clover_code import protocol as p
 from clover_code.agent.turn.context import TokenCounter
+from clover_code.agent.turn.cost import Spend
 from clover_code.agent.turn.dispatch import ToolCall
 from clover_code.config.settings import Settings
 from clover_code.engine import events as ev
@@ -50,13 +51,15 @@ async def stream_response(
     counter: TokenCounter,
     estimated_prompt: int,
     block: int,
+    spend: Spend,
 ) -> tuple[CloverError | None, int]:
-    """Stream one model response into ``state``; return the failure, if any, and the
-    number of the next diffusion block (``block`` is the first one's)."""
+    """Stream one model response into ``state``, its cost charged to ``spend``; return the
+    failure, if any, and the number of the next diffusion block (``block`` is the first
+    one's)."""
     failure: CloverError | None = None
     tokens = blocks = steps = step_tokens = 0
     first_block: float | None = None
-    prompt_tokens = completion_tokens = 0
+    prompt_tokens = completion_tokens = cached_tokens = 0
     experts: float | None = None
     # Left "streaming" if cancelled mid-stream, so _close_partial knows.
     state.phase = "streaming"
@@ -103,7 +106,7 @@ async def stream_response(
                 )
             elif isinstance(event, ev.Usage):
                 prompt_tokens, completion_tokens = event.prompt_tokens, event.completion_tokens
-                experts = event.experts_per_layer
+                experts, cached_tokens = event.experts_per_layer, event.cached_tokens
             elif isinstance(event, ev.Failed):
                 failure = event.error
             elif isinstance(event, ev.Finished) and event.reason == "length":
@@ -111,15 +114,23 @@ async def stream_response(
                 emit(p.Notice(level="warning", text="the response hit the token limit."))
     state.phase = "idle"
     elapsed = time.monotonic() - first_block if first_block else 0.0
+    usage = ev.Usage(
+        prompt_tokens or estimated_prompt, completion_tokens or tokens, cached_tokens=cached_tokens
+    )
+    # A request that failed before anything came back is not billed.
+    unbilled = failure is not None and not prompt_tokens and not usage.completion_tokens
+    cost = 0.0 if unbilled else spend.charge(backend.name, backend.model, usage)
     emit(
         p.UsageReport(
-            prompt_tokens=prompt_tokens or estimated_prompt,
-            completion_tokens=completion_tokens or tokens,
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
             context_window=settings.context_window,
             tokens_per_second=tokens / elapsed if elapsed > 0 else None,
             blocks_per_second=blocks / elapsed if elapsed > 0 else None,
             tokens_per_forward=step_tokens / steps if steps else None,
             experts_per_layer=experts,
+            cached_tokens=cached_tokens,
+            cost=None if cost is None else round(cost, 8),
         )
     )
     counter.reported(prompt_tokens, len(request.messages) - 1)
