@@ -11,7 +11,7 @@ import pytest
 
 from clover_code import protocol as p
 from clover_code.config.sections import ModelPrice
-from clover_code.config.settings import Settings
+from clover_code.config.settings import Settings, load_settings
 from clover_code.engine import events as ev
 from clover_code.errors import ConfigError
 from clover_code.protocol.cost import CostTally, money
@@ -187,3 +187,20 @@ async def test_a_budget_needs_a_price_for_the_model(
     with pytest.raises(ConfigError, match=r'add \[pricing."mystery-model"\]'):
         await open_session(make_settings(max_cost=1.0), backend, repo, [])
     assert backend.requests == []
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ('input = "cheap"\noutput = 1', "bad value 'cheap' for 'pricing.m1.input'"),
+        ("input = 1", "bad value {'input': 1} for 'pricing.m1.output': Field required"),
+        ("input = 1\noutput = 2\nouput = 3", "unknown key 'pricing.m1.ouput'"),
+        ("input = -1\noutput = 2", "bad value -1 for 'pricing.m1.input'"),
+    ],
+)
+def test_a_bad_price_names_the_key(tmp_path: Path, table: str, message: str) -> None:
+    user = tmp_path / "config.toml"
+    user.write_text(f'[pricing."m1"]\n{table}\n')
+    with pytest.raises(ConfigError) as info:
+        load_settings({}, user_config=user, env={})
+    assert f"config file {user}: {message}" in str(info.value)
