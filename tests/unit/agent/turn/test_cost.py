@@ -3,6 +3,7 @@ children and compaction charged to one budget, the turn ended before the next re
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from clover_code.errors import ConfigError
 from clover_code.protocol.cost import CostTally, money
 from tests.fakes import ScriptedBackend, text_response, tool_response
 from tests.sessions import open_session
+from tests.waiting import async_wait_until, within
 
 PRICE = {"input": 2.0, "cached_input": 0.5, "output": 8.0}
 """Per million tokens: a million-token prompt costs $2, a million cached ones $0.50."""
@@ -204,3 +206,24 @@ def test_a_bad_price_names_the_key(tmp_path: Path, table: str, message: str) -> 
     with pytest.raises(ConfigError) as info:
         load_settings({}, user_config=user, env={})
     assert f"config file {user}: {message}" in str(info.value)
+
+
+async def test_an_interrupted_response_is_charged_for_what_it_used(
+    make_settings: Callable[..., Settings], repo: Path
+) -> None:
+    hang = asyncio.Event()
+    block = ev.BlockCommitted(block=0, text="Half an answer", token_count=32)
+    backend = ScriptedBackend([[ev.ContentDelta("Half an answer"), block, hang]], model="m")
+    events: list[p.Event] = []
+    settings = make_settings(pricing={"m": {"input": 0, "output": 1_000_000}})
+    session = await open_session(settings, backend, repo, events)
+    turn = asyncio.create_task(session.run_turn("go"))
+    await async_wait_until(
+        lambda: any(isinstance(e, p.BlockCommitted) for e in events), message="the first block"
+    )
+    await session.submit(p.Interrupt())
+    finished = await within(turn, message="the interrupted turn to end")
+    await session.close()
+    assert finished.status == "interrupted"
+    assert usage_costs(events) == [pytest.approx(32.0)]
+    assert session.agent.spend.total == pytest.approx(32.0)
