@@ -16,6 +16,7 @@ from clover_code import protocol as p
 from clover_code.agent.extensions.hooks import HookRunner, prompt_hooks, stop_hooks
 from clover_code.agent.permissions.approval import Approver
 from clover_code.agent.permissions.policy import PermissionPolicy
+from clover_code.agent.turn.background import BackgroundWork
 from clover_code.agent.turn.compaction import compact
 from clover_code.agent.turn.context import Budget, TokenCounter
 from clover_code.agent.turn.cost import Metered, Spend
@@ -60,6 +61,7 @@ class Agent:
         count_text: Callable[[str], int] | None = None,
         hooks: HookRunner | None = None,
         spend: Spend | None = None,
+        background: BackgroundWork | None = None,
     ) -> None:
         self.backend = backend
         self.settings = settings
@@ -87,6 +89,8 @@ class Agent:
             ceiling=settings.managed.approval_or("full-auto"),
         )
         self.hooks = hooks
+        self.background = background
+        """Child agents running in the background, whose reports join the conversation."""
         self.nested = NestedInstructions(context.workspace.root)
         self.turn = sum(1 for m in self.messages if m.get("role") == "user")
         self._specs = [tool.spec() for tool in tools]
@@ -201,6 +205,7 @@ class Agent:
                     )
                 )
                 return "max_turns"
+            await self._take_background()
             budget = self.spend.limit(self.backend.name, self.backend.model)
             if budget is not None:
                 self.emit(p.ErrorEvent(message=budget.message))
@@ -231,6 +236,13 @@ class Agent:
                     self._add({"role": "user", "content": more})
                     state.content, state.reasoning, state.stop_hook_active = [], [], True
                     continue
+                background = self.background
+                if options.wait_for_background and background and background.pending():
+                    # Not the final answer yet: the model hears from the children first.
+                    state.phase = "idle"
+                    await background.wait()
+                    state.content, state.reasoning = [], []
+                    continue
                 state.final_text = "".join(state.content)
                 return "completed"
             await self.dispatch.run_calls(calls, options)
@@ -255,6 +267,16 @@ class Agent:
             state.content, state.reasoning, state.calls = [], [], []
 
     # ----------------------------------------------------------- model call
+
+    async def _take_background(self) -> None:
+        """Add the reports of the background children that ended since the last request."""
+        if self.background is None:
+            return
+        # Shielded: a merge under way finishes (and stays ready for the next turn)
+        # even when this turn is interrupted.
+        await asyncio.shield(self.background.prepare())
+        for report in self.background.take():
+            self._add({"role": "user", "content": report})
 
     async def _respond(self, state: TurnState, options: TurnOptions) -> CloverError | None:
         """Stream one model response into ``state``; return the failure, if any."""
