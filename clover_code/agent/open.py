@@ -45,6 +45,7 @@ from clover_code.agent.session import Session, repo_map_for
 from clover_code.agent.session_list import SessionInfo, iter_infos, list_sessions
 from clover_code.agent.steps import Steps
 from clover_code.agent.transcript import INTERRUPTED, LoadedSession, find_session, load
+from clover_code.agent.turn.cost import unpriced_budget
 from clover_code.agent.turn.instructions import system_prompt
 from clover_code.agent.turn.loop import Agent
 from clover_code.agent.turn.options import TurnLimits
@@ -194,6 +195,9 @@ async def _assemble(
             notices=options.engine_notices,
             opened=opened,
         )
+    unpriced = unpriced_budget(settings.pricing, settings.max_cost, backend.name, backend.model)
+    if unpriced is not None:
+        raise ConfigError(unpriced)
     if choice is None:
         choice = await step.sandbox(settings, root, options.emit, opened)
     record = step.transcript(settings, root, backend.model, options.resume, opened)

@@ -335,13 +335,18 @@ class SlashCommands:
     def _cmd_jobs(self, arg: str) -> None:
         self.transcript.add_note(jobs_text(self.app.jobs))
 
-    @TABLE.command("cost", "show the tokens used this session")
+    @TABLE.command("cost", "show the tokens and money spent this session")
     def _cmd_cost(self, arg: str) -> None:
         s = self.app.stats
+        spent = s.cost.total
+        if spent is None:
+            model = self.status_bar.model
+            cost = f'unknown: add [pricing."{model}"] (per million tokens) to your config'
+        else:
+            cost = s.cost.shown() + (", child agents included" if s.subagents else "")
         self.transcript.add_note(
             f"This session: {s.responses} model responses, {s.completion_tokens:,} tokens "
-            f"generated, {s.prompt_tokens:,} tokens in the last prompt. A local or "
-            "self-hosted engine has no per-token price."
+            f"generated, {s.prompt_tokens:,} tokens in the last prompt. Cost: {cost}."
         )
         if s.subagents:
             tokens = sum(c.tokens for c in s.subagents)
