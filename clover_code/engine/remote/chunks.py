@@ -320,11 +320,14 @@ class ChunkDecoder:
             prompt = usage.get("prompt_tokens")
             completion = usage.get("completion_tokens")
             if isinstance(prompt, int) and isinstance(completion, int):
+                details = usage.get("prompt_tokens_details")
+                cached = details.get("cached_tokens") if isinstance(details, dict) else None
+                cached = cached if isinstance(cached, int) and 0 < cached <= prompt else 0
                 # An extension clover-code serve sends: distinct experts per MoE layer per block.
                 experts = usage.get("experts_per_layer")
                 if isinstance(experts, bool) or not isinstance(experts, int | float):
                     experts = None
-                events.append(Usage(prompt, completion, experts))
+                events.append(Usage(prompt, completion, experts, cached_tokens=cached))
         return events
 
     def interrupt(self) -> list[EngineEvent]:
