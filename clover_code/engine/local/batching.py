@@ -80,11 +80,13 @@ class BatchScheduler:
             async for event in events:
                 yield event
 
-    def close(self) -> None:
-        """Stop the thread once the jobs it has are over."""
-        if self._thread is not None:
+    def close(self) -> threading.Thread | None:
+        """Stop the thread once the jobs it has are over; returns it, for a caller that
+        must wait for it (before the model it runs is dropped)."""
+        thread, self._thread = self._thread, None
+        if thread is not None:
             self._inbox.put(None)
-            self._thread = None
+        return thread
 
     def _start(self) -> None:
         if self._thread is None:

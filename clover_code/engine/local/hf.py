@@ -26,6 +26,9 @@ from clover_code.errors import EngineError, EngineUnavailable, missing_extra
 
 __all__ = ["HFBackend", "HFOptions", "find_mask_id", "logits_shift"]
 
+CLOSE_WAIT_S = 10.0
+"""How long closing waits for the decoding thread to finish its step."""
+
 SHIFT_KEY = "logits_shift"
 """The config.json key a checkpoint states its alignment with: "none" (position i
 predicts token i) or "one" (position i predicts token i + 1); true/false and 1/0
@@ -154,8 +157,12 @@ class HFBackend:
     async def aclose(self) -> None:
         """Stop the decoding thread, drop the model and free accelerator memory."""
         if self._batch is not None:
-            self._batch.close()
+            thread = self._batch.close()
             self._batch = None
+            if thread is not None:
+                # Its jobs' consumers are gone, so it leaves at its next step: the model
+                # is not dropped (nor the process left) under a forward still running.
+                await asyncio.to_thread(thread.join, CLOSE_WAIT_S)
         self._model = None
         self._forward = None
         _free_memory()

@@ -139,6 +139,21 @@ async def test_closing_the_stream_stops_decoding(checkpoint: Path) -> None:
     assert backend.last_stats is not None and backend.last_stats.tokens < 4000
 
 
+async def test_closing_the_backend_waits_for_its_decoding_thread(checkpoint: Path) -> None:
+    """The model is dropped only once no forward can still be running on it."""
+    import threading
+
+    before = set(threading.enumerate())
+    backend = HFBackend(str(checkpoint), HFOptions(block_size=8, max_tokens=4000))
+    stream = backend.stream(ChatRequest([{"role": "user", "content": "hi"}]))
+    assert isinstance(await anext(stream), BlockDraft)
+    decoding = [t for t in set(threading.enumerate()) - before if t.name == "clover-batch"]
+    assert len(decoding) == 1
+    await stream.aclose()
+    await backend.aclose()
+    assert not decoding[0].is_alive()
+
+
 def test_thinking_off_renders_an_empty_think_block(checkpoint: Path) -> None:
     from clover_code.engine.local.diffusion.chat import render_prompt
 
