@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Literal
@@ -50,9 +51,12 @@ async def stream_response(
     counter: TokenCounter,
     estimated_prompt: int,
     block: int,
+    on_call: Callable[[ToolCall], None] | None = None,
 ) -> tuple[CloverError | None, int]:
     """Stream one model response into ``state``; return the failure, if any, and the
-    number of the next diffusion block (``block`` is the first one's)."""
+    number of the next diffusion block (``block`` is the first one's).
+
+    ``on_call`` is given each tool call as soon as its arguments are complete."""
     failure: CloverError | None = None
     tokens = blocks = steps = step_tokens = 0
     first_block: float | None = None
@@ -86,9 +90,10 @@ async def stream_response(
                 state.reasoning.append(event.text)
                 emit(p.ReasoningDelta(text=event.text))
             elif isinstance(event, ev.ToolCallEnd):
-                state.calls.append(
-                    ToolCall(event.id, event.name, event.arguments, parse_error=event.error)
-                )
+                call = ToolCall(event.id, event.name, event.arguments, parse_error=event.error)
+                state.calls.append(call)
+                if on_call is not None:
+                    on_call(call)
             elif isinstance(event, ev.BlockDraft):
                 emit(
                     p.BlockDraft(
