@@ -24,6 +24,7 @@ from clover_code.agent.checkpoints.run_patch import RunPatch
 from clover_code.agent.checkpoints.session import open_checkpoints
 from clover_code.agent.checkpoints.workspace_check import refuse_workspace, workspace_refusal
 from clover_code.agent.engines import Engines
+from clover_code.agent.export import EXPORT_FORMATS, ExportFormat, format_for, write_export
 from clover_code.agent.extensions.agent_defs import agents_prompt
 from clover_code.agent.extensions.commands import CustomCommand
 from clover_code.agent.extensions.hook_functions import HookFunction, HookReply
@@ -44,6 +45,7 @@ from clover_code.agent.session import Session, repo_map_for
 from clover_code.agent.session_list import SessionInfo, iter_infos, list_sessions
 from clover_code.agent.steps import Steps
 from clover_code.agent.transcript import INTERRUPTED, LoadedSession, find_session, load
+from clover_code.agent.turn.cost import unpriced_budget
 from clover_code.agent.turn.instructions import system_prompt
 from clover_code.agent.turn.loop import Agent
 from clover_code.agent.turn.options import TurnLimits
@@ -67,12 +69,14 @@ from clover_code.tools.spill import OutputSpill
 from clover_code.tools.workspace import Workspace
 
 __all__ = [
+    "EXPORT_FORMATS",
     "INTERRUPTED",
     "ApprovalRequest",
     "Approver",
     "CustomCommand",
     "Decision",
     "Engines",
+    "ExportFormat",
     "FileAccess",
     "HookFunction",
     "HookReply",
@@ -85,6 +89,7 @@ __all__ = [
     "SessionOptions",
     "find_session",
     "fork_session",
+    "format_for",
     "iter_infos",
     "list_sessions",
     "load",
@@ -93,9 +98,11 @@ __all__ = [
     "verdict",
     "without_secrets",
     "workspace_refusal",
+    "write_export",
 ]
 # Besides the factory, the few core functions front ends need: the workspace root,
-# stored sessions (listed, found, loaded) and the types of the adapters they plug in.
+# stored sessions (listed, found, loaded, exported) and the types of the adapters they
+# plug in.
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -188,6 +195,9 @@ async def _assemble(
             notices=options.engine_notices,
             opened=opened,
         )
+    unpriced = unpriced_budget(settings.pricing, settings.max_cost, backend.name, backend.model)
+    if unpriced is not None:
+        raise ConfigError(unpriced)
     if choice is None:
         choice = await step.sandbox(settings, root, options.emit, opened)
     record = step.transcript(settings, root, backend.model, options.resume, opened)
@@ -262,6 +272,7 @@ async def _assemble(
         emit=emit,
         record_message=record.transcript.message,
         record_history=record.transcript.history,
+        commit=record.transcript.commit,
         spill=spill,
         messages=record.messages,
         background=subagents.background,

@@ -9,22 +9,28 @@ of tool names:
 
 - the program gets one JSON object on stdin: ``hook_event_name``,
   ``session_id``, ``transcript_path``, ``cwd`` and, per event, ``prompt``,
-  ``tool_name``, ``tool_input``, ``tool_response``;
+  ``tool_name``, ``tool_input``, ``tool_response``, ``agent_id``,
+  ``agent_type`` (``hook_calls`` builds those of the approval and child events);
 - exit 0 lets things go on; the stdout of ``UserPromptSubmit`` and
   ``SessionStart`` is added to the model's context;
 - exit 2 blocks: stderr is the reason (``PreToolUse``: the call is refused
   with it; ``UserPromptSubmit``: the prompt is refused and the user told;
-  ``PostToolUse``: it is added to the result; ``Stop``: the model goes on
-  with it as the next instruction);
+  ``PostToolUse``: it is added to the result; ``Stop`` and ``SubagentStop``:
+  the model (the child's) goes on with it as the next instruction;
+  ``PermissionRequest``: the call is denied with it);
 - any other exit is a warning to the user, and things go on;
 - stdout may be a JSON object for finer control: ``decision`` (``block`` or
   ``approve``), ``reason``, ``additionalContext``, and for ``PreToolUse`` a
   replacement ``tool_input`` (Claude Code's ``hookSpecificOutput`` with
-  ``permissionDecision``/``updatedInput`` is read too).
+  ``permissionDecision``/``updatedInput`` is read too, and PermissionRequest's
+  ``decision`` object: ``behavior`` ``allow`` or ``deny``, ``message``).
 
-What "approve" means here: the call runs without asking the user, but deny
-rules, refusals of the approval mode (read-only) and protected paths still
-apply; a replaced ``tool_input`` is validated and judged like the model's own.
+What "approve" (or a PermissionRequest's allow) means here: the call runs
+without asking the user, and only where the loosest approval mode allowed
+(full-auto, or the administrator's ``max_approval``) would run it without
+asking: deny rules, refusals of the approval mode (read-only), protected paths
+and commands the check cannot vouch for still hold (``agent.permissions``). A
+replaced ``tool_input`` is validated and judged like the model's own.
 
 Hooks run on the host (they are the user's programs) in the workspace, with
 their argv split from the configured command (``shlex``); the model's data
@@ -44,13 +50,7 @@ PreToolUse hook blocks the call (its check did not run), with that reason.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import json
-import os
 import re
-import shlex
-import signal
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,7 +58,8 @@ from typing import Any
 
 from clover_code import protocol as p
 from clover_code.agent.extensions.hook_functions import HookFunction, call_hook_function
-from clover_code.agent.extensions.host_programs import HostPrograms, Refused
+from clover_code.agent.extensions.hook_process import HookRun, run_program
+from clover_code.agent.extensions.host_programs import HostPrograms
 from clover_code.config.settings import HookConfig, HookEvent
 from clover_code.protocol.json_text import loads_bounded
 
@@ -72,12 +73,17 @@ HOOK_EVENTS: tuple[HookEvent, ...] = (
     "PreCompact",
     "Stop",
     "SessionEnd",
+    "PermissionRequest",
+    "SubagentStart",
+    "SubagentStop",
 )
 BLOCK_EXIT = 2
 """The exit status that blocks (Claude Code's)."""
 MAX_CONTEXT_CHARS = 10_000
 """Most characters of one hook's output added to the model's context."""
-_TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse"})
+_TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PermissionRequest"})
+_AGENT_EVENTS = frozenset({"SubagentStart", "SubagentStop"})
+"""Events whose matcher is over agent names (the payload's ``agent_type``)."""
 
 AnyHook = HookConfig | HookFunction
 """A configured hook program, or a function of the program that embeds the agent."""
@@ -94,15 +100,6 @@ class HookOutcome:
     """A replacement for the tool call's arguments (PreToolUse)."""
     context: list[str] = field(default_factory=list)
     """Text to add to the model's context (UserPromptSubmit, SessionStart)."""
-
-
-@dataclass(slots=True)
-class _Run:
-    code: int | None
-    stdout: str
-    stderr: str
-    problem: str | None = None
-    refused: bool = False
 
 
 class HookRunner:
@@ -169,7 +166,8 @@ class HookRunner:
     async def run(
         self, event: HookEvent, data: Mapping[str, Any] | None = None, *, tool: str | None = None
     ) -> HookOutcome:
-        """Run the hooks of ``event`` (those whose matcher fits ``tool``) in order.
+        """Run the hooks of ``event`` (those whose matcher fits ``tool``, or the
+        payload's ``agent_type`` for the child agent events) in order.
 
         The first hook that blocks ends the run; a replaced ``tool_input`` is
         passed on to the hooks after it.
@@ -182,15 +180,20 @@ class HookRunner:
             "cwd": str(self.root),
             **(data or {}),
         }
+        subject = tool if event in _TOOL_EVENTS else None
+        if event in _AGENT_EVENTS:
+            subject = str(payload.get("agent_type", ""))
         for config in self.hooks.get(event, []):
-            matched = not config.matcher or tool is None or re.fullmatch(config.matcher, tool)
-            if event in _TOOL_EVENTS and not matched:
+            if config.matcher and subject is not None and not re.fullmatch(config.matcher, subject):
                 continue
             if isinstance(config, HookFunction):
                 called = await call_hook_function(config, payload)
-                run = _Run(0 if called.problem is None else None, called.output, "", called.problem)
+                code = 0 if called.problem is None else None
+                run = HookRun(code, called.output, "", called.problem)
             else:
-                run = await self._execute(config, payload)
+                run = await run_program(
+                    config, payload, root=self.root, programs=self.programs, retrust=self.retrust
+                )
             self._judge(event, config, run, outcome, tool)
             if outcome.blocked:
                 break
@@ -198,61 +201,11 @@ class HookRunner:
                 payload["tool_input"] = outcome.tool_input
         return outcome
 
-    async def _execute(self, config: HookConfig, payload: Mapping[str, Any]) -> _Run:
-        try:
-            argv = shlex.split(config.command)
-        except ValueError as exc:
-            return _Run(None, "", "", f"its command cannot be split into words ({exc})")
-        if not argv:
-            return _Run(None, "", "", "its command is empty")
-        prepared = self.programs.prepare(argv)
-        changed = prepared.changed if isinstance(prepared, Refused) else None
-        # Checked again after the answer: bytes changed since the diff do not run.
-        if changed and self.retrust is not None and await self.retrust(changed):
-            prepared = self.programs.prepare(argv)
-        if isinstance(prepared, Refused):
-            return _Run(None, "", "", f"it was not run: {prepared.reason}.", refused=True)
-        env = {**os.environ, "PATH": prepared.path_env, "CLOVER_PROJECT_DIR": str(self.root)}
-        try:
-            proc = await asyncio.create_subprocess_exec(
-                *prepared.argv,
-                cwd=self.root,
-                env=env,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                start_new_session=True,  # its own process group, killed as a whole
-            )
-        except OSError as exc:
-            return _Run(None, "", "", f"it could not start ({exc.strerror or exc})")
-        data = json.dumps(payload).encode()
-        try:
-            out, err = await asyncio.wait_for(proc.communicate(data), config.timeout)
-        except TimeoutError:
-            _kill_group(proc.pid)
-            await proc.wait()
-            return _Run(
-                None, "", "", f"it did not finish within {config.timeout:g} s and was killed"
-            )
-        except BaseException:
-            _kill_group(proc.pid)
-            raise
-        finally:
-            # Children it left behind in its group go too.
-            _kill_group(proc.pid)
-        stdout = out.decode("utf-8", errors="replace")
-        stderr = err.decode("utf-8", errors="replace")
-        code = proc.returncode
-        if code is not None and code < 0:
-            name = _signal_name(-code)
-            return _Run(code, stdout, stderr, f"it was killed by {name}")
-        return _Run(code, stdout, stderr)
-
     def _judge(
         self,
         event: HookEvent,
         config: AnyHook,
-        run: _Run,
+        run: HookRun,
         outcome: HookOutcome,
         tool: str | None,
     ) -> None:
@@ -314,14 +267,25 @@ class HookRunner:
         specific = specific if isinstance(specific, dict) else {}
         decision = data.get("decision")
         permission = specific.get("permissionDecision")
+        # PermissionRequest answers with an object: {"behavior": "allow" | "deny", "message"}.
+        answer = specific.get("decision")
+        answer = answer if isinstance(answer, dict) else {}
+        behavior = answer.get("behavior")
         reason = data.get("reason") or specific.get("permissionDecisionReason") or ""
-        reason = str(reason)
-        if decision == "block" or permission == "deny":
+        reason = str(reason or answer.get("message") or "")
+        if decision == "block" or permission == "deny" or behavior == "deny":
             outcome.blocked = True
             outcome.reason = reason or "a hook blocked this."
             self._report(event, config, "blocked", _one_line(outcome.reason), tool)
             return
-        if decision == "approve" or permission == "allow":
+        if answer.get("updatedInput") is not None:
+            # The ruling was on the call as the model made it: other arguments would need
+            # another, so such an allow is not taken (the user is asked as usual).
+            self._report(
+                event, config, "failed", "its updatedInput is not supported; ignored.", tool
+            )
+            return
+        if decision == "approve" or permission == "allow" or behavior == "allow":
             outcome.approved = True
         new_input = data.get("tool_input", specific.get("updatedInput"))
         if event == "PreToolUse" and new_input is not None:
@@ -386,15 +350,3 @@ def _one_line(text: str) -> str:
     """The first non-empty line of ``text``, at most 300 characters."""
     line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
     return line[:300]
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
-
-
-def _kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)

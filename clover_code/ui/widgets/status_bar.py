@@ -1,5 +1,5 @@
-"""One line at the bottom: engine and model, speed, context, background jobs and
-agents, sandbox, approvals, git.
+"""One line at the bottom: engine and model, speed, context, money spent, background
+jobs and agents, sandbox, approvals, git.
 
 All of it arrives as reactive attributes set by the app; nothing here asks
 the core or runs a program.
@@ -13,6 +13,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
 
+from clover_code.protocol.cost import money
 from clover_code.ui.css import sibling_css
 from clover_code.ui.text import human_count
 
@@ -43,6 +44,8 @@ class StatusBar(Static):
     busy: reactive[bool] = reactive(False)
     jobs: reactive[int] = reactive(0)
     """Background jobs running (``/jobs`` lists them)."""
+    cost: reactive[float | None] = reactive(None)
+    """Money the session spent (shown once above zero; ``/cost`` says more)."""
     background: reactive[int] = reactive(0)
     """Child agents running in the background (they go on between turns)."""
 
@@ -68,6 +71,8 @@ class StatusBar(Static):
             if wide:
                 ctx.append(f" {human_count(self.context_used)} tok", style="dim")
             parts.append((3, ctx))
+        if self.cost:
+            parts.append((4, Text(money(self.cost))))
         if self.jobs:
             label = f"{self.jobs} job" + ("s" if self.jobs > 1 else "")
             parts.append((5, Text(label + (" running" if wide else ""), style="bold cyan")))
