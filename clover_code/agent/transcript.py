@@ -4,7 +4,9 @@ Line 1 is a ``meta`` record (id, cwd, model, created). After it come
 ``message`` records (the chat history the model sees, in order) and
 ``event`` records (the protocol events front ends saw, for replay), and
 ``history`` records where the history was rewritten (compaction, /clear):
-loading replaces the messages read so far with the record's. A crash
+loading replaces the messages read so far with the record's; ``model`` records
+where the session switched models (the last one is where a resumed session
+goes on). A crash
 can only tear the last line; loading drops a torn last line and keeps the
 rest of the session.
 
@@ -77,6 +79,9 @@ class LoadedSession:
     dropped_torn_line: bool = False
     interrupted: int = 0
     """Tool calls that had no result (the process died during them), now answered."""
+    model: str | None = None
+    """The model the session last switched to (a ``[models]`` name or an id); None
+    when it never switched."""
 
 
 class Transcript:
@@ -186,6 +191,10 @@ class Transcript:
         """Record that the chat history was rewritten (compaction, /clear)."""
         self.append({"kind": "history", "messages": messages})
 
+    def model_switch(self, name: str, model: str) -> None:
+        """Record that the session switched to model ``name`` (server id ``model``)."""
+        self.append({"kind": "model", "name": name, "model": model})
+
     def event(self, event: dict[str, Any]) -> None:
         """Record a protocol event (already dumped to a dict)."""
         self.append({"kind": "event", "event": event})
@@ -242,6 +251,8 @@ def load(path: Path) -> LoadedSession:
             session.messages = list(record["messages"])
         elif kind == "event":
             session.events.append(record["event"])
+        elif kind == "model":
+            session.model = str(record.get("name") or record.get("model") or "") or None
     if session is None:
         raise UsageError(f"session file {path} has no session header; it cannot be resumed.")
     session.dropped_torn_line = dropped

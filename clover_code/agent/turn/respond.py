@@ -38,6 +38,8 @@ class TurnState:
     """A Stop hook already sent the model back to work in this turn."""
     token_limit: bool = False
     """The last response stopped at the token limit."""
+    images_refused: bool = False
+    """The server refused the last request's images (it went again without them)."""
 
 
 async def stream_response(
@@ -61,6 +63,7 @@ async def stream_response(
     # Left "streaming" if cancelled mid-stream, so _close_partial knows.
     state.phase = "streaming"
     state.token_limit = False
+    state.images_refused = False
     async with aclosing(backend.stream(request)) as stream:
         async for event in stream:
             if isinstance(event, ev.BlockCommitted):
@@ -104,6 +107,9 @@ async def stream_response(
             elif isinstance(event, ev.Usage):
                 prompt_tokens, completion_tokens = event.prompt_tokens, event.completion_tokens
                 experts = event.experts_per_layer
+            elif isinstance(event, ev.ImagesDropped):
+                state.images_refused = True
+                emit(p.Notice(level="warning", text=images_dropped(event.reason)))
             elif isinstance(event, ev.Failed):
                 failure = event.error
             elif isinstance(event, ev.Finished) and event.reason == "length":
@@ -124,6 +130,14 @@ async def stream_response(
     )
     counter.reported(prompt_tokens, len(request.messages) - 1)
     return failure, block
+
+
+def images_dropped(reason: str) -> str:
+    """The one sentence for a request whose images the server refused."""
+    return (
+        f"{reason}; the prompt was sent again without them (they stay in the conversation "
+        "for a model that takes images)."
+    )
 
 
 def wire_messages(messages: list[Message]) -> list[Message]:
