@@ -6,6 +6,7 @@ clover-code but the protocol's own base models.
 
 from __future__ import annotations
 
+import base64
 from typing import Annotated, Literal, get_args
 
 from pydantic import ConfigDict, Field, TypeAdapter
@@ -35,6 +36,12 @@ class ImageAttachment(_Message):
     """Its bytes, base64-encoded."""
     source: str = ""
     """Where it came from, for the sentences about it: a path, or ``image 1``."""
+
+    @classmethod
+    def of(cls, media_type: str, data: bytes, source: str = "") -> ImageAttachment:
+        """The attachment of an image's bytes (``media_type`` one of ``ImageType``)."""
+        encoded = base64.b64encode(data).decode("ascii")
+        return cls.model_validate({"media_type": media_type, "data": encoded, "source": source})
 
 
 class UserInput(_Op):
