@@ -121,6 +121,7 @@ class Session:
         plugin_skills: Sequence[tuple[str, Path]] = (),
         language_servers: LanguageServers | None = None,
         opened_with: Settings | None = None,
+        wait_for_background: bool = False,
     ) -> None:
         self.id = session_id
         self.transcript = transcript
@@ -144,6 +145,8 @@ class Session:
         """The language servers the edit tools ask for diagnostics (stopped on close)."""
         self.model = SessionModel(opened_with or settings, backend.model, emit)
         """The model in use, as the user named it, and switching it."""
+        self.wait_for_background = wait_for_background
+        """Turns wait for background children before their final answer (headless)."""
         transcript.on_failure = self._transcript_failed
 
     @property
@@ -230,9 +233,11 @@ class Session:
                 self._emit(p.Notice(level="warning", text=notice))
         try:
             command = self._command(text)
+            wait = self.wait_for_background
             if command is None:
-                return await self.agent.run_turn(text, images=images)
-            options = TurnOptions(allowed_tools=command.allowed_tools)
+                options = TurnOptions(wait_for_background=wait)
+                return await self.agent.run_turn(text, options, images)
+            options = TurnOptions(allowed_tools=command.allowed_tools, wait_for_background=wait)
             return await self.agent.run_turn(command.text, options, images)
         finally:
             self._ending = True  # TurnFinished is out; only the checkpoint is left
@@ -348,14 +353,24 @@ class Session:
             self._emit(p.ErrorEvent(message=str(exc)))
         return p.TurnFinished(turn=self.agent.turn, status="completed")
 
+    def background_running(self) -> list[tuple[str, str, str]]:
+        """The background child agents still running: (id, agent, description) each."""
+        return self.subagents.background.running()
+
+    async def _stop_background(self) -> None:
+        """Stop the background children still running and say so (the session ends)."""
+        for note in await self.subagents.close():
+            self._emit(p.Notice(level="warning", text=note))
+
     async def close(self) -> None:
-        """Stop any running turn and background job (saying which), release the MCP
-        servers, sandbox and engine, close the transcript. Every step runs even when one
-        fails; the first failure is raised after."""
+        """Stop any running turn, the background child agents and background jobs
+        (saying which), release the MCP servers, sandbox and engine, close the
+        transcript. Every step runs even when one fails; the first failure is raised
+        after."""
         if self._turn is not None and self._turn is not asyncio.current_task():
             self._turn.cancel()
             await asyncio.gather(self._turn, return_exceptions=True)
-        steps: list[tuple[str, Step]] = []
+        steps: list[tuple[str, Step]] = [("background agents", self._stop_background)]
         if self.jobs is not None:
             ending = ("the session ended", "as the session ended")
             steps.append(("background jobs", lambda: self.stop_jobs(*ending, closing=True)))
