@@ -27,6 +27,7 @@ from clover_code.errors import CloverError, ExitCode, UsageError
 if TYPE_CHECKING:
     from clover_code.cli.worktree import SessionWorktree
     from clover_code.config.settings import Settings
+    from clover_code.protocol import ImageAttachment
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,6 +214,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="a JSON Schema the final answer must match (the model retries on a mismatch; "
         "the value is the result's structured_output)",
     )
+    task.add_argument(
+        "--image",
+        action="append",
+        type=Path,
+        metavar="FILE",
+        help="attach an image (PNG, JPEG, GIF or WebP) to the task; repeatable. A model "
+        "that takes no images gets the text alone, and a warning says so",
+    )
     add_setting_flags(task, TASK_FLAGS)
     resume = task.add_mutually_exclusive_group()
     resume.add_argument(
@@ -283,6 +292,18 @@ def _read_task(args: argparse.Namespace) -> str | None:
     return text
 
 
+def _read_images(args: argparse.Namespace, task: str | None) -> tuple[ImageAttachment, ...]:
+    """The images ``--image`` attaches (``ImageError``, exit 2, for one that cannot be)."""
+    if not args.image:
+        return ()
+    if task is None:
+        raise UsageError("--image needs a task (--task or --task-file); in the app, type @FILE.")
+    from clover_code.fs.images import read_image
+    from clover_code.protocol import ImageAttachment
+
+    return tuple(ImageAttachment.of(*read_image(path), str(path)) for path in args.image)
+
+
 def _cli_settings(args: argparse.Namespace) -> dict[str, Any]:
     return given_settings(args, ENGINE_FLAGS, TASK_FLAGS, ("sandbox_network",))
 
@@ -305,6 +326,7 @@ def run(argv: list[str]) -> int:
         if not cwd.is_dir():
             raise UsageError(f"directory {cwd} does not exist.")
         task = _read_task(args)
+        images = _read_images(args, task)
         if args.worktree_from_dirty and args.worktree is None:
             raise UsageError("--worktree-from-dirty goes with --worktree; add it.")
         output_schema = None
@@ -363,6 +385,7 @@ def run(argv: list[str]) -> int:
                 started=started,
                 output_schema=output_schema,
                 own_process=True,
+                images=images,
             )
         )
     finally:

@@ -27,6 +27,7 @@ from clover_code.ui.commands import SlashCommandProvider
 from clover_code.ui.custom import completions
 from clover_code.ui.file_index import FileIndex
 from clover_code.ui.host import Reviewer
+from clover_code.ui.images import attached_images
 from clover_code.ui.reports import alert
 from clover_code.ui.server_wait import delay, not_ready
 from clover_code.ui.slash import SlashCommands
@@ -295,13 +296,30 @@ class CloverApp(App[int]):
         if self.turn_running or (self.bridge.session is None and self._early):
             self.queued.push(text)  # sent when the running (or waiting) turn ends
             return
+        images, problem = attached_images(text, self._workspace())
+        if problem is not None:
+            self.transcript.add_note(problem, "warning")
+            if not self.composer.input.text:
+                self.composer.input.load_text(text)  # never drop what was typed
+            return
         self.transcript.add_user(text)
         self.transcript.anchor()
-        op = p.UserInput(text=text.removeprefix("/") if text.startswith("//") else text)
+        if images:
+            self.transcript.add_note(f"Attached {', '.join(i.source for i in images)}.")
+        text = text.removeprefix("/") if text.startswith("//") else text
+        op = p.UserInput(text=text, images=tuple(images))
         if self.bridge.session is None:
             self._early.append(op)  # typed while the session opens: sent once it is open
             return
         self.send(op)
+
+    def _workspace(self) -> Path:
+        """The workspace root (what relative ``@`` paths are read from)."""
+        if self.started is not None:
+            return Path(self.started.cwd)
+        from clover_code.fs.workspace_root import find_root
+
+        return find_root(self.cwd)[0]
 
     def send(self, op: p.Op) -> None:
         """Send an op to the core (in order, off the message handler)."""

@@ -70,6 +70,10 @@ class SessionLike(Protocol):
         """The skills on disk now (the offered ones and any added since)."""
         ...
 
+    async def models(self) -> tuple[list[p.ModelOption], str | None]:
+        """The models to switch to, and a sentence when the server did not list them."""
+        ...
+
     async def submit(self, op: p.Op) -> None:
         """Act on an op."""
         ...
