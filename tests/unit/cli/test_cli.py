@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
 
 from clover_code import __version__
-from clover_code.cli.main import run
+from clover_code.cli.main import run, start_up_loaded
 from clover_code.outcome.result import TaskResult, parse_stream_line
 from clover_code.protocol import ErrorEvent
 
@@ -159,3 +160,24 @@ def test_early_error_in_stream_json_ends_with_the_result(
     assert code == 2
     assert isinstance(error, ErrorEvent) and error.fatal
     assert isinstance(result, TaskResult) and (result.status, result.exit_code) == ("error", 2)
+
+
+def test_the_command_says_once_when_its_modules_are_loaded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # main() keeps the collector off until then, so every path that starts work must say so.
+    calls: list[str] = []
+    assert run(["-C", str(tmp_path), "--task", "hi"], lambda: calls.append("task")) == 3
+    assert run(["schema", "result"], lambda: calls.append("schema")) == 0
+    capsys.readouterr()
+    assert calls == ["task", "schema"]
+
+
+def test_after_the_start_up_the_collector_runs_again() -> None:
+    gc.disable()
+    try:
+        start_up_loaded()
+        assert gc.isenabled() and gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+        gc.enable()
