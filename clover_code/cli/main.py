@@ -310,12 +310,10 @@ def run(argv: list[str], loaded: Callable[[], None] = lambda: None) -> int:
     if task is None:
         from clover_code.ui.run import run_app
 
-        loaded()
-
         def reload() -> Settings:
             return load_settings(_cli_settings(args), repo_root=root)
 
-        return run_app(settings, cwd, resume=resume, reload=reload)
+        return run_app(settings, cwd, resume=resume, reload=reload, loaded=loaded)
     loaded()
     return asyncio.run(
         run_task(

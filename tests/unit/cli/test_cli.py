@@ -181,3 +181,24 @@ def test_after_the_start_up_the_collector_runs_again() -> None:
     finally:
         gc.unfreeze()
         gc.enable()
+
+
+def test_the_app_says_it_is_loaded_after_its_modules_and_before_it_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Textual and the app's widgets are most of the app's start-up: they load with the
+    # collector still off, and the app runs with it back on.
+    from clover_code.config.settings import load_settings
+    from clover_code.ui.app import CloverApp
+    from clover_code.ui.run import run_app
+
+    calls: list[str] = []
+
+    def run(self: CloverApp) -> int:
+        calls.append("run")
+        return 0
+
+    monkeypatch.setattr(CloverApp, "run", run)
+    settings = load_settings({"sessions_dir": tmp_path / "s"}, user_config=tmp_path / "none.toml")
+    assert run_app(settings, tmp_path, resume=None, loaded=lambda: calls.append("loaded")) == 0
+    assert calls == ["loaded", "run"]
