@@ -1,5 +1,5 @@
-"""One line at the bottom: engine and model, speed, context, background jobs, sandbox,
-approvals, git.
+"""One line at the bottom: engine and model, speed, context, background jobs and
+agents, sandbox, approvals, git.
 
 All of it arrives as reactive attributes set by the app; nothing here asks
 the core or runs a program.
@@ -43,6 +43,8 @@ class StatusBar(Static):
     busy: reactive[bool] = reactive(False)
     jobs: reactive[int] = reactive(0)
     """Background jobs running (``/jobs`` lists them)."""
+    background: reactive[int] = reactive(0)
+    """Child agents running in the background (they go on between turns)."""
 
     def render(self) -> Text:
         wide = self.size.width >= 110
@@ -69,6 +71,10 @@ class StatusBar(Static):
         if self.jobs:
             label = f"{self.jobs} job" + ("s" if self.jobs > 1 else "")
             parts.append((5, Text(label + (" running" if wide else ""), style="bold cyan")))
+        if self.background:
+            many = "s" if self.background > 1 else ""
+            label = f"{self.background} background agent{many}" if wide else f"{self.background} bg"
+            parts.append((8, Text(label, style="bold cyan")))
         if self.sandbox:
             host = self.sandbox in ("host", "none")
             label = ("sandbox " if wide else "") + self.sandbox + (" ⚠" if host else "")
