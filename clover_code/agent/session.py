@@ -196,7 +196,19 @@ class Session:
         result); empty when checkpoints are off."""
         from clover_code.agent.checkpoints.run_patch import run_patch
 
-        return await run_patch(self.checkpoints)
+        return await run_patch(self.checkpoints, settled=self._settled())
+
+    def _settled(self) -> bool:
+        """Whether nothing the session started can have changed the workspace since its
+        last turn ended: no turn, background job, MCP server or language server runs."""
+        jobs = self.jobs
+        servers = self.language_servers
+        return (
+            self._turn is None
+            and (jobs is None or not jobs.running())
+            and self.mcp is None
+            and (servers is None or not servers.running)
+        )
 
     async def run_turn(self, op: p.UserInput | str) -> p.TurnFinished:
         """Run one turn to its end (Interrupt ops cancel it); its events carry ``op.id``."""

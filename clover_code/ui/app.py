@@ -182,6 +182,7 @@ class CloverApp(App[int]):
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._retry_now.wait(), wait)
         self.composer.custom = completions(self)
+        self._warm_renderers()
         if attempt:
             retries = "1 retry" if attempt == 1 else f"{attempt} retries"
             self.transcript.waiting_done(f"The model server answered after {retries}.")
@@ -206,10 +207,17 @@ class CloverApp(App[int]):
         root, _ = find_root(self.cwd)
         index = FileIndex.build(root)
         self.call_from_thread(setattr, self.composer, "files", index)
-        # The first diff would otherwise pay the highlighter's imports (lexer
-        # tables, the theme) on the event loop, a visible pause mid-turn.
+
+    @work(thread=True, group="warm", exclusive=True)
+    def _warm_renderers(self) -> None:
+        # The first answer and the first diff would otherwise pay the Markdown parser's
+        # and the highlighter's imports (markdown-it, lexer tables, the theme) on the
+        # event loop, a visible pause mid-turn. Done once the session is open, so that
+        # it does not compete with opening it.
+        from clover_code.ui.widgets.answer import markdown
         from clover_code.ui.widgets.diff_view import render_diff
 
+        markdown("*warm*")
         render_diff("--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n", 8)
 
     @work(thread=True, group="git", exclusive=True)

@@ -16,10 +16,9 @@ import asyncio
 import re
 import time
 from collections.abc import Callable
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.console import Console
-from rich.markdown import Markdown as RichMarkdown
 from textual.containers import Vertical
 from textual.geometry import Size
 from textual.strip import Strip
@@ -27,6 +26,9 @@ from textual.widget import Widget
 
 from clover_code.ui.css import sibling_css
 from clover_code.ui.text import clean
+
+if TYPE_CHECKING:
+    from rich.markdown import Markdown as RichMarkdown
 
 FLUSHES_PER_SECOND = 8
 """At most this many paints a second; fewer when one takes long (the interval is kept at
@@ -55,6 +57,10 @@ def safe_split(source: str, start: int, segment_start: int = 0) -> int | None:
 
 def markdown(source: str) -> RichMarkdown:
     """The renderable for one segment."""
+    # Imported at the first answer: Rich's Markdown brings markdown-it and Pygments,
+    # which the app does not need to start.
+    from rich.markdown import Markdown as RichMarkdown
+
     return RichMarkdown(source, code_theme=CODE_THEME, hyperlinks=False)
 
 
