@@ -39,8 +39,7 @@ async def test_streamed_in_small_pieces_equals_one_shot() -> None:
             app.answer.write(text[start : start + 97])
             if start % 970 == 0:
                 await pilot.pause(0.1)
-        await app.answer.settle()
-        await pilot.pause(0.1)
+        await pilot.pause()
         assert app.answer.text == text
         segments = app.answer.segments
         assert len(segments) > 2

@@ -14,7 +14,6 @@ import pytest
 from textual.pilot import Pilot
 
 from clover_code.ui.app import CloverApp
-from clover_code.ui.widgets.answer import Answer
 from tests.ui import scenes
 from tests.ui.fakes_ui import replay_app
 from tests.ui.test_flows import until
@@ -29,7 +28,7 @@ def with_turn(events: list[Any], prompt: str = "fix add in calc.py") -> CloverAp
 
 
 async def drawn(pilot: Pilot[Any], what: str) -> None:
-    """Wait until every replayed event reached the app and every answer is painted.
+    """Wait until every replayed event reached the app (answers draw them with the next frame).
 
     The bridge hands events over in batches: none queued and the last batch
     handled means the app has them all. No fixed pause: a busy machine draws late.
@@ -42,8 +41,6 @@ async def drawn(pilot: Pilot[Any], what: str) -> None:
         lambda: not bridge._queue and bridge._handled.is_set(),
         message=f"{what} to reach the app",
     )
-    for answer in app.query(Answer):
-        await answer.settle()
     await pilot.pause()
     await pilot.wait_for_scheduled_animations()
     assert app.is_running and app._exception is None, "the app crashed"
