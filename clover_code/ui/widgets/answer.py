@@ -19,6 +19,8 @@ import re
 
 from rich.console import Console
 from rich.markdown import Markdown as RichMarkdown
+from textual.app import ComposeResult
+from textual.containers import Vertical
 from textual.geometry import Size
 from textual.strip import Strip
 from textual.widget import Widget
@@ -29,6 +31,9 @@ from clover_code.ui.text import clean
 SEGMENT_CHARS = 200
 """An open segment longer than this is closed at the next safe paragraph break (a short
 open segment keeps the render per frame small; each close renders a segment once more)."""
+PART_CHARS = 2000
+"""Closed segments go to one widget until it holds this many characters, then to a new
+one: adding to a part redraws it, so parts stay about a screen long."""
 CODE_THEME = "monokai"
 
 _FENCE = re.compile(r"^ {0,3}(```|~~~)", re.MULTILINE)
@@ -66,7 +71,60 @@ def render_plain(sources: list[str], width: int) -> list[str]:
     return lines
 
 
-class Answer(Widget):
+class AnswerPart(Widget):
+    """Consecutive segments of an answer, drawn one under the other with a blank line
+    between; each is rendered once per width (the last again when it is replaced)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sources: list[str] = []
+        self.chars = 0
+        self._lines_width = -1
+        self._rendered: list[list[Strip]] = []
+
+    def add(self, source: str) -> None:
+        """Draw another segment under the others."""
+        self.sources.append(source)
+        self.chars += len(source)
+        self.refresh(layout=True)
+
+    def replace_last(self, source: str) -> None:
+        """Draw the last segment with this text instead (it grew)."""
+        if not self.sources:
+            self.add(source)
+            return
+        self.chars += len(source) - len(self.sources[-1])
+        self.sources[-1] = source
+        del self._rendered[len(self.sources) - 1 :]
+        self.refresh(layout=True)
+
+    def _lines(self, width: int) -> list[list[Strip]]:
+        width = max(1, width)
+        if width != self._lines_width:
+            self._lines_width = width
+            self._rendered = []
+        console = self.app.console
+        options = console.options.update_width(width)
+        while len(self._rendered) < len(self.sources):
+            source = self.sources[len(self._rendered)]
+            lines = console.render_lines(markdown(source), options, style=self.rich_style)
+            self._rendered.append([Strip(line, width) for line in lines])
+        return self._rendered
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        rendered = self._lines(width)
+        return sum(len(lines) for lines in rendered) + max(0, len(rendered) - 1)
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        for lines in self._lines(width):
+            if y < len(lines):
+                return lines[y]
+            y -= len(lines) + 1
+        return Strip.blank(width, self.rich_style)
+
+
+class Answer(Vertical):
     """Streams one assistant answer; ``text`` is everything received so far."""
 
     DEFAULT_CSS = sibling_css(__file__)
@@ -74,16 +132,21 @@ class Answer(Widget):
     def __init__(self, text: str = "", *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.text = ""
-        self._sealed: list[str] = []
-        """The sources of the closed segments, top to bottom."""
         self._open_at = 0
         """Where the open segment starts in ``text``."""
-        self._lines_width = -1
-        self._sealed_lines: list[Strip] = []
-        self._sealed_drawn = 0
-        """How many closed segments ``_sealed_lines`` holds (at ``_lines_width``)."""
-        self._open_lines: tuple[str, list[Strip]] = ("", [])
+        self._parts: list[AnswerPart] = []
+        """The parts of closed segments, top to bottom (a new one after ``PART_CHARS``)."""
+        self._unmounted: list[AnswerPart] = []
+        self._open = AnswerPart()
         self.write(text)
+
+    def compose(self) -> ComposeResult:
+        yield self._open
+
+    def on_mount(self) -> None:
+        for part in self._unmounted:
+            self.mount(part, before=self._open)
+        self._unmounted = []
 
     def write(self, fragment: str) -> None:
         """Add text; it is drawn with the next frame."""
@@ -95,50 +158,21 @@ class Answer(Widget):
         if before - self._open_at > SEGMENT_CHARS:
             cut = safe_split(self.text, max(self._open_at, before - 2), self._open_at)
             if cut is not None and cut > before:
-                self._sealed.append(self.text[self._open_at : cut - 2])
+                self._seal(self.text[self._open_at : cut - 2])
                 self._open_at = cut
-        self.refresh(layout=True)
+        self._open.replace_last(self.text[self._open_at :])
+
+    def _seal(self, source: str) -> None:
+        if not self._parts or self._parts[-1].chars >= PART_CHARS:
+            part = AnswerPart()
+            self._parts.append(part)
+            if self.is_mounted:
+                self.mount(part, before=self._open)
+            else:
+                self._unmounted.append(part)
+        self._parts[-1].add(source)
 
     @property
     def segments(self) -> list[str]:
         """The Markdown sources of the segments, top to bottom."""
-        opened = self.text[self._open_at :]
-        return [*self._sealed, opened] if opened else list(self._sealed)
-
-    def _markdown_lines(self, source: str, width: int) -> list[Strip]:
-        console = self.app.console
-        options = console.options.update_width(width)
-        lines = console.render_lines(markdown(source), options, style=self.rich_style)
-        return [Strip(line, width) for line in lines]
-
-    def _lines(self, width: int) -> tuple[list[Strip], list[Strip]]:
-        """The closed segments' lines (a blank line between two) and the open segment's."""
-        width = max(1, width)
-        if width != self._lines_width:
-            self._lines_width = width
-            self._sealed_lines = []
-            self._sealed_drawn = 0
-            self._open_lines = ("", [])
-        while self._sealed_drawn < len(self._sealed):
-            if self._sealed_lines:
-                self._sealed_lines.append(Strip.blank(width, self.rich_style))
-            self._sealed_lines += self._markdown_lines(self._sealed[self._sealed_drawn], width)
-            self._sealed_drawn += 1
-        source = self.text[self._open_at :]
-        if source != self._open_lines[0]:
-            self._open_lines = (source, self._markdown_lines(source, width) if source else [])
-        return self._sealed_lines, self._open_lines[1]
-
-    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        closed, opened = self._lines(width)
-        return len(closed) + len(opened) + (1 if closed and opened else 0)
-
-    def render_line(self, y: int) -> Strip:
-        width = self.size.width
-        closed, opened = self._lines(width)
-        if y < len(closed):
-            return closed[y]
-        y -= len(closed) + (1 if closed else 0)
-        if 0 <= y < len(opened):
-            return opened[y]
-        return Strip.blank(width, self.rich_style)
+        return [source for part in [*self._parts, self._open] for source in part.sources if source]
