@@ -82,7 +82,7 @@ from textual.widgets import Input, Markdown  # noqa: E402
 from clover_code.config.settings import load_settings  # noqa: E402
 from clover_code.engine import events as ev  # noqa: E402
 from clover_code.engine.base import ChatRequest  # noqa: E402
-from clover_code.ui.widgets.answer import Answer, render_plain  # noqa: E402
+from clover_code.ui.widgets.answer import Answer, AnswerPart, render_plain  # noqa: E402
 
 BLOCK_TOKENS = 32
 CLOVER_TOKENS_PER_SECOND = 680
@@ -404,10 +404,19 @@ async def run_clover(blocks: list[list[str]], rate: float | None, limit: float) 
             alphabet = await measure(app, run, lambda: app.send_text("go"), done, limit)
             answer = app.query(Answer).last()
             width = answer.content_region.width
-            streamed = render_plain(answer.segments, width)
-            run.equal = answer.text == whole and streamed == render_plain([whole], width)
+            run.equal = answer.text == whole and drawn(answer) == render_plain([whole], width)
     analyse(run, alphabet)
     return run
+
+
+def drawn(answer: Answer) -> list[str]:
+    """The lines the answer's widgets draw (a blank line between two parts)."""
+    lines: list[str] = []
+    for part in answer.query_children(AnswerPart):
+        if lines:
+            lines.append("")
+        lines += [part.render_line(y).text.rstrip() for y in range(part.size.height)]
+    return lines
 
 
 def _check_frames(app: App[Any]) -> None:

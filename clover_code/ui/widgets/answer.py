@@ -120,6 +120,8 @@ class AnswerPart(Widget):
         for lines in self._lines(width):
             if y < len(lines):
                 return lines[y]
+            if y == len(lines):
+                break  # the blank line between two segments
             y -= len(lines) + 1
         return Strip.blank(width, self.rich_style)
 
