@@ -208,3 +208,8 @@ def test_checkpoint_question(snap_compare: SnapCompare, size: tuple[int, int]) -
     )
     started = scenes.STARTED.model_copy(update={"checkpoint_warning": warning})
     assert snap_compare(replay_app([started]), terminal_size=size, run_before=settle)
+
+
+def test_long_answer_in_parts(snap_compare: SnapCompare) -> None:
+    app = with_turn(scenes.long_answer(), "explain the parser")
+    assert snap_compare(app, terminal_size=(100, 40), run_before=send_prompt)
