@@ -11,6 +11,7 @@ from textual.widget import Widget
 
 from clover_code.ui.widgets.answer import PART_CHARS, Answer, AnswerPart, render_plain, safe_split
 from tests.ui.fakes_ui import long_markdown
+from tests.ui.test_flows import until
 
 Cell = tuple[str, Color | None, Any]
 
@@ -72,8 +73,10 @@ async def test_streamed_in_blocks_draws_as_a_one_shot_render() -> None:
             app.streamed.write(text[start : start + 97])
             if number % 3 == 0:  # some blocks come in the same frame, some in frames of their own
                 await pilot.pause()
+        await until(pilot, lambda: not app.streamed.pending, message="the last paint")
         await pilot.pause()
         assert app.streamed.text == app.whole.text == text
+        assert app.streamed.drawn_segments == app.streamed.segments
         assert len(app.streamed.segments) > 10  # closed segments, in several parts
         assert len(app.streamed.query(AnswerPart)) >= len(text) // PART_CHARS
         assert app.whole.segments == [text]
@@ -90,8 +93,10 @@ async def test_text_written_before_the_answer_is_mounted_keeps_its_order() -> No
     app = SideBySide(streamed, Answer(text))
     async with app.run_test(size=(180, 400)) as pilot:
         streamed.write(late)
+        await until(pilot, lambda: not streamed.pending, message="the last paint")
         await pilot.pause()
         assert streamed.text == text
+        assert streamed.drawn_segments == streamed.segments
         assert len(streamed.query(AnswerPart)) > 2
         assert cells(app, streamed) == cells(app, app.whole)
         width = streamed.content_region.width

@@ -14,6 +14,7 @@ import pytest
 from textual.pilot import Pilot
 
 from clover_code.ui.app import CloverApp
+from clover_code.ui.widgets.answer import Answer
 from tests.ui import scenes
 from tests.ui.fakes_ui import replay_app
 from tests.ui.test_flows import until
@@ -28,7 +29,7 @@ def with_turn(events: list[Any], prompt: str = "fix add in calc.py") -> CloverAp
 
 
 async def drawn(pilot: Pilot[Any], what: str) -> None:
-    """Wait until every replayed event reached the app (answers draw them with the next frame).
+    """Wait until every replayed event reached the app and is painted.
 
     The bridge hands events over in batches: none queued and the last batch
     handled means the app has them all. No fixed pause: a busy machine draws late.
@@ -40,6 +41,13 @@ async def drawn(pilot: Pilot[Any], what: str) -> None:
         pilot,
         lambda: not bridge._queue and bridge._handled.is_set(),
         message=f"{what} to reach the app",
+    )
+    await until(
+        pilot,
+        lambda: (
+            not any(a.pending for a in app.query(Answer)) and not app.transcript.denoise.pending
+        ),
+        message=f"{what} to be painted",
     )
     await pilot.pause()
     await pilot.wait_for_scheduled_animations()

@@ -1,16 +1,23 @@
 """The assistant's answer: Markdown that grows as blocks commit.
 
-The answer is one widget that draws its own lines. Text is cut into
-segments: once the open (last) segment is longer than ``SEGMENT_CHARS``, it
-is closed at the next paragraph break outside a code fence, rendered once
-and never again (until the width changes); only the open segment is re-parsed
-when text arrives. Split points are chosen where the halves render as the
-whole does, so the answer looks the same as a one-shot render of its text.
+Text is cut into segments: once the open (last) segment is longer than
+``SEGMENT_CHARS``, it is closed at the next paragraph break outside a code
+fence, rendered once and never again (until the width changes); only the
+open segment is re-parsed when text arrives. Split points are chosen where
+the halves render as the whole does, so the answer looks the same as a
+one-shot render of its text. Closed segments are drawn by a few widgets
+("parts", about ``PART_CHARS`` each) that draw their own lines, the open
+segment by a part of its own: a frame re-renders the open segment's lines
+only.
 
 Nothing is rendered when text arrives: ``write`` records it and asks for a
-repaint, and the open segment is rendered when the next frame is drawn. So
-however many blocks arrive within a frame, the frame renders the open segment
-once, and a long answer costs the layout one widget, not one per paragraph.
+paint, which hands the new text to the parts, and the open segment is
+rendered when the next frame is drawn. So however many blocks arrive within
+a frame, the frame renders the open segment once, and a long answer costs
+the layout a few widgets, not one per paragraph. Paints are paced
+(``ui/pacing.py``): on an idle machine each block is painted with the next
+frame; on a saturated one blocks are folded together and keys keep their
+frames.
 """
 
 from __future__ import annotations
@@ -26,11 +33,14 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from clover_code.ui.css import sibling_css
+from clover_code.ui.pacing import Pacer
 from clover_code.ui.text import clean
 
 SEGMENT_CHARS = 200
 """An open segment longer than this is closed at the next safe paragraph break (a short
 open segment keeps the render per frame small; each close renders a segment once more)."""
+PAINTS_PER_SECOND = 60
+"""At most this many paints a second (fewer when the machine is busy: ``ui/pacing.py``)."""
 PART_CHARS = 2000
 """Closed segments go to one widget until it holds this many characters, then to a new
 one: adding to a part redraws it, so parts stay about a screen long."""
@@ -134,12 +144,17 @@ class Answer(Vertical):
     def __init__(self, text: str = "", *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.text = ""
+        self._sealed: list[str] = []
+        """The sources of the closed segments, top to bottom."""
         self._open_at = 0
         """Where the open segment starts in ``text``."""
         self._parts: list[AnswerPart] = []
-        """The parts of closed segments, top to bottom (a new one after ``PART_CHARS``)."""
+        """The parts drawing the closed segments (a new one after ``PART_CHARS``)."""
+        self._given = 0
+        """How many closed segments the parts have."""
         self._unmounted: list[AnswerPart] = []
         self._open = AnswerPart()
+        self._pacer = Pacer(self, self._paint, 1 / PAINTS_PER_SECOND)
         self.write(text)
 
     def compose(self) -> ComposeResult:
@@ -150,8 +165,13 @@ class Answer(Vertical):
             self.mount(part, before=self._open)
         self._unmounted = []
 
+    @property
+    def pending(self) -> bool:
+        """Text has arrived that is not on the screen yet."""
+        return self._pacer.pending
+
     def write(self, fragment: str) -> None:
-        """Add text; it is drawn with the next frame."""
+        """Add text; it is drawn with the next paint."""
         fragment = clean(fragment)
         if not fragment:
             return
@@ -160,21 +180,31 @@ class Answer(Vertical):
         if before - self._open_at > SEGMENT_CHARS:
             cut = safe_split(self.text, max(self._open_at, before - 2), self._open_at)
             if cut is not None and cut > before:
-                self._seal(self.text[self._open_at : cut - 2])
+                self._sealed.append(self.text[self._open_at : cut - 2])
                 self._open_at = cut
-        self._open.replace_last(self.text[self._open_at :])
+        self._pacer.request()
 
-    def _seal(self, source: str) -> None:
-        if not self._parts or self._parts[-1].chars >= PART_CHARS:
-            part = AnswerPart()
-            self._parts.append(part)
-            if self.is_mounted:
-                self.mount(part, before=self._open)
-            else:
-                self._unmounted.append(part)
-        self._parts[-1].add(source)
+    def _paint(self) -> None:
+        """Hand what arrived since the last paint to the parts (they render at the frame)."""
+        for source in self._sealed[self._given :]:
+            if not self._parts or self._parts[-1].chars >= PART_CHARS:
+                part = AnswerPart()
+                self._parts.append(part)
+                if self.is_mounted:
+                    self.mount(part, before=self._open)
+                else:
+                    self._unmounted.append(part)
+            self._parts[-1].add(source)
+        self._given = len(self._sealed)
+        self._open.replace_last(self.text[self._open_at :])
 
     @property
     def segments(self) -> list[str]:
         """The Markdown sources of the segments, top to bottom."""
+        opened = self.text[self._open_at :]
+        return [*self._sealed, opened] if opened else list(self._sealed)
+
+    @property
+    def drawn_segments(self) -> list[str]:
+        """The sources the parts draw (``segments``, once the last paint is on screen)."""
         return [source for part in [*self._parts, self._open] for source in part.sources if source]

@@ -7,29 +7,27 @@ view: its text settles into the answer above. Backends that send no drafts
 never show it.
 
 Drafts come well over a hundred times a second at Clover's speed, so the
-view is redrawn at most ``DRAWS_PER_SECOND`` times a second (the newest
-draft then; a commit clears it at once), and it keeps its height for the
-whole turn (it only grows): a redraw then repaints these few lines and
-never re-lays-out the transcript above.
+view is redrawn at most ``DRAWS_PER_SECOND`` times a second, fewer when the
+machine is busy (``ui/pacing.py``), showing the newest draft then; and it
+keeps its height for the whole turn (it only grows): a redraw then repaints
+these few lines and never re-lays-out the transcript above.
 """
 
 from __future__ import annotations
 
-import time
-
 from rich.text import Text
 from textual.reactive import reactive
-from textual.timer import Timer
 from textual.widget import Widget
 
 from clover_code import protocol as p
 from clover_code.ui.css import sibling_css
+from clover_code.ui.pacing import Pacer
 from clover_code.ui.text import clean
 
 MASK = "░"
 DRAWS_PER_SECOND = 30
-"""Most draft redraws a second: smooth to the eye, and it leaves the frames to the
-committed text and the keys."""
+"""Most redraws a second: smooth to the eye, and it leaves frames to the committed text
+and the keys."""
 
 
 def _tint(confidence: float | None) -> str:
@@ -69,47 +67,31 @@ class DenoiseView(Widget):
         self.draft: p.BlockDraft | None = None
         self.drafts_seen = 0
         self._height = 0
-        self._drawn_at = -1e9
-        self._later: Timer | None = None
+        self._pacer = Pacer(self, self._redraw, 1 / DRAWS_PER_SECOND)
 
     @property
     def pending(self) -> bool:
-        """A draft waits for its turn to be drawn."""
-        return self._later is not None
+        """A draft (or its commit) waits to be drawn."""
+        return self._pacer.pending
 
     def show(self, draft: p.BlockDraft) -> None:
-        """Draw this denoising step now, or the newest one when the next redraw is due."""
+        """Draw this denoising step (or a newer one, when the pace allows)."""
         self.drafts_seen += 1
         self.draft = draft
-        if self._later is not None:
-            return
-        wait = self._drawn_at + 1 / DRAWS_PER_SECOND - time.monotonic()
-        if wait > 0:
-            self._later = self.set_timer(wait, self._redraw_due)
-        else:
-            self._redraw()
-
-    def _redraw_due(self) -> None:
-        self._later = None
-        self._redraw()
+        self._pacer.request()
 
     def commit(self, block: int) -> None:
         """The block is final: its text is in the answer now."""
         if self.draft is not None and self.draft.block <= block:
             self.draft = None
-            self._redraw()
+            self._pacer.request()
 
     def reset(self) -> None:
         """The turn ended: hide, and forget the height."""
-        self._stop_timer()
+        self._pacer.cancel()
         self.draft = None
         self._height = 0
         self.display = False
-
-    def _stop_timer(self) -> None:
-        if self._later is not None:
-            self._later.stop()
-            self._later = None
 
     def watch_enabled(self, enabled: bool) -> None:
         if not enabled:
@@ -118,10 +100,8 @@ class DenoiseView(Widget):
             self._redraw()
 
     def _redraw(self) -> None:
-        self._stop_timer()
         if not self.enabled or (self.draft is None and self._height == 0):
             return
-        self._drawn_at = time.monotonic()
         width = max(1, self.content_region.width or self.app.size.width - 4)
         lines = len(self._text().wrap(self.app.console, width)) if self.draft else 1
         if lines > self._height or not self.display:
