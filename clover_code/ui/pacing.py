@@ -4,10 +4,11 @@ A stream can ask for redraws far faster than a busy machine can draw them; each
 one drawn in the same frame as a key's echo delays that echo by its cost. A
 ``Pacer`` lets one redraw be on its way to the screen at a time, folds every
 request that comes meanwhile into the next one, and after a redraw reaches the
-screen waits as long as that redraw took before starting the next (and at
-least ``min_interval`` between starts). On an idle machine a redraw takes a
-frame or two, so text still reaches the screen with the next frames; on a
-saturated one the stream gets about half of the loop and keys the rest, where
+screen waits ``gap`` times as long as that redraw took before starting the
+next (and at least ``min_interval`` between starts). On an idle machine a
+redraw takes a frame or two, so text still reaches the screen with the next
+frames; on a saturated one the stream gets 1 / (1 + gap) of the loop (two
+thirds for the answer, half for the denoising view) and keys the rest, where
 an unpaced stream would otherwise take all of it.
 """
 
@@ -21,10 +22,14 @@ from textual.widget import Widget
 
 
 class Pacer:
-    """Runs ``redraw`` for ``widget`` when asked, paced as the module says."""
+    """Runs ``redraw`` for ``widget`` when asked, paced as the module says (``gap``: the
+    pause after a redraw, as a share of the time it took to reach the screen)."""
 
-    def __init__(self, widget: Widget, redraw: Callable[[], None], min_interval: float) -> None:
+    def __init__(
+        self, widget: Widget, redraw: Callable[[], None], min_interval: float, gap: float = 1.0
+    ) -> None:
         self._widget = widget
+        self._gap = gap
         self._redraw = redraw
         self._min_interval = min_interval
         self._next = 0.0
@@ -71,7 +76,7 @@ class Pacer:
     def _drawn(self, started: float) -> None:
         now = time.monotonic()
         self._in_flight = False
-        self._next = max(started + self._min_interval, now + (now - started))
+        self._next = max(started + self._min_interval, now + self._gap * (now - started))
         if self._asked:
             self._asked = False
             self._start_when_due()

@@ -41,6 +41,10 @@ SEGMENT_CHARS = 200
 open segment keeps the render per frame small; each close renders a segment once more)."""
 PAINTS_PER_SECOND = 60
 """At most this many paints a second (fewer when the machine is busy: ``ui/pacing.py``)."""
+PAINT_GAP = 0.5
+"""After a paint reaches the screen, wait half as long as it took (``ui/pacing.py``): an
+unpaced stream then leaves a third of the loop to keys. (Waiting as long kept keys
+faster and put the blocks later; not waiting let keys wait behind paints.)"""
 PART_CHARS = 2000
 """Closed segments go to one widget until it holds this many characters, then to a new
 one: adding to a part redraws it, so parts stay about a screen long."""
@@ -154,7 +158,7 @@ class Answer(Vertical):
         """How many closed segments the parts have."""
         self._unmounted: list[AnswerPart] = []
         self._open = AnswerPart()
-        self._pacer = Pacer(self, self._paint, 1 / PAINTS_PER_SECOND)
+        self._pacer = Pacer(self, self._paint, 1 / PAINTS_PER_SECOND, gap=PAINT_GAP)
         self.write(text)
 
     def compose(self) -> ComposeResult:
