@@ -1,8 +1,9 @@
 """UI streaming benchmark: the real clover-code app against Textual's own ``MarkdownStream``.
 
-Three apps run one after another in this process, several rounds, the order
-alternating, each fed the same stream of 32-token blocks shaped like Clover's
-(each block arrives after 4-8 denoising drafts, then its text is committed):
+Three apps run one after another in this process, several rounds, the order of
+the first two swapped every other round, each fed the same stream of 32-token
+blocks shaped like Clover's (each block comes after 4-8 denoising drafts, then
+its text is committed):
 
 * clover-code: the real ``CloverApp`` around a real ``Session`` (agent loop,
   transcript file, event bridge) whose backend replays the stream, with the
@@ -13,44 +14,46 @@ alternating, each fed the same stream of 32-token blocks shaped like Clover's
 * Markdown.append (for information): the same app awaiting ``Markdown.append``
   per block, which Textual's docs say falls behind above ~20 appends/s.
 
-Each app draws to a terminal of its own (``FrameDriver``): a non-headless
-driver, so the app encodes every frame as it would for a real terminal, that
-keeps each write with its time. After the run the writes are replayed into a
-character grid, a frame at a time, and read:
+Each app draws to a terminal of its own (``bench/ui_frames.py``): a
+non-headless driver, so the app encodes every frame as it would for a real
+terminal, that keeps each write with its time. After the run the writes are
+replayed into a character grid, a frame at a time, and read:
 
 * **block-to-screen lag**: from the moment the backend yields a block's
-  commit to the driver write of the first frame whose grid shows that block
-  (every block carries a marker word, ``zq0042``, masked in its drafts, so
-  the denoising view never shows it; a block counts as shown once it or any
-  later block is on the grid, as the text above the newest block has been
-  drawn). Reported p50/p95, and how many blocks were shown;
-* **key echo**: a thread presses a key every ``KEY_EVERY`` s through the
-  driver (``Driver.process_message``, as a terminal's input thread does)
-  while the stream runs; each press's echo is the time to the driver write of
-  the first frame whose focused widget shows the text typed so far (or
-  later text). Keys type a round of characters, then Ctrl+U clears the field;
-  every round starts with its own character, so no two pending states look
-  alike. Only character presses are timed. Reported p50/p95;
-* **CPU**: this process's CPU time over the phase, in % of one core.
+  commit to the driver write of the first frame whose grid shows that block.
+  Every block carries a marker word (``zq0042``), masked in its drafts so the
+  denoising view never shows it; a block counts as shown once it or a later
+  block is on the grid (the text above the newest block is drawn). Reported
+  p50/p95, and how many blocks were shown;
+* **key echo**: from the stream's first block until the app has the whole
+  answer, a thread presses a key every 50 ms through the driver
+  (``Driver.process_message``, as a terminal's input thread does); a key's
+  echo is the time from the press to the driver write of the first frame
+  whose focused widget shows the text typed up to that key (or later text).
+  Only character keys are timed (a round of them, then Ctrl+U). Reported
+  p50/p95;
+* **CPU**: this process's CPU time over the same period, in % of one core.
 
 Phases: Clover's vendor peak (680 tokens/s, 21 blocks/s); the same with two
 busy processes that this script starts (the machine loaded); unpaced (as
 fast as the producer can go: a fast server or a replay). Each figure is the
-median over the rounds; each ratio is clover-code's median over
-MarkdownStream's. Targets (exit 1 on a miss):
+median over the rounds; each ratio is clover-code's median over the other
+app's. Targets (exit 1 on a miss):
 
-* lag p50 and p95 at 680 tokens/s <= 1.2x MarkdownStream's;
+* block-to-screen lag p50 and p95 at 680 tokens/s <= 1.2x MarkdownStream's;
 * key echo p95, unpaced and at 680 tokens/s loaded, <= 1.2x MarkdownStream's;
-* the streamed answer renders the same as a one-shot render of its text.
+* clover-code has the whole answer in every round (680 tokens/s and
+  unpaced), and its widgets draw it line for line as a one-shot render of
+  the text.
 
-    python bench/ui_stream.py [--seconds 8] [--rounds 3] [--unpaced-blocks 800]
+    python bench/ui_stream.py [--seconds 8] [--rounds 3] [--unpaced-blocks 400]
+                              [--phases 680,loaded,unpaced]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import bisect
 import contextlib
 import importlib
 import os
@@ -63,7 +66,6 @@ import tempfile
 import threading
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -73,14 +75,19 @@ sys.path.insert(0, str(_ROOT))
 # First, as in clover-code itself: it sets the screen's refresh rate before
 # Textual loads (all apps below then repaint at up to 120 Hz).
 importlib.import_module("clover_code.ui")
-from rich.cells import get_character_cell_size  # noqa: E402
-from textual import events  # noqa: E402
 from textual.app import App, ComposeResult  # noqa: E402
 from textual.containers import VerticalScroll  # noqa: E402
-from textual.drivers.headless_driver import HeadlessDriver  # noqa: E402
-from textual.geometry import Region  # noqa: E402
 from textual.widgets import Input, Markdown  # noqa: E402
 
+from bench.ui_frames import (  # noqa: E402
+    KEYS,
+    MARKER,
+    FrameDriver,
+    Run,
+    analyse,
+    field_look,
+    press_keys,
+)
 from clover_code.config.settings import load_settings  # noqa: E402
 from clover_code.engine import events as ev  # noqa: E402
 from clover_code.engine.base import ChatRequest  # noqa: E402
@@ -88,15 +95,11 @@ from clover_code.ui.widgets.answer import Answer, AnswerPart, render_plain  # no
 
 BLOCK_TOKENS = 32
 CLOVER_TOKENS_PER_SECOND = 680
-KEY_EVERY = 0.05
-ROUND_KEYS = 8
-"""Characters typed before Ctrl+U clears the field."""
 SETTLE = 0.4
 """Seconds the run goes on after an app has everything (its last frames)."""
 RATIO = 1.2
 """clover-code's figure may be at most this times MarkdownStream's."""
 SIZE = (120, 40)
-MARKER = re.compile(r"zq(\d{4})")
 _WORD = re.compile(r"[a-z]+ $")
 
 
@@ -141,23 +144,6 @@ def document(blocks: int, seed: int = 7) -> list[list[str]]:
 def marker_at(block: list[str]) -> int:
     """Where the block's marker is (kept masked in its drafts)."""
     return next(i for i, token in enumerate(block) if MARKER.fullmatch(token.strip()))
-
-
-@dataclass
-class Run:
-    """What one app measured in one phase."""
-
-    arrivals: list[float] = field(default_factory=list)
-    presses: list[tuple[float, str | None]] = field(default_factory=list)
-    """(time, the field's text after it) per key; None for Ctrl+U."""
-    frames: list[tuple[float, str, Region | None]] = field(default_factory=list)
-    cpu: float = 0.0
-    wall: float = 0.0
-    finished: bool = False
-    """The app had the whole answer before the time limit."""
-    equal: bool | None = None
-    shown: list[float] = field(default_factory=list)
-    echoes: list[float] = field(default_factory=list)
 
 
 class BenchBackend:
@@ -209,143 +195,7 @@ async def _sleep_until(deadline: float) -> None:
 # ---------------------------------------------------------------- the terminal
 
 
-class FrameDriver(HeadlessDriver):
-    """A terminal for the benchmark: the app renders every frame as for a real one, and
-    each write is kept with its time and where the focused widget was."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.frames: list[tuple[float, str, Region | None]] = []
-
-    @property
-    def is_headless(self) -> bool:
-        return False
-
-    def write(self, data: str) -> None:
-        try:
-            focused = self._app.focused
-            region = focused.region if focused is not None else None
-        except Exception:  # no screen, or the widget is not on its map this frame
-            region = None
-        self.frames.append((time.perf_counter(), data, region))
-
-
-_CONTROL = re.compile(r"(\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\n|\r)")
-
-
-class Grid:
-    """The character grid of a terminal fed the app's writes (text only, no styles)."""
-
-    def __init__(self, width: int, height: int) -> None:
-        self.width, self.height = width, height
-        self.rows = [[" "] * width for _ in range(height)]
-        self.x = self.y = 0
-
-    def feed(self, data: str) -> None:
-        for part in _CONTROL.split(data):
-            if not part:
-                continue
-            if part == "\n":
-                self.x, self.y = 0, min(self.height - 1, self.y + 1)
-            elif part == "\r":
-                self.x = 0
-            elif part.startswith("\x1b["):
-                self._control(part[2:-1], part[-1])
-            elif not part.startswith("\x1b"):
-                self._text(part)
-
-    def _control(self, params: str, final: str) -> None:
-        if final == "H":
-            row, _, col = params.partition(";")
-            self.y = max(0, min(self.height - 1, int(row or 1) - 1))
-            self.x = max(0, int(col or 1) - 1)
-
-    def _text(self, text: str) -> None:
-        row = self.rows[self.y]
-        if text.isascii():
-            end = min(self.width, self.x + len(text))
-            row[self.x : end] = text[: end - self.x]
-            self.x += len(text)
-            return
-        for char in text:
-            cells = get_character_cell_size(char)
-            if self.x + cells <= self.width:
-                row[self.x] = char
-                for extra in range(1, cells):
-                    row[self.x + extra] = ""
-            self.x += cells
-
-    def text(self) -> str:
-        return "\n".join("".join(row) for row in self.rows)
-
-    def region_text(self, region: Region) -> str:
-        rows = self.rows[region.y : region.y + region.height]
-        return "".join("".join(row[region.x : region.x + region.width]) for row in rows)
-
-
-def analyse(run: Run, alphabet: str) -> None:
-    """Replay the run's frames; fill in when each block was shown and each key echoed."""
-    grid = Grid(*SIZE)
-    states: dict[str, list[int]] = {}
-    for index, (_, state) in enumerate(run.presses):
-        if state is not None:
-            states.setdefault(state, []).append(index)
-    echoed = 0  # presses before this index have been seen
-    shown: list[float] = []
-    for at, data, region in run.frames:
-        grid.feed(data)
-        markers = [int(m) for m in MARKER.findall(grid.text())]
-        top = min(max(markers, default=-1), len(run.arrivals) - 1)
-        while len(shown) <= top:
-            shown.append(at)
-        if region is None:
-            continue
-        value = "".join(c for c in grid.region_text(region) if c in alphabet)
-        candidates = states.get(value, [])
-        where = bisect.bisect_left(candidates, echoed)
-        if where < len(candidates) and run.presses[candidates[where]][0] <= at:
-            last = candidates[where]
-            for pressed, state in run.presses[echoed : last + 1]:
-                if state is not None:
-                    run.echoes.append(at - pressed)
-            echoed = last + 1
-    run.shown = [s - a for s, a in zip(shown, run.arrivals, strict=False)]
-
-
 # ---------------------------------------------------------------- driving an app
-
-
-def press_keys(driver: FrameDriver, run: Run, alphabet: str, stop: threading.Event) -> None:
-    """Press a key every ``KEY_EVERY`` s, as a terminal's input thread would."""
-    letters = alphabet[: ROUND_KEYS - 1]
-    due = time.perf_counter()
-    index = 0
-    while not stop.is_set():
-        round_no, at = divmod(index, ROUND_KEYS + 1)
-        typed = alphabet[round_no % len(alphabet)] + letters
-        if at == ROUND_KEYS:
-            key: events.Key = events.Key("ctrl+u", "\x15")
-            state = None
-        else:
-            key = events.Key(typed[at], typed[at])
-            state = typed[: at + 1]
-        run.presses.append((time.perf_counter(), state))
-        driver.process_message(key)
-        index += 1
-        due += KEY_EVERY
-        time.sleep(max(0.0, due - time.perf_counter()))
-
-
-def field_look(app: App[Any]) -> str:
-    """What the focused widget shows now (its placeholder: keys never type those characters)."""
-    focused = app.focused
-    if focused is None:
-        return ""
-    grid = Grid(*SIZE)
-    update = app.screen._compositor.render_update(full=True)
-    assert update is not None
-    grid.feed(update.render_segments(app.console))
-    return grid.region_text(focused.region)
 
 
 async def measure(
@@ -355,7 +205,7 @@ async def measure(
     answer is on its way to the screen) or ``limit`` s; returns the characters typed."""
     driver = app._driver
     assert isinstance(driver, FrameDriver)
-    alphabet = "".join(c for c in "QZXJKVWYHGFMNBPTRLSDCE0123456789" if c not in field_look(app))
+    alphabet = "".join(c for c in KEYS if c not in field_look(app, SIZE))
     stop = threading.Event()
     driver.frames = run.frames
     deadline = time.perf_counter() + limit
@@ -413,7 +263,7 @@ async def run_clover(blocks: list[list[str]], rate: float | None, limit: float) 
             answer = app.query(Answer).last()
             width = answer.content_region.width
             run.equal = answer.text == whole and drawn(answer) == render_plain([whole], width)
-    analyse(run, alphabet)
+    analyse(run, alphabet, SIZE)
     return run
 
 
@@ -495,7 +345,7 @@ async def run_peer(
         stopping.set()
         await asyncio.gather(*tasks)
         await pilot.pause()  # the keys still queued, before the app closes
-    analyse(run, alphabet)
+    analyse(run, alphabet, SIZE)
     return run
 
 
@@ -634,24 +484,32 @@ async def main() -> int:
             for name, run in got.items():
                 runs[name].append(run)
         table = {name: medians(runs[name]) for name in APPS}
-        print_phase(f"{title}: {count} blocks, medians of {args.rounds} rounds", table)
+        load = os.getloadavg()[0]
+        print_phase(
+            f"{title}: {count} blocks, medians of {args.rounds} rounds "
+            f"(load average {load:.1f} on {os.cpu_count()} cores at its end)",
+            table,
+        )
         clover, peer = table["clover-code"], table[PEER]
         if key == "680":
             ok &= verdict("block-to-screen lag p50", clover["lag p50"], peer["lag p50"])
             ok &= verdict("block-to-screen lag p95", clover["lag p95"], peer["lag p95"])
         else:
             ok &= verdict(f"key echo p95, {key}", clover["echo p95"], peer["echo p95"])
-        late = sum(not run.finished for run in runs["clover-code"])
-        if late:
-            print(
-                f"MISSED: clover-code did not have the whole answer within {limit:.0f} s "
-                f"in {late} of {args.rounds} rounds"
+        finished = [run for run in runs["clover-code"] if run.finished]
+        if len(finished) < args.rounds:
+            peer_done = sum(run.finished for run in runs[PEER])
+            line = (
+                f"clover-code had the whole answer within {limit:.0f} s in {len(finished)} "
+                f"of {args.rounds} rounds ({PEER}: {peer_done})"
             )
-            ok = False
-        unequal = sum(run.equal is not True for run in runs["clover-code"])
+            # A loaded machine may starve any app; there only the keys are a target.
+            print(f"{line} (for information)" if loaded else f"MISSED: {line}")
+            ok &= loaded
+        unequal = sum(run.equal is not True for run in finished)
         print(
             "target the streamed answer drawn as a one-shot render: "
-            + (f"MISSED in {unequal} of {args.rounds} rounds" if unequal else "met")
+            + (f"MISSED in {unequal} of {len(finished)} rounds" if unequal else "met")
         )
         ok &= not unequal
     print("\nall targets met" if ok else "\nsome targets MISSED")
