@@ -56,6 +56,7 @@ import argparse
 import asyncio
 import contextlib
 import importlib
+import math
 import os
 import random
 import re
@@ -79,6 +80,7 @@ from textual.app import App, ComposeResult  # noqa: E402
 from textual.containers import VerticalScroll  # noqa: E402
 from textual.widgets import Input, Markdown  # noqa: E402
 
+from bench.targets import Targets, machine_load  # noqa: E402
 from bench.ui_frames import (  # noqa: E402
     KEYS,
     MARKER,
@@ -91,6 +93,7 @@ from bench.ui_frames import (  # noqa: E402
 from clover_code.config.settings import load_settings  # noqa: E402
 from clover_code.engine import events as ev  # noqa: E402
 from clover_code.engine.base import ChatRequest  # noqa: E402
+from clover_code.errors import EngineError  # noqa: E402
 from clover_code.ui.widgets.answer import Answer, AnswerPart, render_plain  # noqa: E402
 
 BLOCK_TOKENS = 32
@@ -152,6 +155,8 @@ class BenchBackend:
     name = "bench"
     model = "clover-bench"
     block_size = BLOCK_TOKENS
+    notices: tuple[str, ...] = ()
+    failure: EngineError | None = None  # it never fails
 
     def __init__(self, blocks: list[list[str]], rate: float | None, run: Run) -> None:
         self.blocks, self.rate, self.run = blocks, rate, run
@@ -229,7 +234,7 @@ async def measure(
 
 
 async def run_clover(blocks: list[list[str]], rate: float | None, limit: float) -> Run:
-    from clover_code.agent.open import open_with_backend
+    from clover_code.agent.open import SessionOptions, open_session
     from clover_code.ui.app import CloverApp
 
     run = Run()
@@ -243,7 +248,9 @@ async def run_clover(blocks: list[list[str]], rate: float | None, limit: float) 
         backend = BenchBackend(blocks, rate, run)
 
         async def factory(emit: Any, resume: Path | None) -> Any:
-            return await open_with_backend(settings, backend, Path(tmp), emit=emit)
+            return await open_session(
+                settings, Path(tmp), SessionOptions(emit=emit, backend=backend)
+            )
 
         app = CloverApp(factory, cwd=Path(tmp), sessions_dir=None, git_status=False)
         app.driver_class = FrameDriver
@@ -404,14 +411,13 @@ def print_phase(title: str, table: dict[str, dict[str, float]]) -> None:
         )
 
 
-def verdict(what: str, clover: float, peer: float) -> bool:
+def verdict(targets: Targets, what: str, clover: float, peer: float) -> None:
+    """Check clover-code's figure against ``RATIO`` times the peer's (not measured when
+    the peer has none: it showed no block or echoed no key)."""
     ratio = clover / peer if peer else float("inf")
-    ok = ratio <= RATIO
-    print(
-        f"target {what}: clover-code {clover:.1f} ms, {PEER} {peer:.1f} ms: "
-        f"{ratio:.2f}x (<= {RATIO}x) {'met' if ok else 'MISSED'}"
-    )
-    return ok
+    met = None if math.isnan(peer) else ratio <= RATIO
+    figure = f"clover-code {clover:.1f} ms, {PEER} {peer:.1f} ms: {ratio:.2f}x"
+    targets.check(f"{what} <= {RATIO}x {PEER}'s", met, figure)
 
 
 BUSY = """
@@ -472,7 +478,7 @@ async def main() -> int:
     }
     # Warm-up, not measured: first-use costs (imports, the syntax highlighter's lexers).
     await one_round(0, document(30), None, 30.0)
-    ok = True
+    targets = Targets()
     for key in args.phases.split(","):
         title, rate, count, loaded = phases[key]
         blocks = document(count)
@@ -484,36 +490,37 @@ async def main() -> int:
             for name, run in got.items():
                 runs[name].append(run)
         table = {name: medians(runs[name]) for name in APPS}
-        load = os.getloadavg()[0]
         print_phase(
             f"{title}: {count} blocks, medians of {args.rounds} rounds "
-            f"(load average {load:.1f} on {os.cpu_count()} cores at its end)",
+            f"({machine_load()} at its end)",
             table,
         )
         clover, peer = table["clover-code"], table[PEER]
         if key == "680":
-            ok &= verdict("block-to-screen lag p50", clover["lag p50"], peer["lag p50"])
-            ok &= verdict("block-to-screen lag p95", clover["lag p95"], peer["lag p95"])
+            verdict(targets, "block-to-screen lag p50", clover["lag p50"], peer["lag p50"])
+            verdict(targets, "block-to-screen lag p95", clover["lag p95"], peer["lag p95"])
         else:
-            ok &= verdict(f"key echo p95, {key}", clover["echo p95"], peer["echo p95"])
+            verdict(targets, f"key echo p95, {key},", clover["echo p95"], peer["echo p95"])
         finished = [run for run in runs["clover-code"] if run.finished]
-        if len(finished) < args.rounds:
-            peer_done = sum(run.finished for run in runs[PEER])
-            line = (
-                f"clover-code had the whole answer within {limit:.0f} s in {len(finished)} "
-                f"of {args.rounds} rounds ({PEER}: {peer_done})"
-            )
-            # A loaded machine may starve any app; there only the keys are a target.
-            print(f"{line} (for information)" if loaded else f"MISSED: {line}")
-            ok &= loaded
-        unequal = sum(run.equal is not True for run in finished)
-        print(
-            "target the streamed answer drawn as a one-shot render: "
-            + (f"MISSED in {unequal} of {len(finished)} rounds" if unequal else "met")
+        peer_done = sum(run.finished for run in runs[PEER])
+        line = (
+            f"clover-code had the whole answer within {limit:.0f} s in {len(finished)} "
+            f"of {args.rounds} rounds ({PEER}: {peer_done})"
         )
-        ok &= not unequal
-    print("\nall targets met" if ok else "\nsome targets MISSED")
-    return 0 if ok else 1
+        if loaded:  # a loaded machine may starve any app: there only the keys are a target
+            print(f"{line} (for information)")
+        else:
+            targets.check(
+                f"{key}: the whole answer in every round", len(finished) == args.rounds, line
+            )
+        unequal = sum(run.equal is not True for run in finished)
+        targets.check(
+            f"{key}: the streamed answer drawn as a one-shot render",
+            not unequal,
+            f"differs in {unequal} of {len(finished)} rounds" if unequal else "equal",
+        )
+    print()
+    return targets.exit_status()
 
 
 if __name__ == "__main__":

@@ -218,6 +218,8 @@ class EventMapper:
             updates += self._output_update(event)
         elif isinstance(event, p.ToolCallFinished):
             updates.append(self._finished(event))
+        elif isinstance(event, p.BackgroundTaskFinished):
+            updates.append(self._background_finished(event))
         elif isinstance(event, p.UsageReport):
             used = event.prompt_tokens + event.completion_tokens
             updates.append(
@@ -325,6 +327,13 @@ class EventMapper:
         return [update_tool_call(self.acp_id(event.call_id), content=content)]
 
     def _finished(self, event: p.ToolCallFinished) -> ToolCallProgress:
+        if isinstance(event.display, p.BackgroundTask):
+            # The child goes on: the call stays in progress until its own end arrives.
+            return update_tool_call(
+                self.acp_id(event.call_id),
+                status="in_progress",
+                content=[tool_content(text_block(event.result))],
+            )
         kind = self._kinds.pop(event.call_id, "other")
         self._output.pop(event.call_id, None)
         self._output_sent.pop(event.call_id, None)
@@ -336,6 +345,14 @@ class EventMapper:
             self._acp_ids.pop(event.call_id, event.call_id), status=status, content=content
         )
 
+    def _background_finished(self, event: p.BackgroundTaskFinished) -> ToolCallProgress:
+        """A background child ended: its task call finishes now, with its answer."""
+        self._kinds.pop(event.call_id, None)
+        status: ToolCallStatus = "completed" if event.status == "ok" else "failed"
+        content = [tool_content(text_block(_capped(event.result)))]
+        acp_id = self._acp_ids.pop(event.call_id, event.call_id)
+        return update_tool_call(acp_id, status=status, content=content)
+
     def _content(self, event: p.ToolCallFinished, kind: str) -> list[ToolContent]:
         terminal = self._terminals.pop(event.call_id, None)
         if terminal is not None:
@@ -344,10 +361,13 @@ class EventMapper:
         if event.status == "ok" and isinstance(done, p.FileEdit) and done.diff:
             path = Path(os.path.normpath(self.root / done.path))
             edit = self._take_edit(path)
+            # The language server's findings follow the diff, as the model read them.
+            found = [tool_content(text_block(_diagnostics(done.diagnostics)))]
+            found = found if done.diagnostics else []
             if edit is not None:
                 old, new = edit
-                return [tool_diff_content(str(path), new, old)]
-            return [tool_content(text_block(fenced(done.diff, "diff")))]
+                return [tool_diff_content(str(path), new, old), *found]
+            return [tool_content(text_block(fenced(done.diff, "diff"))), *found]
         text = _capped(event.result)
         if event.status == "ok" and kind in ("read", "search", "execute"):
             text = fenced(text)
@@ -361,3 +381,10 @@ class EventMapper:
             return [update_agent_message_text(f"\n\n**Warning:** {event.text}\n")]
         self._log(f"{event.level}: {event.text}")
         return []
+
+
+def _diagnostics(items: list[p.Diagnostic]) -> str:
+    """An edit's diagnostics, one per line, as the model read them."""
+    return "Diagnostics after this change:\n" + "\n".join(
+        f"{d.path}:{d.line}:{d.column}: {d.severity}: {d.message}" for d in items
+    )

@@ -32,6 +32,9 @@ reaches them only through stdin. A hook that cannot start, crashes, hangs
 past its timeout (its whole process group is killed) or prints bad JSON is
 reported in one sentence and the session goes on.
 
+An SDK program's hooks are Python functions (``hook_functions``), run after the
+configured ones with the same data and judged the same way.
+
 Before every run the command is checked (``host_programs``): a script or
 program in the workspace runs only with the bytes the user trusted, and a
 user-level command never resolves into the workspace. A refused hook is
@@ -54,11 +57,12 @@ from pathlib import Path
 from typing import Any
 
 from clover_code import protocol as p
+from clover_code.agent.extensions.hook_functions import HookFunction, call_hook_function
 from clover_code.agent.extensions.host_programs import HostPrograms, Refused
 from clover_code.config.settings import HookConfig, HookEvent
 from clover_code.protocol.json_text import loads_bounded
 
-__all__ = ["HOOK_EVENTS", "HookOutcome", "HookRunner", "prompt_hooks", "stop_hooks"]
+__all__ = ["HOOK_EVENTS", "AnyHook", "HookOutcome", "HookRunner", "prompt_hooks", "stop_hooks"]
 
 HOOK_EVENTS: tuple[HookEvent, ...] = (
     "SessionStart",
@@ -74,6 +78,9 @@ BLOCK_EXIT = 2
 MAX_CONTEXT_CHARS = 10_000
 """Most characters of one hook's output added to the model's context."""
 _TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse"})
+
+AnyHook = HookConfig | HookFunction
+"""A configured hook program, or a function of the program that embeds the agent."""
 
 
 @dataclass(slots=True)
@@ -103,12 +110,12 @@ class HookRunner:
 
     def __init__(
         self,
-        hooks: Mapping[HookEvent, Sequence[HookConfig]],
+        hooks: Mapping[HookEvent, Sequence[AnyHook]],
         *,
         root: Path,
         session_id: str,
         transcript_path: Path,
-        emit: Callable[[p.Event], None],
+        emit: p.Emit,
         programs: HostPrograms,
         retrust: Callable[[str], Awaitable[bool]] | None = None,
     ) -> None:
@@ -125,11 +132,11 @@ class HookRunner:
     @classmethod
     def create(
         cls,
-        hooks: Mapping[HookEvent, Sequence[HookConfig]],
+        hooks: Mapping[HookEvent, Sequence[AnyHook]],
         root: Path,
         session_id: str,
         transcript_path: Path,
-        emit: Callable[[p.Event], None],
+        emit: p.Emit,
         programs: HostPrograms,
         retrust: Callable[[str], Awaitable[bool]] | None = None,
     ) -> HookRunner | None:
@@ -179,7 +186,11 @@ class HookRunner:
             matched = not config.matcher or tool is None or re.fullmatch(config.matcher, tool)
             if event in _TOOL_EVENTS and not matched:
                 continue
-            run = await self._execute(config, payload)
+            if isinstance(config, HookFunction):
+                called = await call_hook_function(config, payload)
+                run = _Run(0 if called.problem is None else None, called.output, "", called.problem)
+            else:
+                run = await self._execute(config, payload)
             self._judge(event, config, run, outcome, tool)
             if outcome.blocked:
                 break
@@ -240,7 +251,7 @@ class HookRunner:
     def _judge(
         self,
         event: HookEvent,
-        config: HookConfig,
+        config: AnyHook,
         run: _Run,
         outcome: HookOutcome,
         tool: str | None,
@@ -281,7 +292,7 @@ class HookRunner:
     def _json_output(
         self,
         event: HookEvent,
-        config: HookConfig,
+        config: AnyHook,
         text: str,
         outcome: HookOutcome,
         tool: str | None,
@@ -326,7 +337,7 @@ class HookRunner:
         self._report(event, config, "ok", reason, tool)
 
     def _report(
-        self, event: HookEvent, config: HookConfig, outcome: Any, message: str, tool: str | None
+        self, event: HookEvent, config: AnyHook, outcome: Any, message: str, tool: str | None
     ) -> None:
         self.emit(
             p.HookRan(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import BinaryIO, Literal
+from typing import Any, BinaryIO, Literal
 
 from pydantic import BaseModel
 
@@ -46,13 +46,16 @@ class EditPreview:
     after: str
 
 
-async def preview_edit(tool: Tool, args: BaseModel, context: ToolContext) -> EditPreview | None:
+async def preview_edit(
+    tool: Tool[Any], args: BaseModel, context: ToolContext
+) -> EditPreview | None:
     """The change ``tool`` would make, found by a dry run; None for other tools, when
     the edit would fail, or when it is not one text file."""
     if tool.name not in PREVIEWED:
         return None
     files = _DryRun(context.files)
-    dry = replace(context, files=files, on_output=None)
+    # No language servers: they would check (and read back) a file not yet written.
+    dry = replace(context, files=files, on_output=None, diagnostics=None)
     try:
         result = await tool.run(args, dry)
     except (CloverError, OSError):

@@ -1,4 +1,5 @@
-"""One line at the bottom: engine and model, speed, context, sandbox, approvals, git.
+"""One line at the bottom: engine and model, speed, context, background jobs and
+agents, sandbox, approvals, git.
 
 All of it arrives as reactive attributes set by the app; nothing here asks
 the core or runs a program.
@@ -40,6 +41,10 @@ class StatusBar(Static):
     branch: reactive[str] = reactive("")
     dirty: reactive[bool] = reactive(False)
     busy: reactive[bool] = reactive(False)
+    jobs: reactive[int] = reactive(0)
+    """Background jobs running (``/jobs`` lists them)."""
+    background: reactive[int] = reactive(0)
+    """Child agents running in the background (they go on between turns)."""
 
     def render(self) -> Text:
         wide = self.size.width >= 110
@@ -63,6 +68,13 @@ class StatusBar(Static):
             if wide:
                 ctx.append(f" {human_count(self.context_used)} tok", style="dim")
             parts.append((3, ctx))
+        if self.jobs:
+            label = f"{self.jobs} job" + ("s" if self.jobs > 1 else "")
+            parts.append((5, Text(label + (" running" if wide else ""), style="bold cyan")))
+        if self.background:
+            many = "s" if self.background > 1 else ""
+            label = f"{self.background} background agent{many}" if wide else f"{self.background} bg"
+            parts.append((8, Text(label, style="bold cyan")))
         if self.sandbox:
             host = self.sandbox in ("host", "none")
             label = ("sandbox " if wide else "") + self.sandbox + (" ⚠" if host else "")
