@@ -471,6 +471,13 @@ async def main() -> int:
     args = parser.parse_args()
     peak = CLOVER_TOKENS_PER_SECOND / BLOCK_TOKENS
     paced = int(args.seconds * peak)
+    unknown = [key for key in args.phases.split(",") if key not in PHASES]
+    if unknown:
+        parser.error(f"--phases: no phase {', '.join(unknown)}; choose from {', '.join(PHASES)}")
+    if paced < 1:
+        parser.error(f"--seconds {args.seconds:g} is shorter than one block (1/{peak:g} s)")
+    if args.rounds < 1 or args.unpaced_blocks < 1:
+        parser.error("--rounds and --unpaced-blocks must be at least 1")
     phases = {
         "680": ("680 tok/s (21 blocks/s)", peak, paced, False),
         "loaded": ("680 tok/s, loaded (two busy processes)", peak, paced, True),
