@@ -236,7 +236,7 @@ _SECRET_KEYS = frozenset({"serve_api_key"})
 
 NEUTRAL_KEYS = frozenset(
     {
-        "engine", "model", "api_key", "block_size", "remote_drafts",
+        "engine", "model", "models", "api_key", "block_size", "remote_drafts",
         "raw_parsing", "thinking", "max_tokens", "temperature", "context_window",
         "threshold", "dtype", "device", "repetition_penalty", "presence_penalty",
         "frequency_penalty", "end_bias_after", "end_bias_per_1k", "think_bias_after",

@@ -23,6 +23,7 @@ from clover_code.agent.turn.cost import Metered, Spend
 from clover_code.agent.turn.dispatch import ToolCall, ToolDispatcher
 from clover_code.agent.turn.early import EarlyCalls
 from clover_code.agent.turn.early_check import may_start_early
+from clover_code.agent.turn.images import Vision, user_message
 from clover_code.agent.turn.nested import NestedInstructions
 from clover_code.agent.turn.options import PLAIN_TURN, TurnLimits, TurnOptions
 from clover_code.agent.turn.plan import PLAN_MODE, PLAN_PROMPT
@@ -34,6 +35,7 @@ from clover_code.agent.turn.respond import (
 )
 from clover_code.config.settings import ApprovalMode, Settings
 from clover_code.engine.base import Backend, ChatRequest, Message
+from clover_code.engine.messages import text_only
 from clover_code.errors import CloverError, ContextOverflow
 from clover_code.tools.base import Tool, ToolContext
 from clover_code.tools.spill import OutputSpill
@@ -102,12 +104,9 @@ class Agent:
         self._block = 0
         self._record_history = record_history
         self.counter = TokenCounter(count_text) if count_text else TokenCounter()
-        self.budget = Budget(
-            window=settings.context_window,
-            response_reserve=settings.max_tokens
-            or min(settings.response_reserve, settings.context_window // 4),
-            threshold=settings.compact_threshold,
-        )
+        self.budget = _budget(settings)
+        self.vision = Vision()
+        """Which models take the images of the conversation."""
         self.todo: list[dict[str, Any]] = []
         self.stopped: str | None = None
         """Why the session cannot go on (see ``stop``), if it cannot."""
@@ -115,6 +114,14 @@ class Agent:
         self._turn_starts: dict[int, int] = dict(enumerate(users, 1))
         """Where each turn begins in ``messages`` (until history is rewritten); a resumed
         history's turns are numbered by its user messages, as ``turn`` counts them."""
+
+    def switch_engine(self, backend: Backend, settings: Settings) -> None:
+        """Ask ``backend`` (another model) from the next request on, with ``settings``
+        (that model's window and tool-call reading)."""
+        self.backend = backend
+        self.settings = settings
+        self.budget = _budget(settings)
+        self.counter.reset()  # the new model's tokenizer counts differently
 
     def stop(self, reason: str) -> None:
         """End the running turn at its next step, and refuse later ones, as failed.
@@ -145,17 +152,26 @@ class Agent:
         self.messages.append(message)
         self._record(message)
 
-    async def run_turn(self, text: str, options: TurnOptions = PLAIN_TURN) -> p.TurnFinished:
+    async def run_turn(
+        self,
+        text: str,
+        options: TurnOptions = PLAIN_TURN,
+        images: Sequence[p.ImageAttachment] = (),
+    ) -> p.TurnFinished:
         """Work on one user input until the model answers, a limit hits, or it is cancelled.
 
-        ``options.allowed_tools``, when set (a custom command's), narrows the tools."""
+        ``options.allowed_tools``, when set (a custom command's), narrows the tools;
+        ``images`` go with the text to a model that takes them."""
         self.turn += 1
         self._turn_starts[self.turn] = len(self.messages)
         content, refusal = await prompt_hooks(self.hooks, text)
         if refusal is not None:
             return self._refused(text, refusal)
-        self._add({"role": "user", "content": content})
+        self._add(user_message(content, images))
         self.emit(p.TurnStarted(turn=self.turn, text=text))
+        if images and not self.vision.sends(self.settings, self.backend):
+            left_out = self.vision.left_out(self.settings, self.backend, images)
+            self.emit(p.Notice(level="warning", text=left_out))
         state = TurnState()
         status: p.TurnStatus
         try:
@@ -320,8 +336,11 @@ class Agent:
         system = self.system_prompt
         if self.approval_mode == PLAN_MODE:
             system += "\n\n" + PLAN_PROMPT
+        history = wire_messages(self.messages)
+        if not self.vision.sends(self.settings, self.backend):
+            history = text_only(history)
         request = ChatRequest(
-            messages=[{"role": "system", "content": system}, *wire_messages(self.messages)],
+            messages=[{"role": "system", "content": system}, *history],
             tools=[s for s in self._specs if allowed is None or s.name in allowed],
             max_tokens=self.settings.max_tokens,
             temperature=self.settings.temperature,
@@ -339,6 +358,8 @@ class Agent:
             spend=self.spend,
             on_call=early.offer,
         )
+        if state.images_refused:
+            self.vision.refused.add(self.backend.model)
         return failure
 
     async def _fit_context(self) -> CloverError | None:
@@ -434,3 +455,13 @@ class Agent:
         state.phase = "idle"
 
     # ------------------------------------------------------------ tools
+
+
+def _budget(settings: Settings) -> Budget:
+    """The context budget of a model with ``settings``' window."""
+    return Budget(
+        window=settings.context_window,
+        response_reserve=settings.max_tokens
+        or min(settings.response_reserve, settings.context_window // 4),
+        threshold=settings.compact_threshold,
+    )

@@ -41,6 +41,8 @@ class TurnState:
     """A Stop hook already sent the model back to work in this turn."""
     token_limit: bool = False
     """The last response stopped at the token limit."""
+    images_refused: bool = False
+    """The server refused the last request's images (it went again without them)."""
 
 
 async def stream_response(
@@ -68,6 +70,7 @@ async def stream_response(
     # Left "streaming" if cancelled mid-stream, so _close_partial knows.
     state.phase = "streaming"
     state.token_limit = False
+    state.images_refused = False
     try:
         async with aclosing(backend.stream(request)) as stream:
             async for event in stream:
@@ -114,6 +117,9 @@ async def stream_response(
                 elif isinstance(event, ev.Usage):
                     prompt_tokens, completion_tokens = event.prompt_tokens, event.completion_tokens
                     experts, cached_tokens = event.experts_per_layer, event.cached_tokens
+                elif isinstance(event, ev.ImagesDropped):
+                    state.images_refused = True
+                    emit(p.Notice(level="warning", text=images_dropped(event.reason)))
                 elif isinstance(event, ev.Failed):
                     failure = event.error
                 elif isinstance(event, ev.Finished) and event.reason == "length":
@@ -191,3 +197,11 @@ def assistant_message(state: TurnState, calls: list[ToolCall]) -> AssistantMessa
             for c in calls
         ]
     return message
+
+
+def images_dropped(reason: str) -> str:
+    """The one sentence for a request whose images the server refused."""
+    return (
+        f"{reason}; the prompt was sent again without them (they stay in the conversation "
+        "for a model that takes images)."
+    )
