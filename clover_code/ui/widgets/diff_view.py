@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 
 from rich.style import Style
-from rich.syntax import Syntax
 from rich.text import Span, Text
 from textual.widgets import Static
 
@@ -75,6 +74,10 @@ def _highlight_code(lines: list[str]) -> dict[int, Text]:
     result: dict[int, Text] = {}
     path = ""
     section: list[int] = []
+
+    # Imported at the first diff shown: Rich's Syntax brings Pygments, which the app
+    # does not need to start.
+    from rich.syntax import Syntax
 
     def flush() -> None:
         if not section:
