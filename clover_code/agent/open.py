@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +24,7 @@ from clover_code.agent.checkpoints.workspace_check import refuse_workspace, work
 from clover_code.agent.engines import Engines, WatchedBackend
 from clover_code.agent.extensions.agent_defs import agents_prompt, load_agents
 from clover_code.agent.extensions.commands import CustomCommand, load_commands
-from clover_code.agent.extensions.hooks import HookRunner
+from clover_code.agent.extensions.hooks import HookRunner, HostRun, run_host_program
 from clover_code.agent.extensions.host_programs import HostPrograms, checked_servers
 from clover_code.agent.extensions.script_retrust import ScriptRetrust, snapshot_bytes
 from clover_code.agent.extensions.skills import load_skills, skills_prompt
@@ -92,6 +92,7 @@ __all__ = [
     "Decision",
     "Engines",
     "FileAccess",
+    "HostRun",
     "LoadedSession",
     "RefuseApprover",
     "RunPatch",
@@ -100,6 +101,7 @@ __all__ = [
     "SessionInfo",
     "find_session",
     "fork_session",
+    "host_command",
     "iter_infos",
     "list_sessions",
     "load",
@@ -235,6 +237,33 @@ async def open_with_backend(
         raise
 
 
+def _host_programs(settings: Settings, root: Path) -> HostPrograms:
+    """The check before a host program runs, against the scripts the settings trust."""
+    return HostPrograms(
+        root,
+        trusted=settings.project_trust.trusted_scripts() if settings.project_trust else {},
+        user_dir=user_config_path().parent,
+    )
+
+
+def host_command(
+    settings: Settings, cwd: Path, command: str, timeout: float
+) -> Callable[[Mapping[str, Any]], Awaitable[HostRun]]:
+    """A configured program the front end runs on the host (the app's status line),
+    as a function of the JSON it gets on stdin: checked like a hook before every
+    run (a workspace script only with the bytes the user trusted), run in the
+    workspace, its process group killed after ``timeout`` seconds."""
+    root, _ = find_root(cwd)
+    programs = _host_programs(settings, root)
+
+    async def run(payload: Mapping[str, Any]) -> HostRun:
+        return await run_host_program(
+            command, payload, programs=programs, root=root, timeout=timeout
+        )
+
+    return run
+
+
 async def _open_sandbox(settings: Settings, root: Path, emit: Emit, opened: Steps) -> SandboxChoice:
     """The sandbox ``settings.sandbox`` names (its image build reports as notices)."""
     loop = asyncio.get_running_loop()
@@ -305,11 +334,7 @@ async def _assemble(
     startup_notices += notes
     trust_notice = settings.project_trust.notice() if settings.project_trust else None
     startup_notices += [trust_notice] if trust_notice else []
-    programs = HostPrograms(
-        root,
-        trusted=settings.project_trust.trusted_scripts() if settings.project_trust else {},
-        user_dir=user_config_path().parent,
-    )
+    programs = _host_programs(settings, root)
     servers, mcp_notices = declared_servers(settings, root)
     startup_notices += mcp_notices
     servers = checked_servers(servers, programs, root, startup_notices)

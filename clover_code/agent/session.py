@@ -24,6 +24,7 @@ from clover_code.agent.checkpoints.session import (
 )
 from clover_code.agent.checkpoints.store import CheckpointError, CheckpointStore
 from clover_code.agent.extensions.commands import CustomCommand, ExpandedPrompt, prepare, read_rule
+from clover_code.agent.extensions.hooks import notification_hooks
 from clover_code.agent.extensions.skills import Skill, load_skills
 from clover_code.agent.extensions.subagents import SubagentRunner
 from clover_code.agent.permissions.approval import QueueApprover
@@ -127,6 +128,8 @@ class Session:
         """Custom commands (``/name args`` prompts expand; for completion and ACP)."""
         self.subagents: SubagentRunner | None = None
         """Starts the task tool's child agents (and keeps what each cost)."""
+        self._notifying: set[asyncio.Task[None]] = set()
+        """Notification hooks still running (a turn never waits for them)."""
 
     def _transcript_failed(self, error: TranscriptError) -> None:
         """A transcript write failed: say so once, and let no turn go on unrecorded."""
@@ -212,6 +215,9 @@ class Session:
             CAUSE.reset(cause)
 
     async def _act(self, op: p.Op) -> None:
+        if isinstance(op, p.Notify):  # while a turn waits on an approval, too
+            self._notify(op)
+            return
         if not isinstance(op, p.Interrupt | p.ApprovalDecision):
             await self._wind_down()
         if isinstance(op, p.UserInput):
@@ -264,6 +270,16 @@ class Session:
         elif isinstance(op, p.Shutdown):
             await self.close()
 
+    def _notify(self, op: p.Notify) -> None:
+        hooks = self.agent.hooks
+        if hooks is None or not hooks.has("Notification"):
+            return
+        task = asyncio.create_task(
+            notification_hooks(hooks, op.message, op.notification_type, op.title)
+        )
+        self._notifying.add(task)
+        task.add_done_callback(self._notifying.discard)
+
     async def _wind_down(self) -> None:
         """A turn that already reported its end may still be saving its checkpoint: an op
         sent right after (a queued prompt, /undo) waits for that, instead of being refused."""
@@ -292,6 +308,9 @@ class Session:
         if self._turn is not None and self._turn is not asyncio.current_task():
             self._turn.cancel()
             await asyncio.gather(self._turn, return_exceptions=True)
+        for task in list(self._notifying):
+            task.cancel()
+        await asyncio.gather(*self._notifying, return_exceptions=True)
         steps: list[tuple[str, Step]] = []
         hooks = self.agent.hooks
         if hooks is not None and hooks.has("SessionEnd"):

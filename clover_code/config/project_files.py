@@ -129,14 +129,17 @@ class ProjectJudge:
 
 
 def _config_commands(data: Mapping[str, Any]) -> Iterator[tuple[str, Path]]:
-    """The host commands a settings file configures: hooks and MCP stdio servers
-    (as command lines, with the folder they start in relative to the workspace)."""
+    """The host commands a settings file configures: hooks, MCP stdio servers and the
+    status line (as command lines, with the folder they start in relative to the
+    workspace)."""
     hooks = data.get("hooks")
     for configs in hooks.values() if isinstance(hooks, Mapping) else []:
         for config in configs if isinstance(configs, list) else []:
             if isinstance(config, Mapping) and isinstance(config.get("command"), str):
                 yield config["command"], Path(".")
     yield from _server_commands(data.get("mcp_servers"))
+    if isinstance(data.get("statusline_command"), str):
+        yield data["statusline_command"], Path(".")
 
 
 def _mcp_file_commands(raw: bytes) -> Iterator[tuple[str, Path]]:

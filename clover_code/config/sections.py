@@ -96,7 +96,7 @@ class McpServerConfig(BaseModel):
 
 HookEvent = Literal[
     "SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PreCompact", "Stop",
-    "SessionEnd",
+    "SessionEnd", "Notification",
 ]  # fmt: skip
 
 
@@ -106,7 +106,8 @@ class HookConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     matcher: str = ""
-    """Regular expression over tool names (PreToolUse, PostToolUse); empty means every tool."""
+    """Regular expression over tool names (PreToolUse, PostToolUse) or the notification's
+    type (Notification: permission_prompt, idle_prompt); empty means every one."""
 
     command: str = Field(min_length=1)
     """The program and its arguments, split like a shell would (no shell runs it)."""

@@ -34,6 +34,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from clover_code.config import trust
+from clover_code.config.app_settings import AppSettings
 from clover_code.config.engine import EngineKind as EngineKind
 from clover_code.config.engine import ModelSettings
 from clover_code.config.managed import ManagedPolicy
@@ -89,9 +90,9 @@ def trust_store() -> trust.TrustStore:
     return trust.TrustStore(user_data_dir() / "trusted-projects.json")
 
 
-class Settings(ModelSettings):
+class Settings(AppSettings, ModelSettings):
     """Everything clover-code can be told. Each field is documented below (the model
-    and engine fields in ``ModelSettings``)."""
+    and engine fields in ``ModelSettings``, the app's in ``AppSettings``)."""
 
     model_config = SettingsConfigDict(
         env_prefix=ENV_PREFIX,

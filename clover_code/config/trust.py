@@ -168,6 +168,8 @@ _LOOSER: dict[str, Callable[[Any, Any], bool]] = {
     "github_host_shell": _switched_on,  # the bot's agent on the runner, beside the token
     "serve_host": _changed,  # who can reach clover-code serve
     "serve_api_key": _changed,  # a key the project's author knows would let them in
+    "statusline_command": _any,  # a program the app runs on the host
+    "keys": _any,  # a remap could make a key you type often switch the approval mode
 }
 
 _SECRET_KEYS = frozenset({"serve_api_key"})
@@ -190,6 +192,8 @@ NEUTRAL_KEYS = frozenset(
         "search_provider", "search_api_key",
         "github_trigger", "github_max_review_comments",
         "checkpoint_max_files", "checkpoint_max_bytes",
+        "theme", "editor_mode", "notify", "notify_after", "statusline_interval",
+        "statusline_timeout",
     }
 )  # fmt: skip
 """Settings that never weaken safety (``permissions`` is split: allow rules

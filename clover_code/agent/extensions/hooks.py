@@ -9,7 +9,11 @@ of tool names:
 
 - the program gets one JSON object on stdin: ``hook_event_name``,
   ``session_id``, ``transcript_path``, ``cwd`` and, per event, ``prompt``,
-  ``tool_name``, ``tool_input``, ``tool_response``;
+  ``tool_name``, ``tool_input``, ``tool_response``, and for ``Notification``
+  ``message``, ``title`` and ``notification_type`` (``permission_prompt``: an
+  approval waits; ``idle_prompt``: the prompt waits after a turn), which its
+  matcher is matched against (a front end sends ``protocol.Notify`` when it
+  tells the user, and the session runs these hooks then);
 - exit 0 lets things go on; the stdout of ``UserPromptSubmit`` and
   ``SessionStart`` is added to the model's context;
 - exit 2 blocks: stderr is the reason (``PreToolUse``: the call is refused
@@ -31,6 +35,9 @@ their argv split from the configured command (``shlex``); the model's data
 reaches them only through stdin. A hook that cannot start, crashes, hangs
 past its timeout (its whole process group is killed) or prints bad JSON is
 reported in one sentence and the session goes on.
+
+``run_host_program`` is that run alone, for other configured host programs
+(the app's status line), with the same check first.
 
 Before every run the command is checked (``host_programs``): a script or
 program in the workspace runs only with the bytes the user trusted, and a
@@ -58,7 +65,16 @@ from clover_code.agent.extensions.host_programs import HostPrograms, Refused
 from clover_code.config.settings import HookConfig, HookEvent
 from clover_code.protocol.json_text import loads_bounded
 
-__all__ = ["HOOK_EVENTS", "HookOutcome", "HookRunner", "prompt_hooks", "stop_hooks"]
+__all__ = [
+    "HOOK_EVENTS",
+    "HookOutcome",
+    "HookRunner",
+    "HostRun",
+    "notification_hooks",
+    "prompt_hooks",
+    "run_host_program",
+    "stop_hooks",
+]
 
 HOOK_EVENTS: tuple[HookEvent, ...] = (
     "SessionStart",
@@ -68,12 +84,15 @@ HOOK_EVENTS: tuple[HookEvent, ...] = (
     "PreCompact",
     "Stop",
     "SessionEnd",
+    "Notification",
 )
 BLOCK_EXIT = 2
 """The exit status that blocks (Claude Code's)."""
 MAX_CONTEXT_CHARS = 10_000
 """Most characters of one hook's output added to the model's context."""
 _TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse"})
+_MATCHED_EVENTS = _TOOL_EVENTS | {"Notification"}
+"""Events whose hooks have a matcher: over the tool name, or the notification's type."""
 
 
 @dataclass(slots=True)
@@ -90,12 +109,17 @@ class HookOutcome:
 
 
 @dataclass(slots=True)
-class _Run:
+class HostRun:
+    """How one run of a configured host program went."""
+
     code: int | None
+    """Its exit status (None: it did not run, or did not finish)."""
     stdout: str
     stderr: str
     problem: str | None = None
+    """Why it did not run or finish, as the end of a sentence (``it could not start ...``)."""
     refused: bool = False
+    """The check before the run refused it (``problem`` says why)."""
 
 
 class HookRunner:
@@ -160,9 +184,15 @@ class HookRunner:
         return bool(self.hooks.get(event))
 
     async def run(
-        self, event: HookEvent, data: Mapping[str, Any] | None = None, *, tool: str | None = None
+        self,
+        event: HookEvent,
+        data: Mapping[str, Any] | None = None,
+        *,
+        tool: str | None = None,
+        match: str | None = None,
     ) -> HookOutcome:
-        """Run the hooks of ``event`` (those whose matcher fits ``tool``) in order.
+        """Run the hooks of ``event`` (those whose matcher fits ``tool``, or ``match``
+        for an event matched on something else) in order.
 
         The first hook that blocks ends the run; a replaced ``tool_input`` is
         passed on to the hooks after it.
@@ -175,9 +205,10 @@ class HookRunner:
             "cwd": str(self.root),
             **(data or {}),
         }
+        subject = tool if tool is not None else match
         for config in self.hooks.get(event, []):
-            matched = not config.matcher or tool is None or re.fullmatch(config.matcher, tool)
-            if event in _TOOL_EVENTS and not matched:
+            matched = not config.matcher or subject is None or re.fullmatch(config.matcher, subject)
+            if event in _MATCHED_EVENTS and not matched:
                 continue
             run = await self._execute(config, payload)
             self._judge(event, config, run, outcome, tool)
@@ -187,61 +218,21 @@ class HookRunner:
                 payload["tool_input"] = outcome.tool_input
         return outcome
 
-    async def _execute(self, config: HookConfig, payload: Mapping[str, Any]) -> _Run:
-        try:
-            argv = shlex.split(config.command)
-        except ValueError as exc:
-            return _Run(None, "", "", f"its command cannot be split into words ({exc})")
-        if not argv:
-            return _Run(None, "", "", "its command is empty")
-        prepared = self.programs.prepare(argv)
-        changed = prepared.changed if isinstance(prepared, Refused) else None
-        # Checked again after the answer: bytes changed since the diff do not run.
-        if changed and self.retrust is not None and await self.retrust(changed):
-            prepared = self.programs.prepare(argv)
-        if isinstance(prepared, Refused):
-            return _Run(None, "", "", f"it was not run: {prepared.reason}.", refused=True)
-        env = {**os.environ, "PATH": prepared.path_env, "CLOVER_PROJECT_DIR": str(self.root)}
-        try:
-            proc = await asyncio.create_subprocess_exec(
-                *prepared.argv,
-                cwd=self.root,
-                env=env,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                start_new_session=True,  # its own process group, killed as a whole
-            )
-        except OSError as exc:
-            return _Run(None, "", "", f"it could not start ({exc.strerror or exc})")
-        data = json.dumps(payload).encode()
-        try:
-            out, err = await asyncio.wait_for(proc.communicate(data), config.timeout)
-        except TimeoutError:
-            _kill_group(proc.pid)
-            await proc.wait()
-            return _Run(
-                None, "", "", f"it did not finish within {config.timeout:g} s and was killed"
-            )
-        except BaseException:
-            _kill_group(proc.pid)
-            raise
-        finally:
-            # Children it left behind in its group go too.
-            _kill_group(proc.pid)
-        stdout = out.decode("utf-8", errors="replace")
-        stderr = err.decode("utf-8", errors="replace")
-        code = proc.returncode
-        if code is not None and code < 0:
-            name = _signal_name(-code)
-            return _Run(code, stdout, stderr, f"it was killed by {name}")
-        return _Run(code, stdout, stderr)
+    async def _execute(self, config: HookConfig, payload: Mapping[str, Any]) -> HostRun:
+        return await run_host_program(
+            config.command,
+            payload,
+            programs=self.programs,
+            root=self.root,
+            timeout=config.timeout,
+            retrust=self.retrust,
+        )
 
     def _judge(
         self,
         event: HookEvent,
         config: HookConfig,
-        run: _Run,
+        run: HostRun,
         outcome: HookOutcome,
         tool: str | None,
     ) -> None:
@@ -369,6 +360,78 @@ async def stop_hooks(hooks: HookRunner | None, active: bool, last: str) -> str |
         return None
     outcome = await hooks.run("Stop", {"stop_hook_active": active, "last_message": last})
     return f"[A Stop hook asks you to go on] {outcome.reason}" if outcome.blocked else None
+
+
+async def run_host_program(
+    command: str,
+    payload: Mapping[str, Any],
+    *,
+    programs: HostPrograms,
+    root: Path,
+    timeout: float,
+    retrust: Callable[[str], Awaitable[bool]] | None = None,
+) -> HostRun:
+    """Run a configured host program as a hook runs: ``command`` split into words and
+    checked (``programs``; ``retrust`` may ask about a changed trusted script), in
+    ``root``, with ``payload`` as JSON on stdin, its process group killed after
+    ``timeout`` seconds (and when it ends, for what it left behind)."""
+    try:
+        argv = shlex.split(command)
+    except ValueError as exc:
+        return HostRun(None, "", "", f"its command cannot be split into words ({exc})")
+    if not argv:
+        return HostRun(None, "", "", "its command is empty")
+    prepared = programs.prepare(argv)
+    changed = prepared.changed if isinstance(prepared, Refused) else None
+    # Checked again after the answer: bytes changed since the diff do not run.
+    if changed and retrust is not None and await retrust(changed):
+        prepared = programs.prepare(argv)
+    if isinstance(prepared, Refused):
+        return HostRun(None, "", "", f"it was not run: {prepared.reason}.", refused=True)
+    env = {**os.environ, "PATH": prepared.path_env, "CLOVER_PROJECT_DIR": str(root)}
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *prepared.argv,
+            cwd=root,
+            env=env,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,  # its own process group, killed as a whole
+        )
+    except OSError as exc:
+        return HostRun(None, "", "", f"it could not start ({exc.strerror or exc})")
+    data = json.dumps(payload).encode()
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(data), timeout)
+    except TimeoutError:
+        _kill_group(proc.pid)
+        await proc.wait()
+        return HostRun(None, "", "", f"it did not finish within {timeout:g} s and was killed")
+    except BaseException:
+        _kill_group(proc.pid)
+        raise
+    finally:
+        # Children it left behind in its group go too.
+        _kill_group(proc.pid)
+    stdout = out.decode("utf-8", errors="replace")
+    stderr = err.decode("utf-8", errors="replace")
+    code = proc.returncode
+    if code is not None and code < 0:
+        name = _signal_name(-code)
+        return HostRun(code, stdout, stderr, f"it was killed by {name}")
+    return HostRun(code, stdout, stderr)
+
+
+async def notification_hooks(
+    hooks: HookRunner | None, message: str, notification_type: str, title: str
+) -> None:
+    """Run the Notification hooks whose matcher fits ``notification_type`` (what they
+    print is not used: they route the notification, they decide nothing)."""
+    if hooks is None or not hooks.has("Notification"):
+        return
+    data = {"message": message, "title": title, "notification_type": notification_type}
+    await hooks.run("Notification", data, match=notification_type)
 
 
 def _one_line(text: str) -> str:
