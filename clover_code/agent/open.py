@@ -237,33 +237,6 @@ async def open_with_backend(
         raise
 
 
-def _host_programs(settings: Settings, root: Path) -> HostPrograms:
-    """The check before a host program runs, against the scripts the settings trust."""
-    return HostPrograms(
-        root,
-        trusted=settings.project_trust.trusted_scripts() if settings.project_trust else {},
-        user_dir=user_config_path().parent,
-    )
-
-
-def host_command(
-    settings: Settings, cwd: Path, command: str, timeout: float
-) -> Callable[[Mapping[str, Any]], Awaitable[HostRun]]:
-    """A configured program the front end runs on the host (the app's status line),
-    as a function of the JSON it gets on stdin: checked like a hook before every
-    run (a workspace script only with the bytes the user trusted), run in the
-    workspace, its process group killed after ``timeout`` seconds."""
-    root, _ = find_root(cwd)
-    programs = _host_programs(settings, root)
-
-    async def run(payload: Mapping[str, Any]) -> HostRun:
-        return await run_host_program(
-            command, payload, programs=programs, root=root, timeout=timeout
-        )
-
-    return run
-
-
 async def _open_sandbox(settings: Settings, root: Path, emit: Emit, opened: Steps) -> SandboxChoice:
     """The sandbox ``settings.sandbox`` names (its image build reports as notices)."""
     loop = asyncio.get_running_loop()
@@ -334,7 +307,11 @@ async def _assemble(
     startup_notices += notes
     trust_notice = settings.project_trust.notice() if settings.project_trust else None
     startup_notices += [trust_notice] if trust_notice else []
-    programs = _host_programs(settings, root)
+    programs = HostPrograms(
+        root,
+        trusted=settings.project_trust.trusted_scripts() if settings.project_trust else {},
+        user_dir=user_config_path().parent,
+    )
     servers, mcp_notices = declared_servers(settings, root)
     startup_notices += mcp_notices
     servers = checked_servers(servers, programs, root, startup_notices)
@@ -456,3 +433,25 @@ async def _assemble(
         agent.system_prompt += await hooks.session_start(resume is not None)
     session.skills, session.commands = skills, commands
     return session
+
+
+def host_command(
+    settings: Settings, cwd: Path, command: str, timeout: float
+) -> Callable[[Mapping[str, Any]], Awaitable[HostRun]]:
+    """A configured program the front end runs on the host (the app's status line),
+    as a function of the JSON it gets on stdin: checked like a hook before every
+    run (a workspace script only with the bytes the user trusted), run in the
+    workspace, its process group killed after ``timeout`` seconds."""
+    root, _ = find_root(cwd)
+    programs = HostPrograms(  # as a session's hooks are checked
+        root,
+        trusted=settings.project_trust.trusted_scripts() if settings.project_trust else {},
+        user_dir=user_config_path().parent,
+    )
+
+    async def run(payload: Mapping[str, Any]) -> HostRun:
+        return await run_host_program(
+            command, payload, programs=programs, root=root, timeout=timeout
+        )
+
+    return run

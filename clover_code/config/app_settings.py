@@ -62,8 +62,7 @@ def key_problem(key: str) -> str | None:
         unknown = [m for m in mods if m.lower() not in _MODIFIERS]
         if unknown:
             return (
-                f"'{unknown[0]}' in '{one}' is not a modifier "
-                f"(use {', '.join(sorted(_MODIFIERS))})"
+                f"'{unknown[0]}' in '{one}' is not a modifier (use {', '.join(sorted(_MODIFIERS))})"
             )
         if len(base) == 1 or base.lower() in _NAMED or _unicode_name(base):
             continue

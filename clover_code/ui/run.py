@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from clover_code.review.session import ReviewReport
     from clover_code.ui.app import CloverApp
     from clover_code.ui.host import Reviewer
+    from clover_code.ui.options import AppOptions
+    from clover_code.ui.statusline import StatusLineConfig
     from clover_code.ui.widgets.trust import TrustQuestion
 
 
@@ -102,6 +104,40 @@ def trust_question(
     return TrustQuestion(files, accept), lambda: holder[0]
 
 
+def app_options(settings: Settings, cwd: Path, current: Callable[[], Settings]) -> AppOptions:
+    """The app's own settings (theme, keys, editor mode, notifications, status line), checked
+    (``check_options``: a ``ConfigError`` for a theme or keys the app cannot use)."""
+    from clover_code.config.settings import user_config_path
+    from clover_code.config.user_file import set_user_value
+    from clover_code.ui.app import CloverApp
+    from clover_code.ui.options import AppOptions, check_options
+    from clover_code.ui.widgets.approval import ApprovalScreen
+
+    def statusline() -> StatusLineConfig | None:
+        now = current()  # after the trust question: a project's command applies once trusted
+        command = now.statusline_command
+        if not command:
+            return None
+        from clover_code.agent.open import host_command
+        from clover_code.ui.statusline import StatusLineConfig
+
+        run = host_command(now, cwd, command, now.statusline_timeout)
+        return StatusLineConfig(command, run, now.statusline_interval / 1000)
+
+    options = AppOptions(
+        theme=settings.theme,
+        keymap=dict(settings.keys),
+        editor_mode=settings.editor_mode,
+        notify=settings.notify,
+        notify_after=settings.notify_after,
+        statusline=statusline,
+        save_theme=lambda name: set_user_value(user_config_path(), "theme", name),
+    )
+    screens = {"the app": CloverApp.BINDINGS, "the approval dialog": ApprovalScreen.BINDINGS}
+    check_options(options, screens)
+    return options
+
+
 def run_app(
     settings: Settings,
     cwd: Path,
@@ -116,8 +152,9 @@ def run_app(
     from clover_code.agent.engines import Engines
     from clover_code.ui.app import CloverApp
 
-    engines = Engines()
     question, current = trust_question(settings, reload)
+    options = app_options(settings, cwd, current)
+    engines = Engines()
     app = CloverApp(
         session_factory(settings, cwd, engines, current=current),
         cwd=cwd,
@@ -127,6 +164,7 @@ def run_app(
         trust=question,
         reviewer=review_runner(cwd, engines, current),
         approval_modes=settings.managed.approval_modes(),
+        options=options,
     )
     try:
         code = app.run()
@@ -146,4 +184,11 @@ def resume_hint(app: CloverApp) -> str | None:
     return f"Session saved. Resume it with: clover-code --resume {app.started.session_id}"
 
 
-__all__ = ["resume_hint", "review_runner", "run_app", "session_factory", "trust_question"]
+__all__ = [
+    "app_options",
+    "resume_hint",
+    "review_runner",
+    "run_app",
+    "session_factory",
+    "trust_question",
+]

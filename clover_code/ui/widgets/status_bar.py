@@ -1,7 +1,10 @@
 """One line at the bottom: engine and model, speed, context, sandbox, approvals, git.
 
 All of it arrives as reactive attributes set by the app; nothing here asks
-the core or runs a program.
+the core or runs a program. A status-line command's line (``custom``, from
+``ui/statusline.py``) takes the place of the engine, model, speed, context
+and branch; the approval mode and the sandbox always stay, so no command can
+hide them. In vim mode the prompt's mode is shown first.
 """
 
 from __future__ import annotations
@@ -40,11 +43,20 @@ class StatusBar(Static):
     branch: reactive[str] = reactive("")
     dirty: reactive[bool] = reactive(False)
     busy: reactive[bool] = reactive(False)
+    custom: reactive[Text | None] = reactive(None)
+    """The status-line command's line (None: the built-in one)."""
+    editor_mode: reactive[str] = reactive("")
+    """The prompt's vim mode (NORMAL, INSERT), or "" outside vim mode."""
 
     def render(self) -> Text:
         wide = self.size.width >= 110
         width = max(20, self.size.width - 2)  # the padding
         sep = ("  │  ", "dim") if wide else (" │ ", "dim")
+        mode = Text(f"{self.editor_mode} ", style="bold reverse") if self.editor_mode else None
+        if mode is not None:
+            width -= len(mode)
+        if self.custom is not None:
+            return self._with_custom(self.custom, width, sep, mode)
         # (priority, text): when the line is too long, the lowest priorities go first;
         # the approval mode and the sandbox always stay.
         parts: list[tuple[int, Text]] = []
@@ -63,13 +75,7 @@ class StatusBar(Static):
             if wide:
                 ctx.append(f" {human_count(self.context_used)} tok", style="dim")
             parts.append((3, ctx))
-        if self.sandbox:
-            host = self.sandbox in ("host", "none")
-            label = ("sandbox " if wide else "") + self.sandbox + (" ⚠" if host else "")
-            parts.append((9, Text(label, style="bold black on yellow" if host else "")))
-        if self.approval:
-            style = "bold red" if self.approval == "full-auto" else ""
-            parts.append((9, Text(self.approval, style=style)))
+        parts += self._kept(wide)
         if self.branch:
             parts.append((2, Text(f"⎇ {self.branch}" + ("*" if self.dirty else ""))))
         engine = f"{self.engine}:" if self.engine else ""
@@ -81,9 +87,39 @@ class StatusBar(Static):
             lowest = min(priority for priority, _ in parts)
             parts = [(q, t) for q, t in parts if q != lowest]
         out = Text(no_wrap=True, overflow="ellipsis")
+        if mode is not None:
+            out.append_text(mode)
         out.append(engine, style="dim")
         out.append(shorten_middle(self.model, max(MIN_MODEL, room(parts))), style="bold")
         for _, text in parts:
+            out.append(*sep)
+            out.append_text(text)
+        return out
+
+    def _kept(self, wide: bool) -> list[tuple[int, Text]]:
+        """The parts that always stay: the sandbox and the approval mode."""
+        parts: list[tuple[int, Text]] = []
+        if self.sandbox:
+            host = self.sandbox in ("host", "none")
+            label = ("sandbox " if wide else "") + self.sandbox + (" ⚠" if host else "")
+            parts.append((9, Text(label, style="bold black on yellow" if host else "")))
+        if self.approval:
+            style = "bold red" if self.approval == "full-auto" else ""
+            parts.append((9, Text(self.approval, style=style)))
+        return parts
+
+    def _with_custom(
+        self, custom: Text, width: int, sep: tuple[str, str], mode: Text | None
+    ) -> Text:
+        kept = self._kept(self.size.width >= 110)
+        room = width - sum(len(t) + len(sep[0]) for _, t in kept)
+        line = custom.copy()
+        line.truncate(max(MIN_MODEL, room), overflow="ellipsis")
+        out = Text(no_wrap=True, overflow="ellipsis")
+        if mode is not None:
+            out.append_text(mode)
+        out.append_text(line)
+        for _, text in kept:
             out.append(*sep)
             out.append_text(text)
         return out
