@@ -34,7 +34,7 @@ KEY_ACTIONS: dict[str, str] = {
     "allow_once": "approval dialog: allow once (y)",
     "allow_session": "approval dialog: allow for the session (a)",
     "allow_all_edits": "approval dialog: allow all edits (A)",
-    "deny": "approval dialog: deny (n, Escape)",
+    "deny": "approval dialog: deny (n; Escape denies too)",
 }
 """The actions ``[keys]`` can bind, with what each does (and its default key)."""
 
