@@ -60,12 +60,22 @@ CASES: list[tuple[str, tuple[int, int], str, tuple[int, int], str]] = [
     ("c2w", (0, 0), TEXT.replace("alpha beta_2", "", 1), (0, 0), "insert"),
     ("cc", (1, 4), "alpha beta_2 gamma\n\nlast line", (1, 0), "insert"),
     ("c$", (0, 6), TEXT.replace("beta_2 gamma", "", 1), (0, 6), "insert"),
-    ("yyp", (0, 0), "alpha beta_2 gamma\nalpha beta_2 gamma\n" + TEXT.split("\n", 1)[1],
-     (1, 0), "normal"),
-    ("2yyjp", (0, 0), "alpha beta_2 gamma\n  delta.epsilon zeta\nalpha beta_2 gamma\n"
-     "  delta.epsilon zeta\nlast line", (2, 0), "normal"),
-    ("ywp", (0, 0), "aalpha lpha beta_2 gamma\n" + TEXT.split("\n", 1)[1],
-     (0, 6), "normal"),
+    (
+        "yyp",
+        (0, 0),
+        "alpha beta_2 gamma\nalpha beta_2 gamma\n" + TEXT.split("\n", 1)[1],
+        (1, 0),
+        "normal",
+    ),
+    (
+        "2yyjp",
+        (0, 0),
+        "alpha beta_2 gamma\n  delta.epsilon zeta\nalpha beta_2 gamma\n"
+        "  delta.epsilon zeta\nlast line",
+        (2, 0),
+        "normal",
+    ),
+    ("ywp", (0, 0), "aalpha lpha beta_2 gamma\n" + TEXT.split("\n", 1)[1], (0, 6), "normal"),
     ("xp", (0, 0), "lapha beta_2 gamma\n" + TEXT.split("\n", 1)[1], (0, 1), "normal"),
     ("ddp", (0, 0), "  delta.epsilon zeta\nalpha beta_2 gamma\nlast line", (1, 0), "normal"),
     ("x3p", (0, 0), "laaapha beta_2 gamma\n" + TEXT.split("\n", 1)[1], (0, 3), "normal"),
@@ -141,9 +151,7 @@ async def test_insert_mode_types_escape_leaves_it_and_the_status_bar_says_which(
 
 
 async def test_escape_in_normal_mode_still_interrupts_a_turn() -> None:
-    app = replay_app(
-        scenes.OPEN, [scenes.running_command()], options=AppOptions(editor_mode="vim")
-    )
+    app = replay_app(scenes.OPEN, [scenes.running_command()], options=AppOptions(editor_mode="vim"))
     async with app.run_test(size=(100, 30)) as pilot:
         await until(pilot, lambda: app.started is not None, message="the session to open")
         app.composer.input.insert("run the tests")
