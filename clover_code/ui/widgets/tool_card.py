@@ -102,7 +102,10 @@ class ToolCard(Vertical, can_focus=True):
         text = clean(headline(self.tool_name, self.started.summary, self.started.arguments))
         footer = self._footer(self.finished) if self.finished is not None else ""
         line = Content.assemble(
-            icon, (self.tool_name, "bold"), " " + text.replace("\n", " ⏎ ")[:300], (footer, "dim")
+            icon,
+            (self.tool_name, "bold"),
+            " " + text.replace("\n", " ⏎ ")[:300],
+            (footer, "$text-muted"),
         )
         self._title.update(line)
 
@@ -124,7 +127,7 @@ class ToolCard(Vertical, can_focus=True):
         """Live output of the running command: the last few lines are shown."""
         self.live = (self.live + text)[-LIVE_CHARS:]
         lines = clean(self.live).splitlines()[-LIVE_LINES:]
-        self._body.update(Content.styled("\n".join(lines), "dim"))
+        self._body.update(Content.styled("\n".join(lines), "$text-muted"))
 
     def finish(self, done: p.ToolCallFinished) -> None:
         """The call ended: show its status and result."""
@@ -153,7 +156,7 @@ class ToolCard(Vertical, can_focus=True):
         if self.finished.status == "ok" and self.started.kind in ("read", "search"):
             # the model reads these; the user only needs the one-line summary
             first = clean(result).strip().splitlines()
-            self._body.update(Content.styled(first[0][:200] if first else "", "dim"))
+            self._body.update(Content.styled(first[0][:200] if first else "", "$text-muted"))
             return
         if looks_binary(result):
             binary = f"[binary output, {len(result):,} characters, not shown]"
@@ -164,7 +167,7 @@ class ToolCard(Vertical, can_focus=True):
         body = Content.styled("\n".join(lines), "$text-error" if failed(self.finished) else "")
         if left_out:
             hint = "click or Enter to show more" if not self.expanded else "cut"
-            body = body.append_text(f"\n… {left_out:,} more lines ({hint})", "dim italic")
+            body = body.append_text(f"\n… {left_out:,} more lines ({hint})", "italic $text-muted")
         self._body.update(body)
 
     def action_expand(self) -> None:
