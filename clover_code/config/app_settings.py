@@ -31,12 +31,9 @@ KEY_ACTIONS: dict[str, str] = {
     "denoise_view": "denoising view on/off (F2)",
     "edit_queued": "take the last queued prompt back (Alt+Up)",
     "command_palette": "the command palette (Ctrl+P)",
-    "allow_once": "approval dialog: allow once (y)",
-    "allow_session": "approval dialog: allow for the session (a)",
-    "allow_all_edits": "approval dialog: allow all edits (A)",
-    "deny": "approval dialog: deny (n; Escape denies too)",
 }
-"""The actions ``[keys]`` can bind, with what each does (and its default key)."""
+"""The actions ``[keys]`` can bind, with what each does (and its default key). The
+dialogs keep their own letters (an approval is always y, a, A or n)."""
 
 _MODIFIERS = frozenset({"ctrl", "shift", "alt", "meta", "super", "hyper"})
 _NAMED = frozenset(

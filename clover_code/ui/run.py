@@ -111,7 +111,6 @@ def app_options(settings: Settings, cwd: Path, current: Callable[[], Settings]) 
     from clover_code.config.user_file import set_user_value
     from clover_code.ui.app import CloverApp
     from clover_code.ui.options import AppOptions, check_options
-    from clover_code.ui.widgets.approval import ApprovalScreen
 
     def statusline() -> StatusLineConfig | None:
         now = current()  # after the trust question: a project's command applies once trusted
@@ -133,8 +132,7 @@ def app_options(settings: Settings, cwd: Path, current: Callable[[], Settings]) 
         statusline=statusline,
         save_theme=lambda name: set_user_value(user_config_path(), "theme", name),
     )
-    screens = {"the app": CloverApp.BINDINGS, "the approval dialog": ApprovalScreen.BINDINGS}
-    check_options(options, screens)
+    check_options(options, {"the app": CloverApp.BINDINGS})
     return options
 
 
