@@ -112,10 +112,10 @@ class ApprovalScreen(ModalScreen[p.ApprovalDecision]):
 
     DEFAULT_CSS = sibling_css(__file__)
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("y", "decide('allow_once')", "Allow once", id="allow_once"),
-        Binding("a", "decide('allow_prefix')", "Allow for the session", id="allow_session"),
-        Binding("A", "decide('allow_edits')", "Allow all edits", id="allow_all_edits"),
-        Binding("n", "decide('deny')", "Deny", id="deny"),
+        Binding("y", "decide('allow_once')", "Allow once"),
+        Binding("a", "decide('allow_prefix')", "Allow for the session"),
+        Binding("A", "decide('allow_edits')", "Allow all edits"),
+        Binding("n", "decide('deny')", "Deny"),
         Binding("escape", "decide('deny')", "Deny", priority=True),
     ]
 
