@@ -18,6 +18,7 @@ from textual.theme import Theme
 
 from clover_code import protocol as p
 from clover_code.ui.bridge import EventBridge
+from clover_code.ui.options import AppOptions
 from clover_code.ui.turn_stats import TurnStats
 
 if TYPE_CHECKING:
@@ -85,6 +86,8 @@ class SlashHost(SessionHost, Protocol):
     """The app as the slash commands see it."""
 
     cwd: Path
+    options: AppOptions
+    """The app's own settings (its keys and editor mode, for /help)."""
     sessions_dir: Path | None
     reviewer: Reviewer | None
     """Runs ``/review`` (None: reviews are not available)."""

@@ -180,3 +180,36 @@ async def test_without_vim_mode_letters_are_text(editor_mode: str) -> None:
         await pilot.press("escape", "d", "d")
         assert app.composer.input.text == "dd" and app.composer.input.vim is None
         assert app.status_bar.editor_mode == ""
+
+
+async def test_help_lists_the_vim_keys_and_your_keys() -> None:
+    from clover_code.ui.widgets.notice_line import NoticeLine
+
+    options = AppOptions(editor_mode="vim", keymap={"interrupt": "ctrl+g"})
+    app = replay_app(scenes.OPEN, options=options)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await until(pilot, lambda: app.started is not None, message="the session to open")
+        app.composer.input.insert("/help")
+        app.composer.input.submit()
+        await until(
+            pilot,
+            lambda: any("Vim mode:" in n.text for n in app.query(NoticeLine)),
+            message="the help",
+        )
+        (shown,) = [n.text for n in app.query(NoticeLine) if "Vim mode:" in n.text]
+        assert "ctrl+g stop the running turn (Escape)" in shown
+        assert "h j k l w b e 0 $ gg G" in shown
+
+
+async def _normal_mode_with_text(pilot: Any) -> None:
+    from tests.ui.test_snapshots import settle
+
+    await settle(pilot)
+    await pilot.press(*"fix the parser")
+    await pilot.press("escape", "b")
+    await until(pilot, lambda: pilot.app.status_bar.editor_mode == "NORMAL", message="normal mode")
+    await pilot.pause()
+
+
+def test_the_status_bar_shows_the_vim_mode(snap_compare: Any) -> None:
+    assert snap_compare(vim_app(), terminal_size=(100, 24), run_before=_normal_mode_with_text)
