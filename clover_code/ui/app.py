@@ -15,10 +15,9 @@ import contextlib
 from pathlib import Path
 from typing import ClassVar
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import TextArea
 from textual.worker import Worker, WorkerState
 
 from clover_code import protocol as p
@@ -289,9 +288,10 @@ class CloverApp(App[int]):
             self.bridge.batch_handled()
         self.extras.saw(message.events, queued=queued)
 
-    @on(TextArea.Changed, "#prompt")
-    def _typed(self) -> None:
-        self.extras.notifier.user_active()  # the user is here: the prompt's wait is over
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key | events.Paste) and not event.is_forwarded:
+            self.extras.notifier.user_active()  # the user is here: the prompt's wait is over
+        await super().on_event(event)
 
     def write_terminal(self, sequence: str) -> None:
         """Write an escape sequence to the terminal, in order with the frames (the driver's
@@ -308,7 +308,6 @@ class CloverApp(App[int]):
 
     @on(PromptInput.Submitted)
     def _submitted(self, event: PromptInput.Submitted) -> None:
-        self.extras.notifier.user_active()
         self.send_text(event.text)
 
     @on(PromptInput.EditorModeChanged)

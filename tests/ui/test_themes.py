@@ -206,3 +206,14 @@ def test_failed_command_card_in_theme(snap_compare: SnapCompare, theme: str) -> 
 def test_denoising_view_in_theme(snap_compare: SnapCompare, theme: str) -> None:
     app = with_turn(scenes.streaming(), options=AppOptions(theme=theme))
     assert snap_compare(app, terminal_size=(100, 30), run_before=send_prompt)
+
+
+async def test_the_theme_from_the_settings_is_not_written_back() -> None:
+    saved: list[str] = []
+    app = replay_app(scenes.OPEN, options=AppOptions(theme="nord", save_theme=saved.append))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot, lambda: app.started is not None, message="the session to open")
+        await pilot.pause()
+        assert app.theme == "nord" and saved == []
+        app.theme = "gruvbox"  # as the palette sets it
+        await until(pilot, lambda: saved == ["gruvbox"], message="the pick to be saved")
