@@ -299,7 +299,10 @@ def run(argv: list[str]) -> int:
         def reload() -> Settings:
             return load_settings(_cli_settings(args), repo_root=root)
 
-        return run_app(settings, cwd, resume=resume, reload=reload)
+        try:
+            return run_app(settings, cwd, resume=resume, reload=reload)
+        except CloverError as exc:  # the app's own settings (theme, [keys]), before it starts
+            return report_error(exc, args.output_format, sys.stdout, sys.stderr, started=started)
     return asyncio.run(
         run_task(
             settings,

@@ -146,6 +146,8 @@ def run_app(
     """Run the app in this terminal until the user quits; returns the exit code.
 
     ``reload`` reads the settings again (after the user trusted the project's).
+    Raises ``ConfigError`` before the app starts when its own settings cannot be
+    used (a theme it does not have, a key given to two actions).
     """
     from clover_code.agent.engines import Engines
     from clover_code.ui.app import CloverApp

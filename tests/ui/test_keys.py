@@ -3,6 +3,8 @@ refused in one sentence."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from textual.binding import Binding
 
@@ -62,10 +64,7 @@ def test_keys_moved_out_of_each_others_way_are_fine() -> None:
     check_options(AppOptions(keymap={"quit": "escape", "interrupt": "ctrl+g"}), SCREENS)
 
 
-def test_the_settings_reach_the_app_options(tmp_path: object) -> None:
-    from pathlib import Path
-
-    assert isinstance(tmp_path, Path)
+def test_the_settings_reach_the_app_options(tmp_path: Path) -> None:
     settings = ui_settings(
         tmp_path, keys={"interrupt": "ctrl+g"}, editor_mode="vim", theme="nord", notify="osc"
     )
@@ -73,3 +72,38 @@ def test_the_settings_reach_the_app_options(tmp_path: object) -> None:
     assert options.keymap == {"interrupt": "ctrl+g"} and options.editor_mode == "vim"
     assert options.theme == "nord" and options.notify == "osc" and options.notify_after == 60
     assert options.statusline() is None
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("config", "sentence"),
+    [
+        ('[keys]\nquit = "escape"\n', b"[keys] gives escape to both interrupt and quit"),
+        ('theme = "solarised"\n', b"theme 'solarised' is not one of the app's themes"),
+    ],
+)
+async def test_in_a_terminal_a_refused_setting_is_one_sentence_and_exit_2(
+    tmp_path: Path, config: str, sentence: bytes
+) -> None:
+    import os
+
+    from tests.ui.pty_app import PtyApp
+    from tests.waiting import wait_until
+
+    folder = tmp_path / "config" / "clover-code"
+    folder.mkdir(parents=True)
+    (folder / "config.toml").write_text(config)
+    env = {
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "PATH": os.environ.get("PATH", os.defpath),
+        "TERM": "xterm-256color",
+    }
+    app = PtyApp(["--base-url", "http://127.0.0.1:9/v1", "--sandbox", "none"], env, (100, 30))
+    try:
+        out = await app.read_until(sentence, message="the sentence")
+        wait_until(lambda: app.proc.poll() is not None, message="clover-code to exit")
+        assert app.proc.returncode == 2 and b"Traceback" not in out
+        assert out.count(b"clover-code: ") == 1
+    finally:
+        app.close()
