@@ -28,11 +28,11 @@ from dataclasses import dataclass
 from typing import Literal
 
 from clover_code import protocol as p
+from clover_code.config.app_settings import NotifyMode
 
 __all__ = ["Channel", "Notifier", "notification_sequence", "terminal_channel"]
 
 Channel = Literal["osc9", "osc99", "osc777", "bell"]
-NotifyMode = Literal["auto", "bell", "osc", "off"]
 TITLE = "clover-code"
 MAX_TEXT = 200
 """Most characters of a notification's text (terminals cut long ones anyway)."""
@@ -156,7 +156,7 @@ class Notifier:
 
     @property
     def waiting(self) -> list[str]:
-        """The waits not yet over (for tests and /help)."""
+        """The waits not yet over: ``idle``, ``approval:ID``."""
         return list(self._waits)
 
     def _start(self, key: str, message: str, kind: p.NotificationType) -> None:

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from textual.binding import Binding, BindingType
 from textual.theme import BUILTIN_THEMES
 
+from clover_code.config.app_settings import EditorMode, NotifyMode
 from clover_code.errors import ConfigError
-from clover_code.ui.notify import NotifyMode
 from clover_code.ui.statusline import StatusLineConfig
 
 __all__ = ["AppOptions", "check_options"]
@@ -33,7 +33,7 @@ class AppOptions:
     theme: str = "textual-dark"
     keymap: Mapping[str, str] = field(default_factory=dict)
     """Key bindings by action (``[keys]``), over the defaults."""
-    editor_mode: str = "default"
+    editor_mode: EditorMode = "default"
     """default, or vim (the prompt's modal editing)."""
     notify: NotifyMode = "auto"
     notify_after: float = 60.0
