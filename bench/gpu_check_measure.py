@@ -141,8 +141,9 @@ def _block_causal(length: int, start: int, config: Any, device: Any, dtype: Any)
     return allowed[None, None]
 
 
-def correctness(model: Any, config: Any, table: Any, block_size: int = 32) -> None:
-    """Restore exact, cached vs uncached with the block mask, and the mask's effect."""
+def correctness(model: Any, config: Any, table: Any, block_size: int = 32) -> dict[str, bool]:
+    """Restore exact, cached vs uncached with the block mask, and the mask's effect:
+    each check's name and whether it passed."""
     forward = HFForward(model)
     prompt = _random(config, (1, 96), 3)
     block = _random(config, (1, block_size), 4)
@@ -180,3 +181,8 @@ def correctness(model: Any, config: Any, table: Any, block_size: int = 32) -> No
         f"{effect:.2e}",
         "ok (bidirectional)" if effect > 0 else "NO EFFECT",
     )
+    return {
+        "restore after a step is exact": exact,
+        "cached block matches uncached with the block mask": verdict == "ok",
+        "the block mask moves position 0's logits": effect > 0,
+    }

@@ -4,8 +4,10 @@ Times ``true`` and a command printing 1 MB, from the call to the result, in
 clover-code's Docker, bubblewrap and host sandboxes, and in mini-swe-agent's
 ``DockerEnvironment`` (PyPI ``mini-swe-agent``, a ``docker exec`` CLI process
 per command) running in its own virtualenv against the same image, all in
-this run. Prints p50/p95 and the ratios; the target is Docker p50 <= 50 ms and
-at least 2x faster than mini-swe-agent.
+this run. Prints p50/p95 and the ratios; the targets are Docker p50 <= 50 ms and
+at least 2x faster than mini-swe-agent, each printed with its verdict. Exit
+status 0 when all are met, 1 on a miss, 2 when one could not be measured
+(no Docker, or ``--skip-peer``).
 
     python bench/sandbox_exec.py [--runs 50] [--venv DIR] [--skip-peer]
 
@@ -33,6 +35,9 @@ from pathlib import Path
 
 import platformdirs
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.targets import Targets
 from clover_code.tools.sandbox.base import Sandbox
 from clover_code.tools.sandbox.bwrap import BwrapSandbox, bwrap_problem
 from clover_code.tools.sandbox.docker import DockerSandbox
@@ -156,12 +161,13 @@ async def run(args: argparse.Namespace) -> int:
             results[f"{PEER} docker"] = await asyncio.to_thread(time_peer, python, image, args.runs)
     finally:
         shutil.rmtree(base, ignore_errors=True)
-    report(results, args.runs)
-    return 0
+    targets = Targets()
+    report(results, args.runs, targets)
+    return targets.exit_status()
 
 
-def report(results: dict[str, dict[str, list[float]]], runs: int) -> None:
-    """Print the table and the ratios against mini-swe-agent."""
+def report(results: dict[str, dict[str, list[float]]], runs: int, targets: Targets) -> None:
+    """Print the table, the ratios against mini-swe-agent and the targets' verdicts."""
     print(f"\nround trip per command, {runs} runs each (ms)")
     print(f"{'':24}" + "".join(f"{name + ' p50':>12}{name + ' p95':>12}" for name in COMMANDS))
     for who, times in results.items():
@@ -172,21 +178,27 @@ def report(results: dict[str, dict[str, list[float]]], runs: int) -> None:
         print(f"{who:24}{cells}")
     peer = results.get(f"{PEER} docker")
     ours = results.get("docker")
+    p50_target = f"clover docker p50 for `true` <= {TARGET_P50_MS:.0f} ms"
+    print()
     if ours is None:
-        return
-    p50 = statistics.median(ours["true"]) * 1000
-    verdict = "meets" if p50 <= TARGET_P50_MS else "misses"
-    target = f"{verdict} the {TARGET_P50_MS:.0f} ms target"
-    print(f"\nclover docker p50 for `true`: {p50:.1f} ms ({target})")
+        targets.check(p50_target, None, "no Docker sandbox here")
+    else:
+        p50 = statistics.median(ours["true"]) * 1000
+        targets.check(p50_target, p50 <= TARGET_P50_MS, f"{p50:.1f} ms")
+    for name in COMMANDS:
+        label = f"clover docker >= {TARGET_RATIO:.0f}x faster than {PEER} docker, {name}"
+        if ours is None or peer is None:
+            targets.check(label, None, "no Docker here, or --skip-peer")
+            continue
+        theirs, mine = statistics.median(peer[name]), statistics.median(ours[name])
+        ratio = theirs / mine
+        targets.check(
+            label,
+            ratio >= TARGET_RATIO,
+            f"{ratio:.1f}x: p50 {mine * 1000:.1f} ms vs {theirs * 1000:.1f} ms",
+        )
     if peer is None:
         return
-    for name in COMMANDS:
-        ratio = statistics.median(peer[name]) / statistics.median(ours[name])
-        verdict = "meets" if ratio >= TARGET_RATIO else "misses"
-        print(
-            f"{PEER} docker / clover docker, {name}: {ratio:.1f}x "
-            f"({verdict} the {TARGET_RATIO:.0f}x target)"
-        )
     for kind in ("bwrap", "host"):
         if kind in results:
             ratio = statistics.median(peer["true"]) / statistics.median(results[kind]["true"])

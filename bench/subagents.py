@@ -40,7 +40,7 @@ _ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(_ROOT))
 
 from clover_code import protocol as p  # noqa: E402
-from clover_code.agent.open import open_with_backend  # noqa: E402
+from clover_code.agent.open import SessionOptions, open_session  # noqa: E402
 from clover_code.agent.permissions.approval import RefuseApprover  # noqa: E402
 from clover_code.config.settings import load_settings  # noqa: E402
 from clover_code.engine.remote.backend import OpenAIBackend  # noqa: E402
@@ -134,13 +134,15 @@ async def _run(mode: str, files: int, latency: float, work: Path) -> tuple[float
     backend = OpenAIBackend(server.base_url, "test-model")
     await backend.check()
     events: list[p.Event] = []
-    session = await open_with_backend(
+    session = await open_session(
         settings,
-        backend,
         root,
-        emit=events.append,
-        approver=RefuseApprover(),
-        approval_mode="full-auto",
+        SessionOptions(
+            emit=events.append,
+            approver=RefuseApprover(),
+            approval_mode="full-auto",
+            backend=backend,
+        ),
     )
     started = time.perf_counter()
     finished = await session.run_turn("Investigate every mod*.py file.")

@@ -9,6 +9,7 @@ end should use. Front ends catch ``CloverError`` at their boundary and print
     ├── UsageError            bad flag, missing task file            (exit 2)
     │   └── MissingExtra      an optional dependency not installed   (exit 2)
     ├── ConfigError           malformed or unknown config            (exit 2)
+    │   └── PluginError       a plugin that cannot be installed or used
     ├── EngineError           model access                           (exit 1)
     │   ├── EngineUnavailable no engine / server unreachable         (exit 3)
     │   ├── AuthError         server refused the API key             (exit 3)
@@ -101,6 +102,10 @@ class ConfigError(CloverError):
     """A config file or value that cannot be used."""
 
     exit_code = ExitCode.USAGE
+
+
+class PluginError(ConfigError):
+    """A plugin that cannot be installed or used (a bad ``plugin.toml``, a failed fetch)."""
 
 
 class EngineError(CloverError):

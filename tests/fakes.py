@@ -15,6 +15,7 @@ from typing import Any
 
 from clover_code.engine import events as ev
 from clover_code.engine.base import ChatRequest
+from clover_code.errors import EngineError
 
 _ids = itertools.count()
 
@@ -58,6 +59,7 @@ class ScriptedBackend:
 
     name = "scripted"
     block_size = 32
+    notices: tuple[str, ...] = ()
 
     def __init__(
         self,
@@ -71,6 +73,7 @@ class ScriptedBackend:
         self.summary_requests: list[ChatRequest] = []
         self.summary = summary
         self.closed = False
+        self.failure: EngineError | None = None
 
     async def stream(self, request: ChatRequest) -> AsyncGenerator[ev.EngineEvent, None]:
         system = str(request.messages[0].get("content", "")) if request.messages else ""
@@ -90,6 +93,8 @@ class ScriptedBackend:
             elif isinstance(item, float):
                 await asyncio.sleep(item)
             else:
+                if isinstance(item, ev.Failed):
+                    self.failure = item.error
                 yield item
 
     async def check(self) -> None:

@@ -6,7 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from clover_code import protocol as p
-from clover_code.agent.open import open_with_backend
+from clover_code.agent.open import SessionOptions
+from clover_code.agent.open import open_session as factory_open
 from clover_code.agent.permissions.approval import RefuseApprover
 from clover_code.agent.session import Session
 from clover_code.config.settings import Settings
@@ -18,9 +19,10 @@ async def open_session(
 ) -> Session:
     """A session on ``backend`` in ``cwd`` that appends every event it emits to ``events``.
 
-    ``options`` go to ``open_with_backend``; unless they say otherwise the mode is
-    auto-edit and every question is refused (``RefuseApprover``).
+    ``options`` are the other ``SessionOptions``; unless they say otherwise the mode
+    is auto-edit and every question is refused (``RefuseApprover``).
     """
     options.setdefault("approver", RefuseApprover())
     options.setdefault("approval_mode", "auto-edit")
-    return await open_with_backend(settings, backend, cwd, emit=events.append, **options)
+    chosen = SessionOptions(emit=events.append, backend=backend, **options)
+    return await factory_open(settings, cwd, chosen)

@@ -33,7 +33,14 @@ from clover_code.acp.terminal import EditorTerminal
 from clover_code.acp.updates import EventMapper, stop_reason
 from clover_code.acp.waits import Waits
 from clover_code.agent.engines import Engines
-from clover_code.agent.open import CustomCommand, LoadedSession, Session, open_session, verdict
+from clover_code.agent.open import (
+    CustomCommand,
+    LoadedSession,
+    Session,
+    SessionOptions,
+    open_session,
+    verdict,
+)
 from clover_code.config.settings import ApprovalMode, Settings
 from clover_code.telemetry.spans import observed
 from clover_code.tools.base import ToolKind
@@ -166,14 +173,16 @@ class LiveSession:
         live._session = await open_session(
             settings,
             root,
-            emit=observed(live.emit, settings.managed.forced_telemetry),
-            approver=live.approver,
-            approval_mode=mode,
-            resume=resume,
-            engines=engines,
-            terminal=live.terminal,
-            terminal_notice=_TERMINAL_NOTICE,
-            files=live.files,
+            SessionOptions(
+                emit=observed(live.emit, settings.managed.forced_telemetry),
+                approver=live.approver,
+                approval_mode=mode,
+                resume=resume,
+                engines=engines,
+                terminal=live.terminal,
+                terminal_notice=_TERMINAL_NOTICE,
+                files=live.files,
+            ),
         )
         live.outbox.start(live._session.id)
         if live._session.commands:
@@ -232,9 +241,9 @@ class LiveSession:
         return PromptResponse(stop_reason=reason)
 
     async def cancel(self) -> None:
-        """Stop the running turn (``session/cancel``); the prompt answers ``cancelled``."""
-        if self._turn is not None:
-            await self.session.submit(p.Interrupt())
+        """Stop the running turn (the prompt answers ``cancelled``) and every background
+        job (``session/cancel``), even between turns."""
+        await self.session.submit(p.Interrupt())
 
     async def set_mode(self, mode: ApprovalMode) -> None:
         """Switch the approval mode (``session/set_mode``)."""

@@ -40,7 +40,11 @@ __all__ = ["build_parser", "main", "serve"]
 
 _OWN_FLAGS: tuple[FlagSpec, ...] = (
     Flag("approval", help="the starting mode (default: ask); the editor's mode picker changes it"),
-    Flag("max_turns", metavar="N", help="most model requests per turn"),
+    Flag(
+        "max_turns",
+        metavar="N",
+        help="most model requests (each model response, tool rounds included) per prompt",
+    ),
     Flag("timeout", metavar="SECONDS", help="limit per turn"),
 )
 """Settings this command has flags for besides the shared engine ones."""

@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from clover_code import protocol as p
 from clover_code.acp.updates import EventMapper, Update
 from clover_code.agent.open import INTERRUPTED, LoadedSession
+from clover_code.engine.base import ToolCallItem, tool_calls
 
 __all__ = ["replay_updates"]
 
@@ -38,7 +39,7 @@ def _events(loaded: LoadedSession) -> list[p.Event]:
     return events
 
 
-def _arguments(call: dict[str, Any]) -> dict[str, Any]:
+def _arguments(call: ToolCallItem) -> dict[str, Any]:
     text = call.get("function", {}).get("arguments", "{}")
     try:
         value = json.loads(text) if isinstance(text, str) else text
@@ -79,7 +80,7 @@ def replay_updates(loaded: LoadedSession, root: Path) -> list[Update]:
                 updates.append(update_agent_thought_text(reasoning))
             if isinstance(content, str) and content:
                 updates.append(update_agent_message_text(content))
-            for call in message.get("tool_calls") or []:
+            for call in tool_calls(message):
                 call_id = str(call.get("id", ""))
                 start = _next(started, call_id) or p.ToolCallStarted(
                     call_id=call_id,

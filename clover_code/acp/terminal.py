@@ -11,6 +11,11 @@ Like the other sandboxes the working directory persists between commands:
 an ``EXIT`` trap writes the final directory to a private file (when the
 editor runs on another machine the file never appears, and commands keep
 starting in the workspace root).
+
+A background job is a terminal too, left running (``terminal_job.py``): the
+editor shows it under the call that started it until it ends or is stopped.
+The editor runs it on its machine, so a server it starts is reachable from
+later commands there.
 """
 
 from __future__ import annotations
@@ -21,15 +26,22 @@ import os
 import shlex
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from acp import Client, RequestError
 from acp.schema import EnvVariable
 
 from clover_code.acp.client import Outbox, describe_error
+from clover_code.acp.terminal_job import TerminalJob
 from clover_code.errors import ToolError
-from clover_code.tools.sandbox.base import QUIET_ENV, ExecResult, workspace_dir
+from clover_code.tools.sandbox.base import (
+    QUIET_ENV,
+    ExecResult,
+    JobFeed,
+    SandboxProcess,
+    workspace_dir,
+)
 
 __all__ = ["EditorTerminal"]
 
@@ -59,6 +71,7 @@ class EditorTerminal:
         self._byte_limit = output_limit * 4
         self._on_terminal = on_terminal
         self._lock = asyncio.Lock()
+        self._jobs: list[TerminalJob] = []
 
     async def exec(
         self,
@@ -149,5 +162,41 @@ class EditorTerminal:
         if reported:
             self.cwd = workspace_dir(self.root, reported) or self.root
 
+    async def start_job(self, command: str, feed: JobFeed) -> TerminalJob:
+        """Run ``command`` in a new editor terminal, shown under the running call, and
+        return without waiting for it."""
+        if "\0" in command:
+            raise ToolError("the command contains a NUL character; remove it and try again.")
+        async with self._lock:
+            if not self.cwd.is_dir():
+                self.cwd = self.root
+            session_id = self._outbox.session_id
+            try:
+                await self._outbox.drain()
+                created = await self._client.create_terminal(
+                    session_id=session_id,
+                    command="bash",
+                    args=["-c", command],
+                    env=[EnvVariable(name=k, value=v) for k, v in QUIET_ENV.items()],
+                    cwd=str(self.cwd),
+                    output_byte_limit=self._byte_limit,
+                )
+            except (ConnectionError, OSError, RequestError) as exc:
+                raise ToolError(
+                    f"the editor's terminal could not start the job: {describe_error(exc)}"
+                ) from None
+            if self._on_terminal is not None:
+                self._on_terminal(created.terminal_id)
+            job = TerminalJob(self._client, session_id, created.terminal_id, feed)
+            self._jobs = [j for j in self._jobs if j.running] + [job]
+            return job
+
+    async def spawn(self, argv: Sequence[str], *, cwd: Path | None = None) -> SandboxProcess:
+        """Refused: a terminal runs one command at a time and keeps no pipes to it."""
+        raise ToolError("the editor's terminal (--terminal) cannot keep a language server running")
+
     async def close(self) -> None:
-        """Nothing to stop: each terminal is released when its command ends."""
+        """Kill the background jobs' terminals still running (each terminal of a command
+        is released when its command ends)."""
+        jobs, self._jobs = self._jobs, []
+        await asyncio.gather(*(job.stop() for job in jobs), return_exceptions=True)

@@ -344,10 +344,13 @@ class EventMapper:
         if event.status == "ok" and isinstance(done, p.FileEdit) and done.diff:
             path = Path(os.path.normpath(self.root / done.path))
             edit = self._take_edit(path)
+            # The language server's findings follow the diff, as the model read them.
+            found = [tool_content(text_block(_diagnostics(done.diagnostics)))]
+            found = found if done.diagnostics else []
             if edit is not None:
                 old, new = edit
-                return [tool_diff_content(str(path), new, old)]
-            return [tool_content(text_block(fenced(done.diff, "diff")))]
+                return [tool_diff_content(str(path), new, old), *found]
+            return [tool_content(text_block(fenced(done.diff, "diff"))), *found]
         text = _capped(event.result)
         if event.status == "ok" and kind in ("read", "search", "execute"):
             text = fenced(text)
@@ -361,3 +364,10 @@ class EventMapper:
             return [update_agent_message_text(f"\n\n**Warning:** {event.text}\n")]
         self._log(f"{event.level}: {event.text}")
         return []
+
+
+def _diagnostics(items: list[p.Diagnostic]) -> str:
+    """An edit's diagnostics, one per line, as the model read them."""
+    return "Diagnostics after this change:\n" + "\n".join(
+        f"{d.path}:{d.line}:{d.column}: {d.severity}: {d.message}" for d in items
+    )

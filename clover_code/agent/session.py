@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Sequence
 from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -31,10 +31,13 @@ from clover_code.agent.permissions.approval import QueueApprover
 from clover_code.agent.steps import Step, run_all
 from clover_code.agent.transcript import Transcript, TranscriptError
 from clover_code.agent.turn.loop import Agent
+from clover_code.agent.turn.options import TurnOptions
 from clover_code.config.settings import Settings, user_config_path, user_data_dir
 from clover_code.engine.base import Backend
 from clover_code.errors import CloverError, EngineError
 from clover_code.repomap import RepoMap
+from clover_code.tools.jobs import JobTable
+from clover_code.tools.lsp.manager import LanguageServers
 from clover_code.tools.sandbox.base import Sandbox
 
 if TYPE_CHECKING:
@@ -66,6 +69,10 @@ def bulky_child_event(event: p.Event) -> bool:
     return isinstance(event, p.SubagentEvent) and event.event.type in NOT_RECORDED
 
 
+INTERRUPT_WAIT = 5.0
+"""Seconds an interrupt waits for the cancelled turn to end before it stops the background
+jobs (so that a job the turn was just starting is stopped with the others)."""
+
 REPO_MAP_WAIT = 10.0
 """Seconds a session start waits for the repo map; a cold map of a large repo
 goes on building (and caching) in the background instead of holding up the start."""
@@ -93,8 +100,7 @@ async def repo_map_for(root: Path, budget: int) -> tuple[RepoMap | None, str, li
 
 class Session:
     """Everything one conversation needs; front ends open one with
-    ``clover_code.agent.open.open_session`` (on an engine of the caller's:
-    ``open_with_backend``)."""
+    ``clover_code.agent.open.open_session``, which builds it whole."""
 
     def __init__(
         self,
@@ -105,9 +111,15 @@ class Session:
         backend: Backend,
         sandbox: Sandbox | None,
         agent: Agent,
-        emit: Callable[[p.Event], None],
-        checkpoints: CheckpointStore | None = None,
-        mcp: McpManager | None = None,
+        emit: p.Emit,
+        checkpoints: CheckpointStore | None,
+        checkpoints_held: str | None,
+        mcp: McpManager | None,
+        skills: list[Skill],
+        commands: list[CustomCommand],
+        subagents: SubagentRunner,
+        plugin_skills: Sequence[tuple[str, Path]] = (),
+        language_servers: LanguageServers | None = None,
     ) -> None:
         self.settings = settings
         self.id = session_id
@@ -119,15 +131,19 @@ class Session:
         self._turn: asyncio.Task[p.TurnFinished] | None = None
         self.checkpoints = checkpoints
         self._ending = False
-        self.checkpoints_held: str | None = None
+        self.checkpoints_held = checkpoints_held
         """Why snapshots wait for the user's yes (``AllowCheckpoints``), if they do."""
         self.mcp = mcp
-        self.skills: list[Skill] = []
+        self.skills = skills
         """The skills this session offers (for a ``/skills`` listing)."""
-        self.commands: list[CustomCommand] = []
+        self.commands = commands
         """Custom commands (``/name args`` prompts expand; for completion and ACP)."""
-        self.subagents: SubagentRunner | None = None
+        self.subagents = subagents
         """Starts the task tool's child agents (and keeps what each cost)."""
+        self._plugin_skills = tuple(plugin_skills)
+        self.language_servers = language_servers
+        """The language servers the edit tools ask for diagnostics (stopped on close)."""
+        transcript.on_failure = self._transcript_failed
         self._notifying: set[asyncio.Task[None]] = set()
         """Notification hooks still running (a turn never waits for them)."""
 
@@ -137,9 +153,26 @@ class Session:
         self.agent.stop(str(error))
 
     @property
+    def jobs(self) -> JobTable | None:
+        """The session's background jobs (None: no shell tool)."""
+        return self.agent.dispatch.context.jobs
+
+    async def stop_jobs(self, reason: str, occasion: str, *, closing: bool = False) -> None:
+        """Stop every running background job for ``reason`` (what each job records) and
+        tell the user which, ``occasion`` saying when (``as the session ended``)."""
+        jobs = self.jobs
+        if jobs is None:
+            return
+        stopped = await jobs.stop_all(reason, closing=closing)
+        if stopped:
+            names = "; ".join(f"job {job.id}: {job.command}" for job in stopped)
+            what = "a background job" if len(stopped) == 1 else f"{len(stopped)} background jobs"
+            self._emit(p.Notice(level="warning", text=f"stopped {what} {occasion} ({names})."))
+
+    @property
     def engine_failure(self) -> EngineError | None:
         """The engine error the last failed model response ended with, if any."""
-        return getattr(self.backend, "failure", None)
+        return self.backend.failure
 
     @property
     def transcript_failure(self) -> TranscriptError | None:
@@ -181,21 +214,22 @@ class Session:
                 self._emit(p.Notice(level="warning", text=notice))
         try:
             command = self._command(text)
-            self.agent.dispatch.allowed_tools = command.allowed_tools if command else None
-            return await self.agent.run_turn(command.text if command else text)
+            if command is None:
+                return await self.agent.run_turn(text)
+            options = TurnOptions(allowed_tools=command.allowed_tools)
+            return await self.agent.run_turn(command.text, options)
         finally:
-            self.agent.dispatch.allowed_tools = None
             self._ending = True  # TurnFinished is out; only the checkpoint is left
             if store is not None:
                 with contextlib.suppress(CheckpointError):
                     await asyncio.shield(asyncio.to_thread(store.end_turn, turn))
 
     def skills_on_disk(self) -> list[Skill]:
-        """The skills the workspace and the user's config dir hold now: the ones this
-        session offers and any added since it opened (the model sees those only from
-        the next session, whose system prompt lists them)."""
+        """The skills the workspace, the user's config dir and the session's plugins hold
+        now: the ones this session offers and any added since it opened (the model sees
+        those only from the next session, whose system prompt lists them)."""
         root = self.agent.dispatch.context.workspace.root
-        return load_skills(root, user_config_path().parent)[0]
+        return load_skills(root, user_config_path().parent, self._plugin_skills)[0]
 
     def _command(self, text: str) -> ExpandedPrompt | None:
         """``text`` expanded when it runs a custom command (``/name args``)."""
@@ -227,8 +261,12 @@ class Session:
             self._turn = asyncio.create_task(self._checkpointed_turn(op.text))
             self._turn.add_done_callback(lambda _: setattr(self, "_turn", None))
         elif isinstance(op, p.Interrupt):
-            if self._turn is not None:
-                self._turn.cancel()
+            turn = self._turn
+            if turn is not None:
+                turn.cancel()
+                if turn is not asyncio.current_task():
+                    await asyncio.wait({turn}, timeout=INTERRUPT_WAIT)
+            await self.stop_jobs("interrupted", "on the interrupt")
         elif isinstance(op, p.ApprovalDecision):
             approver = self.agent.approver
             if not isinstance(approver, QueueApprover) or not approver.resolve(op):
@@ -303,8 +341,9 @@ class Session:
         return p.TurnFinished(turn=self.agent.turn, status="completed")
 
     async def close(self) -> None:
-        """Stop any running turn, release the MCP servers, sandbox and engine, close the
-        transcript. Every step runs even when one fails; the first failure is raised after."""
+        """Stop any running turn and background job (saying which), release the MCP
+        servers, sandbox and engine, close the transcript. Every step runs even when one
+        fails; the first failure is raised after."""
         if self._turn is not None and self._turn is not asyncio.current_task():
             self._turn.cancel()
             await asyncio.gather(self._turn, return_exceptions=True)
@@ -312,11 +351,16 @@ class Session:
             task.cancel()
         await asyncio.gather(*self._notifying, return_exceptions=True)
         steps: list[tuple[str, Step]] = []
+        if self.jobs is not None:
+            ending = ("the session ended", "as the session ended")
+            steps.append(("background jobs", lambda: self.stop_jobs(*ending, closing=True)))
         hooks = self.agent.hooks
         if hooks is not None and hooks.has("SessionEnd"):
             steps.append(("SessionEnd hook", lambda: hooks.run("SessionEnd", {"reason": "exit"})))
         if self.mcp is not None:
             steps.append(("MCP servers", self.mcp.aclose))
+        if self.language_servers is not None:
+            steps.append(("language servers", self.language_servers.close))
         if self.sandbox is not None:
             steps.append(("sandbox", self.sandbox.close))
         steps.append(("engine", self.backend.aclose))

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from clover_code.agent.session_lock import SessionLock
+from clover_code.engine.messages import Message, tool_calls
 from clover_code.errors import CloverError, UsageError
 from clover_code.fs.private import open_private, private_dir
 from clover_code.redact import redact_tree
@@ -71,7 +72,7 @@ class LoadedSession:
     """What ``load`` recovers from a transcript file."""
 
     meta: dict[str, Any]
-    messages: list[dict[str, Any]] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     dropped_torn_line: bool = False
     interrupted: int = 0
@@ -177,11 +178,11 @@ class Transcript:
                 os.ftruncate(fd, start)
             raise _write_failure(self.path, exc, resumable=self._resumable) from None
 
-    def message(self, message: dict[str, Any]) -> None:
+    def message(self, message: Message) -> None:
         """Record a chat message."""
         self.append({"kind": "message", "message": message})
 
-    def history(self, messages: list[dict[str, Any]]) -> None:
+    def history(self, messages: list[Message]) -> None:
         """Record that the chat history was rewritten (compaction, /clear)."""
         self.append({"kind": "history", "messages": messages})
 
@@ -255,10 +256,10 @@ INTERRUPTED = (
 """The result given on load to a tool call that never got one (the process was killed)."""
 
 
-def answer_interrupted(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+def answer_interrupted(messages: list[Message]) -> tuple[list[Message], int]:
     """``messages`` with a result after every assistant tool call that has none (a strict
     server rejects tool calls with no results after them), and how many were added."""
-    out: list[dict[str, Any]] = []
+    out: list[Message] = []
     pending: list[str] = []
     added = 0
 
@@ -270,14 +271,15 @@ def answer_interrupted(messages: list[dict[str, Any]]) -> tuple[list[dict[str, A
         pending.clear()
 
     for message in messages:
-        if message.get("role") == "tool" and message.get("tool_call_id") in pending:
-            pending.remove(message["tool_call_id"])
+        answered = message.get("tool_call_id")
+        if message.get("role") == "tool" and answered in pending:
+            pending.remove(str(answered))
             out.append(message)
             continue
         answer_pending()
         out.append(message)
         if message.get("role") == "assistant":
-            calls = message.get("tool_calls") or []
+            calls = tool_calls(message)
             pending[:] = [str(c["id"]) for c in calls if isinstance(c, dict) and c.get("id")]
     answer_pending()
     return out, added

@@ -66,7 +66,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="approval mode of each run (default sandbox-auto: commands run without asking "
         "only in Docker or bubblewrap)",
     )
-    parser.add_argument("--max-turns", type=int, metavar="N", help="most model requests per task")
+    parser.add_argument(
+        "--max-turns",
+        type=int,
+        metavar="N",
+        help="most model requests (each model response, tool rounds included) per task",
+    )
     parser.add_argument(
         "--max-output",
         type=float,

@@ -85,6 +85,12 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
         arguments="TASKS.jsonl --out DIR",
     ),
     Subcommand(
+        "plugin",
+        "clover_code.cli.plugin",
+        "install, list, enable, disable or remove plugins",
+        arguments="install|list|...",
+    ),
+    Subcommand(
         "schema",
         "clover_code.cli.schema",
         "JSON Schema of the headless JSON result / stream lines",
@@ -138,7 +144,11 @@ EXIT_CODES_HELP = """exit codes:
 
 
 TASK_FLAGS: tuple[FlagSpec, ...] = (
-    Flag("max_turns", metavar="N", help="most model requests per task"),
+    Flag(
+        "max_turns",
+        metavar="N",
+        help="most model requests (each model response, tool rounds included) per task",
+    ),
     Flag("timeout", metavar="SECONDS", help="wall-clock limit"),
     Flag(
         "max_tokens",
@@ -317,8 +327,23 @@ def run(argv: list[str]) -> int:
     )
 
 
+UNUSED_IMPORTS = ("httpx._main", "trio")
+"""Optional imports of our libraries that this command never uses, blocked for its
+process: httpx loads its command-line client (click, rich, pygments: some 45 ms and
+6 MiB) and httpcore loads trio whenever they are installed, and both fall back
+quietly when the import fails. Our event loop is asyncio's."""
+
+
+def block_unused_imports() -> None:
+    """Make the imports in ``UNUSED_IMPORTS`` fail (a None in ``sys.modules`` does that)."""
+    for name in UNUSED_IMPORTS:
+        if name not in sys.modules:
+            sys.modules[name] = None  # type: ignore[assignment]  # documented by importlib
+
+
 def main() -> None:
     """Console-script entry point."""
+    block_unused_imports()
     from clover_code.proc.parent_tie import tie_to_parent
     from clover_code.redact import redact_log_records
 

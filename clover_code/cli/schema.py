@@ -16,19 +16,27 @@ from typing import Annotated, Any, Union, get_args
 from pydantic import Field, TypeAdapter
 
 from clover_code import protocol as p
-from clover_code.outcome.result import TaskResult
+from clover_code.config.field_docs import describe
+from clover_code.outcome.result import ResultUsage, SubagentUsage, TaskResult
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 
+def _documented() -> None:
+    # The field docstrings become the schema's descriptions (nested models first).
+    describe(ResultUsage, SubagentUsage, TaskResult)
+
+
 def result_schema() -> dict[str, Any]:
     """JSON Schema of the headless result."""
+    _documented()
     schema = TaskResult.model_json_schema()
     return {"$schema": SCHEMA_DIALECT, **schema}
 
 
 def events_schema() -> dict[str, Any]:
     """JSON Schema of one stream-json line (a protocol event or the final result)."""
+    _documented()
     union, *_ = get_args(p.Event)
     members = (*get_args(union), TaskResult)
     line = Annotated[Union[members], Field(discriminator="type")]  # type: ignore[valid-type]  # noqa: UP007

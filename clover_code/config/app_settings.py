@@ -13,10 +13,7 @@ from __future__ import annotations
 import unicodedata
 from typing import Literal
 
-from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
-
-from clover_code.config.sources import ENV_PREFIX
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = ["KEY_ACTIONS", "AppSettings", "EditorMode", "NotifyMode", "key_problem"]
 
@@ -75,14 +72,14 @@ def _unicode_name(name: str) -> bool:
     return True
 
 
-class AppSettings(BaseSettings):
+class AppSettings(BaseModel):
     """The settings of the terminal app (and the notifications of ACP)."""
 
-    model_config = SettingsConfigDict(
-        env_prefix=ENV_PREFIX,
+    # The same config as Settings (clover_code.config.field_docs reads the docstrings).
+    model_config = ConfigDict(
         extra="forbid",
-        use_attribute_docstrings=True,
         validate_default=True,
+        protected_namespaces=(),
     )
 
     theme: str = Field("textual-dark", min_length=1)

@@ -8,23 +8,22 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
-from clover_code.config.sources import ENV_PREFIX, check_base_url
+from clover_code.config.sources import check_base_url
 
 EngineKind = Literal["auto", "remote", "sglang", "hf"]
 
 
-class ModelSettings(BaseSettings):
+class ModelSettings(BaseModel):
     """The settings that choose and tune the model, its engine and ``clover-code serve``."""
 
-    # The same config as Settings: the field docstrings become the descriptions here too.
-    model_config = SettingsConfigDict(
-        env_prefix=ENV_PREFIX,
+    # The same config as Settings. The field docstrings document the flags and the
+    # reference pages (clover_code.config.field_docs reads them when asked).
+    model_config = ConfigDict(
         extra="forbid",
-        use_attribute_docstrings=True,
         validate_default=True,
+        protected_namespaces=(),
     )
 
     engine: EngineKind = "auto"

@@ -25,6 +25,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import SecretStr
 
+from clover_code.config.field_docs import field_docs
 from clover_code.config.settings import Settings
 
 __all__ = [
@@ -115,7 +116,8 @@ def add_setting_flags(
         field = Settings.model_fields[flag.setting]
         kind = _unwrap(field.annotation)
         option = flag.flag or "--" + flag.setting.replace("_", "-")
-        help_text = _escape(flag.help or _help_case(_first_sentence(field.description or "")))
+        doc = flag.help or _help_case(_first_sentence(field_docs(Settings).get(flag.setting, "")))
+        help_text = _escape(doc)
         if kind is bool:
             # A switch sets the value its default is not: --x for off-by-default, --no-x otherwise.
             on = field.default is not True

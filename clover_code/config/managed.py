@@ -62,9 +62,9 @@ FEATURES: dict[str, str] = {
     "web_search": "the web_search tool is not offered, and search_url is refused",
     "mcp": "no MCP server starts: mcp_servers is refused; .mcp.json and an editor's "
     "servers are not started",
-    "hooks": "no hook runs: hooks is refused",
-    "plugins": "plugins will not load (clover-code has none yet; the name is accepted "
-    "so that a policy written now holds once they exist)",
+    "hooks": "no hook runs: hooks is refused, and so are plugins' hooks and an SDK "
+    "program's hook functions",
+    "plugins": "no plugin loads; clover-code plugin install and enable are refused",
 }
 """What ``[limits] disabled`` may name, and what each name turns off."""
 

@@ -17,8 +17,7 @@ import importlib.util
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import ValidationError
-from pydantic_settings import BaseSettings
+from pydantic import BaseModel, ValidationError
 
 from clover_code.config.managed import ManagedPolicy
 from clover_code.config.managed_files import managed_paths, merged, read_managed_file
@@ -35,7 +34,7 @@ _OTEL_MODULES = ("opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.http")
 class SameSetting:
     """Whether two values of a setting are equal once the model has read them."""
 
-    def __init__(self, model: type[BaseSettings]) -> None:
+    def __init__(self, model: type[BaseModel]) -> None:
         self.model = model
 
     def read(self, key: str, value: Any) -> Any:
@@ -49,7 +48,7 @@ class SameSetting:
             return False  # a value the model refuses is not the fixed one
 
 
-def checked_policy(environ: Mapping[str, str], model: type[BaseSettings]) -> ManagedPolicy:
+def checked_policy(environ: Mapping[str, str], model: type[BaseModel]) -> ManagedPolicy:
     """The managed policy in force for ``environ``; a mistake in a managed file, or a
     value it or the environment sets that the policy forbids, is a ``ConfigError``."""
     known = list(model.model_fields)

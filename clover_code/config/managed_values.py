@@ -94,8 +94,8 @@ class Source:
     """Where a request came from, to name it in a refusal."""
 
     kind: str
-    """``flag``, ``environment``, ``file`` (a config file), ``managed`` (a managed file)
-    or ``runtime``."""
+    """``flag``, ``option`` (a program's, through the SDK), ``environment``, ``file`` (a
+    config file), ``managed`` (a managed file) or ``runtime``."""
     path: Path | None = None
 
     def names(self, key: str, value: Any) -> str:
@@ -104,11 +104,15 @@ class Source:
         if key in SECRET_SETTINGS:
             if self.kind == "flag":
                 return f"--{key.replace('_', '-')}"
+            if self.kind == "option":
+                return f"option {key}"
             if self.kind == "environment":
                 return f"CLOVER_{key.upper()}"
             return f"{key} in {self.where()}"
         if self.kind == "flag":
             return f"--{key.replace('_', '-')} {_plain(value)}"
+        if self.kind == "option":
+            return f"option {key}={shown(value)}"
         if self.kind == "environment":
             return f"CLOVER_{key.upper()}={_plain(value)}"
         if self.kind == "runtime":
@@ -119,6 +123,8 @@ class Source:
         """The source alone, e.g. ``config file ~/.config/clover-code/config.toml``."""
         if self.kind == "flag":
             return "the command line"
+        if self.kind == "option":
+            return "the program's options"
         if self.kind == "environment":
             return "the environment"
         if self.kind == "runtime":

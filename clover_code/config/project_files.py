@@ -86,7 +86,7 @@ class ProjectJudge:
         if image is not None:  # the sandbox image it defines runs programs at build time
             rel, path, fingerprint = image
             files.append(self._judge(rel, path, fingerprint, [IMAGE_TRUST_NOTE], trust_all))
-        return data, trust.TrustReport(self.root, tuple(files))
+        return data, trust.TrustReport(self.root, tuple(files), trust_all=trust_all)
 
     def _judge(
         self,
@@ -129,15 +129,17 @@ class ProjectJudge:
 
 
 def _config_commands(data: Mapping[str, Any]) -> Iterator[tuple[str, Path]]:
-    """The host commands a settings file configures: hooks, MCP stdio servers and the
-    status line (as command lines, with the folder they start in relative to the
-    workspace)."""
+    """The host commands a settings file configures: hooks, MCP stdio servers, language
+    servers and the status line (as command lines, with the folder they start in
+    relative to the workspace)."""
     hooks = data.get("hooks")
     for configs in hooks.values() if isinstance(hooks, Mapping) else []:
         for config in configs if isinstance(configs, list) else []:
             if isinstance(config, Mapping) and isinstance(config.get("command"), str):
                 yield config["command"], Path(".")
     yield from _server_commands(data.get("mcp_servers"))
+    # A language server runs on the host with --sandbox none; its scripts count too.
+    yield from _server_commands(data.get("lsp"), cwd=False)
     if isinstance(data.get("statusline_command"), str):
         yield data["statusline_command"], Path(".")
 
@@ -151,7 +153,7 @@ def _mcp_file_commands(raw: bytes) -> Iterator[tuple[str, Path]]:
         yield from _server_commands(table.get("mcpServers"))
 
 
-def _server_commands(servers: Any) -> Iterator[tuple[str, Path]]:
+def _server_commands(servers: Any, *, cwd: bool = True) -> Iterator[tuple[str, Path]]:
     for server in servers.values() if isinstance(servers, Mapping) else []:
         if not isinstance(server, Mapping) or not isinstance(server.get("command"), str):
             continue
@@ -161,8 +163,8 @@ def _server_commands(servers: Any) -> Iterator[tuple[str, Path]]:
             if isinstance(args, list)
             else [server["command"]]
         )
-        cwd = server.get("cwd")
-        yield shlex.join(words), Path(cwd if isinstance(cwd, str) else ".")
+        folder = server.get("cwd") if cwd else None
+        yield shlex.join(words), Path(folder if isinstance(folder, str) else ".")
 
 
 def _switch(env_values: Mapping[str, Any], user_values: Mapping[str, Any], prefix: str) -> bool:

@@ -1,8 +1,8 @@
-"""The settings' structured sections: permission rules, MCP servers and hooks.
+"""The settings' structured sections: permission rules, MCP servers, hooks, language servers.
 
 Each is a table in the config files (``[permissions]``, ``[mcp_servers.NAME]``,
-``[[hooks.EVENT]]``) and a field of ``clover_code.config.settings.Settings``, which
-names them too.
+``[[hooks.EVENT]]``, ``[lsp.LANGUAGE]``) and a field of
+``clover_code.config.settings.Settings``, which names them too.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-__all__ = ["HookConfig", "HookEvent", "McpServerConfig", "PermissionRules"]
+__all__ = ["HookConfig", "HookEvent", "LspServerConfig", "McpServerConfig", "PermissionRules"]
 
 
 class PermissionRules(BaseModel):
@@ -26,7 +26,7 @@ class PermissionRules(BaseModel):
     relative to the workspace (``"docs/**"``, ``".env"``).
     """
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
     allow: dict[str, list[str]] = Field(default_factory=dict)
     """Calls that run without asking, e.g. shell = ["pytest *", "git status"]."""
@@ -39,7 +39,7 @@ class McpServerConfig(BaseModel):
     """One MCP server: a program to start (stdio) or a URL to reach (http, sse);
     the ``.mcp.json`` entry shape."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
     type: Literal["stdio", "http", "sse"] = "stdio"
     """Transport: stdio (a program), http (streamable HTTP) or sse (the older SSE
@@ -103,7 +103,7 @@ HookEvent = Literal[
 class HookConfig(BaseModel):
     """One hook: a program run at a lifecycle point (see ``clover_code.agent.extensions.hooks``)."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
     matcher: str = ""
     """Regular expression over tool names (PreToolUse, PostToolUse) or the notification's
@@ -123,3 +123,26 @@ class HookConfig(BaseModel):
         except re.error as exc:
             raise ValueError(f"the matcher is not a regular expression ({exc})") from None
         return value
+
+
+class LspServerConfig(BaseModel):
+    """The language server of one language (``[lsp.python]``): which program, for which
+    files. A built-in language (python, typescript, go, rust) needs none of the fields:
+    unset ones keep the built-in values."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    command: str | None = Field(None, min_length=1)
+    """The server's program, e.g. pylsp; unset: the first built-in one found in the sandbox."""
+
+    args: list[str] = Field(default_factory=list)
+    """Its command-line arguments, e.g. ["--stdio"] (with command only)."""
+
+    patterns: list[str] = Field(default_factory=list)
+    """File names it checks, as globs, e.g. ["*.py", "*.pyi"]; unset: the built-in ones."""
+
+    init_options: dict[str, Any] = Field(default_factory=dict)
+    """initializationOptions sent to the server when it starts."""
+
+    enabled: bool = True
+    """Check this language's files after edits (false turns its server off)."""

@@ -1,10 +1,12 @@
-"""Settings: one pydantic-settings model, filled from four layers.
+"""Settings: one pydantic model, filled from four layers.
 
 Precedence, highest first: command-line flags > environment ``CLOVER_*`` >
 ``.clover/config.toml`` in the repository > the user config file
 (``config.toml`` in the platform's user config dir, e.g.
-``~/.config/clover-code/config.toml``). An unknown key or a bad value is one
-``ConfigError`` naming the file (or variable, or flag) and the key.
+``~/.config/clover-code/config.toml``). A higher layer's table is merged
+into a lower one's key by key; any other value replaces. An unknown key or a
+bad value is one ``ConfigError`` naming the file (or variable, or flag) and
+the key.
 
 Settings in the project's files that loosen safety apply only once the user
 trusted that exact file content (see ``clover_code.config.trust``); the rest of the
@@ -25,13 +27,13 @@ from typing import Any, Literal
 
 import platformdirs
 from pydantic import (
+    ConfigDict,
     Field,
     PrivateAttr,
     SecretStr,
     ValidationError,
     field_validator,
 )
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from clover_code.config import trust
 from clover_code.config.app_settings import AppSettings
@@ -43,15 +45,15 @@ from clover_code.config.managed_values import Source
 from clover_code.config.project_files import ProjectJudge
 from clover_code.config.sections import HookConfig as HookConfig
 from clover_code.config.sections import HookEvent as HookEvent
+from clover_code.config.sections import LspServerConfig as LspServerConfig
 from clover_code.config.sections import McpServerConfig as McpServerConfig
 from clover_code.config.sections import PermissionRules as PermissionRules
 from clover_code.config.sources import (
     ENV_PREFIX,
-    LAYERS,
-    DictSource,
     check_base_url,
     env_value,
     explain,
+    layered,
     read_toml,
 )
 from clover_code.errors import ConfigError
@@ -94,11 +96,10 @@ class Settings(AppSettings, ModelSettings):
     """Everything clover-code can be told. Each field is documented below (the model
     and engine fields in ``ModelSettings``, the app's in ``AppSettings``)."""
 
-    model_config = SettingsConfigDict(
-        env_prefix=ENV_PREFIX,
+    model_config = ConfigDict(
         extra="forbid",
-        use_attribute_docstrings=True,
         validate_default=True,
+        protected_namespaces=(),
     )
 
     response_reserve: int = Field(16_384, ge=256)
@@ -160,6 +161,10 @@ class Settings(AppSettings, ModelSettings):
     hooks: dict[HookEvent, list[HookConfig]] = Field(default_factory=dict)
     """Programs run at lifecycle points, e.g. [[hooks.PreToolUse]] command = "./check"."""
 
+    plugins: list[str] = Field(default_factory=list)
+    """Installed plugins to use besides the enabled ones (clover-code plugin enable), by
+    name, e.g. ["lint-kit"]; a project file names them only once you trusted it."""
+
     mcp_read_only: list[str] = Field(default_factory=list)
     """MCP tools you vouch for as read-only, by name or glob (mcp__docs__search,
     mcp__docs__*): they count as reading, so plan and read-only modes run them. A
@@ -168,6 +173,18 @@ class Settings(AppSettings, ModelSettings):
 
     mcp_timeout: float = Field(120.0, gt=0)
     """Longest an MCP tool call may take, in seconds."""
+
+    lsp: dict[str, LspServerConfig] = Field(default_factory=dict)
+    """Language servers by language, e.g. [lsp.python] command = "pylsp"; python,
+    typescript, go and rust have built-in ones, used when found in the sandbox."""
+
+    lsp_severity: Literal["error", "warning"] = "error"
+    """The least severe diagnostic added to an edit's result: error, or warning (errors
+    and warnings)."""
+
+    lsp_wait: float = Field(2.0, ge=0, le=300)
+    """Longest an edit waits for its files' diagnostics from the language server, in
+    seconds (0: report only what the server already published)."""
 
     web_allow_private: bool | list[str] = False
     """Let web_fetch connect to private, loopback and link-local addresses: true for
@@ -230,6 +247,10 @@ class Settings(AppSettings, ModelSettings):
     output_limit: int = Field(30_000, ge=1000)
     """Characters of tool output the model sees before head + tail truncation."""
 
+    max_jobs: int = Field(4, ge=0)
+    """Background jobs (``shell`` with ``background: true``) that may run at once in a
+    session; 0 turns them off."""
+
     tool_retries: int = Field(3, ge=0)
     """Malformed tool calls in a row the model may make before the turn fails."""
 
@@ -289,18 +310,6 @@ class Settings(AppSettings, ModelSettings):
                     raise ValueError(f"'{entry}' is not an IP address or network") from None
         return value
 
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        layers = LAYERS.get()
-        return (init_settings, *(DictSource(settings_cls, data) for _, data in layers))
-
     def resolved_sessions_dir(self) -> Path:
         """The directory transcripts go to."""
         return self.sessions_dir or user_data_dir() / "sessions"
@@ -326,11 +335,14 @@ def load_settings(
     env: Mapping[str, str] | None = None,
     trust_project: bool = False,
     store: trust.TrustStore | None = None,
+    given_as: Literal["flag", "option"] = "flag",
 ) -> Settings:
     """Build the settings from flags, environment, repo config and user config.
 
     ``trust_project`` (``--trust-project``) records that the user trusts the
-    project files as they are now; ``store`` replaces the user's trust store.
+    project files as they are now; ``store`` replaces the user's trust store;
+    ``given_as``: ``cli`` holds a program's options (the SDK's keyword arguments),
+    not command-line flags, and the sentences name them so.
     """
     cli_values = {k: v for k, v in (cli or {}).items() if v is not None}
     environ = os.environ if env is None else env
@@ -343,7 +355,7 @@ def load_settings(
     # The administrator's files come first: every other source is checked against them.
     policy = checked_policy(environ, Settings)
     same = SameSetting(Settings)
-    policy.refuse_values(cli_values, Source("flag"), same)
+    policy.refuse_values(cli_values, Source(given_as), same)
     policy.refuse_values(env_values, Source("environment"), same)
     cli_values = {k: v for k, v in cli_values.items() if k not in policy.fixed}
     layers = [*fixed_layers(policy), ("environment", env_values)]
@@ -371,9 +383,8 @@ def load_settings(
     if user_path.is_file():
         policy.refuse_values(user_values, Source("file", user_path), same)
         layers.append((f"config file {user_path}", user_values))
-    token = LAYERS.set(tuple(layers))
     try:
-        settings = Settings(**cli_values)
+        settings = Settings(**layered([cli_values, *(data for _, data in layers)]))
         settings._project_trust = report
         settings._managed = policy
         # No source named a sandbox (each was checked): the default itself may be forbidden.
@@ -393,9 +404,8 @@ def load_settings(
         )
         return settings
     except ValidationError as exc:
-        raise ConfigError(explain(exc, cli_values, layers, list(Settings.model_fields))) from None
-    finally:
-        LAYERS.reset(token)
+        known = list(Settings.model_fields)
+        raise ConfigError(explain(exc, cli_values, layers, known, given_as)) from None
 
 
 def refuse_flags(flags: Mapping[str, Any], env: Mapping[str, str] | None = None) -> ManagedPolicy:

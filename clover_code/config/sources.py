@@ -10,25 +10,21 @@ from __future__ import annotations
 import difflib
 import json
 import tomllib
-from collections.abc import Mapping
-from contextvars import ContextVar
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from pydantic import ValidationError
-from pydantic.fields import FieldInfo
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 
 from clover_code.errors import ConfigError
 
 __all__ = [
     "ENV_PREFIX",
-    "LAYERS",
-    "DictSource",
     "check_base_url",
     "env_value",
     "explain",
+    "layered",
     "read_toml",
 ]
 
@@ -53,23 +49,24 @@ def check_base_url(value: str | None) -> str | None:
     return url
 
 
-class DictSource(PydanticBaseSettingsSource):
-    """One already-read layer (environment or a config file) as a settings source."""
-
-    def __init__(self, settings_cls: type[BaseSettings], data: dict[str, Any]):
-        super().__init__(settings_cls)
-        self.data = data
-
-    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
-        return self.data.get(field_name), field_name, False
-
-    def __call__(self) -> dict[str, Any]:
-        return dict(self.data)
+def layered(layers: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The values of ``layers`` (highest first) as one: a higher layer's value wins,
+    and where both are tables they are merged key by key, to any depth."""
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        # Each lower layer is updated with what the higher ones gave so far.
+        merged = _updated(dict(layer), merged)
+    return merged
 
 
-# The layers below the flags, highest first, for the load in progress: pydantic
-# builds the sources itself, so they are handed over through a context variable.
-LAYERS: ContextVar[tuple[tuple[str, dict[str, Any]], ...]] = ContextVar("LAYERS", default=())
+def _updated(lower: dict[str, Any], higher: Mapping[str, Any]) -> dict[str, Any]:
+    for key, value in higher.items():
+        below = lower.get(key)
+        if isinstance(below, dict) and isinstance(value, dict):
+            lower[key] = _updated(dict(below), value)
+        else:
+            lower[key] = value
+    return lower
 
 
 def read_toml(path: Path) -> dict[str, Any]:
@@ -100,12 +97,16 @@ def explain(
     cli: Mapping[str, Any],
     layers: list[tuple[str, dict[str, Any]]],
     known_keys: list[str],
+    cli_kind: str = "flag",
 ) -> str:
-    """One sentence per bad key, naming where the value came from."""
+    """One sentence per bad key, naming where the value came from (``cli_kind``:
+    ``cli`` holds command-line flags, or a program's ``option``s)."""
     lines = []
     for err in exc.errors():
         key = str(err["loc"][0]) if err["loc"] else "?"
-        if key in cli:
+        if key in cli and cli_kind == "option":
+            where = f"option {key}"
+        elif key in cli:
             where = f"command-line option --{key.replace('_', '-')}"
         else:
             where = next((name for name, data in layers if key in data), "settings")

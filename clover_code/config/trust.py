@@ -141,6 +141,26 @@ def _any(value: Any, base: Any) -> bool:
     return bool(value)
 
 
+_LSP_PROGRAM = ("command", "args", "init_options")
+"""What in a language server's entry decides what runs (options can name programs too)."""
+
+
+def _lsp_programs(value: Any, base: Any) -> bool:
+    # A language whose program, arguments or options differ from the user's (or the
+    # built-in ones) runs something the project chose; patterns and enabled do not.
+    if not isinstance(value, Mapping):
+        return False  # refused by the model
+    mine = base if isinstance(base, Mapping) else {}
+    for language, entry in value.items():
+        if not isinstance(entry, Mapping):
+            continue
+        theirs = mine.get(language)
+        theirs = theirs if isinstance(theirs, Mapping) else {}
+        if any(k in entry and entry[k] != theirs.get(k) for k in _LSP_PROGRAM):
+            return True
+    return False
+
+
 # The one definition of "looser": for each setting that can weaken safety, a
 # test of the project's value against the value below it (user config, else
 # the default). Every other setting is in NEUTRAL_KEYS; a test makes sure each
@@ -154,9 +174,12 @@ _LOOSER: dict[str, Callable[[Any, Any], bool]] = {
     "sandbox_image": _changed,  # what the sandbox runs
     "sandbox_memory_mb": _more,
     "sandbox_pids": _more,
+    "max_jobs": _more,  # background jobs running at once in the sandbox
     "sandbox_cpus": _more,
     "mcp_servers": _any,  # programs started on the host
     "hooks": _any,  # programs run on the host at lifecycle points
+    "plugins": _more_names,  # installed plugins: their hooks, MCP servers and commands
+    "lsp": _lsp_programs,  # language servers: programs that load the workspace's code
     "mcp_project": _ranked(_MCP_PROJECT_ORDER),
     "mcp_read_only": _more_names,  # MCP tools run in plan and read-only without asking
     "model_path": _changed,  # checkpoints load with their own code (trust_remote_code)
@@ -191,7 +214,7 @@ NEUTRAL_KEYS = frozenset(
         "logits_shift", "expert_mass", "web_max_bytes", "web_timeout", "web_max_redirects",
         "search_provider", "search_api_key",
         "github_trigger", "github_max_review_comments",
-        "checkpoint_max_files", "checkpoint_max_bytes",
+        "checkpoint_max_files", "checkpoint_max_bytes", "lsp_severity", "lsp_wait",
         "theme", "editor_mode", "notify", "notify_after", "statusline_interval",
         "statusline_timeout",
     }
@@ -225,7 +248,14 @@ def without_loosening(project: Mapping[str, Any], base: Mapping[str, Any]) -> di
     kept: dict[str, Any] = {}
     for key, value in project.items():
         test = _LOOSER.get(key)
-        if key == TRUST_SWITCH or (test is not None and test(value, base.get(key))):
+        if key == "lsp" and isinstance(value, Mapping) and _lsp_programs(value, base.get(key)):
+            # Which files and whether: those still apply, with the user's programs.
+            value = {
+                language: {k: v for k, v in entry.items() if k not in _LSP_PROGRAM}
+                for language, entry in value.items()
+                if isinstance(entry, Mapping)
+            }
+        elif key == TRUST_SWITCH or (test is not None and test(value, base.get(key))):
             continue
         if key == "permissions" and isinstance(value, Mapping):
             value = {k: v for k, v in value.items() if k != "allow"}
@@ -296,6 +326,16 @@ class TrustReport:
 
     root: Path
     files: tuple[ProjectFile, ...] = ()
+    trust_all: bool = False
+    """The user trusts every project (``trust_project_settings``)."""
+
+    def project_trusted(self) -> bool:
+        """Whether the user trusts this project's content: every project, or this one's
+        files that needed trust, each as it is now (at least one; nothing untrusted)."""
+        if self.trust_all:
+            return True
+        needing = [f for f in self.files if f.loosening]
+        return bool(needing) and all(f.trusted for f in needing)
 
     def untrusted(self) -> list[ProjectFile]:
         """Files whose loosening settings were ignored."""

@@ -5,7 +5,7 @@ engine, such as the OpenAI-compatible server, imports)."""
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -20,6 +20,16 @@ from clover_code.engine.events import ToolCallArgs as ToolCallArgs
 from clover_code.engine.events import ToolCallEnd as ToolCallEnd
 from clover_code.engine.events import ToolCallStart as ToolCallStart
 from clover_code.engine.events import Usage as Usage
+from clover_code.engine.messages import AssistantMessage as AssistantMessage
+from clover_code.engine.messages import ClientMessage as ClientMessage
+from clover_code.engine.messages import FunctionCall as FunctionCall
+from clover_code.engine.messages import Message as Message
+from clover_code.engine.messages import SystemMessage as SystemMessage
+from clover_code.engine.messages import ToolCallItem as ToolCallItem
+from clover_code.engine.messages import ToolMessage as ToolMessage
+from clover_code.engine.messages import UserMessage as UserMessage
+from clover_code.engine.messages import tool_calls as tool_calls
+from clover_code.errors import EngineError
 
 CONTROL_KEYS = ("repetition_penalty", "presence_penalty", "frequency_penalty")
 """Decoding controls a request (or a checkpoint's generation_config.json) may set."""
@@ -31,10 +41,6 @@ def control_value(key: str, value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return float(value) if math.isfinite(value) and value >= low else None
-
-
-Message = dict[str, Any]
-"""One chat message in OpenAI form: role, content, tool_calls, tool_call_id, reasoning_content."""
 
 
 @dataclass(slots=True)
@@ -61,7 +67,8 @@ class ToolSpec:
 class ChatRequest:
     """One model call: the conversation so far and the tools on offer."""
 
-    messages: list[Message]
+    messages: Sequence[Message | ClientMessage]
+    """The system prompt and the history (``serve``: a client's messages as sent)."""
     tools: list[ToolSpec] = field(default_factory=list)
     max_tokens: int | None = None
     temperature: float | None = None
@@ -81,12 +88,25 @@ class Backend(Protocol):
     """Something that turns a ``ChatRequest`` into a stream of engine events.
 
     ``stream`` never raises for engine trouble: it yields ``Failed`` and then
-    ``Finished``. Cancelling the consuming task closes the stream at once.
+    ``Finished``, and keeps that ``Failed``'s error as ``failure``. Cancelling the
+    consuming task closes the stream at once.
     """
 
     name: str
     model: str
     block_size: int
+
+    @property
+    def notices(self) -> Sequence[str]:
+        """What the engine says once, when it is loaded (a local engine's decoder
+        choice, what its path cannot do); empty for most."""
+        ...
+
+    @property
+    def failure(self) -> EngineError | None:
+        """The engine error the last failed response ended with (None while none
+        failed): headless tells a refused key (exit 3) from other trouble by it."""
+        ...
 
     def stream(self, request: ChatRequest) -> AsyncGenerator[EngineEvent, None]:
         """Stream one response."""

@@ -177,7 +177,7 @@ async def open_backend(settings: Settings, notice: Callable[[str], None] | None 
         await backend.aclose()
         raise
     if notice is not None:
-        for line in getattr(backend, "notices", ()):
+        for line in backend.notices:
             notice(line)
     return backend
 

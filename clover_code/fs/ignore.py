@@ -21,8 +21,10 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pathspec import GitIgnoreSpec
+if TYPE_CHECKING:
+    from pathspec import GitIgnoreSpec
 
 __all__ = ["IgnoreRules", "WalkEntry", "is_git_name", "walk_tree"]
 
@@ -42,6 +44,9 @@ def _load_spec(file: Path) -> GitIgnoreSpec | None:
     lines = text.splitlines()
     if not any(line.strip() and not line.startswith("#") for line in lines):
         return None
+    # Imported here: most directories have no rules, and a run may meet none.
+    from pathspec import GitIgnoreSpec
+
     return GitIgnoreSpec.from_lines(lines)
 
 

@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Literal, TextIO
 
 from clover_code import protocol as p
@@ -58,6 +57,12 @@ class TextRenderer:
 
     def _finished(self, event: p.ToolCallFinished, output: str) -> None:
         run = event.display
+        if isinstance(run, p.FileEdit | p.PatchApplied) and run.diagnostics:
+            shown = run.diagnostics[:TAIL_LINES]
+            self.err.writelines(
+                f"    {d.path}:{d.line}:{d.column}: {d.severity}: {d.message[:200]}\n"
+                for d in shown
+            )
         if isinstance(run, p.CommandRun) and (run.exit_code != 0 or run.timed_out):
             ended = "killed" if run.exit_code is None else f"exit {run.exit_code}"
             ended += ", timed out" if run.timed_out else ""
@@ -106,9 +111,7 @@ class StreamJsonRenderer:
         self.out.flush()
 
 
-def renderer(
-    output_format: OutputFormat, out: TextIO, err: TextIO
-) -> Callable[[p.Event], None] | None:
+def renderer(output_format: OutputFormat, out: TextIO, err: TextIO) -> p.Emit | None:
     """The renderer of an output format (json prints only the result: None)."""
     if output_format == "stream-json":
         return StreamJsonRenderer(out)

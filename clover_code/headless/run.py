@@ -1,6 +1,6 @@
 """Headless mode (``--task``): one task, rendered as text, JSON or a JSONL event stream.
 
-Contracts (documented in the README's headless section):
+Contracts (documented in the README's headless section and docs/json-output.md):
 
 - the exit code says how the run ended (0, 1, 2, 3, 4, 130, 143);
 - SIGTERM is handled as Ctrl+C is (the transcript saved, the one result
@@ -19,15 +19,15 @@ import signal
 import sys
 import time
 import traceback
-from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
 from clover_code import __version__
 from clover_code import protocol as p
-from clover_code.agent.open import RefuseApprover, RunPatch, Session, open_session
+from clover_code.agent.open import RefuseApprover, RunPatch, Session, SessionOptions, open_session
 from clover_code.config.settings import Settings
 from clover_code.errors import CloverError, ExitCode, LimitReached, SandboxUnavailable
+from clover_code.headless.embedding import Embedding
 from clover_code.headless.record import RunRecord
 from clover_code.headless.render import OutputFormat, StreamJsonRenderer, TextRenderer, renderer
 from clover_code.outcome.output_schema import MAX_RETRIES, OutputSchema, answer_to_schema
@@ -36,6 +36,7 @@ from clover_code.redact import redacting
 from clover_code.telemetry.spans import TelemetrySink, telemetry_from_environment
 
 __all__ = [
+    "Embedding",
     "OutputFormat",
     "StreamJsonRenderer",
     "TextRenderer",
@@ -163,11 +164,13 @@ async def run_task(
     started: float | None = None,
     output_schema: OutputSchema | None = None,
     own_process: bool = False,
+    embedding: Embedding | None = None,
 ) -> int:
     """Run one task to its end and return the process exit code.
 
     ``own_process``: the task is the process's whole run, so SIGTERM ends it as
-    Ctrl+C does (exit 143); a server running tasks leaves its signals alone."""
+    Ctrl+C does (exit 143); a server running tasks leaves its signals alone.
+    ``embedding``: what a program running the task in-process adds."""
     # Every line of every format passes through redact: no secret reaches stdout or stderr.
     out = redacting(out or sys.stdout)
     err = redacting(err or sys.stderr)
@@ -195,6 +198,7 @@ async def run_task(
                 render,
                 telemetry,
                 termination,
+                embedding or Embedding(),
             )
     except Exception as exc:  # a bug: still end with one result object, never a bare traceback
         traceback.print_exception(exc, file=err)
@@ -219,9 +223,10 @@ async def _run_task(
     started: float,
     output_schema: OutputSchema | None,
     record: RunRecord,
-    render: Callable[[p.Event], None] | None,
+    render: p.Emit | None,
     telemetry: TelemetrySink | None,
     termination: _Termination,
+    embedding: Embedding,
 ) -> int:
     def emit(event: p.Event) -> None:
         nonlocal telemetry
@@ -244,14 +249,18 @@ async def _run_task(
             session = await open_session(
                 settings,
                 cwd,
-                emit=emit,
-                approver=RefuseApprover(),
-                approval_mode=settings.approval_or("sandbox-auto"),
-                resume=resume,
-                strict_sandbox=True,
-                engine_notices=True,
-                # The time spent opening the session counts against the task's limit.
-                deadline=deadline,
+                SessionOptions(
+                    emit=emit,
+                    approver=embedding.approver or RefuseApprover(),
+                    approval_mode=embedding.approval or settings.approval_or("sandbox-auto"),
+                    tools=embedding.tools,
+                    hooks=embedding.hooks,
+                    resume=resume,
+                    strict_sandbox=True,
+                    engine_notices=True,
+                    # The time spent opening the session counts against the task's limit.
+                    deadline=deadline,
+                ),
             )
     except TimeoutError:
         if settings.timeout is None:

@@ -3,7 +3,7 @@ line of ``stream-json``).
 
 Success and failure have the same shape: every field is always present, so a
 script can read ``status``, ``exit_code``, ``result`` and ``error`` without
-checking which keys exist. The README's headless section documents each field.
+checking which keys exist. docs/json-output.md documents each field.
 
 This module imports nothing of clover-code but the protocol, so a consumer can
 validate what it reads with ``TaskResult.model_validate_json``.
@@ -67,7 +67,9 @@ Text = Annotated[str, BeforeValidator(_printable_value)]
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    # The field docstrings document the published schema (``result_models`` and
+    # clover_code.config.field_docs put them there when it is generated).
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 class ResultUsage(_Frozen):

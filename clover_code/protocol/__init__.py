@@ -25,9 +25,12 @@ from clover_code.protocol.events import BlockDraft as BlockDraft
 from clover_code.protocol.events import Compacted as Compacted
 from clover_code.protocol.events import ContentDelta as ContentDelta
 from clover_code.protocol.events import DiffReport as DiffReport
+from clover_code.protocol.events import Emit as Emit
 from clover_code.protocol.events import ErrorEvent as ErrorEvent
 from clover_code.protocol.events import Event as Event
 from clover_code.protocol.events import HookRan as HookRan
+from clover_code.protocol.events import JobInfo as JobInfo
+from clover_code.protocol.events import JobsChanged as JobsChanged
 from clover_code.protocol.events import Notice as Notice
 from clover_code.protocol.events import ReasoningDelta as ReasoningDelta
 from clover_code.protocol.events import SessionEnded as SessionEnded
@@ -63,8 +66,11 @@ from clover_code.protocol.ops import UserInput as UserInput
 from clover_code.protocol.tool_display import DISPLAY_ADAPTER as DISPLAY_ADAPTER
 from clover_code.protocol.tool_display import TASK_TOOL as TASK_TOOL
 from clover_code.protocol.tool_display import CommandRun as CommandRun
+from clover_code.protocol.tool_display import Diagnostic as Diagnostic
 from clover_code.protocol.tool_display import FileEdit as FileEdit
 from clover_code.protocol.tool_display import FileRead as FileRead
+from clover_code.protocol.tool_display import JobReport as JobReport
+from clover_code.protocol.tool_display import JobState as JobState
 from clover_code.protocol.tool_display import Listing as Listing
 from clover_code.protocol.tool_display import McpCall as McpCall
 from clover_code.protocol.tool_display import PatchApplied as PatchApplied

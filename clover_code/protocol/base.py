@@ -13,7 +13,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class _Message(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # A run meets a dozen of the sixty ops and events: each is made ready for
+    # validation and dumping at its first use, not when the protocol is imported.
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 def new_op_id() -> str:

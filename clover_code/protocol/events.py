@@ -6,13 +6,14 @@ clover-code but the protocol's own modules.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, TypeAdapter, field_validator
+from pydantic import ConfigDict, Field, TypeAdapter, field_validator
 
-from clover_code.protocol.base import _Event
+from clover_code.protocol.base import _Event, _Message
 from clover_code.protocol.ops import ApprovalMode, RewindWhat
-from clover_code.protocol.tool_display import TodoItem, ToolDisplay, read_display
+from clover_code.protocol.tool_display import JobState, TodoItem, ToolDisplay, read_display
 
 
 class SessionStarted(_Event):
@@ -270,6 +271,31 @@ class SubagentEvent(_Event):
     event: Event
 
 
+class JobInfo(_Message):
+    """One background job of the session (``shell`` with ``background: true``)."""
+
+    id: str
+    command: str
+    state: JobState
+    exit_code: int | None = None
+    """Its exit code once it exited by itself; None while running or when killed."""
+    started: float
+    """When it started, in seconds since the epoch."""
+    ended: float | None = None
+    reason: str = ""
+    """Why it stopped or was lost, in a few words (``interrupted``, ``the session ended``)."""
+
+
+class JobsChanged(_Event):
+    """The session's background jobs after one started, ended or was stopped: each job
+    it still keeps, oldest first (front ends show the running ones)."""
+
+    type: Literal["jobs_changed"] = "jobs_changed"
+    jobs: list[JobInfo]
+    """Each with its ``id``, ``command``, ``state``, ``exit_code``, ``started``, ``ended``
+    and ``reason``."""
+
+
 class SessionEnded(_Event):
     """The session closed; the transcript is complete."""
 
@@ -300,8 +326,11 @@ Event = Annotated[
     | HookRan
     | TurnFinished
     | SubagentEvent
+    | JobsChanged
     | SessionEnded,
     Field(discriminator="type"),
 ]
-SubagentEvent.model_rebuild()
-EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event, config=ConfigDict(defer_build=True))
+
+Emit = Callable[[Event], None]
+"""Where the core reports its events: the callback a front end hands the session."""

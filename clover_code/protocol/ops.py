@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, get_args
 
-from pydantic import Field, TypeAdapter
+from pydantic import ConfigDict, Field, TypeAdapter
 
 from clover_code.protocol.base import _Op
 
@@ -142,4 +142,4 @@ Op = Annotated[
     | Shutdown,
     Field(discriminator="type"),
 ]
-OP_ADAPTER: TypeAdapter[Op] = TypeAdapter(Op)
+OP_ADAPTER: TypeAdapter[Op] = TypeAdapter(Op, config=ConfigDict(defer_build=True))

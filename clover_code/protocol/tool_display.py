@@ -22,8 +22,11 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 __all__ = [
     "DISPLAY_ADAPTER",
     "CommandRun",
+    "Diagnostic",
     "FileEdit",
     "FileRead",
+    "JobReport",
+    "JobState",
     "Listing",
     "McpCall",
     "PatchApplied",
@@ -41,7 +44,8 @@ __all__ = [
 
 
 class _Display(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # Made ready at first use, like the ops and events (see ``base``).
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class TodoItem(_Display):
@@ -65,6 +69,23 @@ class FileRead(_Display):
     """Lines in the file; None when it was too large to count."""
 
 
+class Diagnostic(_Display):
+    """A problem a language server reported in a file the call changed."""
+
+    path: str
+    """Relative to the workspace root."""
+    line: int
+    """1-based."""
+    column: int
+    """1-based, in UTF-16 code units as the server counts them."""
+    severity: Literal["error", "warning"]
+    message: str
+    source: str = ""
+    """Who found it, e.g. ``basedpyright`` or ``ts``."""
+    code: str = ""
+    """The rule or error code, e.g. ``reportAttributeAccessIssue`` or ``2322``."""
+
+
 class FileEdit(_Display):
     """``edit_file`` / ``write_file``: the change made to one file."""
 
@@ -77,6 +98,8 @@ class FileEdit(_Display):
     """Whether the file did not exist before."""
     replacements: int | None = None
     """``edit_file``: how many occurrences were replaced."""
+    diagnostics: list[Diagnostic] = Field(default_factory=list)
+    """What the file's language server reported after the change (``lsp_severity``)."""
 
 
 class PatchApplied(_Display):
@@ -87,6 +110,8 @@ class PatchApplied(_Display):
     """One unified diff over every file the patch touched."""
     paths: list[str]
     """The files touched, relative to the workspace root."""
+    diagnostics: list[Diagnostic] = Field(default_factory=list)
+    """What the files' language servers reported after the change (``lsp_severity``)."""
 
 
 class CommandRun(_Display):
@@ -104,6 +129,26 @@ class CommandRun(_Display):
     """Whether the output the model saw was cut."""
     sandbox: str = ""
     """Which sandbox ran it (``docker``, ``bubblewrap``, ``none``, ...)."""
+
+
+JobState = Literal["running", "exited", "stopped", "lost"]
+"""Where a background job stands: still running, ended by itself, stopped (by the model,
+the user, an interrupt or the session's end), or lost with its sandbox."""
+
+
+class JobReport(_Display):
+    """``shell`` with ``background: true``, ``job_output``, ``job_stop``: a background
+    job as the call left it."""
+
+    kind: Literal["job"] = "job"
+    job_id: str
+    """The id the job tools take (``1``, ``2``...)."""
+    command: str
+    state: JobState
+    exit_code: int | None = None
+    """Its exit code once it exited by itself."""
+    sandbox: str = ""
+    """Which sandbox runs it."""
 
 
 class SearchResult(_Display):
@@ -211,6 +256,7 @@ ToolDisplay = Annotated[
     | FileEdit
     | PatchApplied
     | CommandRun
+    | JobReport
     | SearchResult
     | Listing
     | McpCall
@@ -224,7 +270,9 @@ ToolDisplay = Annotated[
 ]
 """The details of a tool result, tagged by ``kind``."""
 
-DISPLAY_ADAPTER: TypeAdapter[ToolDisplay] = TypeAdapter(ToolDisplay)
+DISPLAY_ADAPTER: TypeAdapter[ToolDisplay] = TypeAdapter(
+    ToolDisplay, config=ConfigDict(defer_build=True)
+)
 
 # Earlier versions wrote display as an untagged dictionary; these keys tell
 # the shapes apart (checked in order: a patch has a diff too, but no path).

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import threading
@@ -66,8 +67,10 @@ _lock = threading.Lock()
 _remembered: set[str] = set()
 
 
+@functools.cache
 def holds_credential(name: str) -> bool:
     """Whether an environment variable's name says its value is a credential."""
+    # Cached: every redaction asks it of every variable, and names are few.
     return bool(_CREDENTIAL_NAME.search(name))
 
 
@@ -109,17 +112,20 @@ def known_secrets(env: Mapping[str, str] | None = None) -> list[str]:
     """Every secret value the process knows, longest first: the remembered ones and the
     credential-named variables of ``env`` (default: ``os.environ``)."""
     source = os.environ if env is None else env
-    found = set(_env_secrets(source.items()))
+    found = set(_env_secrets(source))
     with _lock:
         found |= _remembered
     return sorted(found, key=len, reverse=True)
 
 
-def _env_secrets(items: Iterable[tuple[str, str]]) -> Iterable[str]:
-    for name, value in items:
-        # A path names where a credential lies; it is not the credential.
-        if holds_credential(name) and len(value) >= _MIN_LENGTH and not value.startswith("/"):
-            yield value
+def _env_secrets(env: Mapping[str, str]) -> Iterable[str]:
+    # By name first: reading a value of os.environ decodes it.
+    for name in env:
+        if holds_credential(name):
+            value = env[name]
+            # A path names where a credential lies; it is not the credential.
+            if len(value) >= _MIN_LENGTH and not value.startswith("/"):
+                yield value
 
 
 def redact(text: str, env: Mapping[str, str] | None = None) -> str:

@@ -4,8 +4,8 @@
 returns the map text; ``build`` returns it with notes on what was skipped.
 Stages, one module each: ``scan`` (which files), ``tags`` (tree-sitter
 definitions and references, queries in ``queries/``), ``cache`` (SQLite),
-``rank`` (reference graph and personalised PageRank), ``render`` (text within
-the budget).
+``graph`` (the reference graph, updated file by file), ``rank``
+(personalised PageRank, in numpy), ``render`` (text within the budget).
 
 The public names are imported on first use, so a parse worker (``python -m
 clover_code.repomap.parse``) loads only the modules parsing needs: every

@@ -2,9 +2,12 @@
 
 Per file it keeps the extracted tags keyed by path + mtime + size, so a warm
 build parses only files that changed. Per workspace it also keeps the
-directory listings of the last scan and the last few rendered maps, keyed by
-a digest of every file's (path, mtime, size) and the render options, so a new
-session on an unchanged repository reads one row instead of rebuilding.
+directory listings of the last scan (written when what one holds changed)
+and the last few rendered maps, keyed by a digest of
+every file's (path, mtime, size) and the render options, so a new session on
+an unchanged repository reads one row instead of rebuilding. A build's
+writes go in one transaction; the file is in WAL mode and does not wait for
+the disk at each commit (what a crash loses is only cache).
 
 Values are ``marshal``-encoded plain data (``marshal`` cannot run code, unlike
 ``pickle``). A fingerprint of the schema, the tree-sitter wheels and our tag
@@ -17,11 +20,11 @@ from __future__ import annotations
 import contextlib
 import marshal
 import sqlite3
-from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["TagCache"]
+__all__ = ["CacheChanges", "TagCache"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -56,6 +59,8 @@ class TagCache:
                 db = sqlite3.connect(
                     path, timeout=2.0, isolation_level=None, check_same_thread=False
                 )
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=NORMAL")
                 db.executescript(_SCHEMA)
                 row = db.execute("SELECT value FROM meta WHERE key = 'fingerprint'").fetchone()
                 if row is None or row[0] != fingerprint:
@@ -110,60 +115,75 @@ class TagCache:
             return {}
         return {path: (mtime, size, data) for path, mtime, size, data in rows}
 
-    def update_files(
-        self, changed: Iterable[tuple[str, int, int, Any]], removed: Iterable[str]
-    ) -> None:
-        """Store tags of changed files (plain data) and drop removed ones, in one transaction."""
-        rows = [(self.root, p, m, s, marshal.dumps(d)) for p, m, s, d in changed]
-        gone = [(self.root, p) for p in removed]
-        if self._db is None or not (rows or gone):
-            return
+    def listings(self) -> dict[str, Any]:
+        """The directory listings of this workspace's last scan (empty if none)."""
+        if self._db is None:
+            return {}
         try:
-            with self._db:
-                self._db.execute("BEGIN")
-                self._db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)", rows)
-                self._db.executemany("DELETE FROM files WHERE root = ? AND path = ?", gone)
-        except sqlite3.Error as exc:
+            row = self._db.execute("SELECT data FROM dirs WHERE root = ?", (self.root,)).fetchone()
+            listings = {} if row is None else marshal.loads(row[0])
+        except (sqlite3.Error, ValueError, EOFError, TypeError) as exc:
             self._fail(exc)
+            return {}
+        return listings if isinstance(listings, dict) else {}
 
-    def get(self, table: str, key: str = "") -> Any:
-        """The decoded value stored under ``key`` in ``dirs`` or ``maps``, or None."""
+    def get_map(self, key: str) -> Any:
+        """The decoded map stored under ``key``, or None."""
         if self._db is None:
             return None
         try:
-            if table == "dirs":
-                row = self._db.execute(
-                    "SELECT data FROM dirs WHERE root = ?", (self.root,)
-                ).fetchone()
-            else:
-                row = self._db.execute(
-                    "SELECT data FROM maps WHERE root = ? AND key = ?", (self.root, key)
-                ).fetchone()
+            row = self._db.execute(
+                "SELECT data FROM maps WHERE root = ? AND key = ?", (self.root, key)
+            ).fetchone()
             return None if row is None else marshal.loads(row[0])
         except (sqlite3.Error, ValueError, EOFError, TypeError) as exc:
             self._fail(exc)
             return None
 
-    def put(self, table: str, value: Any, key: str = "") -> None:
-        """Store ``value`` (plain data) in ``dirs`` or ``maps``; old maps are evicted."""
+    def store(self, changes: CacheChanges) -> None:
+        """Write what one build changed, in one transaction; old maps are evicted."""
         if self._db is None:
             return
-        blob = marshal.dumps(value)
+        root = self.root
         try:
             with self._db:
                 self._db.execute("BEGIN")
-                if table == "dirs":
-                    self._db.execute("INSERT OR REPLACE INTO dirs VALUES (?, ?)", (self.root, blob))
-                    return
-                self._db.execute(
-                    "INSERT OR REPLACE INTO maps VALUES (?, ?, ?, "
-                    "(SELECT COALESCE(MAX(used), 0) + 1 FROM maps WHERE root = ?))",
-                    (self.root, key, blob, self.root),
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)",
+                    [(root, p, m, s, marshal.dumps(d)) for p, m, s, d in changes.files],
                 )
-                self._db.execute(
-                    "DELETE FROM maps WHERE root = ? AND key NOT IN "
-                    "(SELECT key FROM maps WHERE root = ? ORDER BY used DESC LIMIT ?)",
-                    (self.root, self.root, _MAPS_KEPT),
+                self._db.executemany(
+                    "DELETE FROM files WHERE root = ? AND path = ?",
+                    [(root, p) for p in changes.files_removed],
                 )
+                if changes.listings is not None:
+                    self._db.execute(
+                        "INSERT OR REPLACE INTO dirs VALUES (?, ?)",
+                        (root, marshal.dumps(changes.listings)),
+                    )
+                if changes.map_key:
+                    self._db.execute(
+                        "INSERT OR REPLACE INTO maps VALUES (?, ?, ?, "
+                        "(SELECT COALESCE(MAX(used), 0) + 1 FROM maps WHERE root = ?))",
+                        (root, changes.map_key, marshal.dumps(changes.map_value), root),
+                    )
+                    self._db.execute(
+                        "DELETE FROM maps WHERE root = ? AND key NOT IN "
+                        "(SELECT key FROM maps WHERE root = ? ORDER BY used DESC LIMIT ?)",
+                        (root, root, _MAPS_KEPT),
+                    )
         except sqlite3.Error as exc:
             self._fail(exc)
+
+
+@dataclass(slots=True)
+class CacheChanges:
+    """What one build writes to the cache (values are plain data, for ``marshal``)."""
+
+    files: list[tuple[str, int, int, Any]] = field(default_factory=list)
+    """(path, mtime_ns, size, tags) of files parsed."""
+    files_removed: list[str] = field(default_factory=list)
+    listings: dict[str, Any] | None = None
+    """Every directory listing, when one changed."""
+    map_key: str = ""
+    map_value: Any = None

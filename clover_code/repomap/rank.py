@@ -1,13 +1,4 @@
-"""Which definitions matter most: a reference graph ranked with personalised PageRank.
-
-Files are the nodes. A file that uses a name another file defines gets an
-edge to it, weighted by how often it uses the name (square root, so one
-chatty file cannot dominate) and by how telling the name is: long
-``snake_case``/``camelCase`` names count more, private (``_x``) names and
-names defined in many files count less, and names defined in very many files
-(``get``, ``__init__``) are left out, as they say nothing about structure.
-Names link only within a language family (Python to Python, JavaScript to
-TypeScript, C to C++), so a Python ``append`` never points at a JavaScript one.
+"""Which definitions matter most: personalised PageRank over the reference graph.
 
 PageRank (personalised toward the files the session mentioned or edited, when
 there are any: they receive most of the teleports, the rest are spread evenly
@@ -15,177 +6,162 @@ so code far from the focus still has an order) gives each file a rank; each
 file then hands its rank to the definitions it uses, in proportion to its
 edge weights. Definitions nobody uses keep a small share of their own file's
 rank, so they still order by where they live.
+
+The graph comes as flat arrays (``Edges``, laid out by ``graph.RefGraph``):
+rank flows from a file through the names it uses to the files defining them,
+which is the same sum as over file-to-file edges, in numpy. Every sum is
+taken in an order the arrays fix, so the same graph ranks bit for bit the
+same however it was put together. numpy is imported with this module, which
+the map loads only when it has something to rank.
 """
 
 from __future__ import annotations
 
-import heapq
-import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from operator import mul
+from typing import overload
 
-from clover_code.repomap.languages import link_group
+import numpy as np
+import numpy.typing as npt
+
 from clover_code.repomap.tags import Definition, FileTags
 
-__all__ = ["RankedDefinition", "RefGraph", "pagerank"]
+__all__ = [
+    "Edges",
+    "Floats",
+    "Ints",
+    "RankedDefinition",
+    "RankedDefinitions",
+    "best",
+    "name_flow",
+    "pagerank",
+    "teleports",
+]
 
-MAX_DEFINERS = 30
-"""Names defined in more files than this do not make edges."""
 FOCUS_SHARE = 0.8
 """Share of PageRank's teleports that go to the focus files, when there are any."""
+UNUSED_SHARE = 1e-3
+"""Share of its file's rank a definition gets of its own (what one nobody uses keeps)."""
 _DAMPING = 0.85
-_UNUSED_SHARE = 1e-3
+_TOLERANCE = 1e-3
+"""PageRank stops when ranks move less than this in total (L1): on a Django
+sized graph 1e-3 already leaves the top hundred files in place."""
+_MAX_ITERATIONS = 100
 
 RankedDefinition = tuple[float, int, Definition]
 """(score, file index, definition)."""
 
-
-def _name_weight(name: str, definers: int) -> float:
-    weight = 1.0
-    if len(name) >= 8 and ("_" in name.strip("_") or name.lower() != name != name.upper()):
-        weight *= 10.0
-    if name.startswith("_"):
-        weight *= 0.1
-    if definers > 5:
-        weight *= 0.1
-    return weight
+Floats = npt.NDArray[np.float64]
+Ints = npt.NDArray[np.intp]
 
 
-def pagerank(
-    incoming: Sequence[tuple[list[int], list[float]]],
-    dangling: Sequence[int],
-    personal: Sequence[float],
-    *,
-    tolerance: float = 1e-3,
-    max_iterations: int = 100,
-) -> list[float]:
-    """Ranks of a graph given, per node, its sources and their transition probabilities.
+@dataclass(slots=True)
+class Edges:
+    """The edges of a file list in flat arrays, ready to rank.
 
-    ``personal`` is the teleport distribution (sums to 1); dangling nodes
-    (no outgoing edges) teleport by it too. The ranks sum to 1. Iteration
-    stops when ranks move less than ``tolerance`` in total (L1): on a Django
-    sized graph 1e-3 already leaves the top hundred files in place.
+    Only names that make edges (used, defined in 1 to ``MAX_DEFINERS`` files)
+    take part, numbered 0.. in ``names``; every other name would only add zeros.
     """
-    n = len(incoming)
-    if n == 0:
-        return []
-    rank = list(personal)
-    teleport = 1.0 - _DAMPING
-    # Nodes nobody points to get only teleports: skip their (empty) sums.
-    pointed = [(i, srcs, probs) for i, (srcs, probs) in enumerate(incoming) if srcs]
-    for _ in range(max_iterations):
-        get = rank.__getitem__
-        spread = _DAMPING * sum(map(get, dangling)) + teleport
-        new = [spread * p for p in personal]
-        for i, srcs, probs in pointed:
-            new[i] += _DAMPING * sum(map(mul, map(get, srcs), probs))
-        delta = sum(abs(a - b) for a, b in zip(new, rank, strict=True))
+
+    names: Ints
+    """The name id of each name taking part."""
+    weight: Floats
+    """Per name taking part: its weight."""
+    use_file: Ints
+    use_name: Ints
+    use_strength: Floats
+    """Every (file, name, strength) use of a name taking part."""
+    def_file: Ints
+    def_name: Ints
+    """Every (file, name) of a file defining a name taking part."""
+    inverse_out: Floats
+    """Per file: 1 / its total edge weight (0 for a file without edges)."""
+    dangling: Ints
+    """Files without edges: their rank teleports."""
+
+
+class RankedDefinitions(Sequence[RankedDefinition]):
+    """Ranked definitions, made into tuples only as they are read (a fit reads a few hundred)."""
+
+    def __init__(
+        self, scores: list[float], files: list[int], positions: list[int], tags: list[FileTags]
+    ) -> None:
+        self._scores = scores
+        self._files = files
+        self._positions = positions
+        self._tags = tags
+
+    def __len__(self) -> int:
+        return len(self._scores)
+
+    @overload
+    def __getitem__(self, index: int) -> RankedDefinition: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[RankedDefinition]: ...
+
+    def __getitem__(self, index: int | slice) -> RankedDefinition | Sequence[RankedDefinition]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        file = self._files[index]
+        return (self._scores[index], file, self._tags[file].defs[self._positions[index]])
+
+
+def teleports(count: int, focus: Collection[int]) -> Floats:
+    """Where PageRank teleports among ``count`` files: mostly to ``focus`` when there is one."""
+    if not focus:
+        return np.full(count, 1.0 / count)
+    # Most teleports land on the focus; the rest keep the whole repo ranked.
+    personal = np.full(count, (1.0 - FOCUS_SHARE) / count)
+    personal[sorted(focus)] += FOCUS_SHARE / len(focus)
+    return personal
+
+
+def name_flow(arrays: Edges, rank: Floats) -> Floats:
+    """Per name taking part: the rank its users send through it.
+
+    That is the name's weight times the sum, over its uses, of the user's rank per
+    unit of its edge weight times the strength of the use.
+    """
+    per_weight = rank * arrays.inverse_out
+    sent = np.bincount(
+        arrays.use_name,
+        weights=per_weight[arrays.use_file] * arrays.use_strength,
+        minlength=len(arrays.names),
+    )
+    flow: Floats = arrays.weight * sent
+    return flow
+
+
+def pagerank(arrays: Edges, personal: Floats) -> Floats:
+    """Ranks of the files (summing to 1), teleporting by ``personal``.
+
+    Files without edges teleport by ``personal`` too. ``np.bincount`` adds in
+    the order of its input, and numpy sums an array pairwise in an order set
+    by its length alone, so the result depends on the graph alone.
+    """
+    rank = personal
+    n = len(personal)
+    for _ in range(_MAX_ITERATIONS):
+        inflow = np.bincount(
+            arrays.def_file, weights=name_flow(arrays, rank)[arrays.def_name], minlength=n
+        )
+        spread = _DAMPING * float(rank[arrays.dangling].sum()) + (1.0 - _DAMPING)
+        new: Floats = spread * personal + _DAMPING * inflow
+        delta = float(np.abs(new - rank).sum())
         rank = new
-        if delta < tolerance:
+        if delta < _TOLERANCE:
             break
     return rank
 
 
-@dataclass(slots=True)
-class RefGraph:
-    """The reference graph of a set of files, ready to rank for any focus."""
-
-    files: list[str]
-    tags: list[FileTags]
-    definers: dict[str, dict[str, list[int]]]
-    """language group -> name -> files defining it."""
-    users: dict[str, dict[str, tuple[list[int], list[float], float]]]
-    """language group -> name -> (files using it, sqrt(uses) of each, weight of the name)."""
-    incoming: list[tuple[list[int], list[float]]]
-    out_weight: list[float]
-    dangling: list[int]
-
-    @classmethod
-    def build(cls, files: list[str], tags: list[FileTags]) -> RefGraph:
-        """The graph of ``files`` (their ``tags`` at the same indices)."""
-        groups = [link_group(t.lang) for t in tags]
-        definers: dict[str, dict[str, list[int]]] = {}
-        for index, file_tags in enumerate(tags):
-            group_definers = definers.setdefault(groups[index], {})
-            for name in {d[0] for d in file_tags.defs}:
-                group_definers.setdefault(name, []).append(index)
-        users: dict[str, dict[str, tuple[list[int], list[float], float]]] = {}
-        edges: list[dict[int, float]] = [{} for _ in files]
-        sqrt = math.sqrt
-        for src, file_tags in enumerate(tags):
-            known = definers.get(groups[src])
-            if not known:
-                continue
-            group_users = users.setdefault(groups[src], {})
-            out = edges[src]
-            refs = file_tags.refs
-            # The set intersection runs in C: most references (builtins,
-            # library calls) name nothing defined here.
-            for name in refs.keys() & known.keys():
-                targets = known[name]
-                if len(targets) > MAX_DEFINERS:
-                    continue
-                entry = group_users.get(name)
-                if entry is None:
-                    entry = group_users[name] = ([], [], _name_weight(name, len(targets)))
-                strength = sqrt(refs[name])
-                entry[0].append(src)
-                entry[1].append(strength)
-                weight = entry[2] * strength
-                for dst in targets:
-                    out[dst] = out.get(dst, 0.0) + weight
-        out_weight = [sum(out.values()) for out in edges]
-        incoming: list[tuple[list[int], list[float]]] = [([], []) for _ in files]
-        for src, out in enumerate(edges):
-            total = out_weight[src]
-            for dst, weight in out.items():
-                incoming[dst][0].append(src)
-                incoming[dst][1].append(weight / total)
-        dangling = [i for i, total in enumerate(out_weight) if total == 0.0]
-        return cls(files, tags, definers, users, incoming, out_weight, dangling)
-
-    def rank_files(self, focus: Collection[int]) -> list[float]:
-        """PageRank of every file, personalised toward ``focus`` when it is not empty."""
-        n = len(self.files)
-        if not n:
-            return []
-        if not focus:
-            return pagerank(self.incoming, self.dangling, [1.0 / n] * n)
-        # Most teleports land on the focus; the rest keep the whole repo ranked.
-        base = (1.0 - FOCUS_SHARE) / n
-        extra = FOCUS_SHARE / len(focus)
-        personal = [base + extra if i in focus else base for i in range(n)]
-        return pagerank(self.incoming, self.dangling, personal)
-
-    def rank_definitions(
-        self, focus: Collection[int] = (), idents: Collection[str] = (), limit: int | None = None
-    ) -> list[RankedDefinition]:
-        """The ``limit`` best definitions (default: all), best first.
-
-        Those named in ``idents`` (mentioned by the session) come first; ties
-        go by file order, then line.
-        """
-        rank = self.rank_files(focus)
-        per_weight = [r / w if w else 0.0 for r, w in zip(rank, self.out_weight, strict=True)]
-        get = per_weight.__getitem__
-        groups: dict[str, dict[str, float]] = {}
-        for group, group_users in self.users.items():
-            groups[group] = {
-                name: weight * sum(map(mul, map(get, srcs), strengths))
-                for name, (srcs, strengths, weight) in group_users.items()
-            }
-        ranked: list[tuple[float, int, int, Definition]] = []
-        for index, file_tags in enumerate(self.tags):
-            own = rank[index] * _UNUSED_SHARE
-            scores = groups.get(link_group(file_tags.lang), {})
-            for definition in file_tags.defs:
-                name = definition[0]
-                score = scores.get(name, 0.0) + own
-                if name in idents:
-                    score += 1e3  # above any score a rank can give
-                ranked.append((-score, index, definition[2], definition))
-        best = ranked if limit is None else heapq.nsmallest(limit, ranked)
-        if limit is None:
-            best.sort()
-        return [(-score, index, definition) for score, index, _, definition in best]
+def best(keys: Floats, limit: int | None) -> Ints:
+    """Indices of the ``limit`` smallest ``keys``, smallest first, ties by index."""
+    if limit is None or limit >= len(keys):
+        return np.argsort(keys, kind="stable")
+    if limit <= 0:
+        return np.zeros(0, dtype=np.intp)
+    bound = np.partition(keys, limit - 1)[limit - 1]
+    candidates = np.flatnonzero(keys <= bound)
+    order: Ints = candidates[np.argsort(keys[candidates], kind="stable")][:limit]
+    return order

@@ -11,22 +11,27 @@ may run them in a worker thread.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import marshal
+import operator
 import os
 import threading
+from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from clover_code.repomap.cache import TagCache
+from clover_code.repomap.cache import CacheChanges, TagCache
 from clover_code.repomap.languages import fingerprint
 from clover_code.repomap.notes import collect as collect_notes
 from clover_code.repomap.parse import NO_GRAMMAR, FileParser, parse_many
-from clover_code.repomap.rank import RefGraph
-from clover_code.repomap.render import TokenCounter, estimate_tokens, fit_to_budget
+from clover_code.repomap.render import RowCache, TokenCounter, estimate_tokens, fit_to_budget
 from clover_code.repomap.scan import SourceScanner
 from clover_code.repomap.tags import FileTags
+
+if TYPE_CHECKING:
+    from clover_code.repomap.graph import RefGraph
 
 __all__ = ["DEFAULT_MAX_FILES", "DEFAULT_MAX_FILE_BYTES", "RepoMap", "RepoMapResult"]
 
@@ -50,20 +55,22 @@ class RepoMapResult:
     """Whether the text itself was reused (nothing changed since it was made)."""
 
 
-@dataclass(slots=True)
-class _Entry:
-    mtime_ns: int
-    size: int
-    tags: FileTags
+Stamp = tuple[int, int]
+"""A file's (mtime in ns, size): when it changes, the file is parsed again."""
 
 
 @dataclass(slots=True)
 class _State:
-    entries: dict[str, _Entry] = field(default_factory=dict)
+    tags: dict[str, FileTags] = field(default_factory=dict)
+    stamps: dict[str, Stamp] = field(default_factory=dict)
+    """The stamp of each file when its ``tags`` were taken."""
     loaded: bool = False
     graph: RefGraph | None = None
-    graph_digest: str = ""
-    last_key: str = ""
+    fitted: int = 0
+    """Definitions the last map showed: where the next fit starts looking."""
+    rows: RowCache = field(default_factory=RowCache)
+    last_stats: dict[str, Stamp] = field(default_factory=dict)
+    last_options: tuple[object, ...] = ()
     last_result: RepoMapResult | None = None
 
 
@@ -98,9 +105,14 @@ class RepoMap:
         self._parser = FileParser(str(self.root), max_file_bytes)
         self._state = _State()
         self._lock = threading.Lock()
-        dirs = self._cache.get("dirs")
-        if isinstance(dirs, dict):
-            self._scanner.load(dirs)
+        self._scanner.load(self._cache.listings())
+
+    def reset(self) -> None:
+        """Keep the parsed tags but nothing built from them: the next build ranks
+        and fits from scratch, like the first of a session whose tags are all cached."""
+        with self._lock:
+            old = self._state
+            self._state = _State(tags=old.tags, stamps=old.stamps, loaded=old.loaded)
 
     def close(self) -> None:
         """Release the cache file."""
@@ -130,42 +142,45 @@ class RepoMap:
 
     def _build(self, budget: int, mentioned: list[str], edited: list[str]) -> RepoMapResult:
         scan = self._scanner.scan(self.max_files)
-        stats: dict[str, tuple[int, int]] = {}
-        base = f"{self.root}/"
-        for rel in scan.files:
-            try:
-                st = os.stat(base + rel)
-            except OSError:
-                continue
-            stats[rel] = (st.st_mtime_ns, st.st_size)
+        stats = _stamps(f"{self.root}/", scan.files)
         files = list(stats)
-        digest = _digest(f"{rel}\0{m}\0{s}" for rel, (m, s) in stats.items())
         focus = sorted({p for p in map(self._relative, [*mentioned, *edited]) if p in stats})
         idents = sorted({w for w in mentioned if w.isidentifier() and w not in stats})
-        key = _digest([digest, str(budget), *focus, "\0", *idents, _counter_name(self)])
+        options = (budget, *focus, "\0", *idents, _counter_name(self))
         state = self._state
-        if key == state.last_key and state.last_result is not None:
-            return _reused(state.last_result)
+        last = state.last_result
+        if last is not None and options == state.last_options and stats == state.last_stats:
+            return _reused(last)
+        key = _digest([_stats_digest(stats), *map(str, options)])
         if not state.loaded:
-            stored = self._cache.get("maps", key)
+            stored = self._cache.get_map(key)
             if isinstance(stored, tuple) and len(stored) == 3:
                 text, notes, count = stored
                 result = RepoMapResult(text, list(notes), count, from_cache=True)
-                state.last_key, state.last_result = key, result
+                state.last_stats, state.last_options, state.last_result = stats, options, result
                 return result
-        parsed = self._refresh(stats)
-        if state.graph is None or state.graph_digest != digest:
-            state.graph = RefGraph.build(files, [state.entries[f].tags for f in files])
-            state.graph_digest = digest
+        changes = CacheChanges()
+        parsed = self._refresh(stats, changes)
+        tags = list(map(state.tags.__getitem__, files))
+        if state.graph is None:
+            # Imported here: the ranking loads numpy, which a map read from the cache never needs.
+            from clover_code.repomap.graph import RefGraph
+
+            state.graph = RefGraph()
         graph = state.graph
-        index = {rel: i for i, rel in enumerate(files)}
+        if files != graph.files:
+            state.rows.clear()
+        graph.update(files, tags)
+        index = {rel: i for i, rel in enumerate(files)} if focus else {}
         # A definition costs at least one line of map: more than the budget never fits.
         ranked = graph.rank_definitions({index[f] for f in focus}, set(idents), limit=budget)
-        all_defs = [t.defs for t in graph.tags]
-        text = fit_to_budget(ranked, files, all_defs, budget, self.count_tokens)
+        all_defs = [t.defs for t in tags]
+        text, state.fitted = fit_to_budget(
+            ranked, files, all_defs, budget, self.count_tokens, start=state.fitted, cache=state.rows
+        )
         notes = collect_notes(
             files,
-            graph.tags,
+            tags,
             self._parser.grammar,
             scan.capped,
             self.max_files,
@@ -174,12 +189,14 @@ class RepoMap:
         if self._cache.error:
             notes.append(self._cache.error)
         result = RepoMapResult(text, notes, len(files), parsed)
-        self._cache.put("dirs", self._scanner.export())
-        self._cache.put("maps", (text, notes, len(files)), key)
-        state.last_key, state.last_result = key, result
+        if self._scanner.changed():
+            changes.listings = self._scanner.export()
+        changes.map_key, changes.map_value = key, (text, notes, len(files))
+        self._cache.store(changes)
+        state.last_stats, state.last_options, state.last_result = stats, options, result
         return result
 
-    def _refresh(self, stats: dict[str, tuple[int, int]]) -> int:
+    def _refresh(self, stats: dict[str, Stamp], changes: CacheChanges) -> int:
         """Bring the tags up to date with ``stats``; returns how many files were parsed."""
         state = self._state
         if not state.loaded:
@@ -188,22 +205,19 @@ class RepoMap:
                 if stats.get(rel) == (mtime, size):
                     tags = _decode(blob)
                     if tags is not None:
-                        state.entries[rel] = _Entry(mtime, size, tags)
-        todo: list[tuple[str, int]] = []
-        for rel, (mtime, size) in stats.items():
-            entry = state.entries.get(rel)
-            if entry is None or entry.mtime_ns != mtime or entry.size != size:
-                todo.append((rel, size))
-        changed: list[tuple[str, int, int, Any]] = []
+                        state.tags[rel], state.stamps[rel] = tags, (mtime, size)
+        stamps = state.stamps
+        todo = [(rel, stamp[1]) for rel, stamp in stats.items() - stamps.items()]
         for rel, tags in parse_many(self._parser, todo, self.workers):
-            mtime, size = stats[rel]
-            state.entries[rel] = _Entry(mtime, size, tags)
+            stamp = stamps[rel] = stats[rel]
+            state.tags[rel] = tags
             if tags.skipped != NO_GRAMMAR:
-                changed.append((rel, mtime, size, tags.to_tuple()))
-        removed = [rel for rel in state.entries if rel not in stats]
-        for rel in removed:
-            del state.entries[rel]
-        self._cache.update_files(changed, removed)
+                changes.files.append((rel, *stamp, tags.to_tuple()))
+        # Every file of ``stats`` has tags now: any more are of files that went.
+        if len(stamps) != len(stats):
+            changes.files_removed = [rel for rel in stamps if rel not in stats]
+            for rel in changes.files_removed:
+                del stamps[rel], state.tags[rel]
         return len(todo)
 
     def _relative(self, path: str) -> str:
@@ -220,6 +234,31 @@ def _digest(parts: Iterable[str]) -> str:
     for part in parts:
         h.update(part.encode("utf-8", "surrogateescape"))
         h.update(b"\n")
+    return h.hexdigest()
+
+
+_stamp_of = operator.attrgetter("st_mtime_ns", "st_size")
+
+
+def _stamps(base: str, files: list[str]) -> dict[str, Stamp]:
+    """The stamp of each of ``files`` that is still there (one stat each, looped in C)."""
+    try:
+        return dict(zip(files, map(_stamp_of, map(os.stat, map(base.__add__, files))), strict=True))
+    except OSError:
+        pass  # one went since the scan: the slow way, leaving it out
+    stamps: dict[str, Stamp] = {}
+    for rel in files:
+        try:
+            stamps[rel] = _stamp_of(os.stat(base + rel))
+        except OSError:
+            continue
+    return stamps
+
+
+def _stats_digest(stats: dict[str, tuple[int, int]]) -> str:
+    """A digest of every file's path, mtime and size (joined in C: it runs at every build)."""
+    h = hashlib.blake2b("\0".join(stats).encode("utf-8", "surrogateescape"), digest_size=16)
+    h.update(array("q", itertools.chain.from_iterable(stats.values())).tobytes())
     return h.hexdigest()
 
 

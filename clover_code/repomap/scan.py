@@ -15,6 +15,8 @@ entries changed, unless an ignore file changed, which starts afresh.
 
 from __future__ import annotations
 
+import itertools
+import operator
 import os
 from collections import deque
 from dataclasses import dataclass
@@ -44,6 +46,25 @@ _RULED: Final = 3
 _IGNORE: Final = 4
 Exported = dict[str, DirListing]
 """Directory listings as the disk cache stores them."""
+_Queued = tuple[str, str, bool]
+"""A directory to visit: (path from the root, its full path, whether rules apply above it)."""
+_Joined = tuple[DirListing, list[str], list[_Queued]]
+"""A directory's listing with the paths of its files and of its subdirectories to visit."""
+
+
+_mtime_of = operator.attrgetter("st_mtime_ns")
+
+
+@dataclass(slots=True)
+class _LastScan:
+    """An uncapped scan, to check and reuse: the directories it visited, in order."""
+
+    max_files: int
+    result: ScanResult
+    visited: list[_Queued]
+    mtimes: list[int]
+    paths: list[str]
+    """The full path of each directory visited."""
 
 
 @dataclass(slots=True)
@@ -78,7 +99,13 @@ class SourceScanner:
         self.root = root
         self._base = str(root)
         self._dirs: dict[str, DirListing] = {}
+        self._joined: dict[str, _Joined] = {}
+        self._ignore_files: dict[str, dict[str, Stat]] = {}
+        """The ignore files' stats of each remembered directory that has some."""
+        self._changed = False
+        """Whether a listing's content changed since the last ``changed``."""
         self._rules = IgnoreRules(root)
+        self._last: _LastScan | None = None
 
     def export(self) -> Exported:
         """The remembered listings in a plain form, for the disk cache."""
@@ -87,57 +114,125 @@ class SourceScanner:
     def load(self, data: Exported) -> None:
         """Remember listings saved by ``export`` (they are checked before use)."""
         self._dirs = data
+        self._joined = {}
+        self._ignore_files = {rel: d[_IGNORE] for rel, d in data.items() if d[_IGNORE]}
+        self._changed = False
+        self._last = None
+
+    def changed(self) -> bool:
+        """Whether what a listing holds changed since the last call (or ``load``), so
+        ``export`` is worth saving. A listing whose mtime alone moved is not worth it:
+        a later scan lists that directory again, at one ``scandir``."""
+        changed, self._changed = self._changed, False
+        return changed
 
     def scan(self, max_files: int) -> ScanResult:
         """The source files, at most ``max_files`` of them, shallow directories first."""
         if self._dirs and not self._ignore_files_unchanged():
-            self._dirs = {}
+            for rel in list(self._dirs):
+                self._drop(rel)
             self._rules = IgnoreRules(self.root)
+            self._last = None
+        last = self._last
+        if last is not None and last.max_files == max_files and self._unchanged(last):
+            return last.result
+        self._last = None
+        visited: list[_Queued] = []
         files: list[str] = []
         seen: set[str] = set()
-        queue: deque[tuple[str, bool]] = deque([("", False)])
+        queue: deque[_Queued] = deque([("", self._base, False)])
+        dirs, joined_of, stat = self._dirs, self._joined, os.stat
+        # The hot loop of every build: one stat per directory, the rest is lookups.
         while queue:
-            rel, parent_ruled = queue.popleft()
-            seen.add(rel)
-            listing = self._listing(rel, parent_ruled)
-            if listing is None:
+            rel, path, parent_ruled = queue.popleft()
+            try:
+                mtime = stat(path).st_mtime_ns
+            except OSError:
+                self._drop(rel)
                 continue
-            prefix = f"{rel}/" if rel else ""
-            if len(files) + len(listing[_FILES]) > max_files:
-                files += [prefix + name for name in listing[_FILES][: max_files - len(files)]]
+            seen.add(rel)
+            visited.append((rel, path, parent_ruled))
+            listing = dirs.get(rel)
+            if listing is None or listing[_MTIME] != mtime or listing[_RULED] < parent_ruled:
+                listing = self._remember(rel, self._list(path, mtime, parent_ruled, listing))
+            # The paths below a directory are joined once per listing, not at every scan.
+            joined = joined_of.get(rel)
+            if joined is None or joined[0] is not listing:
+                joined = joined_of[rel] = self._join(rel, listing)
+            if len(files) + len(joined[1]) > max_files:
+                files += joined[1][: max_files - len(files)]
                 self._forget_unseen(seen)
                 return ScanResult(files, capped=True)
-            files += [prefix + name for name in listing[_FILES]]
-            ruled = listing[_RULED]
-            queue.extend((prefix + sub, ruled) for sub in listing[_SUBDIRS])
+            files += joined[1]
+            queue.extend(joined[2])
         self._forget_unseen(seen)
-        return ScanResult(files, capped=False)
+        result = ScanResult(files, capped=False)
+        mtimes = [dirs[v[0]][_MTIME] for v in visited]
+        self._last = _LastScan(max_files, result, visited, mtimes, [v[1] for v in visited])
+        return result
 
-    def _forget_unseen(self, seen: set[str]) -> None:
-        if len(seen) != len(self._dirs):
-            for rel in [rel for rel in self._dirs if rel not in seen]:
-                del self._dirs[rel]
+    def _unchanged(self, last: _LastScan) -> bool:
+        """Whether the last scan's result holds, at one stat per directory it visited.
 
-    def _ignore_files_unchanged(self) -> bool:
-        for rel, listing in self._dirs.items():
-            for name, stat in listing[_IGNORE].items():
-                if _stat(f"{self._base}/{rel}/{name}" if rel else f"{self._base}/{name}") != stat:
-                    return False
+        A directory whose mtime moved is listed again; if what it holds for
+        the map is the same (a file replaced by a rename, as atomic writes
+        do), the result still holds.
+        """
+        try:
+            mtimes = list(map(_mtime_of, map(os.stat, last.paths)))
+        except OSError:
+            return False
+        for i in itertools.compress(range(len(mtimes)), map(operator.ne, mtimes, last.mtimes)):
+            rel, path, parent_ruled = last.visited[i]
+            old = self._dirs[rel]
+            new = self._list(path, mtimes[i], parent_ruled, old)
+            same = (
+                new[_IGNORE] == old[_IGNORE]
+                and new[_SUBDIRS : _RULED + 1] == old[_SUBDIRS : _RULED + 1]
+            )
+            self._remember(rel, new, changed=not same)
+            if not same:
+                return False
+            last.mtimes[i] = mtimes[i]
         return True
 
-    def _listing(self, rel: str, parent_ruled: bool) -> DirListing | None:
-        path = f"{self._base}/{rel}" if rel else self._base
-        try:
-            mtime = os.stat(path).st_mtime_ns
-        except OSError:
-            self._dirs.pop(rel, None)
-            return None
-        cached = self._dirs.get(rel)
-        if cached is not None and cached[_MTIME] == mtime and cached[_RULED] >= parent_ruled:
-            return cached
-        listing = self._list(path, mtime, parent_ruled, cached)
+    def _remember(self, rel: str, listing: DirListing, *, changed: bool = True) -> DirListing:
         self._dirs[rel] = listing
+        self._changed = self._changed or changed
+        if listing[_IGNORE]:
+            self._ignore_files[rel] = listing[_IGNORE]
+        else:
+            self._ignore_files.pop(rel, None)
         return listing
+
+    def _drop(self, rel: str) -> None:
+        if self._dirs.pop(rel, None) is not None:
+            self._changed = True
+        self._joined.pop(rel, None)
+        self._ignore_files.pop(rel, None)
+
+    def _join(self, rel: str, listing: DirListing) -> _Joined:
+        prefix = f"{rel}/" if rel else ""
+        ruled = listing[_RULED]
+        return (
+            listing,
+            [prefix + name for name in listing[_FILES]],
+            [(prefix + sub, f"{self._base}/{prefix}{sub}", ruled) for sub in listing[_SUBDIRS]],
+        )
+
+    def _forget_unseen(self, seen: set[str]) -> None:
+        """Forget the directories the scan did not reach (gone, or past the file cap)."""
+        if len(seen) != len(self._dirs):
+            for rel in [rel for rel in self._dirs if rel not in seen]:
+                self._drop(rel)
+
+    def _ignore_files_unchanged(self) -> bool:
+        base = self._base
+        for rel, ignore_files in self._ignore_files.items():
+            for name, stat in ignore_files.items():
+                if _stat(f"{base}/{rel}/{name}" if rel else f"{base}/{name}") != stat:
+                    return False
+        return True
 
     def _list(
         self, path: str, mtime: int, parent_ruled: bool, cached: DirListing | None
@@ -164,7 +259,7 @@ class SourceScanner:
             rel = os.path.relpath(path, self.root)
             prefix = "" if rel == "." else f"{rel}/"
             for key in [k for k in self._dirs if k.startswith(prefix)]:
-                del self._dirs[key]
+                self._drop(key)
         ruled = parent_ruled or any(_has_patterns(os.path.join(path, n)) for n in ignore_files)
         subdirs: list[str] = []
         files: list[str] = []

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from clover_code import protocol as p
 from clover_code.agent.engines import Engines
-from clover_code.agent.open import RefuseApprover, Session, open_session, open_with_backend
+from clover_code.agent.open import RefuseApprover, Session, SessionOptions, open_session
 from clover_code.config.settings import ApprovalMode, Settings
 from clover_code.engine.base import Backend
 from clover_code.fs.workspace_root import find_root
@@ -64,18 +64,14 @@ async def open_review_session(
 ) -> Session:
     """A read-only session for a review (``backend``: a model the caller opened)."""
     settings = review_settings(settings)
-    if backend is not None:
-        return await open_with_backend(
-            settings, backend, cwd, emit=emit, approver=RefuseApprover(), approval_mode=REVIEW_MODE
-        )
-    return await open_session(
-        settings,
-        cwd,
+    options = SessionOptions(
         emit=emit,
         approver=RefuseApprover(),
         approval_mode=REVIEW_MODE,
         engines=engines,
+        backend=backend,
     )
+    return await open_session(settings, cwd, options)
 
 
 async def run_review(

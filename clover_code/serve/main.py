@@ -72,7 +72,7 @@ def main(argv: list[str]) -> int:
     except CloverError as exc:
         print(f"clover-code serve: {exc}", file=sys.stderr)
         return int(exc.exit_code)
-    for line in getattr(backend, "notices", ()):
+    for line in backend.notices:
         print(f"clover-code serve: {line}", file=sys.stderr)
     key = settings.serve_api_key.get_secret_value() if settings.serve_api_key else None
     if not key:

@@ -110,9 +110,7 @@ def session_telemetry(
     return OtelSink(tracer_provider, meter_provider)
 
 
-def observed(
-    emit: Callable[[p.Event], None], forced: ForcedTelemetry | None = None
-) -> Callable[[p.Event], None]:
+def observed(emit: p.Emit, forced: ForcedTelemetry | None = None) -> p.Emit:
     """``emit``, with each event also fed to this session's telemetry when it is on
     (``forced``: an administrator's collector, always on).
 

@@ -34,6 +34,7 @@ from clover_code.tools.fileio import (
     missing_path_error,
     unified_diff,
 )
+from clover_code.tools.lsp.attach import with_diagnostics
 from clover_code.tools.patch_parse import FileChange, Hunk, parse_patch
 from clover_code.tools.workspace import Workspace
 
@@ -323,7 +324,7 @@ def apply_patch(ws: Workspace, patch: str) -> ToolResult:
     return ToolResult(text, display=PatchApplied(diff="".join(plan.diffs), paths=plan.paths))
 
 
-class ApplyPatchTool(Tool):
+class ApplyPatchTool(Tool[ApplyPatchArgs]):
     """Applies a multi-file patch atomically."""
 
     name: ClassVar[str] = "apply_patch"
@@ -337,12 +338,11 @@ class ApplyPatchTool(Tool):
         "@@ -l,n +l,n @@ hunks) works too. Paths are relative to the workspace root."
     )
     kind: ClassVar[ToolKind] = "edit"
-    Args: ClassVar[type[BaseModel]] = ApplyPatchArgs
+    Args = ApplyPatchArgs
     argument_limits: ClassVar[Mapping[str, int]] = {"patch": CONTENT_LIMIT}
 
-    def summary(self, args: BaseModel) -> str:
+    def summary(self, args: ApplyPatchArgs) -> str:
         """The files the patch touches."""
-        assert isinstance(args, ApplyPatchArgs)
         try:
             paths = [p for change in parse_patch(args.patch) for p in change.paths]
         except ToolError:
@@ -351,4 +351,5 @@ class ApplyPatchTool(Tool):
 
     async def run(self, args: ApplyPatchArgs, ctx: ToolContext) -> ToolResult:
         """Apply the patch."""
-        return await asyncio.to_thread(apply_patch, ctx.workspace, args.patch)
+        result = await asyncio.to_thread(apply_patch, ctx.workspace, args.patch)
+        return await with_diagnostics(result, ctx)

@@ -1,5 +1,9 @@
 """What a tool is: a name, a pydantic argument model, a kind, and ``run``.
 
+``Tool`` is generic over its argument model (``class ShellTool(Tool[ShellArgs])``),
+so ``run`` and ``summary`` receive that model, typed; a collection of different
+tools is a ``Sequence[Tool[Any]]``.
+
 The agent screens the model's raw arguments (``screen``: hostile values,
 size caps, unknown names) and then validates them against ``Args`` before
 anything runs; a tool raises ``ToolError`` (or returns ``ToolResult(is_error=True)``)
@@ -12,7 +16,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import BaseModel
 
@@ -22,6 +26,8 @@ from clover_code.tools.arguments import TEXT_LIMIT, Screened, screen_arguments
 
 if TYPE_CHECKING:
     from clover_code.tools.fileio import FileAccess
+    from clover_code.tools.jobs import JobTable
+    from clover_code.tools.lsp.manager import LanguageServers
     from clover_code.tools.sandbox.base import Sandbox
     from clover_code.tools.workspace import Workspace
 
@@ -66,15 +72,29 @@ class ToolContext:
     session); shared by every copy of the context, so a loaded skill stays readable."""
     call_id: str | None = None
     """The id of the call being run (set per call by the dispatcher)."""
+    allowed_tools: frozenset[str] | None = None
+    """The only tools the running turn allows (a custom command's; None: every tool),
+    set per call by the dispatcher: a child agent the call starts gets no others."""
+    jobs: JobTable | None = None
+    """The session's background jobs (None: no shell tool); shared by every copy of the
+    context, so child agents see and stop the same jobs."""
+    diagnostics: LanguageServers | None = None
+    """The session's language servers: the edit tools add the changed files'
+    diagnostics to their results (None: no language servers)."""
 
 
-class Tool(ABC):
+ArgsT = TypeVar("ArgsT", bound=BaseModel)
+"""A tool's argument model."""
+
+
+class Tool(ABC, Generic[ArgsT]):
     """Base of every tool. Subclasses set the class attributes and ``run``."""
 
     name: ClassVar[str]
     description: ClassVar[str]
     kind: ClassVar[ToolKind]
-    Args: ClassVar[type[BaseModel]]
+    Args: type[ArgsT]
+    """The model a call's arguments are validated into (set on the class)."""
     argument_limits: ClassVar[Mapping[str, int]] = {}
     """Size caps in bytes for string arguments, by name (see ``tools.arguments``)."""
     default_argument_limit: ClassVar[int] = TEXT_LIMIT
@@ -82,6 +102,10 @@ class Tool(ABC):
     concurrent: ClassVar[bool] = False
     """Calls of this tool may run at the same time as their neighbours in one
     response (read and search tools always may)."""
+    runs_on_host: ClassVar[bool] = False
+    """Its calls run in clover-code's own process on the host (a function of the
+    program that embeds the agent), never in the sandbox: a contained sandbox does
+    not make them safe, so sandbox-auto asks for an ``execute`` one as auto-edit does."""
 
     def screen(self, arguments: object) -> Screened:
         """Check raw arguments for hostile values before ``Args`` validates them."""
@@ -107,11 +131,11 @@ class Tool(ABC):
             prop.pop("title", None)
         return ToolSpec(self.name, self.description, schema)
 
-    def summary(self, args: BaseModel) -> str:
+    def summary(self, args: ArgsT) -> str:
         """A short line naming the key arguments, for cards and logs."""
         first = next(iter(args.model_dump().values()), "")
         return str(first)[:120]
 
     @abstractmethod
-    async def run(self, args: Any, ctx: ToolContext) -> ToolResult:
+    async def run(self, args: ArgsT, ctx: ToolContext) -> ToolResult:
         """Carry out a validated call."""

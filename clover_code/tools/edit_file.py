@@ -22,6 +22,7 @@ from clover_code.tools.fileio import (
     missing_path_error,
     unified_diff,
 )
+from clover_code.tools.lsp.attach import with_diagnostics
 from clover_code.tools.workspace import Workspace
 
 __all__ = ["EditFileArgs", "EditFileTool", "closest_match"]
@@ -188,7 +189,7 @@ def edit_text(
     return ToolResult(text, display=FileEdit(path=rel, diff=diff, replacements=count))
 
 
-class EditFileTool(Tool):
+class EditFileTool(Tool[EditFileArgs]):
     """Replaces exact text in a file."""
 
     name: ClassVar[str] = "edit_file"
@@ -199,7 +200,7 @@ class EditFileTool(Tool):
         "it unique, or set replace_all to change every occurrence. Read the file first."
     )
     kind: ClassVar[ToolKind] = "edit"
-    Args: ClassVar[type[BaseModel]] = EditFileArgs
+    Args = EditFileArgs
     argument_limits: ClassVar[Mapping[str, int]] = {
         "old_string": CONTENT_LIMIT,
         "new_string": CONTENT_LIMIT,
@@ -207,7 +208,7 @@ class EditFileTool(Tool):
 
     async def run(self, args: EditFileArgs, ctx: ToolContext) -> ToolResult:
         """Apply the replacement."""
-        return await asyncio.to_thread(
+        result = await asyncio.to_thread(
             edit_text,
             ctx.workspace,
             args.path,
@@ -216,3 +217,4 @@ class EditFileTool(Tool):
             args.replace_all,
             ctx.files,
         )
+        return await with_diagnostics(result, ctx)

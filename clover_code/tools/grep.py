@@ -143,7 +143,7 @@ async def grep_files(
     return ToolResult(text, display=display)
 
 
-class GrepTool(Tool):
+class GrepTool(Tool[GrepArgs]):
     """Searches file contents."""
 
     name: ClassVar[str] = "grep"
@@ -155,7 +155,7 @@ class GrepTool(Tool):
         "binary files are skipped. Use glob to restrict to some files."
     )
     kind: ClassVar[ToolKind] = "search"
-    Args: ClassVar[type[BaseModel]] = GrepArgs
+    Args = GrepArgs
 
     def __init__(self, backend: Backend = "auto") -> None:
         self.backend: Backend = backend

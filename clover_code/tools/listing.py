@@ -80,7 +80,7 @@ def list_entries(ws: Workspace, path: str, depth: int) -> ToolResult:
     return ToolResult(text, display=Listing(path=rel_start, count=len(lines), capped=capped))
 
 
-class ListFilesTool(Tool):
+class ListFilesTool(Tool[ListFilesArgs]):
     """Lists a directory tree."""
 
     name: ClassVar[str] = "list_files"
@@ -90,7 +90,7 @@ class ListFilesTool(Tool):
         f"At most {MAX_ENTRIES} entries come back."
     )
     kind: ClassVar[ToolKind] = "read"
-    Args: ClassVar[type[BaseModel]] = ListFilesArgs
+    Args = ListFilesArgs
 
     async def run(self, args: ListFilesArgs, ctx: ToolContext) -> ToolResult:
         """List the directory."""
@@ -144,7 +144,7 @@ def glob_paths(ws: Workspace, pattern: str, path: str) -> ToolResult:
     return ToolResult(text, display=Listing(path=rel_start, count=len(found)))
 
 
-class GlobTool(Tool):
+class GlobTool(Tool[GlobArgs]):
     """Finds files by name pattern."""
 
     name: ClassVar[str] = "glob"
@@ -154,7 +154,7 @@ class GlobTool(Tool):
         f"At most {MAX_MATCHES} paths come back."
     )
     kind: ClassVar[ToolKind] = "search"
-    Args: ClassVar[type[BaseModel]] = GlobArgs
+    Args = GlobArgs
 
     async def run(self, args: GlobArgs, ctx: ToolContext) -> ToolResult:
         """Run the search."""

@@ -94,7 +94,7 @@ class McpArgs(BaseModel):
         return data
 
 
-class McpTool(Tool):
+class McpTool(Tool[McpArgs]):
     """One tool of one MCP server; subclasses are made per tool by ``McpManager``."""
 
     server: ClassVar[str]
@@ -102,6 +102,9 @@ class McpTool(Tool):
     schema: ClassVar[dict[str, Any]]
     # A server's arguments may be file contents, not only names and paths.
     default_argument_limit: ClassVar[int] = CONTENT_LIMIT
+    # The server is a program on the host (stdio) or somewhere else (HTTP): never in
+    # the sandbox, so a contained sandbox does not let sandbox-auto run its tools unasked.
+    runs_on_host: ClassVar[bool] = True
 
     def __init__(self, connection: _Server, timeout: float) -> None:
         self._connection = connection
@@ -111,9 +114,9 @@ class McpTool(Tool):
         """The server's own JSON schema, as the model should see it."""
         return ToolSpec(self.name, self.description, self.schema)
 
-    async def run(self, args: Any, ctx: ToolContext) -> ToolResult:
+    async def run(self, args: McpArgs, ctx: ToolContext) -> ToolResult:
         """Call the tool on its server and turn the result into text."""
-        arguments = args.model_dump() if isinstance(args, BaseModel) else dict(args)
+        arguments = args.model_dump()
         result = await self._connection.call(self.remote_name, arguments, self._timeout)
         text = _result_text(result)
         if len(text) > ctx.output_limit:
@@ -284,7 +287,7 @@ class McpManager:
         self._policy = project_policy
         self._approve = approve
         self._servers: list[_Server] = []
-        self.tools: list[Tool] = []
+        self.tools: list[Tool[Any]] = []
         """The wrapped tools of every server that started, in declaration order."""
         self.notices: list[str] = []
         """What ``start`` had to report (servers skipped or not started)."""

@@ -8,7 +8,8 @@ An entry with a ``url`` (``"type": "http"`` or ``"sse"``) is a server reached
 over HTTP, with ``headers``. ``${VAR}`` and ``${VAR:-default}`` in ``command``,
 ``args``, ``env``, ``cwd``, ``url`` and ``headers`` are taken from the
 environment. A server named in the settings wins
-over a project server of the same name. Problems never stop the session:
+over a project or plugin server of the same name (plugins' are named
+``plugin:server``). Problems never stop the session:
 each becomes one notice sentence and the server (or the whole file, when it
 is not valid JSON) is skipped. Project servers come from the repository, so
 they are marked ``project`` and started only when the user trusts them: the
@@ -25,7 +26,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -58,8 +59,11 @@ class DeclaredServer:
     """A project server the user trusts (start it without asking)."""
 
 
-def declared_servers(settings: Settings, root: Path) -> tuple[list[DeclaredServer], list[str]]:
-    """The enabled servers of the settings and (unless ignored) of ``root/.mcp.json``.
+def declared_servers(
+    settings: Settings, root: Path, plugins: Sequence[DeclaredServer] = ()
+) -> tuple[list[DeclaredServer], list[str]]:
+    """The enabled servers of the settings, of ``plugins`` (the user's, as trusted as
+    the settings) and (unless ignored) of ``root/.mcp.json``.
 
     Returns the servers and the notices about what was skipped.
     """
@@ -69,6 +73,14 @@ def declared_servers(settings: Settings, root: Path) -> tuple[list[DeclaredServe
         if config.enabled
     ]
     notices: list[str] = []
+    for server in plugins:
+        if server.name in settings.mcp_servers:
+            notices.append(
+                f"MCP server '{server.name}' of {server.source} is also in your settings; "
+                "the settings' one is used."
+            )
+        elif server.config.enabled:
+            servers.append(server)
     off = settings.managed.feature_clause("mcp")
     if off is not None:
         # The config files' servers were refused when read; an editor's and the project's

@@ -14,6 +14,7 @@ from clover_code.fs.binary import BINARY_SAMPLE, looks_binary
 from clover_code.protocol import FileRead
 from clover_code.tools.base import Tool, ToolContext, ToolKind, ToolResult
 from clover_code.tools.fileio import FileAccess, LocalFiles, missing_path_error
+from clover_code.tools.lsp.attach import warm
 from clover_code.tools.workspace import Workspace
 
 __all__ = ["ReadFileArgs", "ReadFileTool"]
@@ -113,7 +114,7 @@ def read_window(
     return ToolResult(text, display=display)
 
 
-class ReadFileTool(Tool):
+class ReadFileTool(Tool[ReadFileArgs]):
     """Reads a text file with line numbers."""
 
     name: ClassVar[str] = "read_file"
@@ -124,7 +125,7 @@ class ReadFileTool(Tool):
         "offset and limit to read a long file in parts. Binary files are refused."
     )
     kind: ClassVar[ToolKind] = "read"
-    Args: ClassVar[type[BaseModel]] = ReadFileArgs
+    Args = ReadFileArgs
 
     async def run(self, args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
         """Read the requested window of the file."""
@@ -133,9 +134,12 @@ class ReadFileTool(Tool):
         if outside is not None:
             # Confined to that one folder, read from the disk (not an editor's buffers).
             workspace, files = Workspace(outside), LocalFiles()
-        return await asyncio.to_thread(
+        result = await asyncio.to_thread(
             read_window, workspace, args.path, args.offset, args.limit, files
         )
+        if outside is None and isinstance(result.display, FileRead):
+            warm(ctx, result.display.path)  # an edit may follow: have its server ready
+        return result
 
 
 def _loaded_skill_folder(path: str, roots: list[Path]) -> Path | None:

@@ -23,7 +23,7 @@ class ReadOutputArgs(BaseModel):
     limit: int = Field(400, ge=1, le=MAX_LINES, description="How many lines to read.")
 
 
-class ReadOutputTool(Tool):
+class ReadOutputTool(Tool[ReadOutputArgs]):
     """Reads the full text of a tool output that was cut to fit the context."""
 
     name: ClassVar[str] = "read_output"
@@ -32,7 +32,7 @@ class ReadOutputTool(Tool):
         "shortened output names its id; give a line offset and a number of lines."
     )
     kind: ClassVar[ToolKind] = "read"
-    Args: ClassVar[type[BaseModel]] = ReadOutputArgs
+    Args = ReadOutputArgs
 
     def __init__(self, spill: OutputSpill) -> None:
         self.spill = spill

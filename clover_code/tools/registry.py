@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from clover_code.repomap import RepoMap
 from clover_code.tools.apply_patch import ApplyPatchTool
 from clover_code.tools.base import Tool
 from clover_code.tools.edit_file import EditFileTool
 from clover_code.tools.grep import GrepTool
+from clover_code.tools.job_tools import JobOutputTool, JobStopTool
 from clover_code.tools.listing import GlobTool, ListFilesTool
 from clover_code.tools.read_file import ReadFileTool
 from clover_code.tools.read_output import ReadOutputTool
@@ -29,11 +30,11 @@ def default_tools(
     spill: OutputSpill | None = None,
     repo_map: RepoMap | None = None,
     settings: Settings | None = None,
-) -> list[Tool]:
-    """One instance of every built-in tool; ``shell`` adds the shell tool,
-    ``spill`` (where long outputs are saved) the ``read_output`` tool and
-    ``settings`` the web tools (``tools.web``)."""
-    tools: list[Tool] = [
+) -> list[Tool[Any]]:
+    """One instance of every built-in tool; ``shell`` adds the shell tool and the
+    background job tools, ``spill`` (where long outputs are saved) the ``read_output``
+    tool and ``settings`` the web tools (``tools.web``)."""
+    tools: list[Tool[Any]] = [
         ReadFileTool(),
         WriteFileTool(),
         EditFileTool(),
@@ -45,7 +46,7 @@ def default_tools(
         TodoTool(),
     ]
     if shell:
-        tools.append(ShellTool())
+        tools += [ShellTool(), JobOutputTool(), JobStopTool()]
     if spill is not None:
         tools.append(ReadOutputTool(spill))
     if settings is not None:

@@ -48,7 +48,7 @@ class RepoMapArgs(BaseModel):
     )
 
 
-class RepoMapTool(Tool):
+class RepoMapTool(Tool[RepoMapArgs]):
     """Shows the ranked repo map; ``repo_map`` may be given to share one with the agent."""
 
     name: ClassVar[str] = "repo_map"
@@ -60,7 +60,7 @@ class RepoMapTool(Tool):
         "before reading files."
     )
     kind: ClassVar[ToolKind] = "read"
-    Args: ClassVar[type[BaseModel]] = RepoMapArgs
+    Args = RepoMapArgs
 
     def __init__(self, repo_map: RepoMap | None = None, cache_path: Path | None = None) -> None:
         self._maps: dict[Path, RepoMap] = {}
@@ -68,9 +68,8 @@ class RepoMapTool(Tool):
             self._maps[repo_map.root] = repo_map
         self._cache_path = cache_path
 
-    def summary(self, args: BaseModel) -> str:
+    def summary(self, args: RepoMapArgs) -> str:
         """The focus, if any."""
-        assert isinstance(args, RepoMapArgs)
         return ", ".join(args.focus)[:120] or "whole repository"
 
     def _map_for(self, root: Path) -> RepoMap:

@@ -45,7 +45,7 @@ class SkillArgs(BaseModel):
     name: str = Field(description="The skill's name, as the system prompt lists it.")
 
 
-class SkillTool(Tool):
+class SkillTool(Tool[SkillArgs]):
     """Gives the model a skill's body and the list of its files.
 
     A skill folder outside the workspace (the user's own skills) becomes
@@ -58,14 +58,14 @@ class SkillTool(Tool):
         "skill's files with read_file and run its scripts with the shell tool."
     )
     kind: ClassVar[ToolKind] = "read"
-    Args: ClassVar[type[BaseModel]] = SkillArgs
+    Args = SkillArgs
 
     def __init__(self, skills: Sequence[LoadedSkill]) -> None:
         self.skills = {skill.name: skill for skill in skills}
 
-    def summary(self, args: BaseModel) -> str:
+    def summary(self, args: SkillArgs) -> str:
         """The skill's name."""
-        return str(getattr(args, "name", ""))
+        return args.name
 
     async def run(self, args: SkillArgs, ctx: ToolContext) -> ToolResult:
         """The body of the skill and its files, as paths read_file takes."""

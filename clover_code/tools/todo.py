@@ -88,7 +88,7 @@ def todo_from_display(display: ToolDisplay | None) -> list[TodoItem] | None:
     return list(display.todo) if isinstance(display, TodoList) else None
 
 
-class TodoTool(Tool):
+class TodoTool(Tool[TodoArgs]):
     """Records the model's plan as a checklist the user can see."""
 
     name: ClassVar[str] = "todo"
@@ -99,11 +99,10 @@ class TodoTool(Tool):
         "are. Skip it for tasks of one or two steps."
     )
     kind: ClassVar[ToolKind] = "other"
-    Args: ClassVar[type[BaseModel]] = TodoArgs
+    Args = TodoArgs
 
-    def summary(self, args: BaseModel) -> str:
+    def summary(self, args: TodoArgs) -> str:
         """How far the list has got."""
-        assert isinstance(args, TodoArgs)
         done = sum(1 for item in args.items if item.status == "done")
         return f"{done}/{len(args.items)} done"
 

@@ -13,6 +13,7 @@ from clover_code.protocol import FileEdit
 from clover_code.tools.arguments import CONTENT_LIMIT
 from clover_code.tools.base import Tool, ToolContext, ToolKind, ToolResult
 from clover_code.tools.fileio import FileAccess, LocalFiles, diff_counts, unified_diff
+from clover_code.tools.lsp.attach import with_diagnostics
 from clover_code.tools.workspace import Workspace
 
 __all__ = ["WriteFileArgs", "WriteFileTool"]
@@ -67,7 +68,7 @@ def write_text(
     return ToolResult(text, display=FileEdit(path=rel, diff=diff, created=old is None))
 
 
-class WriteFileTool(Tool):
+class WriteFileTool(Tool[WriteFileArgs]):
     """Creates or overwrites a file."""
 
     name: ClassVar[str] = "write_file"
@@ -77,11 +78,12 @@ class WriteFileTool(Tool):
         "keeps the file's permissions; parent directories are created as needed."
     )
     kind: ClassVar[ToolKind] = "edit"
-    Args: ClassVar[type[BaseModel]] = WriteFileArgs
+    Args = WriteFileArgs
     argument_limits: ClassVar[Mapping[str, int]] = {"content": CONTENT_LIMIT}
 
     async def run(self, args: WriteFileArgs, ctx: ToolContext) -> ToolResult:
         """Write the file."""
-        return await asyncio.to_thread(
+        result = await asyncio.to_thread(
             write_text, ctx.workspace, args.path, args.content, ctx.files
         )
+        return await with_diagnostics(result, ctx)

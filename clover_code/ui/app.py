@@ -123,6 +123,10 @@ class CloverApp(App[int]):
         """What the user sent for each turn of this run (put back by a rewind)."""
         self.rewinding = False
         """A /rewind was sent (its answer puts the prompt back; /undo's does not)."""
+        self.jobs: list[p.JobInfo] = []
+        """The session's background jobs as it last reported them."""
+        self.stopped_on_quit: list[p.JobInfo] = []
+        """The jobs that were running when the user quit (closing the session stopped them)."""
         self._resume = resume
         self._show_denoising = show_denoising
         self._git_status = git_status
@@ -357,18 +361,22 @@ class CloverApp(App[int]):
         self.run_worker(self.bridge.submit(op), group="ops")
 
     def action_interrupt(self) -> None:
-        """Stop the running turn."""
-        if self.turn_running:
+        """Stop the running turn and the background jobs."""
+        if self.turn_running or self._jobs_running():
             self.send(p.Interrupt())
 
+    def _jobs_running(self) -> bool:
+        return any(job.state == "running" for job in self.jobs)
+
     def action_ctrl_c(self) -> None:
-        """Interrupt a running turn; a second press within two seconds quits."""
+        """Interrupt a running turn and the background jobs; a second press within two
+        seconds quits."""
         now = Clock.now()
         if now - self._last_ctrl_c < QUIT_WINDOW:
             self.run_worker(self.action_quit())
             return
         self._last_ctrl_c = now
-        if self.turn_running:
+        if self.turn_running or self._jobs_running():
             self.send(p.Interrupt())
         self.notify("Press Ctrl+C again to quit.", timeout=QUIT_WINDOW)
 
@@ -378,6 +386,8 @@ class CloverApp(App[int]):
             return
         self._quitting = True
         self.extras.close()
+        # Closing the session stops these; they are named once the app is gone.
+        self.stopped_on_quit = [job for job in self.jobs if job.state == "running"]
         try:
             await asyncio.wait_for(self.bridge.close(), QUIT_TIMEOUT)
         except TimeoutError:

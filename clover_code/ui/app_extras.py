@@ -29,7 +29,7 @@ __all__ = ["STATUS_FIELDS", "AppExtras"]
 
 STATUS_FIELDS = (
     "model", "context_used", "approval", "branch", "dirty", "busy", "speed", "sandbox",
-    "editor_mode",
+    "editor_mode", "jobs",
 )  # fmt: skip
 """The status bar's attributes whose change runs the status-line command again."""
 
@@ -92,6 +92,8 @@ class AppExtras:
         config = self.options.statusline()
         if config is None:
             return
+        if config.note:
+            self.transcript.add_note(config.note)
         self.statusline = StatusLine(
             config, payload=self._payload, show=self._show, drop=self._drop
         )

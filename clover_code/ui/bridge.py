@@ -11,23 +11,64 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
 from textual.message import Message
 
 from clover_code import protocol as p
+from clover_code.protocol import Emit
 
 FRAME_SECONDS = 1 / 30
 """Shortest time between two batches handed to the app (30 a second is smooth to the
 eye and leaves the loop free for keys)."""
 
 
+class CommandInfo(Protocol):
+    """What the app reads of a custom command."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def argument_hint(self) -> str: ...
+    @property
+    def source(self) -> str: ...
+
+
+class SkillInfo(Protocol):
+    """What the app reads of a skill."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def folder(self) -> Path: ...
+    @property
+    def source(self) -> str: ...
+
+
 class SessionLike(Protocol):
     """What the app needs of a core session (``clover_code.agent.session.Session``)."""
 
     id: str
+
+    @property
+    def commands(self) -> Sequence[CommandInfo]:
+        """Custom commands (``/name args``), for completion."""
+        ...
+
+    @property
+    def skills(self) -> Sequence[SkillInfo]:
+        """The skills the session offers the model."""
+        ...
+
+    def skills_on_disk(self) -> Sequence[SkillInfo]:
+        """The skills on disk now (the offered ones and any added since)."""
+        ...
 
     async def submit(self, op: p.Op) -> None:
         """Act on an op."""
@@ -38,7 +79,6 @@ class SessionLike(Protocol):
         ...
 
 
-Emit = Callable[[p.Event], None]
 SessionFactory = Callable[[Emit, Path | None], Awaitable[SessionLike]]
 """Opens a session that reports to ``emit``, resuming the transcript at the path if given."""
 

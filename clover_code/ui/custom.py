@@ -4,36 +4,18 @@ and the ``/skills`` listing. The session found them; the app only reads its list
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Protocol
+from collections.abc import Sequence
 
+from clover_code.ui.bridge import CommandInfo, SkillInfo
 from clover_code.ui.command_table import SlashCommand
 from clover_code.ui.host import SessionHost
 from clover_code.ui.widgets.transcript import Transcript
 
 
-class CommandInfo(Protocol):
-    """What the app reads of a custom command."""
-
-    name: str
-    description: str
-    argument_hint: str
-    source: str
-
-
-class SkillInfo(Protocol):
-    """What the app reads of a skill."""
-
-    name: str
-    description: str
-    folder: Path
-    source: str
-
-
 def custom_commands(app: SessionHost) -> list[CommandInfo]:
     """The open session's custom commands (none while no session is open)."""
-    found: list[CommandInfo] = getattr(app.bridge.session, "commands", None) or []
-    return list(found)
+    session = app.bridge.session
+    return list(session.commands) if session is not None else []
 
 
 def completions(app: SessionHost) -> list[SlashCommand]:
@@ -58,9 +40,8 @@ def show_skills(app: SessionHost, transcript: Transcript) -> None:
     """``/skills``: each skill's name, where it comes from, and its description, read
     from disk again, so a skill added while the app runs is listed (and marked)."""
     session = app.bridge.session
-    offered: list[SkillInfo] = getattr(session, "skills", None) or []
-    rescan = getattr(session, "skills_on_disk", None)
-    skills: list[SkillInfo] = rescan() if callable(rescan) else offered
+    offered: Sequence[SkillInfo] = session.skills if session is not None else []
+    skills = session.skills_on_disk() if session is not None else []
     if not skills:
         transcript.add_note(
             "No skills found. Add a folder with a SKILL.md to .clover/skills/, "

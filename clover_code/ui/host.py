@@ -47,6 +47,8 @@ class SessionHost(Protocol):
     """A /rewind was sent and its answer has not come yet."""
     approval_modes: tuple[p.ApprovalMode, ...]
     """The approval modes Shift+Tab cycles through (those an administrator allows)."""
+    jobs: list[p.JobInfo]
+    """The session's background jobs as it last reported them (``JobsChanged``)."""
 
     def send(self, op: p.Op) -> None:
         """Send an Op to the session."""

@@ -50,6 +50,9 @@ class Reports:
                 f"{event.tokens_after:,} tokens."
             )
             self.status_bar.context_used = event.tokens_after
+        elif isinstance(event, p.JobsChanged):
+            self.app.jobs = list(event.jobs)
+            self.status_bar.jobs = sum(1 for job in event.jobs if job.state == "running")
         elif isinstance(event, p.TodoUpdated):
             marks = {"pending": "☐", "in_progress": "◐", "done": "☑"}
             items = [f"{marks[i.status]} {i.text}" for i in event.items]

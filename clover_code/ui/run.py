@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 
 from clover_code.config.settings import Settings
 from clover_code.errors import CloverError
-from clover_code.ui.bridge import Emit, SessionFactory, SessionLike
+from clover_code.protocol import Emit
+from clover_code.ui.bridge import SessionFactory, SessionLike
 
 if TYPE_CHECKING:
     from clover_code.agent.engines import Engines
@@ -47,17 +48,19 @@ def session_factory(
 
     async def _open(settings: Settings, emit: Emit, resume: Path | None) -> SessionLike:
         from clover_code import protocol as p
-        from clover_code.agent.open import open_session
+        from clover_code.agent.open import SessionOptions, open_session
         from clover_code.telemetry.spans import observed
 
         return await open_session(
             settings,
             cwd,
-            emit=observed(emit, settings.managed.forced_telemetry),
-            approval_mode=settings.approval_or("ask"),
-            resume=resume,
-            engines=engines,
-            loading=lambda text: emit(p.Notice(text=text)),
+            SessionOptions(
+                emit=observed(emit, settings.managed.forced_telemetry),
+                approval_mode=settings.approval_or("ask"),
+                resume=resume,
+                engines=engines,
+                loading=lambda text: emit(p.Notice(text=text)),
+            ),
         )
 
     return open_session
@@ -113,15 +116,17 @@ def app_options(settings: Settings, cwd: Path, current: Callable[[], Settings]) 
     from clover_code.ui.options import AppOptions, check_options
 
     def statusline() -> StatusLineConfig | None:
-        now = current()  # after the trust question: a project's command applies once trusted
-        command = now.statusline_command
-        if not command:
-            return None
-        from clover_code.agent.open import host_command
+        from clover_code.agent.open import host_command, plugin_statusline
         from clover_code.ui.statusline import StatusLineConfig
 
+        now = current()  # after the trust question: a project's command applies once trusted
+        command, note = now.statusline_command, None
+        if not command:  # yours wins over every plugin's
+            command, note = plugin_statusline(now, cwd)
+        if not command:
+            return None
         run = host_command(now, cwd, command, now.statusline_timeout)
-        return StatusLineConfig(command, run, now.statusline_interval / 1000)
+        return StatusLineConfig(command, run, now.statusline_interval / 1000, note)
 
     options = AppOptions(
         theme=settings.theme,
@@ -171,10 +176,19 @@ def run_app(
     finally:
         if engines.loaded:
             asyncio.run(engines.close())
-    hint = resume_hint(app)
-    if hint:
-        print(hint)
+    for line in (jobs_stopped(app), resume_hint(app)):
+        if line:
+            print(line)
     return int(code) if code is not None else 0
+
+
+def jobs_stopped(app: CloverApp) -> str | None:
+    """The line printed after the app closes when quitting stopped background jobs."""
+    jobs = app.stopped_on_quit
+    if not jobs:
+        return None
+    names = "; ".join(f"job {job.id}: {job.command}" for job in jobs)
+    return f"Stopped {len(jobs)} background job{'s' if len(jobs) > 1 else ''} ({names})."
 
 
 def resume_hint(app: CloverApp) -> str | None:
@@ -186,6 +200,7 @@ def resume_hint(app: CloverApp) -> str | None:
 
 __all__ = [
     "app_options",
+    "jobs_stopped",
     "resume_hint",
     "review_runner",
     "run_app",

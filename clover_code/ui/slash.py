@@ -19,7 +19,7 @@ from clover_code.ui.widgets.help_table import Section
 from clover_code.ui.widgets.status_bar import StatusBar
 from clover_code.ui.widgets.transcript import Transcript
 
-__all__ = ["COMMANDS", "KEYS_HELP", "TABLE", "SlashCommands", "removed_turns"]
+__all__ = ["COMMANDS", "KEYS_HELP", "TABLE", "SlashCommands", "jobs_text", "removed_turns"]
 
 KEYS_HELP: list[tuple[str, str]] = [
     ("Enter", "send (queued while a turn runs)"),
@@ -30,7 +30,7 @@ KEYS_HELP: list[tuple[str, str]] = [
     ("@", "mention a file"),
     ("PageUp PageDown", "scroll the transcript (also with Shift)"),
     ("Ctrl+Home Ctrl+End", "top / end of the transcript"),
-    ("Esc", "interrupt"),
+    ("Esc", "interrupt (the turn and the background jobs)"),
     ("Ctrl+C twice", "quit"),
     ("Shift+Tab", "next approval mode"),
     ("F2", "denoising view on/off"),
@@ -49,6 +49,26 @@ VIM_HELP: list[tuple[str, str]] = [
 
 TABLE: CommandTable[SlashCommands] = CommandTable()
 """The slash commands, filled by ``@TABLE.command`` on the methods below, in their order."""
+
+
+def jobs_text(jobs: list[p.JobInfo]) -> str:
+    """What ``/jobs`` shows: each job kept, running ones first, and how to stop them."""
+    if not jobs:
+        return "No background jobs. The agent starts one with the shell tool's background option."
+    running = [job for job in jobs if job.state == "running"]
+    ended = [job for job in jobs if job.state != "running"]
+    lines = [f"Background jobs ({len(running)} running):"]
+    for job in running + ended:
+        if job.state == "running":
+            how = "running"
+        elif job.state == "exited":
+            how = f"exited with code {job.exit_code}"
+        else:
+            how = f"{job.state} ({job.reason})" if job.reason else job.state
+        lines.append(f"  job {job.id}  {how}  {job.command}")
+    if running:
+        lines.append("  Esc or Ctrl+C stops every running job (and the turn, if one runs).")
+    return "\n".join(lines)
 
 
 def removed_turns(prompts: list[str], turns: int) -> list[str]:
@@ -324,6 +344,10 @@ class SlashCommands:
     def _cmd_skills(self, arg: str) -> None:
         show_skills(self.app, self.transcript)
 
+    @TABLE.command("jobs", "list the agent's background jobs")
+    def _cmd_jobs(self, arg: str) -> None:
+        self.transcript.add_note(jobs_text(self.app.jobs))
+
     @TABLE.command("cost", "show the tokens used this session")
     def _cmd_cost(self, arg: str) -> None:
         s = self.app.stats
@@ -355,6 +379,7 @@ class SlashCommands:
     def show_history(self, path: Path) -> None:
         """Draw a resumed session's earlier messages."""
         from clover_code.agent.open import load
+        from clover_code.engine.base import tool_calls
         from clover_code.errors import CloverError
 
         try:
@@ -369,7 +394,7 @@ class SlashCommands:
             elif role == "assistant":
                 if isinstance(content, str) and content:
                     self.transcript.add_answer(content)
-                for call in message.get("tool_calls") or []:
+                for call in tool_calls(message):
                     name = call.get("function", {}).get("name", "?")
                     self.transcript.add_note(f"(called {name})")
         self.transcript.end_turn()

@@ -57,6 +57,8 @@ class StatusLineConfig:
     """Runs it once with this JSON on stdin."""
     interval: float
     """Seconds at least between two runs."""
+    note: str | None = None
+    """A sentence to show once when it starts (several plugins bring a status line)."""
 
 
 def first_line(output: str) -> Text:
@@ -106,6 +108,7 @@ def status_payload(
         "approval_mode": bar.approval or None,
         "sandbox": bar.sandbox or None,
         "busy": bar.busy,
+        "jobs": bar.jobs,
         "context_window": {
             "context_window_size": bar.context_window,
             "used_tokens": used,

@@ -28,7 +28,7 @@ from typing import TextIO
 from watchfiles import DefaultFilter, awatch
 
 from clover_code import protocol as p
-from clover_code.agent.open import RefuseApprover, Session, open_session
+from clover_code.agent.open import RefuseApprover, Session, SessionOptions, open_session
 from clover_code.config.settings import ApprovalMode, Settings
 from clover_code.errors import CloverError, ExitCode, ToolError
 from clover_code.fs.atomic import atomic_write
@@ -79,9 +79,7 @@ async def watch(
         session = await open_session(
             settings,
             root,
-            emit=render,
-            approver=RefuseApprover(),
-            approval_mode=mode,
+            SessionOptions(emit=render, approver=RefuseApprover(), approval_mode=mode),
         )
     except CloverError as exc:
         err.write(f"clover-code: {exc}\n")

@@ -1,6 +1,6 @@
 """Hostile arguments for MCP tools (a real stdio server), through the real agent loop.
 
-The same fuzz as the built-in tools get (``tests/unit/test_tool_arguments.py``),
+The same fuzz as the built-in tools get (``tests/unit/agent/turn/test_tool_arguments.py``),
 over the schemas a real MCP server declares: every case is a failed tool
 result (refused before anything is sent to the server) and the session goes on.
 """
@@ -17,7 +17,7 @@ from clover_code import protocol as p
 from clover_code.config.settings import McpServerConfig, load_settings
 from tests.fakes import ScriptedBackend
 from tests.sessions import open_session
-from tests.unit.test_tool_arguments import fuzz_tool
+from tests.unit.agent.turn.test_tool_arguments import fuzz_tool
 
 SERVER = Path(__file__).with_name("mcp_echo_server.py")
 VALID: dict[str, dict[str, Any]] = {

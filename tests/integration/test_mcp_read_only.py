@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from clover_code import protocol as p
-from clover_code.agent.open import open_with_backend
+from clover_code.agent.open import SessionOptions, open_session
 from clover_code.agent.permissions.approval import RefuseApprover
 from clover_code.config.settings import ApprovalMode, load_settings
 from clover_code.config.trust import TrustStore
@@ -51,8 +51,12 @@ async def _lookup(
         [tool_response(("mcp__echo__lookup", {"marker": str(marker)})), text_response("ok")]
     )
     events: list[p.Event] = []
-    session = await open_with_backend(
-        settings, backend, repo, emit=events.append, approver=RefuseApprover(), approval_mode=mode
+    session = await open_session(
+        settings,
+        repo,
+        SessionOptions(
+            emit=events.append, approver=RefuseApprover(), approval_mode=mode, backend=backend
+        ),
     )
     session.checkpoints = None  # undo snapshots are not under test
     try:

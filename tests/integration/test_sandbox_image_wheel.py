@@ -1,6 +1,7 @@
 """A wheel built from the tree carries the sandbox image definition and computes
 the same image tag as the source tree (else `clover-code sandbox status` in a
-wheel install looks for an image nobody built)."""
+wheel install looks for an image nobody built), and its version is the one
+`clover_code.__version__` defines."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ import shutil
 import subprocess
 import sys
 import zipfile
+from email.parser import Parser
 from pathlib import Path
 
 import pytest
 
+import clover_code
 from clover_code.tools.sandbox.image import image_tag
 from tests.waiting import missing
 
@@ -33,7 +36,10 @@ def _copy_tracked(destination: Path) -> None:
         shutil.copy2(source, target, follow_symlinks=False)
 
 
-def test_a_wheel_and_the_tree_name_the_same_image(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A wheel built by pip from a copy of the tracked files."""
+    tmp_path = tmp_path_factory.mktemp("wheel")
     source = tmp_path / "src"
     _copy_tracked(source)
     dist = tmp_path / "dist"
@@ -48,10 +54,22 @@ def test_a_wheel_and_the_tree_name_the_same_image(tmp_path: Path) -> None:
             f"pip could not build a wheel here: {built.stderr.strip()[-300:]}",
             "CI has the build backend in its package index and must check the wheel",
         )
-    [wheel] = dist.glob("clover_code-*.whl")
+    [built_wheel] = dist.glob("clover_code-*.whl")
+    return built_wheel
+
+
+def test_a_wheel_and_the_tree_name_the_same_image(wheel: Path, tmp_path: Path) -> None:
     unpacked = tmp_path / "installed"
     with zipfile.ZipFile(wheel) as archive:
         archive.extractall(unpacked)
     packaged = unpacked / "clover_code" / "sandbox_image"
     assert not any(p.is_symlink() for p in packaged.iterdir())
     assert image_tag(packaged) == image_tag(TREE / "sandbox")
+
+
+def test_the_wheel_has_the_version_the_package_defines(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as archive:
+        [metadata] = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+        fields = Parser().parsestr(archive.read(metadata).decode())
+    assert fields["Version"] == clover_code.__version__
+    assert wheel.name.startswith(f"clover_code-{clover_code.__version__}-")

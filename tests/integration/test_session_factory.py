@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from clover_code import protocol as p
-from clover_code.agent.open import Session, open_session, open_with_backend
+from clover_code.agent.open import Session, SessionOptions, open_session
 from clover_code.agent.transcript import TranscriptError
 from clover_code.config.settings import McpServerConfig, Settings, load_settings
 from clover_code.errors import EngineError, SandboxUnavailable
@@ -106,7 +106,7 @@ async def test_an_unreachable_server_after_the_sandbox_opened_releases_the_sandb
     settings = _settings(tmp_path, sandbox=kind, base_url=closed_port_url, **extra)
     events: list[p.Event] = []
     with pytest.raises(EngineError):
-        await open_session(settings, repo, emit=events.append, strict_sandbox=True)
+        await open_session(settings, repo, SessionOptions(emit=events.append, strict_sandbox=True))
     assert _released(debug_log) == ["sandbox"]
     assert not (tmp_path / "sessions").exists()  # no transcript was started
     if kind == "docker":
@@ -129,7 +129,7 @@ async def test_a_sandbox_that_cannot_run_stops_the_start_before_the_engine(
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-docker.sock")
     settings = _settings(tmp_path, sandbox="docker", base_url=scripted_server.base_url)
     with pytest.raises(SandboxUnavailable):
-        await open_session(settings, repo, emit=lambda e: None, strict_sandbox=True)
+        await open_session(settings, repo, SessionOptions(emit=lambda e: None, strict_sandbox=True))
     assert scripted_server.requests == []  # the engine was never asked
     assert _released(debug_log) == []
 
@@ -146,7 +146,7 @@ async def test_a_transcript_that_cannot_be_created_releases_sandbox_and_engine(
         tmp_path, sandbox="none", base_url=scripted_server.base_url, sessions_dir=blocked
     )
     with pytest.raises(TranscriptError):
-        await open_session(settings, repo, emit=lambda e: None)
+        await open_session(settings, repo, SessionOptions(emit=lambda e: None))
     assert scripted_server.requests  # the engine was reached and checked first
     assert _released(debug_log) == ["sandbox", "engine"]
 
@@ -171,7 +171,7 @@ async def test_a_failure_after_mcp_started_stops_the_mcp_server(
 
     try:
         with pytest.raises(BrokenPipeError):
-            await open_session(settings, repo, emit=emit)
+            await open_session(settings, repo, SessionOptions(emit=emit))
     finally:
         with pytest.raises(BrokenPipeError):
             out.close()
@@ -192,7 +192,9 @@ async def test_close_runs_every_step_when_one_fails(
     tag = uuid.uuid4().hex
     settings = _settings(tmp_path, sandbox="none", mcp_servers=_echo_server(tag))
     events: list[p.Event] = []
-    session: Session = await open_with_backend(settings, CloseFails([]), repo, emit=events.append)
+    session: Session = await open_session(
+        settings, repo, SessionOptions(emit=events.append, backend=CloseFails([]))
+    )
     assert _processes_with(tag)  # the MCP server runs
     with pytest.raises(RuntimeError, match="could not be released"):
         await session.close()

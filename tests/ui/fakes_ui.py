@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from clover_code import protocol as p
-from clover_code.agent.open import open_with_backend
+from clover_code.agent.open import SessionOptions, open_session
 from clover_code.config.settings import Settings, load_settings
 from clover_code.engine import events as ev
 from clover_code.ui.app import CloverApp
@@ -96,13 +96,15 @@ def scripted_app(
     what runs ``/review``; ``options``: the app's own settings)."""
 
     async def factory(emit: Emit, resume: Path | None) -> SessionLike:
-        return await open_with_backend(
+        return await open_session(
             settings,
-            backend,
             repo,
-            emit=emit,
-            approval_mode=approval,  # type: ignore[arg-type]
-            resume=resume,
+            SessionOptions(
+                emit=emit,
+                approval_mode=approval,  # type: ignore[arg-type]
+                resume=resume,
+                backend=backend,
+            ),
         )
 
     return CloverApp(
@@ -129,6 +131,8 @@ class ReplaySession:
         self.emit = emit
         self.turns = list(turns)
         self.ops: list[Any] = []
+        self.commands: list[Any] = []
+        self.skills: list[Any] = []
         for event in on_open:
             emit(event)
 
@@ -140,6 +144,9 @@ class ReplaySession:
 
     async def close(self) -> None:
         return None
+
+    def skills_on_disk(self) -> list[Any]:
+        return self.skills
 
 
 def replay_app(

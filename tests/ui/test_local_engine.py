@@ -77,7 +77,7 @@ async def test_resume_in_the_app_reuses_the_loaded_checkpoint(
     second = await factory(events.append, None)
     loading = [e for e in events if isinstance(e, p.Notice) and e.text.startswith("Loading")]
     assert len(loading) == 1  # the checkpoint was loaded once, for the first session
-    inner = second.backend.inner.inner  # type: ignore[attr-defined]
+    inner = second.backend.inner  # type: ignore[attr-defined]
     assert isinstance(inner, HFBackend) and inner._model is not None
     await second.close()
     await engines.close()

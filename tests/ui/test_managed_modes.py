@@ -11,7 +11,7 @@ from typing import Any
 from textual.pilot import Pilot
 
 from clover_code import protocol as p
-from clover_code.agent.open import open_with_backend
+from clover_code.agent.open import SessionOptions, open_session
 from clover_code.config.settings import Settings, load_settings
 from clover_code.ui.app import CloverApp
 from clover_code.ui.bridge import Emit, SessionLike
@@ -42,12 +42,12 @@ def managed_app(settings: Settings, repo: Path) -> CloverApp:
     """The real app around a real session, told the modes the settings allow (as run_app is)."""
 
     async def factory(emit: Emit, resume: Path | None) -> SessionLike:
-        return await open_with_backend(
+        return await open_session(
             settings,
-            ScriptedBackend([]),
             repo,
-            emit=emit,
-            approval_mode=settings.approval_or("ask"),
+            SessionOptions(
+                backend=ScriptedBackend([]), emit=emit, approval_mode=settings.approval_or("ask")
+            ),
         )
 
     return CloverApp(

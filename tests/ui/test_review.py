@@ -72,7 +72,15 @@ async def test_review_lists_the_findings_and_opens_one_at_its_line(
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.started is not None)
         await type_and_send(pilot, "/review main")
-        await until(pilot, lambda: bool(app.query(FindingsList)), message="the findings")
+        # The list is mounted, with its options, once its children are: wait for those.
+        await until(
+            pilot,
+            lambda: (
+                bool(app.query(FindingsList))
+                and bool(app.query_one(FindingsList).query(OptionList))
+            ),
+            message="the findings",
+        )
         listed = app.query_one(FindingsList)
         assert targets == [DiffTarget(base="main")]
         assert listed.title.startswith("Review of the changes since main (merge base ")

@@ -113,7 +113,7 @@ async def test_a_failing_command_is_dropped_with_one_notice(repo: Path, tmp_path
 async def test_a_slow_command_and_its_children_are_killed_and_dropped(
     repo: Path, tmp_path: Path
 ) -> None:
-    from tests.unit.test_hooks import gone
+    from tests.unit.agent.extensions.test_hooks import gone
 
     (tmp_path / "spawn.py").write_text(SPAWNER)
     pid_file = tmp_path / "child.pid"
@@ -211,3 +211,31 @@ def test_the_bar_with_a_status_line(snap_compare: SnapCompare, repo: Path, tmp_p
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(100, 24), run_before=shown)
+
+
+async def test_an_installed_plugins_status_line_shows_unless_you_set_your_own(
+    repo: Path, tmp_path: Path
+) -> None:
+    from clover_code.plugins.install import stage
+    from clover_code.plugins.store import PluginStore
+    from tests.plugin_files import make_plugin
+
+    source = make_plugin(tmp_path / "src", "lint-kit")
+    stage(str(source), PluginStore(), tmp_path).install()
+    settings = load_settings(
+        {"sessions_dir": tmp_path / "sessions", "sandbox": "none"},
+        repo_root=repo,
+        user_config=tmp_path / "none.toml",
+        env={},
+    )
+    app = app_running(settings, repo)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await until(pilot, lambda: app.status_bar.custom is not None, message="the plugin's")
+        assert app.status_bar.custom is not None
+        assert app.status_bar.custom.plain == "lint-kit ok"
+    (tmp_path / "mine.py").write_text("print('mine')\n")
+    mine = settings_with(tmp_path, repo, python(tmp_path / "mine.py"))
+    app = app_running(mine, repo)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await until(pilot, lambda: app.status_bar.custom is not None, message="your own")
+        assert app.status_bar.custom is not None and app.status_bar.custom.plain == "mine"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from clover_code import protocol as p
-from clover_code.agent.open import open_with_backend
+from clover_code.agent.open import SessionOptions, open_session
 from clover_code.config.settings import Settings, load_settings, trust_store
 from clover_code.ui.app import CloverApp
 from clover_code.ui.bridge import Emit, SessionLike
@@ -31,13 +31,15 @@ def app_for(repo: Path, tmp_path: Path) -> CloverApp:
 
     async def factory(emit: Emit, resume: Path | None) -> SessionLike:
         settings = current()
-        return await open_with_backend(
+        return await open_session(
             settings,
-            ScriptedBackend([]),
             repo,
-            emit=emit,
-            approval_mode=settings.approval or "ask",
-            resume=resume,
+            SessionOptions(
+                emit=emit,
+                approval_mode=settings.approval or "ask",
+                resume=resume,
+                backend=ScriptedBackend([]),
+            ),
         )
 
     return CloverApp(factory, cwd=repo, sessions_dir=tmp_path / "sessions", trust=question)

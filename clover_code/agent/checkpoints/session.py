@@ -11,8 +11,6 @@ from clover_code import protocol as p
 from clover_code.agent.checkpoints.store import CheckpointError, CheckpointStore
 from clover_code.agent.checkpoints.workspace_check import checkpoint_overflow, snapshot_warning
 
-Emit = Callable[[p.Event], None]
-
 
 def open_checkpoints(
     root: Path, data_dir: Path, session_id: str, cap: tuple[int, int], *, can_ask: bool
@@ -47,7 +45,7 @@ def open_checkpoints(
 async def undo(
     store: CheckpointStore | None,
     op: p.Undo,
-    emit: Emit,
+    emit: p.Emit,
     forget: Callable[[int], bool],
     turn_back: Callable[[int], int | None] | None = None,
 ) -> None:
@@ -98,7 +96,7 @@ async def undo(
     )
 
 
-async def show_diff(store: CheckpointStore | None, emit: Emit) -> None:
+async def show_diff(store: CheckpointStore | None, emit: p.Emit) -> None:
     """Report what the agent changed since the session began."""
     if store is None:
         emit(p.ErrorEvent(message="diff is off: checkpoints could not be set up."))
@@ -122,7 +120,7 @@ def held_notice(why: str) -> str:
     return f"{why} Not snapshotted until you allow it: this turn cannot be undone."
 
 
-async def auto_commit(store: CheckpointStore | None, subject: str, emit: Emit) -> None:
+async def auto_commit(store: CheckpointStore | None, subject: str, emit: p.Emit) -> None:
     """Commit what the agent changed, with ``subject`` as the message (``AutoCommit``)."""
     if store is None:
         emit(p.ErrorEvent(message="--auto-commit needs checkpoints, which are off."))

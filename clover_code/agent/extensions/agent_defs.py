@@ -4,9 +4,10 @@ A definition names a child agent the model may start: what it is for (its
 description, listed in the system prompt), which tools it gets and what it is
 told (its system prompt). ``explore`` (read and search tools; the default) and
 ``general`` (the parent's tools) are built in. More live in the project's
-``.clover/agents/`` and in the user config dir's ``agents/``, one Markdown file
-each: YAML front matter ``name``, ``description``, ``tools`` (a list, or names
-separated by commas) and an optional ``model``; the body is the system prompt.
+``.clover/agents/``, in the user config dir's ``agents/`` and in plugins
+(named ``plugin:agent``), one Markdown file each: YAML front matter ``name``,
+``description``, ``tools`` (a list, or names separated by commas) and an
+optional ``model``; the body is the system prompt.
 A malformed file is skipped with a note naming it.
 
 The tools a definition names are only ever a filter on the parent's tools
@@ -18,6 +19,7 @@ edits.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,25 +95,28 @@ BUILTIN_AGENTS: dict[str, AgentDefinition] = {
 
 
 def load_agents(
-    root: Path, config_dir: Path | None
+    root: Path, config_dir: Path | None, plugins: Sequence[tuple[str, Path]] = ()
 ) -> tuple[dict[str, AgentDefinition], list[str]]:
-    """The built-in agents plus the project's and the user's, and a note per skipped file.
+    """The built-in agents plus the project's, the user's and ``plugins``' (each
+    plugin's name and agents folder; its agents are named ``plugin:agent``), and a
+    note per skipped file.
 
     A project definition wins over a user one of the same name; neither may take
     a built-in name."""
-    places: list[Path] = [root / PROJECT_AGENTS_DIR]
+    places: list[tuple[Path, str]] = [(root / PROJECT_AGENTS_DIR, "")]
     if config_dir is not None:
-        places.append(config_dir / "agents")
+        places.append((config_dir / "agents", ""))
+    places += [(folder, f"{name}:") for name, folder in plugins]
     agents = dict(BUILTIN_AGENTS)
     notes: list[str] = []
-    for base in places:
+    for base, prefix in places:
         try:
             files = sorted(p for p in base.glob("*.md") if p.is_file())
         except OSError:
             continue
         for path in files:
             try:
-                agent = _read(path)
+                agent = _read(path, prefix)
             except (FrontMatterError, OSError, UnicodeDecodeError) as exc:
                 notes.append(f"agent file {path} was skipped: {why_skipped(exc)}.")
                 continue
@@ -126,9 +131,10 @@ def load_agents(
     return agents, notes
 
 
-def _read(path: Path) -> AgentDefinition:
+def _read(path: Path, prefix: str = "") -> AgentDefinition:
     meta, body = split_front_matter(path.read_text("utf-8"))
     name, description = named_entry(meta, path.stem)
+    name = prefix + name
     if not body.strip():
         raise FrontMatterError("it has no system prompt after the front matter")
     model = meta.get("model")

@@ -3,7 +3,8 @@
 A command is a ``.md`` file in the project's ``.clover/commands/`` or the user
 config dir's ``commands/`` (a project command wins over a user one of the same
 name); a sub-folder gives a namespace (``frontend/lint.md`` is
-``/frontend:lint``). Optional YAML front matter: ``description``,
+``/frontend:lint``), and so does a plugin (``/plugin:command``; the project's or
+the user's command of the same name wins, with a note). Optional YAML front matter: ``description``,
 ``argument-hint`` and ``allowed-tools`` (the only tools the model may use for
 that prompt; it narrows, never grants: approvals and rules still apply). The
 body is the prompt, with ``$ARGUMENTS`` (everything after the name), ``$1`` ..
@@ -48,6 +49,7 @@ BUILTIN_COMMANDS = frozenset(
     {
         "help", "model", "approval", "sandbox", "undo", "rewind", "diff", "compact", "clear",
         "sessions", "resume", "retry", "cost", "quit", "exit", "skills", "fork", "plan", "review",
+        "jobs",
     }
 )  # fmt: skip
 """The app's own slash commands (and a few it is getting): they win on a clash."""
@@ -83,7 +85,7 @@ class CustomCommand:
     body: str
     path: Path
     source: str
-    """``project`` or ``user``."""
+    """``project``, ``user`` or ``plugin NAME``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,25 +105,34 @@ def load_commands(
     config_dir: Path | None,
     reserved: Collection[str] = BUILTIN_COMMANDS,
     notes: list[str] | None = None,
+    plugins: Sequence[tuple[str, Path]] = (),
 ) -> list[CustomCommand]:
-    """The commands of workspace ``root`` and of the user, sorted by name.
+    """The commands of workspace ``root``, of the user and of ``plugins`` (each plugin's
+    name and commands folder; its commands are ``/plugin:command``), sorted by name.
 
     Skipped files (bad front matter, a bad name, a clash) add a note to ``notes``."""
-    places = [(root / PROJECT_COMMANDS, "project")]
+    places = [(root / PROJECT_COMMANDS, "project", "")]
     if config_dir is not None:
-        places.append((config_dir / "commands", "user"))
+        places.append((config_dir / "commands", "user", ""))
+    places += [(folder, f"plugin {name}", f"{name}:") for name, folder in plugins]
     found: dict[str, CustomCommand] = {}
     said = notes if notes is not None else []
-    for base, source in places:
+    for base, source, prefix in places:
         for path in sorted(base.rglob("*.md")) if base.is_dir() else []:
             parts = path.relative_to(base).with_suffix("").parts
             if not all(_SEGMENT.match(part) for part in parts):
                 said.append(f"command file {path} was skipped: use letters, digits, '_', '-', '.'.")
                 continue
-            name = ":".join(parts)
+            name = prefix + ":".join(parts)
             if name in reserved:
                 said.append(
                     f"command file {path} was skipped: /{name} is a built-in command, which wins."
+                )
+                continue
+            if name in found and prefix:
+                said.append(
+                    f"command file {path} of {source} was skipped: /{name} is also "
+                    f"{found[name].path}, which wins."
                 )
                 continue
             if name in found:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import yaml
-
 __all__ = [
     "MAX_DESCRIPTION",
     "FrontMatterError",
@@ -33,6 +31,9 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
             break
     else:
         raise FrontMatterError("the front matter that starts with '---' never ends")
+    # Imported here: a session without skills, agents or commands never needs it.
+    import yaml
+
     try:
         data = yaml.safe_load(raw)
     except yaml.YAMLError as exc:

@@ -36,6 +36,9 @@ reaches them only through stdin. A hook that cannot start, crashes, hangs
 past its timeout (its whole process group is killed) or prints bad JSON is
 reported in one sentence and the session goes on.
 
+An SDK program's hooks are Python functions (``hook_functions``), run after the
+configured ones with the same data and judged the same way.
+
 ``run_host_program`` is that run alone, for other configured host programs
 (the app's status line), with the same check first.
 
@@ -61,12 +64,14 @@ from pathlib import Path
 from typing import Any
 
 from clover_code import protocol as p
+from clover_code.agent.extensions.hook_functions import HookFunction, call_hook_function
 from clover_code.agent.extensions.host_programs import HostPrograms, Refused
 from clover_code.config.settings import HookConfig, HookEvent
 from clover_code.protocol.json_text import loads_bounded
 
 __all__ = [
     "HOOK_EVENTS",
+    "AnyHook",
     "HookOutcome",
     "HookRunner",
     "HostRun",
@@ -93,6 +98,9 @@ MAX_CONTEXT_CHARS = 10_000
 _TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse"})
 _MATCHED_EVENTS = _TOOL_EVENTS | {"Notification"}
 """Events whose hooks have a matcher: over the tool name, or the notification's type."""
+
+AnyHook = HookConfig | HookFunction
+"""A configured hook program, or a function of the program that embeds the agent."""
 
 
 @dataclass(slots=True)
@@ -127,12 +135,12 @@ class HookRunner:
 
     def __init__(
         self,
-        hooks: Mapping[HookEvent, Sequence[HookConfig]],
+        hooks: Mapping[HookEvent, Sequence[AnyHook]],
         *,
         root: Path,
         session_id: str,
         transcript_path: Path,
-        emit: Callable[[p.Event], None],
+        emit: p.Emit,
         programs: HostPrograms,
         retrust: Callable[[str], Awaitable[bool]] | None = None,
     ) -> None:
@@ -149,11 +157,11 @@ class HookRunner:
     @classmethod
     def create(
         cls,
-        hooks: Mapping[HookEvent, Sequence[HookConfig]],
+        hooks: Mapping[HookEvent, Sequence[AnyHook]],
         root: Path,
         session_id: str,
         transcript_path: Path,
-        emit: Callable[[p.Event], None],
+        emit: p.Emit,
         programs: HostPrograms,
         retrust: Callable[[str], Awaitable[bool]] | None = None,
     ) -> HookRunner | None:
@@ -210,7 +218,13 @@ class HookRunner:
             matched = not config.matcher or subject is None or re.fullmatch(config.matcher, subject)
             if event in _MATCHED_EVENTS and not matched:
                 continue
-            run = await self._execute(config, payload)
+            if isinstance(config, HookFunction):
+                called = await call_hook_function(config, payload)
+                run = HostRun(
+                    0 if called.problem is None else None, called.output, "", called.problem
+                )
+            else:
+                run = await self._execute(config, payload)
             self._judge(event, config, run, outcome, tool)
             if outcome.blocked:
                 break
@@ -231,7 +245,7 @@ class HookRunner:
     def _judge(
         self,
         event: HookEvent,
-        config: HookConfig,
+        config: AnyHook,
         run: HostRun,
         outcome: HookOutcome,
         tool: str | None,
@@ -272,7 +286,7 @@ class HookRunner:
     def _json_output(
         self,
         event: HookEvent,
-        config: HookConfig,
+        config: AnyHook,
         text: str,
         outcome: HookOutcome,
         tool: str | None,
@@ -317,7 +331,7 @@ class HookRunner:
         self._report(event, config, "ok", reason, tool)
 
     def _report(
-        self, event: HookEvent, config: HookConfig, outcome: Any, message: str, tool: str | None
+        self, event: HookEvent, config: AnyHook, outcome: Any, message: str, tool: str | None
     ) -> None:
         self.emit(
             p.HookRan(

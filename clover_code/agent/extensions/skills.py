@@ -2,10 +2,10 @@
 
 A skill is a folder with a ``SKILL.md`` (YAML front matter ``name`` and
 ``description``, then a body of instructions) and any files or scripts beside
-it. They are found in the project's ``.clover/skills/`` and ``.agents/skills/``
-and in the user config dir's ``skills/`` (a project skill wins over a user one
-of the same name). The system prompt lists each skill's name and description
-only; the model loads a skill's body with the ``skill`` tool
+it. They are found in the project's ``.clover/skills/`` and ``.agents/skills/``,
+in the user config dir's ``skills/`` (a project skill wins over a user one
+of the same name) and in plugins (named ``plugin:skill``). The system prompt
+lists each skill's name and description only; the model loads a skill's body with the ``skill`` tool
 (``clover_code.tools.skill``) when the description fits the task. A
 malformed ``SKILL.md`` is skipped with a note naming the file.
 """
@@ -13,7 +13,7 @@ malformed ``SKILL.md`` is skipped with a note naming the file.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,7 +50,7 @@ class Skill:
     folder: Path
     """The skill's folder, resolved."""
     source: str
-    """``project`` or ``user``."""
+    """``project``, ``user`` or ``plugin NAME``."""
 
     def files(self) -> list[Path]:
         """The skill's files besides SKILL.md (resolved, sorted; links are not followed)."""
@@ -66,17 +66,24 @@ class Skill:
         return found
 
 
-def load_skills(root: Path, config_dir: Path | None) -> tuple[list[Skill], list[str]]:
-    """The skills of workspace ``root`` and of the user, and a note per skipped one."""
-    places: list[tuple[Path, str]] = [(root / rel, "project") for rel in PROJECT_SKILL_DIRS]
+def load_skills(
+    root: Path, config_dir: Path | None, plugins: Sequence[tuple[str, Path]] = ()
+) -> tuple[list[Skill], list[str]]:
+    """The skills of workspace ``root``, of the user and of ``plugins`` (each plugin's
+    name and skills folder; its skills are named ``plugin:skill``), and a note per
+    skipped one."""
+    places: list[tuple[Path, str, str]] = [
+        (root / rel, "project", "") for rel in PROJECT_SKILL_DIRS
+    ]
     if config_dir is not None:
-        places.append((config_dir / "skills", "user"))
+        places.append((config_dir / "skills", "user", ""))
+    places += [(folder, f"plugin {name}", f"{name}:") for name, folder in plugins]
     skills: dict[str, Skill] = {}
     notes: list[str] = []
-    for base, source in places:
+    for base, source, prefix in places:
         for skill_md in _skill_files(base):
             try:
-                skill = _read(skill_md, source)
+                skill = _read(skill_md, source, prefix)
             except (FrontMatterError, OSError, UnicodeDecodeError) as exc:
                 notes.append(f"skill file {skill_md} was skipped: {why_skipped(exc)}.")
                 continue
@@ -99,13 +106,13 @@ def _skill_files(base: Path) -> Iterable[Path]:
     return [f / SKILL_FILE for f in folders if (f / SKILL_FILE).is_file()]
 
 
-def _read(skill_md: Path, source: str) -> Skill:
+def _read(skill_md: Path, source: str, prefix: str = "") -> Skill:
     meta, body = split_front_matter(skill_md.read_text("utf-8"))
     folder = Path(os.path.realpath(skill_md.parent))
     name, description = named_entry(meta, skill_md.parent.name)
     if not body.strip():
         raise FrontMatterError("it has no instructions after the front matter")
-    return Skill(name, description, body.strip(), folder, source)
+    return Skill(prefix + name, description, body.strip(), folder, source)
 
 
 def skills_prompt(skills: list[Skill]) -> str:

@@ -21,16 +21,18 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from clover_code import protocol as p
 from clover_code.agent.extensions.agent_defs import READ_KINDS, AgentDefinition
+from clover_code.agent.turn.options import TurnLimits
 from clover_code.config.settings import ApprovalMode, Settings
 from clover_code.engine.base import Backend, ChatRequest
 from clover_code.engine.events import EngineEvent
+from clover_code.errors import EngineError
 from clover_code.protocol import TASK_TOOL
 from clover_code.tools.base import Tool, ToolResult
 
@@ -55,12 +57,36 @@ def serves_concurrently(backend: Backend) -> bool:
     return backend.name in CONCURRENT_ENGINES
 
 
-class QueuedBackend:
+class _ParentEngine:
+    """A child's view of the parent's engine, which the parent owns and closes."""
+
+    def __init__(self, inner: Backend, model: str) -> None:
+        self.inner = inner
+        self.name, self.model, self.block_size = inner.name, model, inner.block_size
+
+    @property
+    def notices(self) -> Sequence[str]:
+        """The inner backend's."""
+        return self.inner.notices
+
+    @property
+    def failure(self) -> EngineError | None:
+        """The inner backend's last failure (a child's counts as the session's)."""
+        return self.inner.failure
+
+    async def check(self) -> None:
+        """The inner backend's check."""
+        await self.inner.check()
+
+    async def aclose(self) -> None:
+        """Nothing: the parent owns the engine."""
+
+
+class QueuedBackend(_ParentEngine):
     """A backend whose requests take turns on ``lock`` (a local engine's one model state)."""
 
     def __init__(self, inner: Backend, lock: asyncio.Lock) -> None:
-        self.inner = inner
-        self.name, self.model, self.block_size = inner.name, inner.model, inner.block_size
+        super().__init__(inner, inner.model)
         self._lock = lock
 
     async def stream(self, request: ChatRequest) -> AsyncGenerator[EngineEvent, None]:
@@ -69,31 +95,13 @@ class QueuedBackend:
             async for event in events:
                 yield event
 
-    async def check(self) -> None:
-        """The inner backend's check."""
-        await self.inner.check()
 
-    async def aclose(self) -> None:
-        """Nothing: the parent owns the engine."""
-
-
-class ModelChoice:
+class ModelChoice(_ParentEngine):
     """A remote backend whose requests ask for another model the server serves."""
-
-    def __init__(self, inner: Backend, model: str) -> None:
-        self.inner = inner
-        self.name, self.model, self.block_size = inner.name, model, inner.block_size
 
     def stream(self, request: ChatRequest) -> AsyncGenerator[EngineEvent, None]:
         """The inner stream, for this backend's model."""
         return self.inner.stream(replace(request, model=self.model))
-
-    async def check(self) -> None:
-        """The inner backend's check."""
-        await self.inner.check()
-
-    async def aclose(self) -> None:
-        """Nothing: the parent owns the engine."""
 
 
 @dataclass(slots=True)
@@ -166,10 +174,12 @@ class SubagentRunner:
         """The agent whose engine, tools and approvals children share."""
         self.parent = parent
 
-    def tools_for(self, definition: AgentDefinition) -> list[Tool]:
-        """The parent's tools a child of ``definition`` gets (never the task tool)."""
+    def tools_for(
+        self, definition: AgentDefinition, allowed: frozenset[str] | None = None
+    ) -> list[Tool[Any]]:
+        """The parent's tools a child of ``definition`` gets (never the task tool); of
+        them only the ``allowed`` ones (the parent's turn's: a custom command's)."""
         assert self.parent is not None
-        allowed = self.parent.dispatch.allowed_tools  # a custom command's narrowing holds too
         parent_tools = [
             t
             for t in self.parent.dispatch.tools.values()
@@ -186,8 +196,16 @@ class SubagentRunner:
         assert self.parent is not None
         return "read-only" if definition.read_only else self.parent.approval_mode
 
-    async def run(self, call_id: str, agent: str, description: str, prompt: str) -> ToolResult:
-        """Run one child to its end; its answer (or why it failed) is the tool result."""
+    async def run(
+        self,
+        call_id: str,
+        agent: str,
+        description: str,
+        prompt: str,
+        allowed: frozenset[str] | None = None,
+    ) -> ToolResult:
+        """Run one child to its end; its answer (or why it failed) is the tool result.
+        ``allowed``: the tools the parent's turn allows (None: every tool)."""
         definition = self.agents.get(agent)
         if definition is None:
             known = ", ".join(sorted(self.agents))
@@ -195,10 +213,15 @@ class SubagentRunner:
         if self.parent is None:
             return ToolResult("error: subagents are not available in this session.", True)
         async with self._slots:
-            return await self._run(call_id, definition, description, prompt)
+            return await self._run(call_id, definition, description, prompt, allowed)
 
     async def _run(
-        self, call_id: str, definition: AgentDefinition, description: str, prompt: str
+        self,
+        call_id: str,
+        definition: AgentDefinition,
+        description: str,
+        prompt: str,
+        allowed: frozenset[str] | None,
     ) -> ToolResult:
         from clover_code.agent.turn.loop import (
             Agent,  # the loop imports the tools, which import this
@@ -206,7 +229,7 @@ class SubagentRunner:
 
         parent = self.parent
         assert parent is not None
-        tools = self.tools_for(definition)
+        tools = self.tools_for(definition, allowed)
         backend: Backend = parent.backend
         if not serves_concurrently(backend):
             backend = QueuedBackend(backend, self._engine)
@@ -219,12 +242,6 @@ class SubagentRunner:
                 )
         elif definition.model:
             backend = ModelChoice(backend, definition.model)
-        settings = parent.settings.model_copy(
-            update={
-                "max_turns": self.settings.subagent_max_turns,
-                "timeout": self.settings.subagent_timeout,
-            }
-        )
         watch = _Watch(self.settings.subagent_max_tokens)
         child: Agent | None = None
 
@@ -238,7 +255,11 @@ class SubagentRunner:
             backend=backend,
             tools=tools,
             context=parent.dispatch.context,
-            settings=settings,
+            settings=parent.settings,
+            limits=TurnLimits(
+                max_requests=self.settings.subagent_max_turns,
+                timeout=self.settings.subagent_timeout,
+            ),
             approver=parent.approver,
             approval_mode=self.approval_mode_for(definition),
             system_prompt=self._system_prompt(definition, description, tools),
@@ -300,7 +321,7 @@ class SubagentRunner:
         return ToolResult(text + changed, is_error=True, display=display)
 
     def _system_prompt(
-        self, definition: AgentDefinition, description: str, tools: list[Tool]
+        self, definition: AgentDefinition, description: str, tools: list[Tool[Any]]
     ) -> str:
         assert self.parent is not None
         root = self.parent.dispatch.context.workspace.root

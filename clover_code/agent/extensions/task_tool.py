@@ -35,7 +35,7 @@ class TaskArgs(BaseModel):
     )
 
 
-class TaskTool(Tool):
+class TaskTool(Tool[TaskArgs]):
     """Starts a child agent and returns its final answer."""
 
     name: ClassVar[str] = "task"
@@ -47,17 +47,19 @@ class TaskTool(Tool):
         "agent does not see this conversation, so the prompt must say everything it needs."
     )
     kind: ClassVar[ToolKind] = "other"
-    Args: ClassVar[type[BaseModel]] = TaskArgs
+    Args = TaskArgs
     argument_limits: ClassVar[dict[str, int]] = {"prompt": PROMPT_LIMIT}
     concurrent: ClassVar[bool] = True
 
     def __init__(self, runner: SubagentRunner) -> None:
         self.runner = runner
 
-    def summary(self, args: BaseModel) -> str:
+    def summary(self, args: TaskArgs) -> str:
         """``agent: description``."""
-        return f"{getattr(args, 'agent', '')}: {getattr(args, 'description', '')}"[:120]
+        return f"{args.agent}: {args.description}"[:120]
 
     async def run(self, args: TaskArgs, ctx: ToolContext) -> ToolResult:
         """Run the child to its end."""
-        return await self.runner.run(ctx.call_id or "", args.agent, args.description, args.prompt)
+        return await self.runner.run(
+            ctx.call_id or "", args.agent, args.description, args.prompt, ctx.allowed_tools
+        )

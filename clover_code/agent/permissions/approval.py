@@ -29,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import secrets
 import shlex
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol
 
@@ -116,6 +115,12 @@ class ApprovalRequest:
 class Approver(Protocol):
     """Answers approval requests (a modal, an editor's dialog, or a refusal)."""
 
+    @property
+    def shows_diff(self) -> bool:
+        """Whether edit requests carry the diff they would make (``ApprovalRequest.diff``):
+        a dry run of the edit, which only an approver that shows it should cost."""
+        ...
+
     async def request(self, request: ApprovalRequest) -> Decision:
         """Ask whoever can answer and return their decision."""
         ...
@@ -123,6 +128,9 @@ class Approver(Protocol):
 
 class RefuseApprover:
     """Headless mode: nobody can be asked, so every request is refused."""
+
+    shows_diff = False
+    """Nobody looks at a refused request's diff."""
 
     async def request(self, request: ApprovalRequest) -> Decision:
         if request.protected:
@@ -172,7 +180,7 @@ class QueueApprover:
     shows_diff = True
     """Edit requests carry the diff they would make (``ApprovalRequested.diff``)."""
 
-    def __init__(self, emit: Callable[[p.Event], None]) -> None:
+    def __init__(self, emit: p.Emit) -> None:
         self._emit = emit
         self._pending: dict[str, asyncio.Future[p.ApprovalDecision]] = {}
 

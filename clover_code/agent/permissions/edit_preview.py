@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import BinaryIO, Literal
+from typing import Any, BinaryIO, Literal
 
 from pydantic import BaseModel
 
@@ -46,7 +46,9 @@ class EditPreview:
     after: str
 
 
-async def preview_edit(tool: Tool, args: BaseModel, context: ToolContext) -> EditPreview | None:
+async def preview_edit(
+    tool: Tool[Any], args: BaseModel, context: ToolContext
+) -> EditPreview | None:
     """The change ``tool`` would make, found by a dry run; None for other tools, when
     the edit would fail, or when it is not one text file."""
     if tool.name not in PREVIEWED:

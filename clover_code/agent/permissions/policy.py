@@ -113,13 +113,21 @@ class PermissionPolicy:
     # ---------------------------------------------------------------- decide
 
     def decide(
-        self, mode: ApprovalMode, name: str, kind: ToolKind, arguments: Mapping[str, Any]
+        self,
+        mode: ApprovalMode,
+        name: str,
+        kind: ToolKind,
+        arguments: Mapping[str, Any],
+        *,
+        on_host: bool = False,
     ) -> Ruling:
-        """The final verdict on a call: the rules combined with the approval mode."""
+        """The final verdict on a call: the rules combined with the approval mode;
+        ``on_host``: the tool runs on the host whatever the sandbox (``Tool.runs_on_host``)."""
+        contained = self.contained and not on_host
         command = arguments.get("command")
         if kind == "execute" and isinstance(command, str):
             edits = verdict(mode, "edit") == "allow"
-            runs = verdict(mode, kind, contained=self.contained) == "allow"
+            runs = verdict(mode, kind, contained=contained) == "allow"
             ruling = self.check_shell(command, edits_allowed=edits, runs_allowed=runs, tool=name)
         else:
             ruling = self.check_tool(name, kind, arguments)
@@ -129,7 +137,7 @@ class PermissionPolicy:
             protected = self.protected_write(name, arguments)
             if protected is not None:
                 return protected
-        base = verdict(mode, kind, contained=self.contained)
+        base = verdict(mode, kind, contained=contained)
         if base == "deny":
             return Ruling(
                 "deny", f"approval mode '{mode}' does not allow {kind} tools such as {name}."

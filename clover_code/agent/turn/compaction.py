@@ -18,6 +18,7 @@ from typing import Any
 from clover_code.agent.turn.context import TokenCounter
 from clover_code.engine import events as ev
 from clover_code.engine.base import Backend, ChatRequest, Message
+from clover_code.engine.messages import tool_calls
 from clover_code.errors import ContextOverflow, EngineError
 
 SUMMARY_HEADER = "[The earlier part of this session was compacted.]"
@@ -49,14 +50,14 @@ def render_for_summary(messages: Sequence[Message]) -> str:
     """The part to summarise as plain text, with long tool results shortened."""
     lines = []
     for message in messages:
-        role = message["role"]
+        role: str = message["role"]
         text = str(message.get("content") or "")
         if role == "tool" and len(text) > TOOL_RESULT_CHARS:
             text = text[:TOOL_RESULT_CHARS] + f"\n[... {len(text) - TOOL_RESULT_CHARS} more ...]"
         if text.startswith(SUMMARY_HEADER):
             role = "earlier summary"
         lines.append(f"### {role}\n{text}")
-        for call in message.get("tool_calls") or ():
+        for call in tool_calls(message):
             function = call.get("function", {})
             lines.append(f"(tool call) {function.get('name')}({function.get('arguments')})")
     return "\n\n".join(lines)

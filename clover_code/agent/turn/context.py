@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from clover_code.engine.base import Message
+from clover_code.engine.messages import tool_calls
 
 CHARS_PER_TOKEN = 3.2
 """Code tokenises denser than prose; a low ratio over-counts, which is the safe side."""
@@ -33,7 +34,7 @@ def estimate_tokens(text: str) -> int:
 def message_text(message: Message) -> str:
     """All the text of a message that reaches the model."""
     parts = [str(message.get("content") or "")]
-    for call in message.get("tool_calls") or ():
+    for call in tool_calls(message):
         function = call.get("function", {})
         parts.append(str(function.get("name", "")))
         parts.append(str(function.get("arguments", "")))

@@ -28,6 +28,7 @@ from clover_code.agent.extensions.hooks import HookRunner
 from clover_code.agent.permissions.approval import ApprovalRequest, Approver
 from clover_code.agent.permissions.edit_preview import EditAllowance, preview_edit
 from clover_code.agent.permissions.policy import PermissionPolicy
+from clover_code.agent.turn.options import TurnOptions
 from clover_code.agent.turn.plan import PLAN_MODE, plan_tools
 from clover_code.agent.turn.plan import refusal as plan_refusal
 from clover_code.config.settings import ApprovalMode
@@ -36,8 +37,6 @@ from clover_code.protocol.json_text import printable, printable_value
 from clover_code.tools.arguments import CONTENT_LIMIT, screen_arguments
 from clover_code.tools.base import Tool, ToolContext, ToolResult
 from clover_code.tools.spill import OutputSpill
-
-Emit = Callable[[p.Event], None]
 
 log = logging.getLogger(__name__)
 
@@ -63,13 +62,13 @@ class ToolDispatcher:
     def __init__(
         self,
         *,
-        tools: Sequence[Tool],
+        tools: Sequence[Tool[Any]],
         context: ToolContext,
         approver: Approver,
         approval_mode: ApprovalMode,
         policy: PermissionPolicy,
         spill: OutputSpill,
-        emit: Emit,
+        emit: p.Emit,
         on_todo: Callable[[list[dict[str, Any]]], None],
         hooks: HookRunner | None = None,
     ) -> None:
@@ -82,19 +81,17 @@ class ToolDispatcher:
         self.emit = emit
         self.on_todo = on_todo
         self.hooks = hooks
-        self.allowed_tools: frozenset[str] | None = None
-        """When set (a custom command's allowed-tools), calls of other tools are refused."""
         self.edits = EditAllowance()
         self._plan_tools = plan_tools(tools)
 
-    def offered(self) -> frozenset[str] | None:
-        """The tools the model may call now (None: every tool): a custom command's
-        allowed-tools, narrowed further in plan mode."""
+    def offered(self, turn: TurnOptions) -> frozenset[str] | None:
+        """The tools the model may call in ``turn`` (None: every tool): its allowed
+        tools (a custom command's), narrowed further in plan mode."""
         if self.approval_mode != PLAN_MODE:
-            return self.allowed_tools
-        if self.allowed_tools is None:
+            return turn.allowed_tools
+        if turn.allowed_tools is None:
             return self._plan_tools
-        return self._plan_tools & self.allowed_tools
+        return self._plan_tools & turn.allowed_tools
 
     def screen(self, calls: list[ToolCall]) -> None:
         """Check each call's raw arguments and keep only a safe copy of them.
@@ -112,7 +109,7 @@ class ToolDispatcher:
                 screened = screen_arguments(call.arguments, limits={}, default_limit=CONTENT_LIMIT)
             call.arguments, call.problem, call.screened = screened.arguments, screened.problem, True
 
-    async def run_calls(self, calls: list[ToolCall]) -> None:
+    async def run_calls(self, calls: list[ToolCall], turn: TurnOptions) -> None:
         """Run calls in order; consecutive read-only (or ``concurrent``) calls run concurrently."""
         batch: list[ToolCall] = []
         for call in calls:
@@ -121,14 +118,14 @@ class ToolDispatcher:
                 batch.append(call)
                 continue
             if batch:
-                await asyncio.gather(*(self.run_call(c) for c in batch))
+                await asyncio.gather(*(self.run_call(c, turn) for c in batch))
                 batch = []
-            await self.run_call(call)
+            await self.run_call(call, turn)
         if batch:
-            await asyncio.gather(*(self.run_call(c) for c in batch))
+            await asyncio.gather(*(self.run_call(c, turn) for c in batch))
 
-    async def run_call(self, call: ToolCall) -> None:
-        """Validate, approve and run one call; its result is always set."""
+    async def run_call(self, call: ToolCall, turn: TurnOptions) -> None:
+        """Validate, approve and run one call of ``turn``; its result is always set."""
         self.screen([call])
         tool = self.tools.get(call.name)
         started = time.monotonic()
@@ -171,11 +168,11 @@ class ToolDispatcher:
                 summary=summary,
             )
         )
-        offered = self.offered()
+        offered = self.offered(turn)
         if self.approval_mode == PLAN_MODE and offered is not None and tool.name not in offered:
             hook_refusal = plan_refusal(offered)
-        elif self.allowed_tools is not None and tool.name not in self.allowed_tools:
-            allowed = ", ".join(sorted(self.allowed_tools)) or "none"
+        elif turn.allowed_tools is not None and tool.name not in turn.allowed_tools:
+            allowed = ", ".join(sorted(turn.allowed_tools)) or "none"
             hook_refusal = f"refused: this command allows only these tools: {allowed}."
         try:
             refusal = hook_refusal or await self._approve(call, tool, args, summary, approved)
@@ -189,7 +186,7 @@ class ToolDispatcher:
         started = time.monotonic()  # the duration is the run's, not the wait for the user
         streamed: list[str] = []
         try:
-            result = await self._execute(call, tool, args, streamed)
+            result = await self._execute(call, tool, args, streamed, turn)
             call.result = self.spill.fit(call.id, result.text, "".join(streamed) or None)
         except Exception as exc:
             self._unexpected(call, tool, exc, "run", started)
@@ -212,7 +209,7 @@ class ToolDispatcher:
         self._finish(call, status, shown, result.display, started)
 
     async def _pre_tool_hooks(
-        self, call: ToolCall, tool: Tool, args: BaseModel
+        self, call: ToolCall, tool: Tool[Any], args: BaseModel
     ) -> tuple[BaseModel, str | None, bool]:
         """Run the PreToolUse hooks: the arguments to use, a refusal, and whether
         a hook approved the call (which only spares asking the user)."""
@@ -235,7 +232,7 @@ class ToolDispatcher:
         return args, None, outcome.approved
 
     def _unexpected(
-        self, call: ToolCall, tool: Tool, exc: Exception, stage: str, started: float
+        self, call: ToolCall, tool: Tool[Any], exc: Exception, stage: str, started: float
     ) -> None:
         """An exception nobody meant to raise: a failed call and an error event, not a crash."""
         log.debug("tool call %s (%s) failed to %s", call.id, tool.name, stage, exc_info=exc)
@@ -249,7 +246,7 @@ class ToolDispatcher:
         self._finish(call, "error", call.result, None, started)
 
     async def _approve(
-        self, call: ToolCall, tool: Tool, args: BaseModel, summary: str, approved: bool = False
+        self, call: ToolCall, tool: Tool[Any], args: BaseModel, summary: str, approved: bool = False
     ) -> str | None:
         """None when the call may run, else the refusal the model sees.
 
@@ -259,7 +256,9 @@ class ToolDispatcher:
         command = arguments.get("command")
         shell = tool.name == "shell" and isinstance(command, str)
         command = command if isinstance(command, str) else ""
-        ruling = self.policy.decide(self.approval_mode, tool.name, tool.kind, arguments)
+        ruling = self.policy.decide(
+            self.approval_mode, tool.name, tool.kind, arguments, on_host=tool.runs_on_host
+        )
         if ruling.verdict == "allow":
             return None
         if ruling.verdict == "deny":
@@ -276,8 +275,7 @@ class ToolDispatcher:
             return None
         prefix = self.policy.session_prefix(command) if shell else None
         # Only approvers that show it get the dry run (an editor's would cost a file read).
-        wants_diff = getattr(self.approver, "shows_diff", False)
-        preview = await preview_edit(tool, args, self.context) if wants_diff else None
+        preview = await preview_edit(tool, args, self.context) if self.approver.shows_diff else None
         answer = await self.approver.request(
             ApprovalRequest(
                 call.id,
@@ -301,7 +299,12 @@ class ToolDispatcher:
         return f"denied: {reason} ({ruling.reason})"
 
     async def _execute(
-        self, call: ToolCall, tool: Tool, args: BaseModel, streamed: list[str]
+        self,
+        call: ToolCall,
+        tool: Tool[Any],
+        args: BaseModel,
+        streamed: list[str],
+        turn: TurnOptions,
     ) -> ToolResult:
         def on_output(text: str) -> None:
             text = printable(text)
@@ -309,9 +312,13 @@ class ToolDispatcher:
             self.emit(p.ToolOutput(call_id=call.id, text=text))
 
         try:
-            result = await tool.run(
-                args, replace(self.context, on_output=on_output, call_id=call.id)
+            context = replace(
+                self.context,
+                on_output=on_output,
+                call_id=call.id,
+                allowed_tools=turn.allowed_tools,
             )
+            result = await tool.run(args, context)
         except CloverError as exc:
             result = ToolResult(text=f"error: {exc}", is_error=True)
         return _printable_result(result)
@@ -341,7 +348,7 @@ class ToolDispatcher:
         )
 
     @staticmethod
-    def _schema_hint(tool: Tool) -> str:
+    def _schema_hint(tool: Tool[Any]) -> str:
         return f"The arguments of '{tool.name}' must match this JSON schema: " + json.dumps(
             tool.spec().parameters
         )

@@ -20,9 +20,9 @@ from clover_code.agent.turn.compaction import compact
 from clover_code.agent.turn.context import Budget, TokenCounter
 from clover_code.agent.turn.dispatch import ToolDispatcher
 from clover_code.agent.turn.nested import NestedInstructions
+from clover_code.agent.turn.options import PLAIN_TURN, TurnLimits, TurnOptions
 from clover_code.agent.turn.plan import PLAN_MODE, PLAN_PROMPT
 from clover_code.agent.turn.respond import (
-    Emit,
     TurnState,
     assistant_message,
     stream_response,
@@ -44,13 +44,14 @@ class Agent:
         self,
         *,
         backend: Backend,
-        tools: Sequence[Tool],
+        tools: Sequence[Tool[Any]],
         context: ToolContext,
         settings: Settings,
+        limits: TurnLimits,
         approver: Approver,
         approval_mode: ApprovalMode,
         system_prompt: str,
-        emit: Emit,
+        emit: p.Emit,
         record_message: Callable[[Message], None],
         record_history: Callable[[list[Message]], None],
         spill: OutputSpill,
@@ -60,6 +61,7 @@ class Agent:
     ) -> None:
         self.backend = backend
         self.settings = settings
+        self.limits = limits
         self.system_prompt = system_prompt
         self.emit = emit
         self._record = record_message
@@ -93,9 +95,6 @@ class Agent:
             threshold=settings.compact_threshold,
         )
         self.todo: list[dict[str, Any]] = []
-        self.deadline: float | None = None
-        """When set (event-loop time), turns end there instead of ``settings.timeout``
-        after they start: headless mode's limit counts from the start of the run."""
         self.stopped: str | None = None
         """Why the session cannot go on (see ``stop``), if it cannot."""
         users = (i for i, m in enumerate(self.messages) if m.get("role") == "user")
@@ -132,10 +131,10 @@ class Agent:
         self.messages.append(message)
         self._record(message)
 
-    async def run_turn(self, text: str) -> p.TurnFinished:
+    async def run_turn(self, text: str, options: TurnOptions = PLAIN_TURN) -> p.TurnFinished:
         """Work on one user input until the model answers, a limit hits, or it is cancelled.
 
-        ``dispatch.allowed_tools``, when set (a custom command's), narrows the tools."""
+        ``options.allowed_tools``, when set (a custom command's), narrows the tools."""
         self.turn += 1
         self._turn_starts[self.turn] = len(self.messages)
         content, refusal = await prompt_hooks(self.hooks, text)
@@ -146,14 +145,14 @@ class Agent:
         state = TurnState()
         status: p.TurnStatus
         try:
-            deadline = self.deadline
-            if deadline is None and self.settings.timeout is not None:
-                deadline = asyncio.get_running_loop().time() + self.settings.timeout
+            deadline = self.limits.deadline
+            if deadline is None and self.limits.timeout is not None:
+                deadline = asyncio.get_running_loop().time() + self.limits.timeout
             async with asyncio.timeout_at(deadline):
-                status = await self._loop(state)
+                status = await self._loop(state, options)
         except TimeoutError:
             self._close_partial(state, "[stopped: the time limit was reached]")
-            limit = self.settings.timeout
+            limit = self.limits.timeout
             self.emit(p.ErrorEvent(message=f"the task hit its time limit of {limit:g} s."))
             status = "timeout"
         except asyncio.CancelledError:
@@ -182,18 +181,18 @@ class Agent:
         self.emit(finished)
         return finished
 
-    async def _loop(self, state: TurnState) -> p.TurnStatus:
+    async def _loop(self, state: TurnState, options: TurnOptions) -> p.TurnStatus:
         while True:
             if self.stopped is not None:
                 if state.requests == 0:
                     # A turn asked for after the stop: say again why nothing happens.
                     self.emit(p.ErrorEvent(message=self.stopped, fatal=True))
                 return "failed"
-            if state.requests >= self.settings.max_turns:
+            if state.requests >= self.limits.max_requests:
                 self.emit(
                     p.ErrorEvent(
                         message=f"stopped after {state.requests} model requests "
-                        f"(--max-turns {self.settings.max_turns}); raise the limit to go further."
+                        f"(--max-turns {self.limits.max_requests}); raise the limit to go further."
                     )
                 )
                 return "max_turns"
@@ -202,7 +201,7 @@ class Agent:
             if overflow is not None:
                 self.emit(p.ErrorEvent(message=str(overflow)))
                 return "failed"
-            failure = await self._respond(state)
+            failure = await self._respond(state, options)
             if failure is not None:
                 # Calls of a failed response never run; what text arrived is kept.
                 state.calls = []
@@ -225,7 +224,7 @@ class Agent:
                     continue
                 state.final_text = "".join(state.content)
                 return "completed"
-            await self.dispatch.run_calls(calls)
+            await self.dispatch.run_calls(calls, options)
             added = self.nested.annotate(calls)
             if added:
                 self.emit(p.Notice(text=f"added the instructions of {', '.join(added)}."))
@@ -248,9 +247,9 @@ class Agent:
 
     # ----------------------------------------------------------- model call
 
-    async def _respond(self, state: TurnState) -> CloverError | None:
+    async def _respond(self, state: TurnState, options: TurnOptions) -> CloverError | None:
         """Stream one model response into ``state``; return the failure, if any."""
-        allowed = self.dispatch.offered()
+        allowed = self.dispatch.offered(options)
         system = self.system_prompt
         if self.approval_mode == PLAN_MODE:
             system += "\n\n" + PLAN_PROMPT

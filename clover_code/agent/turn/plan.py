@@ -9,6 +9,7 @@ asks for a plan instead of changes; front ends then offer to carry it out.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from clover_code.config.settings import ApprovalMode
 from clover_code.tools.base import Tool
@@ -28,7 +29,7 @@ result (tests to run or add). Write the plan as your final answer; the user will
 read it and decide whether to carry it out."""
 
 
-def plan_tools(tools: Iterable[Tool]) -> frozenset[str]:
+def plan_tools(tools: Iterable[Tool[Any]]) -> frozenset[str]:
     """The names of the tools plan mode offers out of ``tools``."""
     return frozenset(
         t.name for t in tools if t.kind in ("read", "search") or t.name in PLAN_EXTRA_TOOLS

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Literal
@@ -20,10 +19,8 @@ from clover_code.agent.turn.context import TokenCounter
 from clover_code.agent.turn.dispatch import ToolCall
 from clover_code.config.settings import Settings
 from clover_code.engine import events as ev
-from clover_code.engine.base import Backend, ChatRequest, Message
+from clover_code.engine.base import AssistantMessage, Backend, ChatRequest, Message
 from clover_code.errors import CloverError
-
-Emit = Callable[[p.Event], None]
 
 
 @dataclass(slots=True)
@@ -48,7 +45,7 @@ async def stream_response(
     request: ChatRequest,
     state: TurnState,
     *,
-    emit: Emit,
+    emit: p.Emit,
     settings: Settings,
     counter: TokenCounter,
     estimated_prompt: int,
@@ -131,15 +128,20 @@ async def stream_response(
 
 def wire_messages(messages: list[Message]) -> list[Message]:
     """The history as sent to the model (reasoning stays in the transcript only)."""
-    return [
-        {k: v for k, v in m.items() if k != "reasoning_content"} if "reasoning_content" in m else m
-        for m in messages
-    ]
+    return [_wire_message(m) for m in messages]
 
 
-def assistant_message(state: TurnState, calls: list[ToolCall]) -> Message:
+def _wire_message(message: Message) -> Message:
+    if message["role"] != "assistant" or "reasoning_content" not in message:
+        return message
+    wire = message.copy()
+    del wire["reasoning_content"]
+    return wire
+
+
+def assistant_message(state: TurnState, calls: list[ToolCall]) -> AssistantMessage:
     """The assistant message for what a response produced, with ``calls`` as its tool calls."""
-    message: Message = {"role": "assistant", "content": "".join(state.content)}
+    message: AssistantMessage = {"role": "assistant", "content": "".join(state.content)}
     if state.reasoning:
         message["reasoning_content"] = "".join(state.reasoning)
     if calls:

@@ -116,6 +116,8 @@ class HFBackend:
                 "Logits are read shifted by one (position i predicts token i + 1), as the "
                 f"{source} says."
             )
+        self.failure: EngineError | None = None
+        """The error the last failed response ended with."""
         self._lock = asyncio.Lock()
         self._pieces: dict[int, str] = {}
         self.last_stats: Any = None
@@ -144,10 +146,12 @@ class HFBackend:
                     output_begun = True
                     yield event
             except EngineError as exc:
+                self.failure = exc
                 yield Failed(exc, partial=output_begun)
                 yield Finished("interrupted" if output_begun else "error")
             except Exception as exc:
-                yield Failed(_engine_error(exc), partial=output_begun)
+                self.failure = _engine_error(exc)
+                yield Failed(self.failure, partial=output_begun)
                 yield Finished("interrupted" if output_begun else "error")
 
     def _producer(
@@ -246,7 +250,7 @@ def _load(path: Path, options: HFOptions) -> tuple[Any, Any]:
     except ImportError as exc:
         raise missing_extra(exc, "the hf engine") from None
     # The terminal belongs to the app: no progress bars or library warnings on
-    # stderr (the kernel fallback notes are in the README).
+    # stderr (the kernel fallback notes are in docs/local-engines.md).
     from transformers.utils import logging as hf_logging
 
     quiet: Any = hf_logging

@@ -163,6 +163,8 @@ class SGLangBackend:
             + f" or {not_applied[-1]}: SGLang's diffusion path decodes without them."
         ]
         """Said once at load: what this path does not do."""
+        self.failure: EngineError | None = None
+        """The error the last failed response ended with."""
         from transformers import AutoTokenizer
 
         self._config_dir = tempfile.TemporaryDirectory(prefix="clover-sglang-")
@@ -248,11 +250,13 @@ class SGLangBackend:
             for event in assembler.finish(reason):
                 yield event
         except EngineError as exc:
+            self.failure = exc
             yield Failed(exc, partial=output_begun)
             yield Finished("interrupted" if output_begun else "error")
         except Exception as exc:
             detail = " ".join(str(exc).split())[:300] or type(exc).__name__
-            yield Failed(EngineError(f"SGLang failed while generating ({detail})"), output_begun)
+            self.failure = EngineError(f"SGLang failed while generating ({detail})")
+            yield Failed(self.failure, output_begun)
             yield Finished("interrupted" if output_begun else "error")
 
 

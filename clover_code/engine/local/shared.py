@@ -11,26 +11,40 @@ a time).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from contextlib import aclosing
 
 from clover_code.engine.base import Backend, ChatRequest
-from clover_code.engine.events import EngineEvent
+from clover_code.engine.events import EngineEvent, Failed
+from clover_code.errors import EngineError
 
 __all__ = ["SharedBackend"]
 
 
 class _Loan:
-    """A session's view of the shared backend: everything but closing."""
+    """A session's view of the shared backend: everything but closing, and the
+    failures of this session's responses (not another session's)."""
 
     def __init__(self, inner: Backend) -> None:
         self.inner = inner
         self.name = inner.name
         self.model = inner.model
         self.block_size = inner.block_size
+        self.failure: EngineError | None = None
+        """The error this session's last failed response ended with."""
 
-    def stream(self, request: ChatRequest) -> AsyncGenerator[EngineEvent, None]:
+    @property
+    def notices(self) -> Sequence[str]:
+        """The shared backend's."""
+        return self.inner.notices
+
+    async def stream(self, request: ChatRequest) -> AsyncGenerator[EngineEvent, None]:
         """The shared backend's stream."""
-        return self.inner.stream(request)
+        async with aclosing(self.inner.stream(request)) as events:
+            async for event in events:
+                if isinstance(event, Failed):
+                    self.failure = event.error
+                yield event
 
     async def check(self) -> None:
         """The shared backend's check."""

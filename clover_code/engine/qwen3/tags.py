@@ -44,7 +44,7 @@ _ALL_TAGS: Final = (_THINK_OPEN, *_HOLD_REASONING, *_HOLD_CONTENT, *_HOLD_FUNCTI
 _LONGEST_TAG: Final = max(len(tag) for tag in _ALL_TAGS)
 
 # Every tag contains "<" only as its first character; ``_release_end`` relies
-# on that to look at a single candidate suffix (tests/unit/test_qwen3_parser.py
+# on that to look at a single candidate suffix (tests/unit/engine/qwen3/test_qwen3_parser.py
 # checks it).
 
 # Call ids: a random per-process base stepped by an odd constant is a

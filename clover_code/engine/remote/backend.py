@@ -71,6 +71,8 @@ class OpenAIBackend:
     """
 
     name = "remote"
+    notices: tuple[str, ...] = ()
+    """A server says nothing at load."""
 
     def __init__(
         self,
@@ -103,6 +105,8 @@ class OpenAIBackend:
         self.backoff = BackoffPolicy(max_retries, backoff_base, backoff_max)
         self.answered = False
         """Whether the server answered in this run (then losing it is not "no engine")."""
+        self.failure: EngineError | None = None
+        """The error the last failed response ended with."""
         headers = {"Accept": "text/event-stream", "Accept-Encoding": "identity"}
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
@@ -139,6 +143,7 @@ class OpenAIBackend:
             try:
                 await self.check()
             except EngineError as exc:
+                self.failure = exc
                 yield Failed(exc)
                 yield Finished("error")
                 return
@@ -150,6 +155,8 @@ class OpenAIBackend:
                 # (and with it the HTTP response) closes now, not at GC time.
                 async with aclosing(self._attempt(body, request)) as events:
                     async for event in events:
+                        if isinstance(event, Failed):
+                            self.failure = event.error
                         yield event
                 return
             except RetryAttempt as retry:
@@ -157,6 +164,7 @@ class OpenAIBackend:
                     body = {k: v for k, v in body.items() if k != "max_tokens"}
                     continue
                 if attempt >= self.backoff.max_retries:
+                    self.failure = retry.error
                     yield Failed(retry.error)
                     yield Finished("error")
                     return

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -33,6 +33,38 @@ class ExecResult:
     duration: float = 0.0
 
 
+@dataclass(frozen=True, slots=True)
+class JobEnd:
+    """How a background command ended: its exit code (None when it was killed), or
+    ``lost`` saying why the sandbox lost it (its container went away)."""
+
+    exit_code: int | None
+    lost: str | None = None
+
+
+class JobHandle(Protocol):
+    """A command a sandbox started in the background (``Sandbox.start_job``)."""
+
+    async def wait(self) -> JobEnd:
+        """Return once the command has ended (its output has all been fed by then)."""
+        ...
+
+    async def stop(self) -> None:
+        """Stop the command's whole process group; returns once it is gone, or once the
+        sandbox has given up waiting for that."""
+        ...
+
+    async def refresh(self) -> None:
+        """Bring the output fed so far up to date (a sandbox that reads it as it comes
+        has nothing to do)."""
+        ...
+
+
+JobFeed = Callable[[bytes], None]
+"""Where a background command's output goes as it arrives (stdout and stderr merged);
+always called on the event loop's thread."""
+
+
 class Sandbox(Protocol):
     """Runs shell commands. The working directory persists between commands;
     the environment does not."""
@@ -55,8 +87,54 @@ class Sandbox(Protocol):
         """Run ``command`` with ``bash -c`` in the current directory."""
         ...
 
+    async def start_job(self, command: str, feed: JobFeed) -> JobHandle:
+        """Start ``command`` with ``bash -c`` in the current directory, in the background,
+        and return at once. It runs in its own process group, shares the network of later
+        commands (a server it starts is reachable from them), has no timeout and does not
+        change the working directory; ``close`` stops it."""
+        ...
+
+    async def spawn(self, argv: Sequence[str], *, cwd: Path | None = None) -> SandboxProcess:
+        """Start ``argv`` as a long-lived program (a language server) with pipes to its
+        stdin and stdout, in ``cwd`` (default: the workspace root). It runs under the
+        same confinement, environment and read-only files as commands, without
+        network, and is stopped with the sandbox. ``ToolError`` where the sandbox
+        cannot keep such a program (the editor's terminal)."""
+        ...
+
     async def close(self) -> None:
         """Stop whatever the sandbox started."""
+        ...
+
+
+class SandboxProcess(Protocol):
+    """A program ``Sandbox.spawn`` started: bytes in on its stdin, out on its stdout.
+
+    Its stderr is kept, the last few kilobytes, for saying why it ended.
+    """
+
+    stdout: asyncio.StreamReader
+    """Its standard output; at EOF once the program ended."""
+
+    @property
+    def returncode(self) -> int | None:
+        """Its exit status once it ended (None while it runs, or when it is unknown)."""
+        ...
+
+    def stderr_tail(self) -> str:
+        """The end of what it wrote to stderr so far."""
+        ...
+
+    async def write(self, data: bytes) -> None:
+        """Write to its stdin; ``OSError`` once it is gone."""
+        ...
+
+    async def wait(self) -> int | None:
+        """Wait until it ends; its exit status (None when unknown)."""
+        ...
+
+    async def kill(self) -> None:
+        """Stop it and whatever it started, at once."""
         ...
 
 
@@ -101,6 +179,14 @@ class SerialSandbox(ABC):
         async with self._lock:
             return await self._exec(command, timeout, on_output)
 
+    async def start_job(self, command: str, feed: JobFeed) -> JobHandle:
+        """Start ``command`` in the background in the current directory (see ``Sandbox``)."""
+        if "\0" in command:
+            raise ToolError("the command contains a NUL character; remove it and try again.")
+        async with self._lock:
+            self._cwd_notes()  # a vanished directory: the job starts in the root
+            return await self._start_job(command, feed)
+
     def _cwd_notes(self) -> list[str]:
         """Notes for the output when the working directory is gone (it resets to the root)."""
         if self.cwd.is_dir():
@@ -136,3 +222,7 @@ class SerialSandbox(ABC):
         self, command: str, timeout: float, on_output: Callable[[str], None] | None
     ) -> ExecResult:
         """Run one command; the lock is held."""
+
+    @abstractmethod
+    async def _start_job(self, command: str, feed: JobFeed) -> JobHandle:
+        """Start one background command; the lock is held."""

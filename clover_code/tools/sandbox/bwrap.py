@@ -31,11 +31,17 @@ With ``toolchain`` (the default) the user's own tools are visible too, as in
 their shell: their home read-only minus credential places, ``PATH`` and the
 project's virtualenv (``host_view.py``); HOME is then their real home.
 
+Every command of one sandbox shares one network namespace (``bwrap_net.py``:
+loopback only, unless ``network=True`` shares the host's), so a server one
+command starts can be reached from the next.
+
 A timeout or a cancellation kills bwrap's process group; bwrap's own init
 then dies and the kernel kills everything else in the pid namespace. For the
 same reason background processes end when the command's shell exits: nothing
-outlives a command here (unlike Docker). The working directory persists
-between commands through an ``EXIT`` trap; the environment does not.
+outlives a command here (unlike Docker), except a background job
+(``start_job``), which is a ``bwrap`` process of its own that runs until it
+ends or is stopped (``local_job.py``). The working directory persists between
+commands through an ``EXIT`` trap; the environment does not.
 """
 
 from __future__ import annotations
@@ -48,15 +54,17 @@ import shutil
 import signal
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from clover_code.errors import ToolError
 from clover_code.proc.children import signal_group
-from clover_code.tools.sandbox.base import ExecResult, SerialSandbox
+from clover_code.tools.sandbox.base import ExecResult, JobFeed, SerialSandbox
+from clover_code.tools.sandbox.bwrap_net import SharedNetwork
 from clover_code.tools.sandbox.control_files import protected_paths
 from clover_code.tools.sandbox.host_view import HostView, host_view
+from clover_code.tools.sandbox.local_job import LocalJob
 from clover_code.tools.sandbox.output import OutputSink, PipeReader
 from clover_code.tools.sandbox.policy import (
     DEFAULT_PASSTHROUGH,
@@ -67,6 +75,7 @@ from clover_code.tools.sandbox.policy import (
     sandbox_env,
     sandbox_user,
 )
+from clover_code.tools.sandbox.process import PipedProcess, start_piped
 from clover_code.tools.sandbox.seccomp import setuid_filter_fd
 
 __all__ = ["BwrapSandbox", "bwrap_problem", "identity_args"]
@@ -214,13 +223,19 @@ class BwrapSandbox(SerialSandbox):
         """Show the user's toolchain (``host_view.py``): home minus credentials, PATH, venv."""
         self._bwrap = shutil.which(bwrap) or bwrap
         self._user = sandbox_user(self.root)
+        self._net = SharedNetwork(self._bwrap, identity_args(self._user), self._user)
+        """The network namespace every command joins (none with ``network``: the host's)."""
+        self._jobs: list[LocalJob] = []
+        self._spawned: set[PipedProcess] = set()
+        """Programs ``spawn`` started that may still run (``close`` stops them)."""
 
-    def _argv(self, script: str, cwd_file: Path) -> list[str]:
-        """The bwrap command line that runs ``script`` with ``bash -c``."""
+    def _argv(self, script: str, cwd_file: Path | None) -> list[str]:
+        """The bwrap command line that runs ``script`` with ``bash -c`` (``cwd_file``:
+        where its ``EXIT`` trap writes the final directory, bound in)."""
         as_root = runs_as_root(self._user) and os.getuid() == 0
         args = [self._bwrap, *identity_args(self._user), "--hostname", "sandbox"]
-        if self.network:
-            args.append("--share-net")
+        if self.network or self._net.ready:
+            args.append("--share-net")  # the host's network, or the one nsenter joined
         args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
         hidden = [h for h in _HIDDEN if os.path.isdir(h) and not os.path.islink(h)]
         hidden += _data_tops()
@@ -246,7 +261,8 @@ class BwrapSandbox(SerialSandbox):
         for protected in protected_paths(self.root, self.protect):
             args += ["--ro-bind", str(protected), str(protected)]
         args += view.hides
-        args += ["--bind", str(cwd_file), str(cwd_file)]
+        if cwd_file is not None:
+            args += ["--bind", str(cwd_file), str(cwd_file)]
         for path in hidden:
             args += ["--remount-ro", path]
         args += view.remounts
@@ -264,17 +280,31 @@ class BwrapSandbox(SerialSandbox):
         self.env = {**self._base_env, **view.env}
         return view
 
-    def _script(self, command: str, cwd_file: Path) -> str:
+    def _script(self, command: str, cwd_file: Path | None) -> str:
         lim = self.limits
-        return (
-            f"ulimit -u {lim.pids} -d {lim.memory_mb * 1024} 2>/dev/null\n"
-            f"trap 'pwd -P >| {shlex.quote(str(cwd_file))} 2>/dev/null' EXIT\n{command}"
-        )
+        script = f"ulimit -u {lim.pids} -d {lim.memory_mb * 1024} 2>/dev/null\n"
+        if cwd_file is not None:
+            script += f"trap 'pwd -P >| {shlex.quote(str(cwd_file))} 2>/dev/null' EXIT\n"
+        return script + command
+
+    async def _join_network(self) -> list[str]:
+        """Make the shared network namespace before the first command; a note when it
+        cannot be made (each command then has a network of its own, as before)."""
+        if self.network or self._net.ready or self._net.problem is not None:
+            return []
+        await asyncio.to_thread(self._net.open)
+        if self._net.problem is None:
+            return []
+        return [
+            f"[{self._net.problem}: each command gets a network of its own, so a server "
+            "a background job starts cannot be reached from other commands]"
+        ]
 
     async def _exec(
         self, command: str, timeout: float, on_output: Callable[[str], None] | None
     ) -> ExecResult:
-        notes = self._cwd_notes()
+        notes = await self._join_network()
+        notes += self._cwd_notes()
         fd, name = tempfile.mkstemp(prefix="clover-cwd-")
         os.close(fd)
         cwd_file = Path(name)
@@ -289,33 +319,60 @@ class BwrapSandbox(SerialSandbox):
             cwd_file.unlink(missing_ok=True)
         return sink.result(None if timed_out else code, timed_out=timed_out, notes=notes)
 
-    async def _run(self, argv: list[str], sink: OutputSink, timeout: float) -> tuple[int, bool]:
-        """Start bwrap, pump its output, enforce the timeout; returns (exit code, timed out)."""
-        loop = asyncio.get_running_loop()
+    async def _start_job(self, command: str, feed: JobFeed) -> LocalJob:
+        """A ``bwrap`` process of its own for ``command``, in the shared network."""
+        for note in await self._join_network():
+            feed((note + "\n").encode())
+        argv = self._argv(self._script(command, None), None)
         read_fd, write_fd = os.pipe()
+        try:
+            proc = await self._spawn(argv, write_fd)
+        except BaseException:
+            os.close(read_fd)
+            raise
+        finally:
+            os.close(write_fd)
+        job = LocalJob(proc, read_fd, feed, drain_timeout=self.drain_timeout)
+        self._jobs = [j for j in self._jobs if j.running] + [job]
+        return job
+
+    async def _spawn(self, argv: list[str], output_fd: int) -> asyncio.subprocess.Process:
+        """Start ``argv`` (a bwrap command line) in its own session, in the shared
+        network, with its output into ``output_fd``."""
         extra: dict[str, Any] = {}
         if os.getuid() == 0 and not runs_as_root(self._user):
             extra = {"user": self._user[0], "group": self._user[1], "extra_groups": []}
-        argv, fds = _with_seccomp(argv, self._user)
+        argv, own_fds = _with_seccomp(argv, self._user)
+        argv, fds = self._net.wrap(argv, own_fds)
         try:
-            proc = await asyncio.create_subprocess_exec(
+            return await asyncio.create_subprocess_exec(
                 *argv,
                 stdin=asyncio.subprocess.DEVNULL,
-                stdout=write_fd,
-                stderr=write_fd,
+                stdout=output_fd,
+                stderr=output_fd,
                 env=self.env,
                 start_new_session=True,
                 pass_fds=fds,
                 **extra,
             )
         except OSError as exc:
-            os.close(read_fd)
             msg = f"bubblewrap could not start ({exc.strerror or exc}); check that bwrap works."
             raise ToolError(msg) from None
         finally:
-            os.close(write_fd)
-            for fd in fds:
+            for fd in own_fds:
                 os.close(fd)
+
+    async def _run(self, argv: list[str], sink: OutputSink, timeout: float) -> tuple[int, bool]:
+        """Start bwrap, pump its output, enforce the timeout; returns (exit code, timed out)."""
+        loop = asyncio.get_running_loop()
+        read_fd, write_fd = os.pipe()
+        try:
+            proc = await self._spawn(argv, write_fd)
+        except BaseException:
+            os.close(read_fd)
+            raise
+        finally:
+            os.close(write_fd)
         pipe = os.fdopen(read_fd, "rb", buffering=0)
         transport, reader = await loop.connect_read_pipe(lambda: PipeReader(sink.feed), pipe)
         timed_out = False
@@ -338,8 +395,49 @@ class BwrapSandbox(SerialSandbox):
         code = proc.returncode if proc.returncode is not None else -signal.SIGKILL
         return (code if code >= 0 else 128 - code), timed_out
 
+    async def spawn(self, argv: Sequence[str], *, cwd: Path | None = None) -> PipedProcess:
+        """Start ``argv`` under bubblewrap as a command would run, but without network
+        whatever ``network`` says, and with its stdin and stdout as pipes; it lives
+        until killed (``--die-with-parent``: at the latest with clover-code)."""
+        fd, name = tempfile.mkstemp(prefix="clover-cwd-")
+        os.close(fd)
+        cwd_file = Path(name)
+        if os.getuid() == 0:
+            os.chown(cwd_file, *self._user)
+        command = self._argv(self._script(f"exec {shlex.join(argv)}", cwd_file), cwd_file)
+        # A language server needs no network: it stays in the sandbox's own namespace.
+        command = [word for word in command if word != "--share-net"]
+        command[command.index("--chdir") + 1] = str(cwd or self.root)
+        extra: dict[str, Any] = {}
+        if os.getuid() == 0 and not runs_as_root(self._user):
+            extra = {"user": self._user[0], "group": self._user[1], "extra_groups": []}
+        command, fds = _with_seccomp(command, self._user)
+        try:
+            proc = await start_piped(
+                command,
+                cwd=None,
+                env=self.env,
+                what="bubblewrap",
+                on_end=lambda: cwd_file.unlink(missing_ok=True),
+                pass_fds=fds,
+                **extra,
+            )
+        finally:
+            for fd in fds:
+                os.close(fd)
+        self._spawned.add(proc)
+        return proc
+
     async def close(self) -> None:
-        """Nothing to stop: no process outlives a command."""
+        """Stop the background jobs and the programs ``spawn`` started, and let go of
+        the shared network; no process outlives a command."""
+        jobs, self._jobs = self._jobs, []
+        for job in jobs:
+            job.kill_now()
+        await asyncio.gather(*(job.wait() for job in jobs), return_exceptions=True)
+        spawned, self._spawned = list(self._spawned), set()
+        await asyncio.gather(*(proc.kill() for proc in spawned))
+        self._net.close()
 
 
 def _under(path: str, parent: str) -> bool:

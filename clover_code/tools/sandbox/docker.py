@@ -30,6 +30,8 @@ enforced in the container. If the runner does not report within a grace
 period, the command's processes are killed through a second ``docker exec``
 and the container is replaced, so a call returns within ``timeout`` + 2 s.
 The working directory persists between commands; the environment does not.
+A background job (``start_job``, ``docker_job.py``) is a runner command with
+no timeout, in the same container and network as every later command.
 If Docker goes away the command fails with a ``ToolError``; nothing ever
 falls back to running on the host.
 """
@@ -41,21 +43,24 @@ import contextlib
 import itertools
 import os
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from clover_code.errors import ToolError
-from clover_code.tools.sandbox.base import ExecResult, SerialSandbox
+from clover_code.tools.sandbox.base import ExecResult, JobFeed, SerialSandbox
 from clover_code.tools.sandbox.control_files import protected_paths
+from clover_code.tools.sandbox.docker_job import DockerJob
 from clover_code.tools.sandbox.docker_link import (
     RunnerGone,
     RunnerLink,
     RunnerRefused,
     open_attach_stream,
 )
+from clover_code.tools.sandbox.docker_process import ExecProcess, open_exec_stream
 from clover_code.tools.sandbox.docker_setup import (
     DOCKER_DOWN,
+    FILTER_PATH,
     RUNNER_COMMAND,
     clean_stale_containers,
     container_spec,
@@ -74,6 +79,9 @@ from clover_code.tools.sandbox.policy import (
 from clover_code.tools.sandbox.project_image import image_env
 
 __all__ = ["DockerSandbox"]
+
+MARKER = "CLOVER_SANDBOX_CMD"
+"""The environment variable ``runner.py`` finds a command's processes by (its ``MARKER``)."""
 
 _GRACE = 0.8
 """Seconds past the timeout to wait for the runner's own report before killing from outside."""
@@ -222,11 +230,57 @@ class DockerSandbox(SerialSandbox):
             await asyncio.to_thread(self._discard)
             self._link = None
 
+    # -- long-lived programs ------------------------------------------------
+
+    async def spawn(self, argv: Sequence[str], *, cwd: Path | None = None) -> ExecProcess:
+        """Start ``argv`` in the container with ``docker exec`` (``docker_process``), as
+        commands run: same user, environment, filter and mounts. It ends with the
+        container (when ``.git`` changes or the sandbox closes)."""
+        if self._link is None or self._link.closed:
+            async with self._lock:
+                await self._ensure()
+        client, container_id = self._client, self.container_id
+        token = os.urandom(8).hex()
+        command = [*RUNNER_COMMAND, "--exec"]
+        if root_filter(self.user) is not None:
+            command.append(FILTER_PATH)
+        command += ["--", *argv]
+        env = {**self.env, MARKER: token}
+
+        api = client.api
+
+        def start() -> tuple[str, tuple[Any, Any, Any]] | str:
+            try:
+                exec_id = api.exec_create(
+                    container_id,
+                    command,
+                    stdin=True,
+                    stdout=True,
+                    stderr=True,
+                    tty=False,
+                    user=f"{self.user[0]}:{self.user[1]}",
+                    environment=env,
+                    workdir=str(cwd or self.root),
+                )["Id"]
+                return exec_id, open_exec_stream(api, exec_id)
+            except Exception as exc:  # Docker's and the connection's errors alike
+                return short_error(exc)
+
+        def kill() -> None:
+            kill_id = api.exec_create(container_id, [*RUNNER_COMMAND, "--kill", token])["Id"]
+            api.exec_start(kill_id)
+
+        started = await asyncio.to_thread(start)
+        if isinstance(started, str):
+            raise ToolError(f"{argv[0]} could not start in the Docker sandbox ({started}).")
+        exec_id, stream = started
+        return ExecProcess(api, exec_id, stream, kill)
+
     # -- commands ----------------------------------------------------------
 
-    async def _exec(
-        self, command: str, timeout: float, on_output: Callable[[str], None] | None
-    ) -> ExecResult:
+    async def _ready_link(self) -> tuple[RunnerLink, list[str]]:
+        """The runner to send the next command to, and notes when its container was
+        (re)started under the session's feet."""
         notes: list[str] = []
         if self._link is not None and self._protected != self._protection():
             # .git appeared or was replaced since the container started (`git init` in
@@ -234,16 +288,49 @@ class DockerSandbox(SerialSandbox):
             await asyncio.to_thread(self._discard)
             notes.append(
                 "[.git changed since the sandbox started, so the container was started again "
-                "to keep .git read-only: background processes and files outside the workspace "
-                "are gone]"
+                "to keep .git read-only: background processes, background jobs and files "
+                "outside the workspace are gone]"
             )
         link = await self._ensure()
         if self._restarted:
             self._restarted = False
             notes.append(
                 "[the sandbox container had stopped and was started again: "
-                "background processes and files outside the workspace are gone]"
+                "background processes, background jobs and files outside the workspace are gone]"
             )
+        return link, notes
+
+    async def _start_job(self, command: str, feed: JobFeed) -> DockerJob:
+        """The runner runs ``command`` with no timeout; its output goes to ``feed``."""
+        link, notes = await self._ready_link()
+        for note in notes:
+            feed((note + "\n").encode())
+        loop = asyncio.get_running_loop()
+
+        def fed(data: bytes) -> None:  # called in the link's reader thread
+            loop.call_soon_threadsafe(feed, data)
+
+        cid = next(self._ids)
+        token = os.urandom(8).hex()
+        done: asyncio.Future[dict[str, Any]] = loop.create_future()
+        request = {"op": "run", "id": cid, "token": token, "cmd": command}
+        request |= {"cwd": str(self.cwd), "env": self.env, "timeout": None}
+        try:
+            link.register(cid, fed, done)
+            link.send(request)
+        except RunnerGone as exc:
+            link.unregister(cid)
+            msg = (
+                f"the Docker sandbox stopped before the job could start ({exc}); check that "
+                "Docker is running (`docker info`) and start it again."
+            )
+            raise ToolError(msg) from None
+        return DockerJob(link, cid, done, lambda: self._kill_from_outside(token, replace=False))
+
+    async def _exec(
+        self, command: str, timeout: float, on_output: Callable[[str], None] | None
+    ) -> ExecResult:
+        link, notes = await self._ready_link()
         notes.extend(self._cwd_notes())
         loop = asyncio.get_running_loop()
         live = None
@@ -296,9 +383,9 @@ class DockerSandbox(SerialSandbox):
                 )
         return sink.result(exit_code, timed_out=timed_out, notes=notes)
 
-    async def _kill_from_outside(self, token: str) -> None:
+    async def _kill_from_outside(self, token: str, *, replace: bool = True) -> None:
         """Kill the command's processes through a second exec (the runner's ``--kill``),
-        then replace the container."""
+        then (``replace``) replace the container."""
         client, container_id = self._client, self.container_id
 
         def kill() -> None:
@@ -310,6 +397,8 @@ class DockerSandbox(SerialSandbox):
 
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.to_thread(kill), 0.8)
+        if not replace:
+            return
         # Whatever still runs goes with the container; the next command starts a fresh one.
         if self._link is not None:
             self._link.close()

@@ -11,7 +11,8 @@ timeout or a cancellation signals the whole group: SIGTERM, then SIGKILL
 after a short grace. After the main shell exits the pipe is drained only
 briefly, so a background child that keeps it open cannot hold the call up.
 The final directory comes back through an ``EXIT`` trap that writes
-``pwd -P`` to a private file.
+``pwd -P`` to a private file. A background job (``start_job``) is ``bash -c``
+in a new session too, on the host's own network (``local_job.py``).
 """
 
 from __future__ import annotations
@@ -22,40 +23,18 @@ import os
 import shlex
 import signal
 import tempfile
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 
 from clover_code.errors import ToolError
 from clover_code.proc.children import signal_group
 from clover_code.redact import without_agent_credentials
-from clover_code.tools.sandbox.base import QUIET_ENV, ExecResult, SerialSandbox
+from clover_code.tools.sandbox.base import QUIET_ENV, ExecResult, JobFeed, SerialSandbox
+from clover_code.tools.sandbox.local_job import LocalJob, group_alive, terminate_group
 from clover_code.tools.sandbox.output import OutputSink, PipeReader
+from clover_code.tools.sandbox.process import PipedProcess, start_piped
 
 __all__ = ["HostSandbox"]
-
-
-def _group_alive(pgid: int) -> bool:
-    """Whether the group still has a member that is not a zombie.
-
-    Orphaned members become zombies until init reaps them, and some container
-    inits never do; on Linux /proc tells the two apart.
-    """
-    if not signal_group(pgid, 0):
-        return False
-    try:
-        pids = [name for name in os.listdir("/proc") if name.isdigit()]
-    except OSError:
-        return True
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as handle:
-                fields = handle.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        # After the command name: state, ppid, pgrp, ...
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-            return True
-    return False
 
 
 class HostSandbox(SerialSandbox):
@@ -104,7 +83,7 @@ class HostSandbox(SerialSandbox):
             self._groups.add(pgid)
             pipe_fd, read_fd = read_fd, -1  # _supervise owns and closes it from here
             timed_out, held_open = await self._supervise(proc, pgid, pipe_fd, sink, timeout)
-            if not _group_alive(pgid):
+            if not group_alive(pgid):
                 self._groups.discard(pgid)
             elif held_open:
                 notes.append(
@@ -195,17 +174,32 @@ class HostSandbox(SerialSandbox):
 
     async def _terminate_group(self, pgid: int) -> None:
         """SIGTERM the group, give it ``kill_grace`` seconds, then SIGKILL what is left."""
-        if not signal_group(pgid, signal.SIGTERM):
-            return
-        deadline = time.monotonic() + self.kill_grace
-        while time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
-            if not _group_alive(pgid):
-                return
-        signal_group(pgid, signal.SIGKILL)
+        await terminate_group(pgid, self.kill_grace)
+
+    async def _start_job(self, command: str, feed: JobFeed) -> LocalJob:
+        """``bash -c command`` in its own session, its output read into ``feed``."""
+        read_fd, write_fd = os.pipe()
+        try:
+            proc = await self._spawn(command, write_fd)
+        except BaseException:
+            os.close(read_fd)
+            raise
+        finally:
+            os.close(write_fd)
+        self._groups.add(proc.pid)
+        return LocalJob(
+            proc, read_fd, feed, kill_grace=self.kill_grace, drain_timeout=self.drain_timeout
+        )
+
+    async def spawn(self, argv: Sequence[str], *, cwd: Path | None = None) -> PipedProcess:
+        """Start ``argv`` on the host, in its own session, with the commands' environment;
+        ``close`` stops it with the rest (no network confinement: this is the host)."""
+        proc = await start_piped(argv, cwd=cwd or self.root, env=self._env, what=argv[0])
+        self._groups.add(proc.pid)
+        return proc
 
     async def close(self) -> None:
         """Stop every process group started here that is still running."""
-        groups = [pgid for pgid in self._groups if _group_alive(pgid)]
+        groups = [pgid for pgid in self._groups if group_alive(pgid)]
         self._groups.clear()
         await asyncio.gather(*(self._terminate_group(pgid) for pgid in groups))

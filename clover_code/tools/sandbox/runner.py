@@ -18,6 +18,7 @@ root unfiltered.
 Requests arrive on stdin, one JSON object per line:
   {"op": "run", "id": N, "token": "...", "cmd": "...", "cwd": "/ws", "env": {...},
    "timeout": 120}
+  ("timeout": null runs it until it ends or is killed: a background job)
   {"op": "kill", "id": N}
 Replies go to stdout as frames: a kind byte, the command id and the payload
 length (big-endian ``>cII``), then the payload:
@@ -39,12 +40,18 @@ and the runner exits, which removes the container.
 Given ``--kill TOKEN`` instead, it kills the processes of the command with
 that token and exits: ``DockerSandbox`` runs that through ``docker exec``
 when the runner itself does not answer.
+
+Given ``--exec [FILTER] -- PROGRAM ARGS...`` (through ``docker exec``, for a
+long-lived program such as a language server), it installs FILTER as above,
+refusing as above when it must and cannot, then replaces itself with the
+program, which keeps the exec's stdin and stdout.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import selectors
 import shlex
@@ -236,7 +243,9 @@ class Runner:
             self.child(w, req.get("cwd") or "/", script, env)
         os.close(w)
         os.set_blocking(r, False)
-        cmd = Command(cid, pid, r, float(req.get("timeout", 120)), token, cwd_file)
+        limit = req.get("timeout", 120)
+        timeout = math.inf if limit is None else float(limit)
+        cmd = Command(cid, pid, r, timeout, token, cwd_file)
         self.commands[cid] = cmd
         self.by_pid[pid] = cmd
         self.sel.register(r, selectors.EVENT_READ, cmd)
@@ -371,7 +380,8 @@ class Runner:
         waits = []
         for cmd in self.commands.values():
             if cmd.returncode is None:
-                waits.append(cmd.deadline - now)
+                if cmd.deadline != math.inf:  # a background job has none
+                    waits.append(cmd.deadline - now)
             elif not cmd.eof:
                 waits.append(cmd.exited_at + DRAIN - now)
         return max(0.0, min(waits)) if waits else None
@@ -398,6 +408,18 @@ def main() -> None:
     if args[:1] == ["--kill"] and len(args) == 2:
         kill_marked(args[1])
         return
+    if args[:1] == ["--exec"] and "--" in args:
+        split = args.index("--")
+        why = lock_setuid(args[1] if split == 2 else None)
+        if why is not None:
+            os.write(2, (REFUSED.format(why=why) + "\n").encode())
+            sys.exit(126)
+        program = args[split + 1 :]
+        try:
+            os.execvp(program[0], program)
+        except OSError as exc:
+            os.write(2, f"clover-runner: cannot start {program[0]}: {exc.strerror}\n".encode())
+            sys.exit(127)
     why = lock_setuid(args[0] if args else None)
     if why is not None:
         send(b"F", 0, REFUSED.format(why=why).encode())

@@ -1,10 +1,11 @@
-"""One line at the bottom: engine and model, speed, context, sandbox, approvals, git.
+"""One line at the bottom: engine and model, speed, context, background jobs, sandbox,
+approvals, git.
 
 All of it arrives as reactive attributes set by the app; nothing here asks
 the core or runs a program. A status-line command's line (``custom``, from
 ``ui/statusline.py``) takes the place of the engine, model, speed, context
-and branch; the approval mode and the sandbox always stay, so no command can
-hide them. In vim mode the prompt's mode is shown first.
+and branch; the jobs, the approval mode and the sandbox always stay, so no
+command can hide them. In vim mode the prompt's mode is shown first.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ class StatusBar(Static):
     branch: reactive[str] = reactive("")
     dirty: reactive[bool] = reactive(False)
     busy: reactive[bool] = reactive(False)
+    jobs: reactive[int] = reactive(0)
+    """Background jobs running (``/jobs`` lists them)."""
     custom: reactive[Text | None] = reactive(None)
     """The status-line command's line (None: the built-in one)."""
     editor_mode: reactive[str] = reactive("")
@@ -75,7 +78,7 @@ class StatusBar(Static):
             if wide:
                 ctx.append(f" {human_count(self.context_used)} tok", style="dim")
             parts.append((3, ctx))
-        parts += self._kept(wide)
+        parts += self._jobs(wide) + self._kept(wide)
         if self.branch:
             parts.append((2, Text(f"⎇ {self.branch}" + ("*" if self.dirty else ""))))
         engine = f"{self.engine}:" if self.engine else ""
@@ -96,6 +99,12 @@ class StatusBar(Static):
             out.append_text(text)
         return out
 
+    def _jobs(self, wide: bool) -> list[tuple[int, Text]]:
+        if not self.jobs:
+            return []
+        label = f"{self.jobs} job" + ("s" if self.jobs > 1 else "")
+        return [(5, Text(label + (" running" if wide else ""), style="bold cyan"))]
+
     def _kept(self, wide: bool) -> list[tuple[int, Text]]:
         """The parts that always stay: the sandbox and the approval mode."""
         parts: list[tuple[int, Text]] = []
@@ -111,7 +120,8 @@ class StatusBar(Static):
     def _with_custom(
         self, custom: Text, width: int, sep: tuple[str, str], mode: Text | None
     ) -> Text:
-        kept = self._kept(self.size.width >= 110)
+        wide = self.size.width >= 110
+        kept = self._jobs(wide) + self._kept(wide)  # jobs still run beside any line
         room = width - sum(len(t) + len(sep[0]) for _, t in kept)
         line = custom.copy()
         line.truncate(max(MIN_MODEL, room), overflow="ellipsis")

@@ -1,6 +1,7 @@
 """One tool call: name and key arguments, a spinner while it runs, then its result.
 
-Edits show their diff, shell commands their exit code, duration and output;
+Edits show their diff (and the problems a language server found after them),
+shell commands their exit code, duration and output;
 long output is cut to a few lines and a click (or Enter when focused)
 shows more.
 """
@@ -21,6 +22,7 @@ from clover_code import protocol as p
 from clover_code.ui.clock import spinner_frame
 from clover_code.ui.css import sibling_css
 from clover_code.ui.text import clean, cut_lines, looks_binary
+from clover_code.ui.widgets.diagnostic_lines import DiagnosticLines
 from clover_code.ui.widgets.diff_view import DiffView
 
 SHORT_LINES = 6
@@ -117,6 +119,9 @@ class ToolCard(Vertical, can_focus=True):
             parts.append("killed" if run.exit_code is None else f"exit {run.exit_code}")
             if run.timed_out:
                 parts.append("timed out")
+        elif isinstance(run, p.JobReport):
+            state = f"exit {run.exit_code}" if run.state == "exited" else run.state
+            parts.append(f"job {run.job_id} {state}")
         if done.duration >= 0.05:
             parts.append(f"{done.duration:.1f}s")
         if done.status in ("denied", "cancelled"):
@@ -147,6 +152,8 @@ class ToolCard(Vertical, can_focus=True):
             self._body.display = False
             self._diff = DiffView(diff, short_lines=40)
             self.mount(self._diff)
+            if isinstance(done.display, p.FileEdit | p.PatchApplied) and done.display.diagnostics:
+                self.mount(DiagnosticLines(done.display.diagnostics))
         else:
             self._show_result()
 
