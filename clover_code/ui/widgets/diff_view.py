@@ -13,7 +13,7 @@ from rich.syntax import Syntax
 from textual.content import Content, Span
 from textual.widgets import Static
 
-from clover_code.ui.css import sibling_css
+from clover_code.ui.css import MUTED, sibling_css
 from clover_code.ui.text import clean, cut_lines
 
 LINE_LIMIT = 400
@@ -27,7 +27,7 @@ _HUNK = re.compile(r"@@ -(\d+)(?:,\d+)? \+(\d+)")
 _BACKGROUNDS = {"+": "on $success-muted", "-": "on $error-muted"}
 _MARKS = {"+": "bold on $success-muted", "-": "bold on $error-muted", "@": "$text-accent"}
 _TOKENS: tuple[tuple[str, str], ...] = (
-    ("Token.Comment", "italic $text-muted"),
+    ("Token.Comment", f"italic {MUTED}"),
     ("Token.Literal.String", "$text-success"),
     ("Token.Literal.Number", "$text-warning"),
     ("Token.Keyword", "bold $text-primary"),
@@ -39,7 +39,7 @@ _TOKENS: tuple[tuple[str, str], ...] = (
 )
 """The style of each kind of Pygments token, by the kind's dotted name (a kind is
 matched with the kinds below it: ``Token.Literal.String.Double`` is a string)."""
-_ON_TINT = frozenset({"italic $text-muted", "bold $text-primary"})
+_ON_TINT = frozenset({f"italic {MUTED}", "bold $text-primary"})
 """The token styles kept on an added or removed line: the others are too close to the
 tinted background in some themes, so those tokens take the text colour there."""
 
@@ -60,7 +60,7 @@ def render_diff(diff: str, max_lines: int) -> Content:
             number = old_no if mark == "-" else new_no
             old_no += mark != "+"
             new_no += mark != "-"
-            parts.append((f"{number:>{GUTTER}} ", "$text-muted"))
+            parts.append((f"{number:>{GUTTER}} ", MUTED))
             body = code[index]
             if mark in _BACKGROUNDS:
                 kept = [span for span in body.spans if span.style in _ON_TINT]

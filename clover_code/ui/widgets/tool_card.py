@@ -20,7 +20,7 @@ from textual.widgets import Static
 
 from clover_code import protocol as p
 from clover_code.ui.clock import spinner_frame
-from clover_code.ui.css import sibling_css
+from clover_code.ui.css import MUTED, sibling_css
 from clover_code.ui.text import clean, cut_lines, looks_binary
 from clover_code.ui.widgets.diagnostic_lines import DiagnosticLines
 from clover_code.ui.widgets.diff_view import DiffView
@@ -107,7 +107,7 @@ class ToolCard(Vertical, can_focus=True):
             icon,
             (self.tool_name, "bold"),
             " " + text.replace("\n", " ⏎ ")[:300],
-            (footer, "$text-muted"),
+            (footer, MUTED),
         )
         self._title.update(line)
 
@@ -132,7 +132,7 @@ class ToolCard(Vertical, can_focus=True):
         """Live output of the running command: the last few lines are shown."""
         self.live = (self.live + text)[-LIVE_CHARS:]
         lines = clean(self.live).splitlines()[-LIVE_LINES:]
-        self._body.update(Content.styled("\n".join(lines), "$text-muted"))
+        self._body.update(Content.styled("\n".join(lines), MUTED))
 
     def finish(self, done: p.ToolCallFinished) -> None:
         """The call ended: show its status and result."""
@@ -163,7 +163,7 @@ class ToolCard(Vertical, can_focus=True):
         if self.finished.status == "ok" and self.started.kind in ("read", "search"):
             # the model reads these; the user only needs the one-line summary
             first = clean(result).strip().splitlines()
-            self._body.update(Content.styled(first[0][:200] if first else "", "$text-muted"))
+            self._body.update(Content.styled(first[0][:200] if first else "", MUTED))
             return
         if looks_binary(result):
             binary = f"[binary output, {len(result):,} characters, not shown]"
@@ -174,7 +174,7 @@ class ToolCard(Vertical, can_focus=True):
         body = Content.styled("\n".join(lines), "$text-error" if failed(self.finished) else "")
         if left_out:
             hint = "click or Enter to show more" if not self.expanded else "cut"
-            body = body.append_text(f"\n… {left_out:,} more lines ({hint})", "italic $text-muted")
+            body = body.append_text(f"\n… {left_out:,} more lines ({hint})", f"italic {MUTED}")
         self._body.update(body)
 
     def action_expand(self) -> None:
