@@ -218,6 +218,8 @@ class EventMapper:
             updates += self._output_update(event)
         elif isinstance(event, p.ToolCallFinished):
             updates.append(self._finished(event))
+        elif isinstance(event, p.BackgroundTaskFinished):
+            updates.append(self._background_finished(event))
         elif isinstance(event, p.UsageReport):
             used = event.prompt_tokens + event.completion_tokens
             updates.append(
@@ -325,6 +327,13 @@ class EventMapper:
         return [update_tool_call(self.acp_id(event.call_id), content=content)]
 
     def _finished(self, event: p.ToolCallFinished) -> ToolCallProgress:
+        if isinstance(event.display, p.BackgroundTask):
+            # The child goes on: the call stays in progress until its own end arrives.
+            return update_tool_call(
+                self.acp_id(event.call_id),
+                status="in_progress",
+                content=[tool_content(text_block(event.result))],
+            )
         kind = self._kinds.pop(event.call_id, "other")
         self._output.pop(event.call_id, None)
         self._output_sent.pop(event.call_id, None)
@@ -335,6 +344,14 @@ class EventMapper:
         return update_tool_call(
             self._acp_ids.pop(event.call_id, event.call_id), status=status, content=content
         )
+
+    def _background_finished(self, event: p.BackgroundTaskFinished) -> ToolCallProgress:
+        """A background child ended: its task call finishes now, with its answer."""
+        self._kinds.pop(event.call_id, None)
+        status: ToolCallStatus = "completed" if event.status == "ok" else "failed"
+        content = [tool_content(text_block(_capped(event.result)))]
+        acp_id = self._acp_ids.pop(event.call_id, event.call_id)
+        return update_tool_call(acp_id, status=status, content=content)
 
     def _content(self, event: p.ToolCallFinished, kind: str) -> list[ToolContent]:
         terminal = self._terminals.pop(event.call_id, None)

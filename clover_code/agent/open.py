@@ -141,6 +141,9 @@ class SessionOptions:
     program's Python functions); approvals and rules apply to them by their kind."""
     hooks: Mapping[HookEvent, Sequence[HookFunction]] = field(default_factory=dict)
     """The front end's own hooks (Python functions), run after the configured ones."""
+    wait_for_background: bool = False
+    """No turn ends with a final answer while a background child agent still runs: the
+    turn waits for it and the model hears its report first (headless)."""
 
 
 async def open_session(settings: Settings, cwd: Path, options: SessionOptions) -> Session:
@@ -264,6 +267,7 @@ async def _assemble(
         record_history=record.transcript.history,
         spill=spill,
         messages=record.messages,
+        background=subagents.background,
     )
     subagents.attach(agent)
     session = Session(
@@ -282,6 +286,7 @@ async def _assemble(
         subagents=subagents,
         plugin_skills=plugins.parts("skills"),
         language_servers=servers,
+        wait_for_background=options.wait_for_background,
     )
     _announce(session, root, is_git, options, choice, notices)
     if hooks is not None:

@@ -28,7 +28,7 @@ from clover_code.agent.extensions.host_programs import (
 from clover_code.agent.extensions.script_retrust import ScriptRetrust, snapshot_bytes
 from clover_code.agent.extensions.skills import Skill, load_skills
 from clover_code.agent.extensions.subagents import SubagentRunner
-from clover_code.agent.extensions.task_tool import TaskTool
+from clover_code.agent.extensions.task_tool import task_tools
 from clover_code.agent.permissions.approval import Approver
 from clover_code.agent.session import NOT_RECORDED, bulky_child_event, caused
 from clover_code.agent.steps import Steps
@@ -312,7 +312,7 @@ def tools(
     found += [DiagnosticsTool()] if servers is not None and servers.usable else []
     found += mcp.tools if mcp is not None else []
     found += [SkillTool(skills)] if skills else []
-    found.append(TaskTool(subagents))
+    found += task_tools(subagents)
     taken = {tool.name for tool in found}
     for tool in own:
         if tool.name in taken:

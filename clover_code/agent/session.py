@@ -120,6 +120,7 @@ class Session:
         subagents: SubagentRunner,
         plugin_skills: Sequence[tuple[str, Path]] = (),
         language_servers: LanguageServers | None = None,
+        wait_for_background: bool = False,
     ) -> None:
         self.settings = settings
         self.id = session_id
@@ -143,6 +144,8 @@ class Session:
         self._plugin_skills = tuple(plugin_skills)
         self.language_servers = language_servers
         """The language servers the edit tools ask for diagnostics (stopped on close)."""
+        self.wait_for_background = wait_for_background
+        """Turns wait for background children before their final answer (headless)."""
         transcript.on_failure = self._transcript_failed
         self._notifying: set[asyncio.Task[None]] = set()
         """Notification hooks still running (a turn never waits for them)."""
@@ -214,9 +217,10 @@ class Session:
                 self._emit(p.Notice(level="warning", text=notice))
         try:
             command = self._command(text)
+            wait = self.wait_for_background
             if command is None:
-                return await self.agent.run_turn(text)
-            options = TurnOptions(allowed_tools=command.allowed_tools)
+                return await self.agent.run_turn(text, TurnOptions(wait_for_background=wait))
+            options = TurnOptions(allowed_tools=command.allowed_tools, wait_for_background=wait)
             return await self.agent.run_turn(command.text, options)
         finally:
             self._ending = True  # TurnFinished is out; only the checkpoint is left
@@ -340,17 +344,27 @@ class Session:
             self._emit(p.ErrorEvent(message=str(exc)))
         return p.TurnFinished(turn=self.agent.turn, status="completed")
 
+    def background_running(self) -> list[tuple[str, str, str]]:
+        """The background child agents still running: (id, agent, description) each."""
+        return self.subagents.background.running()
+
+    async def _stop_background(self) -> None:
+        """Stop the background children still running and say so (the session ends)."""
+        for note in await self.subagents.close():
+            self._emit(p.Notice(level="warning", text=note))
+
     async def close(self) -> None:
-        """Stop any running turn and background job (saying which), release the MCP
-        servers, sandbox and engine, close the transcript. Every step runs even when one
-        fails; the first failure is raised after."""
+        """Stop any running turn, the background child agents and background jobs
+        (saying which), release the MCP servers, sandbox and engine, close the
+        transcript. Every step runs even when one fails; the first failure is raised
+        after."""
         if self._turn is not None and self._turn is not asyncio.current_task():
             self._turn.cancel()
             await asyncio.gather(self._turn, return_exceptions=True)
         for task in list(self._notifying):
             task.cancel()
         await asyncio.gather(*self._notifying, return_exceptions=True)
-        steps: list[tuple[str, Step]] = []
+        steps: list[tuple[str, Step]] = [("background agents", self._stop_background)]
         if self.jobs is not None:
             ending = ("the session ended", "as the session ended")
             steps.append(("background jobs", lambda: self.stop_jobs(*ending, closing=True)))

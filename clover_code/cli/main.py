@@ -25,6 +25,7 @@ from clover_code.config.flags import (
 from clover_code.errors import CloverError, ExitCode, UsageError
 
 if TYPE_CHECKING:
+    from clover_code.cli.worktree import SessionWorktree
     from clover_code.config.settings import Settings
 
 
@@ -110,6 +111,12 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
         "github",
         "clover_code.github.main",
         "act on @clover mentions inside a GitHub Actions job",
+    ),
+    Subcommand(
+        "worktree",
+        "clover_code.cli.worktree",
+        "the git worktrees clover-code made for this repository",
+        arguments="list|remove NAME|prune",
     ),
     Subcommand(
         "doctor",
@@ -223,6 +230,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-C", "--cd", type=Path, metavar="DIR", help="work in DIR")
     parser.add_argument(
+        "--worktree",
+        nargs="?",
+        const="",
+        metavar="NAME",
+        help="work in a git worktree of this repository on branch clover/NAME (made in "
+        "clover-code's data directory; your checkout stays as it is; the same NAME again "
+        "reopens it); without NAME, a new one",
+    )
+    parser.add_argument(
+        "--worktree-from-dirty",
+        action="store_true",
+        help="with --worktree: carry your uncommitted changes over to the new worktree",
+    )
+    parser.add_argument(
         "--trust-project",
         action="store_true",
         help="trust this repository's .clover/config.toml and .mcp.json as they are now "
@@ -267,10 +288,13 @@ def run(argv: list[str]) -> int:
     from clover_code.headless.run import report_error, run_task
 
     cwd = (args.cd or Path.cwd()).resolve()
+    session_tree: SessionWorktree | None = None
     try:
         if not cwd.is_dir():
             raise UsageError(f"directory {cwd} does not exist.")
         task = _read_task(args)
+        if args.worktree_from_dirty and args.worktree is None:
+            raise UsageError("--worktree-from-dirty goes with --worktree; add it.")
         output_schema = None
         if args.output_schema is not None:
             if task is None:
@@ -278,6 +302,9 @@ def run(argv: list[str]) -> int:
             from clover_code.outcome.output_schema import load_output_schema
 
             output_schema = load_output_schema(args.output_schema)
+        if args.worktree is not None:
+            session_tree = _enter_worktree(cwd, args)
+            cwd = session_tree.cwd
         root, _ = find_root(cwd)
         settings = load_settings(
             _cli_settings(args), repo_root=root, trust_project=args.trust_project
@@ -302,29 +329,49 @@ def run(argv: list[str]) -> int:
                 'with --task "..." (see --help).'
             )
     except CloverError as exc:
-        return report_error(exc, args.output_format, sys.stdout, sys.stderr, started=started)
-    if task is None:
-        from clover_code.ui.run import run_app
+        code = report_error(exc, args.output_format, sys.stdout, sys.stderr, started=started)
+        if session_tree is not None:
+            session_tree.farewell(sys.stderr)
+        return code
+    try:
+        if task is None:
+            from clover_code.ui.run import run_app
 
-        def reload() -> Settings:
-            return load_settings(_cli_settings(args), repo_root=root)
+            def reload() -> Settings:
+                return load_settings(_cli_settings(args), repo_root=root)
 
-        try:
-            return run_app(settings, cwd, resume=resume, reload=reload)
-        except CloverError as exc:  # the app's own settings (theme, [keys]), before it starts
-            return report_error(exc, args.output_format, sys.stdout, sys.stderr, started=started)
-    return asyncio.run(
-        run_task(
-            settings,
-            task,
-            cwd,
-            output_format=args.output_format,
-            resume=resume,
-            started=started,
-            output_schema=output_schema,
-            own_process=True,
+            try:
+                return run_app(settings, cwd, resume=resume, reload=reload)
+            except CloverError as exc:  # the app's own settings (theme, [keys]), before it starts
+                return report_error(
+                    exc, args.output_format, sys.stdout, sys.stderr, started=started
+                )
+        return asyncio.run(
+            run_task(
+                settings,
+                task,
+                cwd,
+                output_format=args.output_format,
+                resume=resume,
+                started=started,
+                output_schema=output_schema,
+                own_process=True,
+            )
         )
-    )
+    finally:
+        if session_tree is not None:
+            session_tree.farewell(sys.stderr)
+
+
+def _enter_worktree(cwd: Path, args: argparse.Namespace) -> SessionWorktree:
+    """The worktree ``--worktree`` names (made now, or reopened); what it did is said."""
+    from clover_code.cli.worktree import open_worktree
+
+    tree = open_worktree(cwd, args.worktree or None, carry=args.worktree_from_dirty)
+    sys.stderr.write(f"clover-code: working in {tree.path} on branch {tree.branch}.\n")
+    for note in tree.notes:
+        sys.stderr.write(f"clover-code: {note}\n")
+    return tree
 
 
 UNUSED_IMPORTS = ("httpx._main", "trio")

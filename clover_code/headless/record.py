@@ -53,13 +53,10 @@ class RunRecord:
             self.warnings.append(event.text)
         elif isinstance(event, p.ToolCallFinished):
             self.tool_calls += 1
-            child = event.display
-            if isinstance(child, p.SubagentRun):
-                self.subagents.append(
-                    SubagentUsage.model_validate(
-                        child.model_dump(exclude={"kind", "changed_files"})
-                    )
-                )
+            if isinstance(event.display, p.SubagentRun):
+                self._child(event.display)
+        elif isinstance(event, p.BackgroundTaskFinished):
+            self._child(event.display)
         elif isinstance(event, p.UsageReport):
             self._usage(event)
         elif isinstance(event, p.BlockCommitted):
@@ -68,6 +65,12 @@ class RunRecord:
         elif isinstance(event, p.TurnFinished):
             self.requests += event.model_requests
             self._turn_status = event.status
+
+    def _child(self, run: p.SubagentRun) -> None:
+        """What one child agent cost (a task call's, or a background child's at its end)."""
+        self.subagents.append(
+            SubagentUsage.model_validate(run.model_dump(include=set(SubagentUsage.model_fields)))
+        )
 
     def _usage(self, event: p.UsageReport) -> None:
         self._answer_done = True

@@ -53,6 +53,9 @@ class TextRenderer:
             child = event.event
             self._break_line()
             self.err.write(f"  » [{event.agent}] {child.name} {child.summary}\n")
+        elif isinstance(event, p.BackgroundTaskFinished):
+            self._break_line()
+            self.err.write(f"» {event.task_id} ({event.agent}) ended: {event.display.status}\n")
         self.err.flush()
 
     def _finished(self, event: p.ToolCallFinished, output: str) -> None:

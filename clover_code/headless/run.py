@@ -260,6 +260,8 @@ async def _run_task(
                     engine_notices=True,
                     # The time spent opening the session counts against the task's limit.
                     deadline=deadline,
+                    # The final answer comes after every background child agent's report.
+                    wait_for_background=True,
                 ),
             )
     except TimeoutError:

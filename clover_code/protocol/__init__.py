@@ -20,6 +20,7 @@ from clover_code.protocol.events import EVENT_ADAPTER as EVENT_ADAPTER
 from clover_code.protocol.events import ApprovalModeChanged as ApprovalModeChanged
 from clover_code.protocol.events import ApprovalRequested as ApprovalRequested
 from clover_code.protocol.events import AutoCommitted as AutoCommitted
+from clover_code.protocol.events import BackgroundTaskFinished as BackgroundTaskFinished
 from clover_code.protocol.events import BlockCommitted as BlockCommitted
 from clover_code.protocol.events import BlockDraft as BlockDraft
 from clover_code.protocol.events import Compacted as Compacted
@@ -65,6 +66,7 @@ from clover_code.protocol.ops import Undo as Undo
 from clover_code.protocol.ops import UserInput as UserInput
 from clover_code.protocol.tool_display import DISPLAY_ADAPTER as DISPLAY_ADAPTER
 from clover_code.protocol.tool_display import TASK_TOOL as TASK_TOOL
+from clover_code.protocol.tool_display import BackgroundTask as BackgroundTask
 from clover_code.protocol.tool_display import CommandRun as CommandRun
 from clover_code.protocol.tool_display import Diagnostic as Diagnostic
 from clover_code.protocol.tool_display import FileEdit as FileEdit

@@ -13,7 +13,13 @@ from pydantic import ConfigDict, Field, TypeAdapter, field_validator
 
 from clover_code.protocol.base import _Event, _Message
 from clover_code.protocol.ops import ApprovalMode, RewindWhat
-from clover_code.protocol.tool_display import JobState, TodoItem, ToolDisplay, read_display
+from clover_code.protocol.tool_display import (
+    JobState,
+    SubagentRun,
+    TodoItem,
+    ToolDisplay,
+    read_display,
+)
 
 
 class SessionStarted(_Event):
@@ -296,6 +302,22 @@ class JobsChanged(_Event):
     and ``reason``."""
 
 
+class BackgroundTaskFinished(_Event):
+    """A child agent the ``task`` call ``call_id`` started in the background has ended.
+
+    Its task call returned when it started (``BackgroundTask``); this carries
+    what the call's result would have: the answer (or why it failed) and what
+    it cost. The parent model gets it with its next request."""
+
+    type: Literal["background_task_finished"] = "background_task_finished"
+    call_id: str
+    task_id: str
+    agent: str
+    status: Literal["ok", "error", "cancelled"]
+    result: str
+    display: SubagentRun
+
+
 class SessionEnded(_Event):
     """The session closed; the transcript is complete."""
 
@@ -327,6 +349,7 @@ Event = Annotated[
     | TurnFinished
     | SubagentEvent
     | JobsChanged
+    | BackgroundTaskFinished
     | SessionEnded,
     Field(discriminator="type"),
 ]

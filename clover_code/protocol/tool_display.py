@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 __all__ = [
     "DISPLAY_ADAPTER",
+    "BackgroundTask",
     "CommandRun",
     "Diagnostic",
     "FileEdit",
@@ -226,7 +227,28 @@ class SubagentRun(_Display):
     status: Literal["completed", "interrupted", "failed", "max_turns", "timeout"]
     """How the child's turn ended."""
     changed_files: list[str] = Field(default_factory=list)
-    """Files its edit tools changed, relative to the workspace root."""
+    """Files its edit tools changed, relative to the workspace root (in a worktree:
+    every file its work changed there)."""
+    task_id: str | None = None
+    """A background child's id (``task-1``), which ``task_result`` and ``task_stop`` take."""
+    isolation: Literal["shared", "worktree"] = "shared"
+    """Where it worked: the parent's workspace, or a git worktree of its own."""
+    conflicted_files: list[str] = Field(default_factory=list)
+    """In a worktree: the files whose changes conflicted with the parent's, so none of
+    its changes were applied."""
+    kept_branch: str | None = None
+    """In a worktree: the branch its unmerged work was kept on (None once merged)."""
+
+
+class BackgroundTask(_Display):
+    """``task`` with ``background``: the child started and runs on; its end is a
+    ``BackgroundTaskFinished`` event."""
+
+    kind: Literal["background_task"] = "background_task"
+    task_id: str
+    """The id the model gives ``task_result`` and ``task_stop``."""
+    agent: str
+    isolation: Literal["shared", "worktree"] = "shared"
 
 
 class WebPage(_Display):
@@ -264,6 +286,7 @@ ToolDisplay = Annotated[
     | RepoMapBuilt
     | SkillLoaded
     | SubagentRun
+    | BackgroundTask
     | WebPage
     | WebSearch,
     Field(discriminator="kind"),

@@ -132,6 +132,7 @@ class CloverApp(App[int]):
         self._git_status = git_status
         self._last_ctrl_c = -1e9
         self._quitting = False
+        self._quit_warned = -1e9
         self._open_failed = False
         self._early: list[p.UserInput] = []
         self._retry_now = asyncio.Event()
@@ -381,8 +382,20 @@ class CloverApp(App[int]):
         self.notify("Press Ctrl+C again to quit.", timeout=QUIT_WINDOW)
 
     async def action_quit(self) -> None:
-        """Close the session (the transcript is complete) and leave."""
+        """Close the session (the transcript is complete) and leave; while child agents
+        run in the background, only when asked twice (closing stops them)."""
         if self._quitting:
+            return
+        running = self.status_bar.background
+        now = Clock.now()
+        if running and now - self._quit_warned >= QUIT_WINDOW:
+            self._quit_warned = now
+            agents = f"{running} background agent{'s are' if running > 1 else ' is'}"
+            self.notify(
+                f"{agents} still running; quit again to stop them and leave.",
+                severity="warning",
+                timeout=QUIT_WINDOW,
+            )
             return
         self._quitting = True
         self.extras.close()

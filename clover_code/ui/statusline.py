@@ -109,6 +109,7 @@ def status_payload(
         "sandbox": bar.sandbox or None,
         "busy": bar.busy,
         "jobs": bar.jobs,
+        "background_agents": bar.background,
         "context_window": {
             "context_window_size": bar.context_window,
             "used_tokens": used,

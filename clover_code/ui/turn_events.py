@@ -45,7 +45,8 @@ class TurnEvents:
         self.prompt = prompt
         """Where queued prompts go back after an interrupt."""
         self.reports = Reports(app, transcript=transcript, status_bar=status_bar, prompt=prompt)
-        self._approvals: set[ApprovalScreen] = set()
+        self._approvals: dict[ApprovalScreen, str] = {}
+        """Open approval questions and the calls they are about."""
         self._speed_shown = -1e9
 
     def apply_events(self, events: list[p.Event]) -> None:
@@ -100,14 +101,19 @@ class TurnEvents:
             t.subagent_event(event)
         elif isinstance(event, p.ToolCallFinished):
             t.tool_finished(event)
+            bar.background = len(t.background)
             app.stats.finished_call(event)
             edit = event.display if isinstance(event.display, p.FileEdit) else None
             files = app.turn_files[-1] if app.turn_files else None
             if edit and event.status == "ok" and files is not None and edit.path not in files:
                 files.append(edit.path)
+        elif isinstance(event, p.BackgroundTaskFinished):
+            t.background_finished(event)
+            bar.background = len(t.background)
+            app.stats.background_finished(event)
         elif isinstance(event, p.ApprovalRequested):
             screen = ApprovalScreen(event)
-            self._approvals.add(screen)
+            self._approvals[screen] = event.call_id
             app.push_screen(screen, self._decided)
         elif isinstance(event, p.TurnStarted):
             app.turn_running = True
@@ -132,10 +138,16 @@ class TurnEvents:
     def _turn_finished(self, event: p.TurnFinished) -> None:
         app = self.app
         t = self.transcript
+        kept: dict[ApprovalScreen, str] = {}
         for screen in reversed(app.screen_stack):
-            if screen in self._approvals:  # the turn ended (interrupted) while it asked
+            if screen not in self._approvals:
+                continue
+            call = self._approvals[screen]
+            if call in t.background_calls:  # a background child asks: it goes on
+                kept[screen] = call
+            else:  # the turn ended (interrupted) while it asked
                 screen.dismiss(None)
-        self._approvals.clear()
+        self._approvals = kept
         app.turn_running = False
         self.status_bar.busy = False
         self.working.stop()

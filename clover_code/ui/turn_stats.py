@@ -63,6 +63,10 @@ class TurnStats:
         if isinstance(done.display, p.SubagentRun):
             self.subagents.append(done.display)
 
+    def background_finished(self, done: p.BackgroundTaskFinished) -> None:
+        """A child agent started in the background ended: it is counted."""
+        self.subagents.append(done.display)
+
     def subagents_report(self) -> str:
         """One line per child agent: agent, tokens, time, how it ended."""
         return "\n".join(

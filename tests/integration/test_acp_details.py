@@ -60,7 +60,8 @@ async def test_a_new_file_is_created_when_the_editor_errors_on_reading_it(
     call = {"path": "new.py", "content": "print('hi')\n"}
     assert await _prompt(scripted_server, client, repo, tmp_path, call) == "end_turn"
     assert (repo / "new.py").read_text() == "print('hi')\n"
-    assert client.reads == [str(repo / "new.py")]  # asked, got an error: a new file
+    # Asked, got an error (a new file); after the write, read back for the language server.
+    assert client.reads == [str(repo / "new.py")] * 2
     [(asked, _options)] = client.permission_requests
     assert asked.content is not None and asked.content[0].old_text is None
     assert _statuses(client)[-1] == "completed"

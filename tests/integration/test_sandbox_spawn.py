@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from clover_code.tools.sandbox.base import SandboxProcess
-from clover_code.tools.sandbox.host import HostSandbox, _group_alive
+from clover_code.tools.sandbox.host import HostSandbox
+from clover_code.tools.sandbox.local_job import group_alive
 from tests.integration.sandbox_fixtures import KINDS, Space, open_sandbox
 from tests.waiting import PATIENCE
 
@@ -79,4 +80,4 @@ async def test_on_the_host_close_stops_a_spawned_program(tmp_path: Path) -> None
     )
     (group,) = box._groups
     await box.close()
-    assert not _group_alive(group)
+    assert not group_alive(group)

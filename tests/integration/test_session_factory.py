@@ -175,7 +175,13 @@ async def test_a_failure_after_mcp_started_stops_the_mcp_server(
     finally:
         with pytest.raises(BrokenPipeError):
             out.close()
-    assert _released(debug_log) == ["MCP servers", "transcript", "sandbox", "engine"]
+    assert _released(debug_log) == [
+        "language servers",
+        "MCP servers",
+        "transcript",
+        "sandbox",
+        "engine",
+    ]
     await _until_gone(tag)
 
 
@@ -199,7 +205,15 @@ async def test_close_runs_every_step_when_one_fails(
     with pytest.raises(RuntimeError, match="could not be released"):
         await session.close()
     # Before the failing step and after it, every step ran.
-    assert _released(debug_log) == ["MCP servers", "sandbox", "end event", "transcript"]
+    assert _released(debug_log) == [
+        "background agents",
+        "background jobs",
+        "MCP servers",
+        "language servers",
+        "sandbox",
+        "end event",
+        "transcript",
+    ]
     await _until_gone(tag)
     assert isinstance(events[-1], p.SessionEnded)
     last = session.transcript.path.read_text().splitlines()[-1]

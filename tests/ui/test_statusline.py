@@ -90,6 +90,7 @@ async def test_the_first_line_is_shown_with_its_colours_and_nothing_else(
     assert seen["approval_mode"] == "ask" and seen["engine"] == "remote"
     assert set(seen["context_window"]) >= {"used_percentage", "total_input_tokens"}
     assert seen["cost"]["total_cost_usd"] is None and "branch" in seen["git"]
+    assert seen["jobs"] == 0 and seen["background_agents"] == 0
 
 
 async def test_a_failing_command_is_dropped_with_one_notice(repo: Path, tmp_path: Path) -> None:

@@ -6,8 +6,10 @@ told (its system prompt). ``explore`` (read and search tools; the default) and
 ``general`` (the parent's tools) are built in. More live in the project's
 ``.clover/agents/``, in the user config dir's ``agents/`` and in plugins
 (named ``plugin:agent``), one Markdown file each: YAML front matter ``name``,
-``description``, ``tools`` (a list, or names separated by commas) and an
-optional ``model``; the body is the system prompt.
+``description``, ``tools`` (a list, or names separated by commas), an optional
+``model`` and an optional ``isolation`` (``worktree``: a child that may write works
+in a git worktree of its own and its changes are merged back when it ends;
+``shared``, the default: the parent's workspace); the body is the system prompt.
 A malformed file is skipped with a note naming it.
 
 The tools a definition names are only ever a filter on the parent's tools
@@ -22,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, get_args
 
 from clover_code.agent.extensions.frontmatter import (
     FrontMatterError,
@@ -33,8 +36,10 @@ from clover_code.agent.extensions.frontmatter import (
 __all__ = [
     "BUILTIN_AGENTS",
     "DEFAULT_AGENT",
+    "ISOLATIONS",
     "PROJECT_AGENTS_DIR",
     "AgentDefinition",
+    "Isolation",
     "agents_prompt",
     "load_agents",
 ]
@@ -43,6 +48,10 @@ PROJECT_AGENTS_DIR = ".clover/agents"
 """Where a project keeps its agent definitions, relative to the workspace root."""
 DEFAULT_AGENT = "explore"
 READ_KINDS = frozenset({"read", "search"})
+
+Isolation = Literal["shared", "worktree"]
+"""Where a child works: the parent's workspace, or a git worktree of its own."""
+ISOLATIONS: tuple[Isolation, ...] = get_args(Isolation)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +71,9 @@ class AgentDefinition:
     engine serves one model, so the child runs on that (with a notice)."""
     source: str = "built-in"
     """``built-in``, or the file it came from."""
+    isolation: Isolation = "shared"
+    """``worktree``: a child that may write gets a worktree of its own (a ``task``
+    call may ask for it too)."""
 
 
 _EXPLORE_PROMPT = (
@@ -141,6 +153,9 @@ def _read(path: Path, prefix: str = "") -> AgentDefinition:
     if model is not None and not isinstance(model, str):
         raise FrontMatterError("its model must be a string")
     tools = _tools(meta.get("tools"))
+    isolation = meta.get("isolation", "shared")
+    if isolation not in ISOLATIONS:
+        raise FrontMatterError("its isolation must be shared or worktree")
     return AgentDefinition(
         name,
         description,
@@ -149,6 +164,7 @@ def _read(path: Path, prefix: str = "") -> AgentDefinition:
         read_only=tools is None,
         model=model,
         source=str(path),
+        isolation="worktree" if isolation == "worktree" else "shared",
     )
 
 

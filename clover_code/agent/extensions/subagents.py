@@ -3,66 +3,85 @@
 A child is an ``Agent`` with an empty conversation that shares the parent's
 engine, workspace, sandbox, permission policy (with what the user allowed this
 session), approver and tool hooks; it gets the parent's tools filtered by its
-definition (``agent_defs``), never the ``task`` tool itself, so children cannot
-start children. Its conversation is not written to the transcript; each of its
-events reaches the parent's front ends wrapped in a ``SubagentEvent`` that
-carries the parent's call id.
+definition (``agent_defs``), never the task tools themselves, so children
+cannot start children. Its conversation is not written to the transcript;
+each of its events reaches the parent's front ends wrapped in a
+``SubagentEvent`` that carries the parent's call id.
 
-Several children run at once (bounded by ``max_subagents``). A remote server
-takes their requests concurrently; a local engine (HF, SGLang in process)
-holds one model state, so the children's requests go through ``QueuedBackend``
-and take turns. Interrupting the parent cancels its children; a child that
-fails, hits a limit (``subagent_max_turns``, ``subagent_timeout``,
-``subagent_max_tokens``) or is refused becomes a failed tool result, never a
-failed session.
+Several children run at once (bounded by ``max_subagents``), and their
+requests go to the engine at the same time: a remote server serves them
+concurrently, and a local engine decides itself how it serves concurrent
+requests (SGLang batches them; the in-process torch engine batches or takes
+turns). Interrupting the parent cancels the children it waits for; a
+background child (``background``: ``agents/extensions/background.py``) runs
+on as a peer. A child that fails, hits a limit (``subagent_max_turns``,
+``subagent_timeout``, ``subagent_max_tokens``) or is refused becomes a failed
+tool result, never a failed session.
+
+A child that may write can work in a git worktree of its own (``isolation:
+worktree``, from its definition or the call; ``isolation.py``): its changes
+come back as one merge into the parent's workspace when it ends, or are
+reported as conflicting hunks, never applied half.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from clover_code import protocol as p
-from clover_code.agent.extensions.agent_defs import READ_KINDS, AgentDefinition
+from clover_code.agent.extensions.agent_defs import READ_KINDS, AgentDefinition, Isolation
+from clover_code.agent.extensions.background import BackgroundChildren
+from clover_code.agent.extensions.isolation import ChildWorktree
+from clover_code.agent.extensions.subagent_report import (
+    ChildOutcome,
+    ChildWatch,
+    SubagentStats,
+    report,
+)
 from clover_code.agent.turn.options import TurnLimits
 from clover_code.config.settings import ApprovalMode, Settings
 from clover_code.engine.base import Backend, ChatRequest
 from clover_code.engine.events import EngineEvent
-from clover_code.errors import EngineError
+from clover_code.errors import CloverError, EngineError
 from clover_code.protocol import TASK_TOOL
-from clover_code.tools.base import Tool, ToolResult
+from clover_code.tools.base import Tool, ToolContext, ToolResult
 
 if TYPE_CHECKING:
     from clover_code.agent.turn.loop import Agent
 
 __all__ = [
+    "TASK_RESULT_TOOL",
+    "TASK_STOP_TOOL",
     "TASK_TOOL",
     "ModelChoice",
-    "QueuedBackend",
+    "ParentEngine",
     "SubagentRunner",
     "SubagentStats",
-    "serves_concurrently",
 ]
 
-CONCURRENT_ENGINES = frozenset({"remote"})
-"""Backends (by name) that serve several requests at once without sharing state."""
+TASK_RESULT_TOOL = "task_result"
+TASK_STOP_TOOL = "task_stop"
+_TASK_TOOLS = frozenset({TASK_TOOL, TASK_RESULT_TOOL, TASK_STOP_TOOL})
+"""Tools a child never gets: children cannot start (or stop) children."""
+WRITE_KINDS = frozenset({"edit", "execute"})
+
+SERVES_MANY_MODELS = frozenset({"remote"})
+"""Backends (by name) that can be asked for another model per request."""
 
 
-def serves_concurrently(backend: Backend) -> bool:
-    """Whether ``backend`` may stream several requests at the same time."""
-    return backend.name in CONCURRENT_ENGINES
+class ParentEngine:
+    """A child's view of the parent's engine, which the parent owns and closes. Its
+    requests go to the engine as they come, beside the parent's and other children's."""
 
-
-class _ParentEngine:
-    """A child's view of the parent's engine, which the parent owns and closes."""
-
-    def __init__(self, inner: Backend, model: str) -> None:
+    def __init__(self, inner: Backend, model: str | None = None) -> None:
         self.inner = inner
-        self.name, self.model, self.block_size = inner.name, model, inner.block_size
+        self.name, self.block_size = inner.name, inner.block_size
+        self.model = model or inner.model
 
     @property
     def notices(self) -> Sequence[str]:
@@ -74,6 +93,12 @@ class _ParentEngine:
         """The inner backend's last failure (a child's counts as the session's)."""
         return self.inner.failure
 
+    async def stream(self, request: ChatRequest) -> AsyncGenerator[EngineEvent, None]:
+        """The inner stream."""
+        async with aclosing(self.inner.stream(request)) as events:
+            async for event in events:
+                yield event
+
     async def check(self) -> None:
         """The inner backend's check."""
         await self.inner.check()
@@ -82,80 +107,12 @@ class _ParentEngine:
         """Nothing: the parent owns the engine."""
 
 
-class QueuedBackend(_ParentEngine):
-    """A backend whose requests take turns on ``lock`` (a local engine's one model state)."""
-
-    def __init__(self, inner: Backend, lock: asyncio.Lock) -> None:
-        super().__init__(inner, inner.model)
-        self._lock = lock
-
-    async def stream(self, request: ChatRequest) -> AsyncGenerator[EngineEvent, None]:
-        """The inner stream, once no other child's request is being served."""
-        async with self._lock, aclosing(self.inner.stream(request)) as events:
-            async for event in events:
-                yield event
-
-
-class ModelChoice(_ParentEngine):
+class ModelChoice(ParentEngine):
     """A remote backend whose requests ask for another model the server serves."""
 
     def stream(self, request: ChatRequest) -> AsyncGenerator[EngineEvent, None]:
         """The inner stream, for this backend's model."""
         return self.inner.stream(replace(request, model=self.model))
-
-
-@dataclass(slots=True)
-class SubagentStats:
-    """What one child cost: for ``/cost`` and the headless result."""
-
-    call_id: str
-    agent: str
-    tokens: int
-    """Tokens the child generated, over all its requests."""
-    duration_s: float
-    status: p.TurnStatus
-
-    def as_display(self, changed: list[str]) -> p.SubagentRun:
-        """The stats (and the files the child changed) as the task call's display."""
-        return p.SubagentRun(
-            call_id=self.call_id,
-            agent=self.agent,
-            tokens=self.tokens,
-            duration_s=round(self.duration_s, 3),
-            status=self.status,
-            changed_files=changed,
-        )
-
-
-@dataclass(slots=True)
-class _Watch:
-    """Follows a child's events: tokens, files it changed, its last error."""
-
-    token_limit: int
-    tokens: int = 0
-    changed: list[str] = field(default_factory=list)
-    last_error: str | None = None
-    over_limit: str | None = None
-    _edits: dict[str, list[str]] = field(default_factory=dict)
-
-    def see(self, event: p.Event) -> None:
-        if isinstance(event, p.UsageReport):
-            self.tokens += event.completion_tokens
-            if self.tokens > self.token_limit and self.over_limit is None:
-                self.over_limit = (
-                    f"it generated {self.tokens:,} tokens, more than its limit of "
-                    f"{self.token_limit:,} (subagent_max_tokens)"
-                )
-        elif isinstance(event, p.ErrorEvent):
-            self.last_error = event.message
-        elif isinstance(event, p.ToolCallFinished) and event.status == "ok":
-            shown = event.display
-            found: list[str] = []
-            if isinstance(shown, p.FileEdit) and shown.diff:
-                found = [shown.path]
-            elif isinstance(shown, p.PatchApplied):
-                found = list(shown.paths)
-            self.changed += [path for path in found if path not in self.changed]
 
 
 class SubagentRunner:
@@ -165,25 +122,34 @@ class SubagentRunner:
         self.agents = agents
         self.settings = settings
         self._slots = asyncio.Semaphore(settings.max_subagents)
-        self._engine = asyncio.Lock()
+        self._merging = asyncio.Lock()
+        """One merge into the parent's workspace at a time."""
         self.parent: Agent | None = None
         self.stats: list[SubagentStats] = []
         """Every child this session started, in the order they ended."""
+        self.background = BackgroundChildren(
+            self._emit, self._merging, settings.subagent_max_tokens
+        )
+        """The children started with ``background``: the loop's ``BackgroundWork``."""
 
     def attach(self, parent: Agent) -> None:
         """The agent whose engine, tools and approvals children share."""
         self.parent = parent
 
+    def _emit(self, event: p.Event) -> None:
+        if self.parent is not None:
+            self.parent.emit(event)
+
     def tools_for(
         self, definition: AgentDefinition, allowed: frozenset[str] | None = None
     ) -> list[Tool[Any]]:
-        """The parent's tools a child of ``definition`` gets (never the task tool); of
+        """The parent's tools a child of ``definition`` gets (never the task tools); of
         them only the ``allowed`` ones (the parent's turn's: a custom command's)."""
         assert self.parent is not None
         parent_tools = [
             t
             for t in self.parent.dispatch.tools.values()
-            if t.name != TASK_TOOL and (allowed is None or t.name in allowed)
+            if t.name not in _TASK_TOOLS and (allowed is None or t.name in allowed)
         ]
         if definition.tools is not None:
             return [t for t in parent_tools if t.name in definition.tools]
@@ -196,6 +162,18 @@ class SubagentRunner:
         assert self.parent is not None
         return "read-only" if definition.read_only else self.parent.approval_mode
 
+    def isolated(
+        self,
+        definition: AgentDefinition,
+        asked: Isolation | None,
+        allowed: frozenset[str] | None = None,
+    ) -> bool:
+        """Whether a child gets a worktree: asked for (by the call, else its definition)
+        and able to write (a read-only child works in the parent's workspace)."""
+        if (asked or definition.isolation) != "worktree" or definition.read_only:
+            return False
+        return any(t.kind in WRITE_KINDS for t in self.tools_for(definition, allowed))
+
     async def run(
         self,
         call_id: str,
@@ -203,8 +181,12 @@ class SubagentRunner:
         description: str,
         prompt: str,
         allowed: frozenset[str] | None = None,
+        *,
+        background: bool = False,
+        isolation: Isolation | None = None,
     ) -> ToolResult:
-        """Run one child to its end; its answer (or why it failed) is the tool result.
+        """Run one child to its end (its answer, or why it failed, is the tool result),
+        or with ``background`` start it and return at once.
         ``allowed``: the tools the parent's turn allows (None: every tool)."""
         definition = self.agents.get(agent)
         if definition is None:
@@ -212,17 +194,101 @@ class SubagentRunner:
             return ToolResult(f"error: there is no agent '{agent}'; use one of: {known}.", True)
         if self.parent is None:
             return ToolResult("error: subagents are not available in this session.", True)
-        async with self._slots:
-            return await self._run(call_id, definition, description, prompt, allowed)
+        worktree = None
+        if self.isolated(definition, isolation, allowed):
+            try:
+                worktree = await self._worktree()
+            except CloverError as exc:
+                return ToolResult(f"error: {exc}", True)
+        if background:
+            return self._start_background(
+                call_id, definition, description, prompt, allowed, worktree
+            )
+        try:
+            async with self._slots:
+                outcome, _ = await self._run_child(
+                    call_id, definition, description, prompt, allowed, worktree
+                )
+        except asyncio.CancelledError:
+            if worktree is not None:  # cancelled before it could start: nothing to keep
+                await asyncio.shield(worktree.keep_if_changed())
+            raise
+        if worktree is None:
+            return report(outcome)
+        if not outcome.succeeded:
+            return report(outcome, worktree_note=await worktree.keep_if_changed())
+        async with self._merging:
+            merged, note = await worktree.merge(definition.name)
+        return report(outcome, merge=merged, worktree_note=note)
 
-    async def _run(
+    async def _worktree(self) -> ChildWorktree:
+        assert self.parent is not None
+        context = self.parent.dispatch.context
+        return await ChildWorktree.create(context.workspace.root, self.settings, context.sandbox)
+
+    def _start_background(
         self,
         call_id: str,
         definition: AgentDefinition,
         description: str,
         prompt: str,
         allowed: frozenset[str] | None,
+        worktree: ChildWorktree | None,
     ) -> ToolResult:
+        async def run(
+            task_id: str, on_turn: Callable[[asyncio.Task[p.TurnFinished]], None]
+        ) -> tuple[ChildOutcome, ChildWorktree | None]:
+            try:
+                async with self._slots:
+                    return await self._run_child(
+                        call_id, definition, description, prompt, allowed, worktree, on_turn
+                    )
+            except asyncio.CancelledError:
+                if worktree is not None:
+                    await asyncio.shield(worktree.keep_if_changed())
+                raise
+
+        task_id = self.background.start(
+            call_id, definition, description, run, isolated=worktree is not None
+        )
+        where = " in a worktree of its own" if worktree is not None else ""
+        return ToolResult(
+            f"Started the {definition.name} agent in the background{where} as {task_id}; go on "
+            "with your work. When it ends, its answer and the files it changed come to you by "
+            f'themselves with your next request. task_result(task_id="{task_id}", '
+            "wait_seconds=...) waits for it; task_stop stops it.",
+            display=p.BackgroundTask(
+                task_id=task_id,
+                agent=definition.name,
+                isolation="worktree" if worktree is not None else "shared",
+            ),
+        )
+
+    def _backend(self, definition: AgentDefinition) -> Backend:
+        assert self.parent is not None
+        backend = self.parent.backend
+        if not definition.model or definition.model == backend.model:
+            return ParentEngine(backend)
+        if backend.name in SERVES_MANY_MODELS:
+            return ModelChoice(backend, definition.model)
+        self.parent.emit(
+            p.Notice(
+                text=f"agent '{definition.name}' asks for the model {definition.model}; "
+                f"the local engine serves only {backend.model}, so it runs on that."
+            )
+        )
+        return ParentEngine(backend)
+
+    async def _run_child(
+        self,
+        call_id: str,
+        definition: AgentDefinition,
+        description: str,
+        prompt: str,
+        allowed: frozenset[str] | None,
+        worktree: ChildWorktree | None,
+        on_turn: Callable[[asyncio.Task[p.TurnFinished]], None] | None = None,
+    ) -> tuple[ChildOutcome, ChildWorktree | None]:
         from clover_code.agent.turn.loop import (
             Agent,  # the loop imports the tools, which import this
         )
@@ -230,19 +296,12 @@ class SubagentRunner:
         parent = self.parent
         assert parent is not None
         tools = self.tools_for(definition, allowed)
-        backend: Backend = parent.backend
-        if not serves_concurrently(backend):
-            backend = QueuedBackend(backend, self._engine)
-            if definition.model and definition.model != backend.model:
-                parent.emit(
-                    p.Notice(
-                        text=f"agent '{definition.name}' asks for the model {definition.model}; "
-                        f"the local engine serves only {backend.model}, so it runs on that."
-                    )
-                )
-        elif definition.model:
-            backend = ModelChoice(backend, definition.model)
-        watch = _Watch(self.settings.subagent_max_tokens)
+        context, policy = parent.dispatch.context, parent.dispatch.policy
+        if worktree is not None:
+            context, policy = worktree.context(context, self.settings), worktree.policy(policy)
+            if worktree.sandbox is None:  # no sandbox of the parent's kind opens there
+                tools = [t for t in tools if t.kind != "execute"]
+        watch = ChildWatch(self.settings.subagent_max_tokens)
         child: Agent | None = None
 
         def emit(event: p.Event) -> None:
@@ -252,9 +311,9 @@ class SubagentRunner:
             parent.emit(p.SubagentEvent(parent_call_id=call_id, agent=definition.name, event=event))
 
         child = Agent(
-            backend=backend,
+            backend=self._backend(definition),
             tools=tools,
-            context=parent.dispatch.context,
+            context=context,
             settings=parent.settings,
             limits=TurnLimits(
                 max_requests=self.settings.subagent_max_turns,
@@ -262,7 +321,7 @@ class SubagentRunner:
             ),
             approver=parent.approver,
             approval_mode=self.approval_mode_for(definition),
-            system_prompt=self._system_prompt(definition, description, tools),
+            system_prompt=self._system_prompt(definition, description, tools, context),
             emit=emit,
             record_message=lambda message: None,
             record_history=lambda history: None,
@@ -271,62 +330,50 @@ class SubagentRunner:
         )
         # What the user allowed this session, and their tool hooks, hold for children too;
         # the lifecycle hooks (prompt, stop, session) stay the parent's.
-        child.dispatch.policy = parent.dispatch.policy
+        child.dispatch.policy = policy
         child.dispatch.edits = parent.dispatch.edits
         child.dispatch.hooks = parent.dispatch.hooks
         started = time.monotonic()
         # Its own task: a child's turn handles its own interruption, and must not
         # swallow the parent's (the parent's cancel goes on up after the child stops).
         turn = asyncio.create_task(child.run_turn(prompt))
+        if on_turn is not None:
+            on_turn(turn)
         try:
             finished = await asyncio.shield(turn)
         except asyncio.CancelledError:
             turn.cancel()
             await asyncio.gather(turn, return_exceptions=True)
-            self._keep(call_id, definition, watch, started, "interrupted")
+            outcome = ChildOutcome(call_id, definition, "interrupted", "", watch, started)
+            outcome.kept_branch = worktree.branch if worktree else None
+            self.stats.append(outcome.stats())
+            if worktree is not None:
+                note = await asyncio.shield(worktree.keep_if_changed())
+                if note:
+                    parent.emit(p.Notice(level="warning", text=f"{definition.name}: {note}"))
             raise
-        stats = self._keep(call_id, definition, watch, started, finished.status)
-        return self._result(definition, finished, watch, stats)
-
-    def _keep(
-        self,
-        call_id: str,
-        definition: AgentDefinition,
-        watch: _Watch,
-        started: float,
-        status: p.TurnStatus,
-    ) -> SubagentStats:
-        stats = SubagentStats(
-            call_id, definition.name, watch.tokens, time.monotonic() - started, status
+        outcome = ChildOutcome(
+            call_id, definition, finished.status, finished.final_text, watch, started
         )
-        self.stats.append(stats)
-        return stats
-
-    @staticmethod
-    def _result(
-        definition: AgentDefinition, finished: p.TurnFinished, watch: _Watch, stats: SubagentStats
-    ) -> ToolResult:
-        display = stats.as_display(list(watch.changed))
-        changed = "\n\nFiles it changed: " + ", ".join(watch.changed) if watch.changed else ""
-        if finished.status == "completed" and watch.over_limit is None:
-            answer = finished.final_text.strip() or "(the agent gave no answer)"
-            return ToolResult(answer + changed, display=display)
-        why = {
-            "max_turns": "stopped at its request limit (subagent_max_turns)",
-            "timeout": "hit its time limit (subagent_timeout)",
-            "interrupted": "was interrupted",
-        }.get(finished.status, "failed")
-        detail = watch.over_limit or watch.last_error
-        text = f"error: the {definition.name} agent {why}" + (f": {detail}" if detail else ".")
-        return ToolResult(text + changed, is_error=True, display=display)
+        outcome.kept_branch = worktree.branch if worktree else None
+        self.stats.append(outcome.stats())
+        return outcome, worktree
 
     def _system_prompt(
-        self, definition: AgentDefinition, description: str, tools: list[Tool[Any]]
+        self,
+        definition: AgentDefinition,
+        description: str,
+        tools: list[Tool[Any]],
+        context: ToolContext,
     ) -> str:
-        assert self.parent is not None
-        root = self.parent.dispatch.context.workspace.root
+        root = context.workspace.root
         names = ", ".join(t.name for t in tools) or "none"
         return (
             f"{definition.prompt}\n\nEnvironment:\n- Repository root: {root}\n"
             f"- Tools: {names}\n- Your task, as the other agent named it: {description}"
         )
+
+    async def close(self) -> list[str]:
+        """Stop the background children that still run (the session ends); sentences
+        saying what was stopped and which unmerged work was kept."""
+        return await self.background.close()

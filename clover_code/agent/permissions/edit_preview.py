@@ -54,7 +54,8 @@ async def preview_edit(
     if tool.name not in PREVIEWED:
         return None
     files = _DryRun(context.files)
-    dry = replace(context, files=files, on_output=None)
+    # No language servers: they would check (and read back) a file not yet written.
+    dry = replace(context, files=files, on_output=None, diagnostics=None)
     try:
         result = await tool.run(args, dry)
     except (CloverError, OSError):

@@ -46,6 +46,7 @@ fetch no rule covers is asked about in every mode but full-auto.
 
 from __future__ import annotations
 
+import copy
 import fnmatch
 import os
 import shlex
@@ -109,6 +110,14 @@ class PermissionPolicy:
                 self._commands[table][key] = [CommandPattern.parse(p, where) for p in patterns]
                 self._paths[table][key] = [_path_rule(p, where) for p in patterns]
         self._session: list[CommandPattern] = []
+
+    def rooted_at(self, root: Path, *, contained: bool) -> PermissionPolicy:
+        """These rules for another workspace (a child agent's worktree): paths are judged
+        against ``root``, and what the user allows for the session holds in both."""
+        other = copy.copy(self)  # the rule tables and the session list are shared
+        other.root = Path(os.path.realpath(root))
+        other.contained = contained
+        return other
 
     # ---------------------------------------------------------------- decide
 

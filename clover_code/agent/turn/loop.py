@@ -16,6 +16,7 @@ from clover_code import protocol as p
 from clover_code.agent.extensions.hooks import HookRunner, prompt_hooks, stop_hooks
 from clover_code.agent.permissions.approval import Approver
 from clover_code.agent.permissions.policy import PermissionPolicy
+from clover_code.agent.turn.background import BackgroundWork
 from clover_code.agent.turn.compaction import compact
 from clover_code.agent.turn.context import Budget, TokenCounter
 from clover_code.agent.turn.dispatch import ToolDispatcher
@@ -58,6 +59,7 @@ class Agent:
         messages: list[Message] | None = None,
         count_text: Callable[[str], int] | None = None,
         hooks: HookRunner | None = None,
+        background: BackgroundWork | None = None,
     ) -> None:
         self.backend = backend
         self.settings = settings
@@ -82,6 +84,8 @@ class Agent:
             hooks=hooks,
         )
         self.hooks = hooks
+        self.background = background
+        """Child agents running in the background, whose reports join the conversation."""
         self.nested = NestedInstructions(context.workspace.root)
         self.turn = sum(1 for m in self.messages if m.get("role") == "user")
         self._specs = [tool.spec() for tool in tools]
@@ -196,6 +200,7 @@ class Agent:
                     )
                 )
                 return "max_turns"
+            await self._take_background()
             state.requests += 1
             overflow = await self._fit_context()
             if overflow is not None:
@@ -222,6 +227,13 @@ class Agent:
                     self._add({"role": "user", "content": more})
                     state.content, state.reasoning, state.stop_hook_active = [], [], True
                     continue
+                background = self.background
+                if options.wait_for_background and background and background.pending():
+                    # Not the final answer yet: the model hears from the children first.
+                    state.phase = "idle"
+                    await background.wait()
+                    state.content, state.reasoning = [], []
+                    continue
                 state.final_text = "".join(state.content)
                 return "completed"
             await self.dispatch.run_calls(calls, options)
@@ -246,6 +258,16 @@ class Agent:
             state.content, state.reasoning, state.calls = [], [], []
 
     # ----------------------------------------------------------- model call
+
+    async def _take_background(self) -> None:
+        """Add the reports of the background children that ended since the last request."""
+        if self.background is None:
+            return
+        # Shielded: a merge under way finishes (and stays ready for the next turn)
+        # even when this turn is interrupted.
+        await asyncio.shield(self.background.prepare())
+        for report in self.background.take():
+            self._add({"role": "user", "content": report})
 
     async def _respond(self, state: TurnState, options: TurnOptions) -> CloverError | None:
         """Stream one model response into ``state``; return the failure, if any."""

@@ -32,6 +32,9 @@ class TurnOptions:
     allowed_tools: frozenset[str] | None = None
     """The only tools the model may call in this turn (a custom command's
     ``allowed-tools``; None: every tool)."""
+    wait_for_background: bool = False
+    """The turn does not end with a final answer while a background child agent
+    still runs: it waits for the child and hands the model its report (headless)."""
 
 
 PLAIN_TURN = TurnOptions()

@@ -62,7 +62,7 @@ from clover_code.errors import ToolError
 from clover_code.proc.children import signal_group
 from clover_code.tools.sandbox.base import ExecResult, JobFeed, SerialSandbox
 from clover_code.tools.sandbox.bwrap_net import SharedNetwork
-from clover_code.tools.sandbox.control_files import protected_paths
+from clover_code.tools.sandbox.control_files import outside_paths, protected_paths
 from clover_code.tools.sandbox.host_view import HostView, host_view
 from clover_code.tools.sandbox.local_job import LocalJob
 from clover_code.tools.sandbox.output import OutputSink, PipeReader
@@ -260,6 +260,8 @@ class BwrapSandbox(SerialSandbox):
         # removed or replaced.
         for protected in protected_paths(self.root, self.protect):
             args += ["--ro-bind", str(protected), str(protected)]
+        for linked in outside_paths(self.root):  # a linked worktree's git directories
+            args += ["--ro-bind", str(linked), str(linked)]
         args += view.hides
         if cwd_file is not None:
             args += ["--bind", str(cwd_file), str(cwd_file)]

@@ -1,6 +1,8 @@
 """What a sandbox mounts read-only inside the workspace.
 
-``.git`` (``git_state.read_only_paths``), the project's control files
+``.git`` (``git_state.read_only_paths``; for a linked worktree also the git
+directories its ``.git`` file points to outside the workspace, ``outside_paths``),
+the project's control files
 (``.clover/``, ``.mcp.json``, ``.agents/``, ``.devcontainer/``, ``.claude/``)
 and every workspace script a trusted setting names as a program (resolved at
 session start, ``TrustReport.trusted_scripts``): the host runs or reads them,
@@ -17,9 +19,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from clover_code.fs.named_files import CONTROL_PATHS, inside
-from clover_code.tools.sandbox.git_state import read_only_paths
+from clover_code.tools.sandbox.git_state import linked_git_dirs, read_only_paths
 
-__all__ = ["protected_paths"]
+__all__ = ["outside_paths", "protected_paths"]
 
 
 def protected_paths(root: Path, scripts: Iterable[str] = ()) -> list[Path]:
@@ -37,3 +39,9 @@ def protected_paths(root: Path, scripts: Iterable[str] = ()) -> list[Path]:
         if not any(real == p or real.is_relative_to(p) for p in found):
             found.append(real)
     return found
+
+
+def outside_paths(root: Path) -> list[Path]:
+    """Paths outside ``root`` a sandbox mounts read-only at the same place: the git
+    directories of a linked worktree (git works in the sandbox; nothing there changes)."""
+    return linked_git_dirs(Path(os.path.realpath(root)))

@@ -49,7 +49,7 @@ from typing import Any
 
 from clover_code.errors import ToolError
 from clover_code.tools.sandbox.base import ExecResult, JobFeed, SerialSandbox
-from clover_code.tools.sandbox.control_files import protected_paths
+from clover_code.tools.sandbox.control_files import outside_paths, protected_paths
 from clover_code.tools.sandbox.docker_job import DockerJob
 from clover_code.tools.sandbox.docker_link import (
     RunnerGone,
@@ -184,7 +184,7 @@ class DockerSandbox(SerialSandbox):
     def _protection(self) -> tuple[tuple[str, int], ...]:
         """What the container must mount read-only now: each path, with its inode."""
         key = []
-        for path in protected_paths(self.root, self.protect):
+        for path in protected_paths(self.root, self.protect) + outside_paths(self.root):
             with contextlib.suppress(OSError):
                 key.append((str(path), os.stat(path).st_ino))
         return tuple(key)

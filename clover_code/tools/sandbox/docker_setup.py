@@ -33,7 +33,7 @@ from typing import Any
 
 from clover_code.errors import ToolError
 from clover_code.proc import children
-from clover_code.tools.sandbox.control_files import protected_paths
+from clover_code.tools.sandbox.control_files import outside_paths, protected_paths
 from clover_code.tools.sandbox.policy import SANDBOX_HOME, SandboxLimits, needs_setuid_filter
 from clover_code.tools.sandbox.seccomp import setuid_filter
 
@@ -260,7 +260,7 @@ def container_spec(
         command.append(FILTER_PATH)
     # .git and the control files, read-only: a mount point cannot be renamed,
     # removed or replaced.
-    protected = protected_paths(root, protect)
+    protected = protected_paths(root, protect) + outside_paths(root)
     mounts += [Mount(str(p), str(p), type="bind", read_only=True) for p in protected]
     home_opts = f"rw,nosuid,nodev,size={limits.home_mb}m,uid={uid},gid={gid},mode=0700"
     host_config = api.create_host_config(

@@ -7,7 +7,10 @@ and every file in its git directory that can make git run a program: hooks,
 ``config.worktree``, ``commondir``, ``info/attributes``, the same in
 submodule git directories under ``modules/`` and worktrees under
 ``worktrees/``, and the common directory a linked worktree shares.
-``git_guard`` compares two snapshots and puts things back.
+``git_guard`` compares two snapshots and puts things back. ``linked_git_dirs``
+names what a linked worktree's ``.git`` file points to outside the workspace
+(its git directory in the main repository, and the main ``.git``): sandboxes
+mount those read-only too, so git works inside them and cannot change them.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ __all__ = [
     "GitState",
     "dot_gits",
     "gitlink_dot_gits",
+    "linked_git_dirs",
     "program_files",
     "read_only_paths",
     "snapshot",
@@ -148,6 +152,35 @@ def read_only_paths(root: Path) -> list[Path]:
     found: list[Path] = []
     for dot in [root / ".git", *gitlink_dot_gits(root)]:
         _protect(dot, root, found)
+    return found
+
+
+def linked_git_dirs(root: Path) -> list[Path]:
+    """The git directories outside ``root`` that its ``.git`` file points to, when
+    ``root`` is a linked worktree: the worktree's own (``.git/worktrees/NAME`` of the
+    main repository, which must point back at this ``.git``) and the common one.
+
+    Anything else (no ``.git`` file, a pointer that is not a real linked worktree's,
+    targets inside ``root``) gives nothing: what a command could plant is never
+    shown to the next one."""
+    root = Path(os.path.realpath(root))
+    dot = root / ".git"
+    if dot.is_symlink() or not dot.is_file():
+        return []
+    target = _pointer_target(dot)
+    if target is None or not target.is_dir() or not (target / "HEAD").is_file():
+        return []
+    try:
+        back = (target / "gitdir").read_text(encoding="utf-8").strip()
+    except OSError:
+        return []
+    if Path(os.path.realpath(back)) != dot:
+        return []  # not this worktree's git directory
+    found: list[Path] = []
+    for git_dir in sorted(_git_dirs(target), key=lambda d: len(d.parts)):
+        real = (git_dir / "objects").is_dir() or git_dir == target
+        if real and not _inside(git_dir, root) and not any(_inside(git_dir, p) for p in found):
+            found.append(git_dir)
     return found
 
 

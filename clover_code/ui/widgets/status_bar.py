@@ -1,11 +1,11 @@
-"""One line at the bottom: engine and model, speed, context, background jobs, sandbox,
-approvals, git.
+"""One line at the bottom: engine and model, speed, context, background jobs and
+agents, sandbox, approvals, git.
 
 All of it arrives as reactive attributes set by the app; nothing here asks
 the core or runs a program. A status-line command's line (``custom``, from
 ``ui/statusline.py``) takes the place of the engine, model, speed, context
-and branch; the jobs, the approval mode and the sandbox always stay, so no
-command can hide them. In vim mode the prompt's mode is shown first.
+and branch; the background jobs and agents, the approval mode and the sandbox
+always stay, so no command can hide them. In vim mode the prompt's mode is shown first.
 """
 
 from __future__ import annotations
@@ -46,6 +46,8 @@ class StatusBar(Static):
     busy: reactive[bool] = reactive(False)
     jobs: reactive[int] = reactive(0)
     """Background jobs running (``/jobs`` lists them)."""
+    background: reactive[int] = reactive(0)
+    """Child agents running in the background (they go on between turns)."""
     custom: reactive[Text | None] = reactive(None)
     """The status-line command's line (None: the built-in one)."""
     editor_mode: reactive[str] = reactive("")
@@ -100,10 +102,16 @@ class StatusBar(Static):
         return out
 
     def _jobs(self, wide: bool) -> list[tuple[int, Text]]:
-        if not self.jobs:
-            return []
-        label = f"{self.jobs} job" + ("s" if self.jobs > 1 else "")
-        return [(5, Text(label + (" running" if wide else ""), style="bold cyan"))]
+        """Background jobs and agents: what still runs, shown beside any status line."""
+        parts: list[tuple[int, Text]] = []
+        if self.jobs:
+            label = f"{self.jobs} job" + ("s" if self.jobs > 1 else "")
+            parts.append((5, Text(label + (" running" if wide else ""), style="bold cyan")))
+        if self.background:
+            many = "s" if self.background > 1 else ""
+            label = f"{self.background} background agent{many}" if wide else f"{self.background} bg"
+            parts.append((8, Text(label, style="bold cyan")))
+        return parts
 
     def _kept(self, wide: bool) -> list[tuple[int, Text]]:
         """The parts that always stay: the sandbox and the approval mode."""

@@ -3,7 +3,9 @@
 While the child works, a progress line names its agent, how many tool calls
 and blocks it has made and the tool it is running now; Enter (or a click)
 expands the card to the list of its tool calls and the tail of its answer so
-far. When the child ends, the card shows its answer like any tool result.
+far. When the child ends, the card shows its answer like any tool result. A
+child started in the background goes on after its task call returned: its
+card stays live (``in_background``) until the child's own end arrives.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ class SubagentCard(ToolCard):
         self.steps: list[str] = []
         self._step_of: dict[str, int] = {}
         self.text = ""
+        self.task_id: str | None = None
+        """Set while the child runs in the background (its task call returned)."""
         self._progress = Static("", classes="subagent-progress", markup=False)
         self._log = Static("", classes="subagent-log", markup=False)
 
@@ -74,15 +78,28 @@ class SubagentCard(ToolCard):
             return
         self._render_progress()
 
+    def in_background(self, task_id: str) -> None:
+        """The task call returned at once: the child goes on as ``task_id``."""
+        self.task_id = task_id
+        self._render_progress()
+
+    def background_ended(self, done: p.ToolCallFinished) -> None:
+        """The background child ended: show its answer as the call's result."""
+        self.task_id = None
+        self.finish(done)
+        self._render_progress()
+
     def _render_progress(self) -> None:
         parts = [self.agent, f"{self.calls} tool calls", f"{self.blocks} blocks"]
-        if self.finished is None and self.current:
+        if self.task_id is not None:
+            parts.insert(1, f"in the background as {self.task_id}")
+        if (self.finished is None or self.task_id is not None) and self.current:
             parts.append(f"now: {self.current}")
         self._progress.update(Text(" · ".join(parts), style="dim", no_wrap=True))
         self._log.display = self.expanded
         if self.expanded:
             lines = self.steps[-LOG_LINES:]
-            if self.text.strip() and self.finished is None:
+            if self.text.strip() and (self.finished is None or self.task_id is not None):
                 lines.append("answer so far: " + clean(self.text).strip())
             self._log.update(Text("\n".join(lines) or "(nothing yet)", style="dim"))
 

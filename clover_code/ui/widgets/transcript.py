@@ -35,6 +35,10 @@ class Transcript(VerticalScroll, can_focus=False):
         self.answer: Answer | None = None
         self.reasoning: Reasoning | None = None
         self.cards: dict[str, ToolCard] = {}
+        self.background: dict[str, SubagentCard] = {}
+        """Cards of the child agents running in the background, by their task call."""
+        self.background_calls: set[str] = set()
+        """The tool calls those children made (their approvals outlive the parent's turn)."""
         self._waiting: NoticeLine | None = None
 
     def on_mount(self) -> None:
@@ -80,15 +84,45 @@ class Transcript(VerticalScroll, can_focus=False):
 
     def subagent_event(self, event: p.SubagentEvent) -> None:
         """An event of a child agent, shown on its task call's card."""
-        card = self.cards.get(event.parent_call_id)
+        card = self.cards.get(event.parent_call_id) or self.background.get(event.parent_call_id)
         if isinstance(card, SubagentCard):
             card.child(event.event)
+        if event.parent_call_id in self.background and isinstance(event.event, p.ToolCallStarted):
+            self.background_calls.add(event.event.call_id)
 
     def tool_finished(self, event: p.ToolCallFinished) -> None:
-        """A call ended."""
+        """A call ended (a task call started in the background: its child goes on)."""
         card = self.cards.pop(event.call_id, None)
+        started = event.display
+        if isinstance(card, SubagentCard) and isinstance(started, p.BackgroundTask):
+            self.background[event.call_id] = card
+            card.in_background(started.task_id)
+            return
         if card is not None:
             card.finish(event)
+
+    def background_finished(self, event: p.BackgroundTaskFinished) -> None:
+        """A background child ended: its card shows its answer."""
+        card = self.background.pop(event.call_id, None)
+        if card is None:
+            return
+        status = (
+            "ok"
+            if event.status == "ok"
+            else "cancelled"
+            if event.status == "cancelled"
+            else "error"
+        )
+        card.background_ended(
+            p.ToolCallFinished(
+                call_id=event.call_id,
+                name=p.TASK_TOOL,
+                status=status,
+                result=event.result,
+                display=event.display,
+                duration=event.display.duration_s,
+            )
+        )
 
     def add_note(self, text: str, level: Level = "info") -> None:
         """A note line."""

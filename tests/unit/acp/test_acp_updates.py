@@ -303,3 +303,40 @@ def test_child_tool_calls_are_tool_calls_of_their_own_and_child_text_is_not_sent
     )
     assert [d["toolCallId"] for d in done] == ["t1"]
     assert done[0]["content"][0]["content"]["text"] == "answer"
+
+
+def test_a_background_task_call_stays_in_progress_until_its_child_ends() -> None:
+    m = mapper()
+    m.feed(p.TurnStarted(turn=1, text="go"))
+    m.feed(p.ToolCallStarted(call_id="t1", name="task", kind="other", arguments={}, summary="x"))
+    returned = dumped(
+        m.feed(
+            p.ToolCallFinished(
+                call_id="t1",
+                name="task",
+                status="ok",
+                result="Started the explore agent in the background as task-1.",
+                display=p.BackgroundTask(task_id="task-1", agent="explore"),
+            )
+        )
+    )
+    assert returned[-1]["toolCallId"] == "t1" and returned[-1]["status"] == "in_progress"
+    m.feed(p.TurnFinished(turn=1, status="completed"))
+    # The child's calls still show under the parent's call after the turn ended.
+    child = p.SubagentEvent(parent_call_id="t1", agent="explore", event=started("c0", "grep"))
+    assert dumped(m.feed(child))[0]["toolCallId"] == "t1/c0"
+    run = p.SubagentRun(call_id="t1", agent="explore", tokens=9, duration_s=1.0, status="completed")
+    ended = dumped(
+        m.feed(
+            p.BackgroundTaskFinished(
+                call_id="t1",
+                task_id="task-1",
+                agent="explore",
+                status="ok",
+                result="found it",
+                display=run,
+            )
+        )
+    )
+    assert ended[-1]["toolCallId"] == "t1" and ended[-1]["status"] == "completed"
+    assert ended[-1]["content"][0]["content"]["text"] == "found it"

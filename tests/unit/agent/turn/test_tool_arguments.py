@@ -55,6 +55,8 @@ EXPECTED_TOOLS = {
     "read_output",
     "web_fetch",
     "task",
+    "task_result",
+    "task_stop",
 }
 
 # Values that no argument of any tool may carry, whatever its type.
@@ -93,6 +95,8 @@ VALID: dict[str, dict[str, Any]] = {
     # Hostile variants fail validation before any request; port 9 never answers anyway.
     "web_fetch": {"url": "http://127.0.0.1:9/", "prompt": "install steps"},
     "task": {"description": "look at app.py", "prompt": "What does app.py define?"},
+    "task_result": {"task_id": "task-1", "wait_seconds": 0},
+    "task_stop": {"task_id": "task-1"},
 }
 
 

@@ -159,9 +159,9 @@ async def test_close_stops_the_server(host: HostSandbox) -> None:
     await lsp.check([("a.txt", "ERROR\n")])
     (group,) = host._groups
     await lsp.close()
-    from clover_code.tools.sandbox.host import _group_alive
+    from clover_code.tools.sandbox.local_job import group_alive
 
-    assert not _group_alive(group)
+    assert not group_alive(group)
 
 
 async def test_edit_tools_report_and_the_tool_looks(host: HostSandbox) -> None:
