@@ -358,7 +358,7 @@ class CloverApp(App[int]):
     def send(self, op: p.Op) -> None:
         """Send an op to the core (in order, off the message handler)."""
         if isinstance(op, p.ApprovalDecision):
-            self.extras.notifier.answered(op.request_id)
+            self.extras.answered(op.request_id)
         self.run_worker(self.bridge.submit(op), group="ops")
 
     def action_interrupt(self) -> None:

@@ -58,6 +58,8 @@ class AppExtras:
             send=app.send,
         )
         self.statusline: StatusLine | None = None
+        self._asked: dict[str, str] = {}
+        """Approval requests not yet over, by request id: the call each is about."""
         self._opened_at = Clock.now()
         self._theme_ready = False
 
@@ -129,9 +131,20 @@ class AppExtras:
             if isinstance(event, p.TurnStarted):
                 self.notifier.turn_started()
             elif isinstance(event, p.ApprovalRequested):
+                self._asked[event.request_id] = event.call_id
                 self.notifier.approval(event.request_id, event.name)
             elif isinstance(event, p.TurnFinished):
-                self.notifier.turn_finished(event.status, next_queued=queued)
+                # A background child's question outlives the turn (the dialog stays too).
+                background = self.transcript.background_calls
+                self._asked = {r: c for r, c in self._asked.items() if c in background}
+                self.notifier.turn_finished(
+                    event.status, next_queued=queued, asking=list(self._asked)
+                )
+
+    def answered(self, request_id: str) -> None:
+        """The user answered an approval: its wait is over."""
+        self._asked.pop(request_id, None)
+        self.notifier.answered(request_id)
 
     def close(self) -> None:
         """The app is leaving: no notification after this."""

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -125,10 +125,14 @@ class Notifier:
         """A turn began: the prompt no longer waits."""
         self._end("idle")
 
-    def turn_finished(self, status: p.TurnStatus, *, next_queued: bool) -> None:
-        """A turn ended: every approval it asked is over, and the prompt waits (unless
+    def turn_finished(
+        self, status: p.TurnStatus, *, next_queued: bool, asking: Collection[str] = ()
+    ) -> None:
+        """A turn ended: every approval it asked is over (but those of ``asking``, the
+        requests of background children, which go on), and the prompt waits (unless
         the user interrupted it, or a queued prompt starts the next turn)."""
-        for key in [k for k in self._waits if k != "idle"]:
+        kept = {f"approval:{request_id}" for request_id in asking}
+        for key in [k for k in self._waits if k != "idle" and k not in kept]:
             self._end(key)
         if status == "interrupted" or next_queued:
             return

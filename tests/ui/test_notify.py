@@ -169,3 +169,51 @@ async def test_an_interrupted_turn_or_a_queued_prompt_does_not_wait() -> None:
             message="the queued prompt's turn to run and end",
         )
         assert len(notified(app)) == 1
+
+
+def _background_child_asks() -> list[Any]:
+    """A turn starts a background child whose write waits for approval; the turn ends."""
+    task_args = {"description": "note it", "prompt": "...", "agent": "general"}
+    write_args = {"path": "notes.txt", "content": "x\n"}
+    write = p.ToolCallStarted(
+        call_id="w1", name="write_file", kind="edit", arguments=write_args, summary="notes.txt"
+    )
+    return [
+        p.TurnStarted(turn=1, text="go"),
+        p.ToolCallStarted(
+            call_id="t1", name="task", kind="other", arguments=task_args, summary="note it"
+        ),
+        p.ToolCallFinished(
+            call_id="t1",
+            name="task",
+            status="ok",
+            result="Started the general agent in the background as task-1.",
+            display=p.BackgroundTask(task_id="task-1", agent="general"),
+        ),
+        p.SubagentEvent(parent_call_id="t1", agent="general", event=write),
+        p.ApprovalRequested(
+            request_id="r9",
+            call_id="w1",
+            name="write_file",
+            kind="edit",
+            summary="notes.txt",
+            arguments=write_args,
+        ),
+        p.TurnFinished(turn=1, status="completed", final_text="Started."),
+    ]
+
+
+async def test_a_background_childs_approval_still_waits_after_the_turn() -> None:
+    app = app_with([_background_child_asks()], after=600)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await send(pilot, "go")
+        await until(pilot, lambda: not app.turn_running and app.turn_prompts, message="the turn")
+        # The dialog stays, and so does its wait: it is signalled if left unanswered.
+        assert sorted(app.extras.notifier.waiting) == ["approval:r9", "idle"]
+        await pilot.press("y")  # a key: the user is here, so the prompt's wait ends too
+        await until(
+            pilot,
+            lambda: app.extras.notifier.waiting == [],
+            message="the answer to end the wait",
+        )
+        assert notified(app) == []
