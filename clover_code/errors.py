@@ -39,6 +39,7 @@ class ExitCode(IntEnum):
     SANDBOX_UNAVAILABLE = 3
     """The same code: what the task needs (engine, or the sandbox asked for) is missing."""
     LIMIT_REACHED = 4
+    """--max-turns, --timeout, --max-tokens or --max-cost stopped the task."""
     INTERRUPTED = 130
     TERMINATED = 143
     """SIGTERM (128 + 15), handled as an interruption: what CI runners and ``timeout`` send."""
@@ -153,6 +154,6 @@ class WorkspaceError(ToolError):
 
 
 class LimitReached(CloverError):
-    """A configured limit (turns, wall time) stopped the agent."""
+    """A configured limit (turns, wall time, money) stopped the agent."""
 
     exit_code = ExitCode.LIMIT_REACHED

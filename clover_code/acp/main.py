@@ -46,6 +46,7 @@ _OWN_FLAGS: tuple[FlagSpec, ...] = (
         help="most model requests (each model response, tool rounds included) per prompt",
     ),
     Flag("timeout", metavar="SECONDS", help="limit per turn"),
+    Flag("max_cost", metavar="AMOUNT", help="most money the session may spend (see pricing)"),
 )
 """Settings this command has flags for besides the shared engine ones."""
 

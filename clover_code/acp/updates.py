@@ -40,6 +40,7 @@ from acp.schema import (
     AgentThoughtChunk,
     AvailableCommandsUpdate,
     ContentToolCallContent,
+    Cost,
     CurrentModeUpdate,
     FileEditToolCallContent,
     PlanEntryStatus,
@@ -55,6 +56,7 @@ from acp.schema import (
 )
 
 from clover_code import protocol as p
+from clover_code.protocol.cost import CostTally
 
 __all__ = [
     "TOKEN_LIMIT_NOTICE",
@@ -126,7 +128,7 @@ def stop_reason(status: p.TurnStatus, hit_token_limit: bool) -> StopReason | Non
         return "max_tokens" if hit_token_limit else "end_turn"
     if status == "interrupted":
         return "cancelled"
-    if status in ("max_turns", "timeout"):
+    if status in ("max_turns", "timeout", "max_cost"):
         return "max_turn_requests"
     return None
 
@@ -190,9 +192,12 @@ class EventMapper:
         self.hit_token_limit = False
         """Whether the last model response stopped at the token limit."""
         self.last_error: str | None = None
+        self.cost = CostTally()
+        """The session's spending so far, sent with each usage update when known."""
 
     def feed(self, event: p.Event) -> list[Update]:
         """The updates ``event`` calls for (often none until a block commits)."""
+        self.cost.see(event)
         if isinstance(event, p.ReasoningDelta | p.ContentDelta):
             kind = "thought" if isinstance(event, p.ReasoningDelta) else "message"
             if self._text and self._text[-1][0] == kind:
@@ -222,8 +227,15 @@ class EventMapper:
             updates.append(self._background_finished(event))
         elif isinstance(event, p.UsageReport):
             used = event.prompt_tokens + event.completion_tokens
+            total = self.cost.total
+            spent = None if total is None else Cost(amount=round(total, 8), currency="USD")
             updates.append(
-                UsageUpdate(session_update="usage_update", used=used, size=event.context_window)
+                UsageUpdate(
+                    session_update="usage_update",
+                    used=used,
+                    size=event.context_window,
+                    cost=spent,
+                )
             )
         elif isinstance(event, p.TodoUpdated):
             entries = [

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from clover_code.agent.transcript import Transcript, load, new_session_id
 
-_NOT_COPIED = frozenset({"kind", "id", "pid"})
+_NOT_COPIED = frozenset({"kind", "format", "id", "pid"})
 
 
 def fork_session(source: Path, directory: Path) -> Path:

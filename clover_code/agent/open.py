@@ -24,10 +24,11 @@ from clover_code.agent.checkpoints.run_patch import RunPatch
 from clover_code.agent.checkpoints.session import open_checkpoints
 from clover_code.agent.checkpoints.workspace_check import refuse_workspace, workspace_refusal
 from clover_code.agent.engines import Engines
+from clover_code.agent.export import EXPORT_FORMATS, ExportFormat, format_for, write_export
 from clover_code.agent.extensions.agent_defs import agents_prompt
 from clover_code.agent.extensions.commands import CustomCommand
 from clover_code.agent.extensions.hook_functions import HookFunction, HookReply
-from clover_code.agent.extensions.hooks import HostRun, run_host_program
+from clover_code.agent.extensions.hook_process import HookRun, run_program
 from clover_code.agent.extensions.host_programs import HostPrograms
 from clover_code.agent.extensions.skills import skills_prompt
 from clover_code.agent.extensions.subagents import SubagentRunner
@@ -45,10 +46,11 @@ from clover_code.agent.session import Session, repo_map_for
 from clover_code.agent.session_list import SessionInfo, iter_infos, list_sessions
 from clover_code.agent.steps import Steps
 from clover_code.agent.transcript import INTERRUPTED, LoadedSession, find_session, load
+from clover_code.agent.turn.cost import unpriced_budget
 from clover_code.agent.turn.instructions import system_prompt
 from clover_code.agent.turn.loop import Agent
 from clover_code.agent.turn.options import TurnLimits
-from clover_code.config.sections import HookEvent
+from clover_code.config.sections import HookConfig, HookEvent
 from clover_code.config.settings import (
     ApprovalMode,
     Settings,
@@ -68,16 +70,18 @@ from clover_code.tools.spill import OutputSpill
 from clover_code.tools.workspace import Workspace
 
 __all__ = [
+    "EXPORT_FORMATS",
     "INTERRUPTED",
     "ApprovalRequest",
     "Approver",
     "CustomCommand",
     "Decision",
     "Engines",
+    "ExportFormat",
     "FileAccess",
     "HookFunction",
     "HookReply",
-    "HostRun",
+    "HookRun",
     "LoadedSession",
     "RefuseApprover",
     "RunPatch",
@@ -87,6 +91,7 @@ __all__ = [
     "SessionOptions",
     "find_session",
     "fork_session",
+    "format_for",
     "host_command",
     "iter_infos",
     "list_sessions",
@@ -96,9 +101,11 @@ __all__ = [
     "verdict",
     "without_secrets",
     "workspace_refusal",
+    "write_export",
 ]
 # Besides the factory, the few core functions front ends need: the workspace root,
-# stored sessions (listed, found, loaded) and the types of the adapters they plug in.
+# stored sessions (listed, found, loaded, exported) and the types of the adapters they
+# plug in.
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -191,6 +198,9 @@ async def _assemble(
             notices=options.engine_notices,
             opened=opened,
         )
+    unpriced = unpriced_budget(settings.pricing, settings.max_cost, backend.name, backend.model)
+    if unpriced is not None:
+        raise ConfigError(unpriced)
     if choice is None:
         choice = await step.sandbox(settings, root, options.emit, opened)
     record = step.transcript(settings, root, backend.model, options.resume, opened)
@@ -265,6 +275,7 @@ async def _assemble(
         emit=emit,
         record_message=record.transcript.message,
         record_history=record.transcript.history,
+        commit=record.transcript.commit,
         spill=spill,
         messages=record.messages,
         background=subagents.background,
@@ -340,7 +351,7 @@ def _announce(
 
 def host_command(
     settings: Settings, cwd: Path, command: str, timeout: float
-) -> Callable[[Mapping[str, Any]], Awaitable[HostRun]]:
+) -> Callable[[Mapping[str, Any]], Awaitable[HookRun]]:
     """A configured program the front end runs on the host (the app's status line),
     as a function of the JSON it gets on stdin: checked like a hook before every
     run (a workspace script only with the bytes the user trusted), run in the
@@ -352,9 +363,8 @@ def host_command(
         user_dir=user_config_path().parent,
     )
 
-    async def run(payload: Mapping[str, Any]) -> HostRun:
-        return await run_host_program(
-            command, payload, programs=programs, root=root, timeout=timeout
-        )
+    async def run(payload: Mapping[str, Any]) -> HookRun:
+        config = HookConfig(command=command, timeout=timeout)  # run exactly as a hook is
+        return await run_program(config, payload, root=root, programs=programs, retrust=None)
 
     return run

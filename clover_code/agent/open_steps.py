@@ -32,7 +32,7 @@ from clover_code.agent.extensions.task_tool import task_tools
 from clover_code.agent.permissions.approval import Approver
 from clover_code.agent.session import NOT_RECORDED, bulky_child_event, caused
 from clover_code.agent.steps import Steps
-from clover_code.agent.transcript import Transcript, load, new_session_id
+from clover_code.agent.transcript import Transcript, new_session_id
 from clover_code.config.settings import HookEvent, Settings, trust_store, user_config_path
 from clover_code.engine.base import Backend, Message
 from clover_code.engine.select import open_backend
@@ -169,12 +169,9 @@ def transcript(
         opened.add("transcript", created.close)
         return Record(created, session_id, [], [])
     reopened = Transcript.reopen(resume)
-    try:
-        loaded = load(resume)
-    except BaseException:
-        reopened.close()
-        raise
     opened.add("transcript", reopened.close)
+    loaded = reopened.loaded
+    assert loaded is not None  # reopen reads the session it reopens
     session_id = str(loaded.meta["id"])
     notices = []
     started_in = loaded.meta.get("cwd")

@@ -1,12 +1,12 @@
-"""Session transcripts: append-only JSONL, one record per line, fsync'd.
+"""Session transcripts: append-only JSONL, one record per line, group-committed.
 
-Line 1 is a ``meta`` record (id, cwd, model, created). After it come
-``message`` records (the chat history the model sees, in order) and
-``event`` records (the protocol events front ends saw, for replay), and
-``history`` records where the history was rewritten (compaction, /clear):
-loading replaces the messages read so far with the record's. A crash
-can only tear the last line; loading drops a torn last line and keeps the
-rest of the session.
+Line 1 is a ``meta`` record (format, id, cwd, model). After it come the chat
+history the model sees (``message`` and ``tool_result`` records, in order),
+the protocol events front ends saw (``event`` records, for replay), and
+rewrites of the history (compaction, /clear, undo). Each text is stored
+once: a record refers to an earlier line that holds the same text
+(``transcript_format.py``). A crash can only tear the last line; loading
+(``transcript_load.py``) drops a torn last line and keeps the rest.
 
 A failed write (disk full, quota, I/O error, no permission) never tears
 the file: the file is cut back to where the record began, so what was
@@ -24,15 +24,37 @@ import os
 import secrets
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from clover_code.agent import transcript_crash
 from clover_code.agent.session_lock import SessionLock
-from clover_code.engine.messages import Message, tool_calls
+from clover_code.agent.transcript_format import FORMAT, Condenser
+from clover_code.agent.transcript_load import (
+    INTERRUPTED,
+    LoadedSession,
+    Reading,
+    answer_interrupted,
+    load,
+    read_records,
+)
+from clover_code.engine.messages import Message
 from clover_code.errors import CloverError, UsageError
 from clover_code.fs.private import open_private, private_dir
 from clover_code.redact import redact_tree
+
+__all__ = [
+    "FORMAT",
+    "INTERRUPTED",
+    "LoadedSession",
+    "Transcript",
+    "TranscriptError",
+    "answer_interrupted",
+    "find_session",
+    "iter_sessions",
+    "load",
+    "new_session_id",
+]
 
 _WHY = {
     errno.ENOSPC: ("the disk is full", "free some space there"),
@@ -67,25 +89,34 @@ def new_session_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
 
 
-@dataclass(slots=True)
-class LoadedSession:
-    """What ``load`` recovers from a transcript file."""
-
-    meta: dict[str, Any]
-    messages: list[Message] = field(default_factory=list)
-    events: list[dict[str, Any]] = field(default_factory=list)
-    dropped_torn_line: bool = False
-    interrupted: int = 0
-    """Tool calls that had no result (the process died during them), now answered."""
-
-
 class Transcript:
-    """An open transcript file that records are appended to."""
+    """An open transcript file that records are appended to.
 
-    def __init__(self, path: Path, fh: IO[bytes], lock: SessionLock | None = None) -> None:
+    Each record is written to the file as it comes (a killed process loses none);
+    ``commit`` makes what was written durable with one fsync. The session commits
+    once a step (before each model request), before a tool call that may change
+    something, at the end of a turn, after a rewrite of the history and on close,
+    so a crash of the machine loses at most the step in flight."""
+
+    def __init__(
+        self,
+        path: Path,
+        fh: IO[bytes],
+        lock: SessionLock | None = None,
+        *,
+        reading: Reading | None = None,
+    ) -> None:
         self.path = path
         self._fh = fh
         self._lock = lock
+        self.loaded: LoadedSession | None = reading.session if reading else None
+        """The session as it was when ``reopen`` read it (None for a new one)."""
+        self._condenser = (
+            Condenser(reading.recorded, reading.lines) if reading is not None else Condenser()
+        )
+        self._durable = reading.size if reading is not None else 0
+        """The file's length at the last fsync."""
+        self._unsynced = False
         self.failure: TranscriptError | None = None
         """The write failure that stopped recording, if one happened."""
         self.on_failure: Callable[[TranscriptError], None] | None = None
@@ -95,7 +126,8 @@ class Transcript:
 
     @classmethod
     def create(cls, directory: Path, meta: dict[str, Any]) -> Transcript:
-        """Start a new transcript in ``directory`` with the given meta record.
+        """Start a new transcript in ``directory`` with the given meta record (made
+        durable before this returns).
 
         The directory and the file are private (0700, 0600) and the session
         is locked (``session_lock.py``) until ``close``."""
@@ -113,7 +145,10 @@ class Transcript:
         transcript = cls(path, fh, lock)
         transcript._resumable = False
         try:
-            transcript._write({"kind": "meta", **meta})
+            header = {k: v for k, v in meta.items() if k not in ("kind", "format")}
+            record = {"kind": "meta", "format": FORMAT, **redact_tree(header)}
+            transcript._write_all(transcript._condenser.other(record))
+            transcript._sync()
         except TranscriptError:
             transcript.close()
             with contextlib.suppress(OSError):
@@ -126,38 +161,85 @@ class Transcript:
 
     @classmethod
     def reopen(cls, path: Path) -> Transcript:
-        """Continue appending to an existing transcript, first cutting a torn tail.
+        """Continue appending to an existing transcript, first cutting a torn tail;
+        ``loaded`` is the session it holds (read once, under the lock).
 
-        Raises ``UsageError`` when another process has the session open."""
+        Raises ``UsageError`` when another process has the session open or the file
+        cannot be read as a session."""
         try:
             lock = SessionLock.acquire(path)
         except OSError as exc:
             raise _write_failure(path, exc, resumable=True) from None
         try:
-            _truncate_torn_tail(path)
+            try:
+                reading = read_records(path.read_bytes(), path)
+            except FileNotFoundError:
+                raise UsageError(f"session file {path} does not exist.") from None
             fh = open_private(path)
+            if reading.session.dropped_torn_line:
+                # New records start on a fresh line.
+                os.ftruncate(fh.fileno(), reading.size)
+                os.fsync(fh.fileno())
         except OSError as exc:
             lock.release()
             raise _write_failure(path, exc, resumable=True) from None
-        return cls(path, fh, lock)
+        except BaseException:
+            lock.release()
+            raise
+        transcript = cls(path, fh, lock, reading=reading)
+        if reading.format < FORMAT:
+            try:  # what follows is of this format
+                transcript.append({"kind": "format", "format": FORMAT})
+            except TranscriptError:
+                transcript.close()
+                raise
+        return transcript
 
     def append(self, record: dict[str, Any]) -> None:
-        """Write one record and make it durable before returning.
+        """Write one record (its secrets masked) as it is.
 
         After a failed write nothing more is recorded; the failure goes to
         ``on_failure`` (raised when there is none)."""
+        self._guarded(lambda: self._write_all(self._condenser.other(redact_tree(record))))
+
+    def message(self, message: Message) -> None:
+        """Record a chat message."""
+        self._guarded(lambda: self._write_all(self._condenser.message(redact_tree(message))))
+
+    def history(self, messages: list[Message]) -> None:
+        """Record that the chat history was rewritten (compaction, /clear, undo), durably."""
+        self._guarded(lambda: self._write_all(self._condenser.rewrite(redact_tree(messages))))
+        self.commit()
+
+    def event(self, event: dict[str, Any]) -> None:
+        """Record a protocol event (already dumped to a dict). A finished tool call's
+        event is written with the tool message that answers it."""
+        self._guarded(lambda: self._write_all(self._condenser.event(redact_tree(event))))
+
+    def commit(self) -> None:
+        """Make every record so far durable: one fsync, none when nothing is new.
+        A failure stops recording, as a failed write does."""
+        self._guarded(lambda: self._write_all(self._condenser.flush()))
+        if self._unsynced:
+            self._guarded(self._sync)
+
+    def _guarded(self, action: Callable[[], None]) -> None:
+        """Run a write or sync unless recording stopped; a failure stops it."""
         if self.failure is not None:
             return
         try:
-            self._write(record)
+            action()
         except TranscriptError as exc:
             self.failure = exc
             if self.on_failure is None:
                 raise
             self.on_failure(exc)
 
+    def _write_all(self, records: list[dict[str, Any]]) -> None:
+        for record in records:
+            self._write(record)
+
     def _write(self, record: dict[str, Any]) -> None:
-        record = redact_tree(record)  # no secret is kept on disk either
         try:
             line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
             data = line.encode("utf-8")
@@ -169,120 +251,54 @@ class Transcript:
         start = os.lseek(fd, 0, os.SEEK_END)
         try:
             view = memoryview(data)
+            plan = transcript_crash.PLAN
+            if plan is not None:
+                self._crash_point(plan, "write", record, fd)
+                if plan.point("torn", _what(record)):
+                    os.write(fd, view[: len(view) // 2])
+                    plan.die(fd, self._durable)
             while view:
                 view = view[os.write(fd, view) :]
-            os.fsync(fd)
+            self._unsynced = True
         except OSError as exc:
             # Cut a partly written record away: the file ends on a whole line.
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, start)
             raise _write_failure(self.path, exc, resumable=self._resumable) from None
 
-    def message(self, message: Message) -> None:
-        """Record a chat message."""
-        self.append({"kind": "message", "message": message})
+    def _sync(self) -> None:
+        fd = self._fh.fileno()
+        try:
+            plan = transcript_crash.PLAN
+            if plan is not None:
+                self._crash_point(plan, "fsync", None, fd)
+            os.fsync(fd)
+            self._durable = os.lseek(fd, 0, os.SEEK_END)
+            self._unsynced = False
+        except OSError as exc:
+            raise _write_failure(self.path, exc, resumable=self._resumable) from None
 
-    def history(self, messages: list[Message]) -> None:
-        """Record that the chat history was rewritten (compaction, /clear)."""
-        self.append({"kind": "history", "messages": messages})
-
-    def event(self, event: dict[str, Any]) -> None:
-        """Record a protocol event (already dumped to a dict)."""
-        self.append({"kind": "event", "event": event})
+    def _crash_point(
+        self, plan: transcript_crash.CrashPlan, where: str, record: dict[str, Any] | None, fd: int
+    ) -> None:
+        if plan.point(where, _what(record) if record is not None else ""):
+            plan.die(fd, self._durable)
 
     def close(self) -> None:
-        """Close the file (every record is already on disk) and unlock the session."""
+        """Make what was written durable, close the file and unlock the session."""
+        with contextlib.suppress(TranscriptError):
+            self.commit()
         with contextlib.suppress(OSError):
             self._fh.close()
         if self._lock is not None:
             self._lock.release()
 
 
-def _truncate_torn_tail(path: Path) -> None:
-    """Cut an unterminated last line so new records start on a fresh line."""
-    data = path.read_bytes()
-    if data and not data.endswith(b"\n"):
-        cut = data.rfind(b"\n") + 1
-        with path.open("r+b") as fh:
-            fh.truncate(cut)
-            fh.flush()
-            os.fsync(fh.fileno())
-
-
-def load(path: Path) -> LoadedSession:
-    """Read a transcript; a torn or corrupt last line is dropped, never the session."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise UsageError(f"session file {path} does not exist.") from None
-    lines = raw.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
-    session: LoadedSession | None = None
-    dropped = False
-    for number, line in enumerate(lines):
-        try:
-            record = json.loads(line)
-        except ValueError:
-            if number == len(lines) - 1:
-                dropped = True
-                break
-            raise UsageError(
-                f"session file {path} is damaged at line {number + 1}; "
-                "start a new session or repair the file."
-            ) from None
-        kind = record.get("kind")
-        if kind == "meta":
-            session = LoadedSession(meta=record)
-        elif session is None:
-            break
-        elif kind == "message":
-            session.messages.append(record["message"])
-        elif kind == "history":
-            session.messages = list(record["messages"])
-        elif kind == "event":
-            session.events.append(record["event"])
-    if session is None:
-        raise UsageError(f"session file {path} has no session header; it cannot be resumed.")
-    session.dropped_torn_line = dropped
-    session.messages, session.interrupted = answer_interrupted(session.messages)
-    return session
-
-
-INTERRUPTED = (
-    "[interrupted: clover-code stopped while this tool call ran, so it has no result; "
-    "it may have run in part. Check its effects before running it again.]"
-)
-"""The result given on load to a tool call that never got one (the process was killed)."""
-
-
-def answer_interrupted(messages: list[Message]) -> tuple[list[Message], int]:
-    """``messages`` with a result after every assistant tool call that has none (a strict
-    server rejects tool calls with no results after them), and how many were added."""
-    out: list[Message] = []
-    pending: list[str] = []
-    added = 0
-
-    def answer_pending() -> None:
-        nonlocal added
-        for call_id in pending:
-            out.append({"role": "tool", "tool_call_id": call_id, "content": INTERRUPTED})
-            added += 1
-        pending.clear()
-
-    for message in messages:
-        answered = message.get("tool_call_id")
-        if message.get("role") == "tool" and answered in pending:
-            pending.remove(str(answered))
-            out.append(message)
-            continue
-        answer_pending()
-        out.append(message)
-        if message.get("role") == "assistant":
-            calls = tool_calls(message)
-            pending[:] = [str(c["id"]) for c in calls if isinstance(c, dict) and c.get("id")]
-    answer_pending()
-    return out, added
+def _what(record: dict[str, Any]) -> str:
+    """A record's kind, with the type of its event or the role of its message."""
+    kind = str(record.get("kind"))
+    detail = record.get("event", {}).get("type") or record.get("message", {}).get("role")
+    return f"{kind}:{detail}" if detail else kind
 
 
 def iter_sessions(directory: Path) -> Iterator[Path]:

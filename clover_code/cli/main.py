@@ -86,6 +86,12 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
         arguments="TASKS.jsonl --out DIR",
     ),
     Subcommand(
+        "export",
+        "clover_code.cli.export",
+        "write a stored session as Markdown or self-contained HTML",
+        arguments="[ID] [-o FILE]",
+    ),
+    Subcommand(
         "plugin",
         "clover_code.cli.plugin",
         "install, list, enable, disable or remove plugins",
@@ -145,7 +151,7 @@ EXIT_CODES_HELP = """exit codes:
   2    usage or config error (bad flag, bad --base-url, bad config file, missing task file)
   3    no engine available (no server configured, unreachable, API key refused at start
        or mid-task, unknown model)
-  4    a limit was reached (--max-turns, --timeout)
+  4    a limit was reached (--max-turns, --timeout, --max-tokens, --max-cost)
   130  interrupted (Ctrl+C); the transcript is saved and can be resumed
 """
 
@@ -157,6 +163,12 @@ TASK_FLAGS: tuple[FlagSpec, ...] = (
         help="most model requests (each model response, tool rounds included) per task",
     ),
     Flag("timeout", metavar="SECONDS", help="wall-clock limit"),
+    Flag(
+        "max_cost",
+        metavar="AMOUNT",
+        help="most money the session may spend, children included (needs [pricing.MODEL]); "
+        "the task ends as a limit (exit 4) before the next request once it is spent",
+    ),
     Flag(
         "max_tokens",
         metavar="N",

@@ -1,7 +1,8 @@
-"""The settings' structured sections: permission rules, MCP servers, hooks, language servers.
+"""The settings' structured sections: permission rules, MCP servers, hooks, language
+servers, model prices.
 
 Each is a table in the config files (``[permissions]``, ``[mcp_servers.NAME]``,
-``[[hooks.EVENT]]``, ``[lsp.LANGUAGE]``) and a field of
+``[[hooks.EVENT]]``, ``[lsp.LANGUAGE]``, ``[pricing.MODEL]``) and a field of
 ``clover_code.config.settings.Settings``, which names them too.
 """
 
@@ -13,7 +14,14 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-__all__ = ["HookConfig", "HookEvent", "LspServerConfig", "McpServerConfig", "PermissionRules"]
+__all__ = [
+    "HookConfig",
+    "HookEvent",
+    "LspServerConfig",
+    "McpServerConfig",
+    "ModelPrice",
+    "PermissionRules",
+]
 
 
 class PermissionRules(BaseModel):
@@ -96,7 +104,8 @@ class McpServerConfig(BaseModel):
 
 HookEvent = Literal[
     "SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PreCompact", "Stop",
-    "SessionEnd", "Notification",
+    "SessionEnd",
+    "PermissionRequest", "SubagentStart", "SubagentStop", "Notification",
 ]  # fmt: skip
 
 
@@ -106,8 +115,9 @@ class HookConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     matcher: str = ""
-    """Regular expression over tool names (PreToolUse, PostToolUse) or the notification's
-    type (Notification: permission_prompt, idle_prompt); empty means every one."""
+    """Regular expression over tool names (PreToolUse, PostToolUse, PermissionRequest),
+    agent names (SubagentStart, SubagentStop) or the notification's type (Notification:
+    permission_prompt, idle_prompt); empty means every one."""
 
     command: str = Field(min_length=1)
     """The program and its arguments, split like a shell would (no shell runs it)."""
@@ -146,3 +156,32 @@ class LspServerConfig(BaseModel):
 
     enabled: bool = True
     """Check this language's files after edits (false turns its server off)."""
+
+
+class ModelPrice(BaseModel):
+    """What one model costs (``[pricing."gpt-4.1-mini"]``), in money per million tokens.
+
+    The amounts are in whatever currency the price list is in (clover-code shows them
+    with a $ sign); ``clover_code.agent.turn.cost`` prices each response with them."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    input: float = Field(ge=0)
+    """Per million prompt tokens the server did not report as cached."""
+
+    cached_input: float | None = Field(None, ge=0)
+    """Per million prompt tokens read from the server's prompt cache (unset: as input)."""
+
+    output: float = Field(ge=0)
+    """Per million generated tokens (reasoning included)."""
+
+    def cost(self, prompt_tokens: int, cached_tokens: int, completion_tokens: int) -> float:
+        """What a response with these token counts cost."""
+        cached = min(max(cached_tokens, 0), prompt_tokens)
+        cached_rate = self.input if self.cached_input is None else self.cached_input
+        money = (
+            (prompt_tokens - cached) * self.input
+            + cached * cached_rate
+            + completion_tokens * self.output
+        )
+        return money / 1_000_000

@@ -47,6 +47,7 @@ from clover_code.config.sections import HookConfig as HookConfig
 from clover_code.config.sections import HookEvent as HookEvent
 from clover_code.config.sections import LspServerConfig as LspServerConfig
 from clover_code.config.sections import McpServerConfig as McpServerConfig
+from clover_code.config.sections import ModelPrice as ModelPrice
 from clover_code.config.sections import PermissionRules as PermissionRules
 from clover_code.config.sources import (
     ENV_PREFIX,
@@ -240,6 +241,16 @@ class Settings(AppSettings, ModelSettings):
 
     timeout: float | None = Field(None, gt=0)
     """Wall-clock limit for one task, in seconds."""
+
+    pricing: dict[str, ModelPrice] = Field(default_factory=dict)
+    """Prices by model, per million tokens, e.g. [pricing."gpt-4.1-mini"] input = 0.4,
+    cached_input = 0.1, output = 1.6; a local engine (hf, sglang) costs 0 unless priced,
+    another model's cost is unknown until priced."""
+
+    max_cost: float | None = Field(None, gt=0)
+    """Most money a session may spend (its child agents included): the task ends as a
+    limit before the next model request once it is spent. Needs a price for every model
+    used (see pricing)."""
 
     shell_timeout: float = Field(120.0, gt=0)
     """Longest a single shell command may run, in seconds."""

@@ -104,6 +104,8 @@ def explain(
     lines = []
     for err in exc.errors():
         key = str(err["loc"][0]) if err["loc"] else "?"
+        # Inside a table ([models.fast], [mcp_servers.docs]) the whole path names the key.
+        path = ".".join(str(part) for part in err["loc"]) or "?"
         if key in cli and cli_kind == "option":
             where = f"option {key}"
         elif key in cli:
@@ -112,7 +114,9 @@ def explain(
             where = next((name for name, data in layers if key in data), "settings")
             if where == "environment":
                 where = f"environment variable {ENV_PREFIX}{key.upper()}"
-        if err["type"] == "extra_forbidden":
+        if err["type"] == "extra_forbidden" and path != key:
+            lines.append(f"{where}: unknown key '{path}'.")
+        elif err["type"] == "extra_forbidden":
             close = difflib.get_close_matches(key, known_keys, n=1)
             if close:
                 lines.append(f"{where}: unknown key '{key}'; did you mean '{close[0]}'?")
@@ -123,5 +127,5 @@ def explain(
             got = err.get("input")
             # A validator's own sentence, without pydantic's "Value error, " prefix.
             cause = (err.get("ctx") or {}).get("error") if err["type"] == "value_error" else None
-            lines.append(f"{where}: bad value {got!r} for '{key}': {cause or err['msg']}.")
+            lines.append(f"{where}: bad value {got!r} for '{path}': {cause or err['msg']}.")
     return " ".join(lines)

@@ -141,6 +141,42 @@ def _any(value: Any, base: Any) -> bool:
     return bool(value)
 
 
+def _raised_limit(value: Any, base: Any) -> bool:
+    # Unset is no limit at all: a project that sets one only tightens.
+    return base is not None and _more(value, base)
+
+
+_RATES = ("input", "cached_input", "output")
+
+
+def _cheaper(value: Any, base: Any) -> bool:
+    # A lower price (or one where the user set none) lets a budget last longer.
+    if not isinstance(value, Mapping):
+        return False  # refused by the model
+    mine = base if isinstance(base, Mapping) else {}
+    for model, entry in value.items():
+        theirs = mine.get(model)
+        if not isinstance(theirs, Mapping):
+            return True
+        if not isinstance(entry, Mapping):
+            continue
+        merged = {**theirs, **entry}  # tables merge key by key
+        for rate in _RATES:
+            now, before = _rate(merged, rate), _rate(theirs, rate)
+            if now is not None and before is not None and now < before:
+                return True
+    return False
+
+
+def _rate(entry: Mapping[str, Any], rate: str) -> float | None:
+    # An unset cached_input is priced as input.
+    raw = entry.get(rate, entry.get("input") if rate == "cached_input" else None)
+    try:
+        return float(raw)
+    except (TypeError, ValueError):
+        return None
+
+
 _LSP_PROGRAM = ("command", "args", "init_options")
 """What in a language server's entry decides what runs (options can name programs too)."""
 
@@ -191,6 +227,8 @@ _LOOSER: dict[str, Callable[[Any, Any], bool]] = {
     "github_host_shell": _switched_on,  # the bot's agent on the runner, beside the token
     "serve_host": _changed,  # who can reach clover-code serve
     "serve_api_key": _changed,  # a key the project's author knows would let them in
+    "max_cost": _raised_limit,  # the user's money: a budget a project raises
+    "pricing": _cheaper,  # a lower price makes the same budget buy more requests
     "statusline_command": _any,  # a program the app runs on the host
     "keys": _any,  # a remap could make a key you type often switch the approval mode
 }

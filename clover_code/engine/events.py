@@ -91,6 +91,9 @@ class Usage:
     completion_tokens: int
     experts_per_layer: float | None = None
     """Mean distinct routed experts per MoE layer per block (local MoE engines)."""
+    cached_tokens: int = 0
+    """Prompt tokens served from the server's prompt cache (OpenAI's
+    ``prompt_tokens_details.cached_tokens``), priced apart."""
 
 
 @dataclass(slots=True)

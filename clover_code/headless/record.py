@@ -13,6 +13,7 @@ from clover_code.outcome.result import (
     SubagentUsage,
     TaskResult,
 )
+from clover_code.protocol.cost import CostTally
 
 
 class RunRecord:
@@ -37,9 +38,13 @@ class RunRecord:
         self.subagents: list[SubagentUsage] = []
         self._blocks = 0
         self._steps = 0
+        self._cached_tokens = 0
+        self.cost = CostTally()
+        """The money the run's requests (its children's and summaries included) cost."""
         self._turn_status: p.TurnStatus | None = None
 
     def __call__(self, event: p.Event) -> None:
+        self.cost.see(event)
         if isinstance(event, p.SessionStarted):
             self.session_id, self.transcript = event.session_id, event.transcript
         elif isinstance(event, p.ContentDelta):
@@ -76,6 +81,7 @@ class RunRecord:
         self._answer_done = True
         self._prompt_tokens = event.prompt_tokens
         self._completion_tokens += event.completion_tokens
+        self._cached_tokens += event.cached_tokens
         self._context_window = event.context_window
         if event.tokens_per_second:
             self._timed_tokens += event.completion_tokens
@@ -123,6 +129,8 @@ class RunRecord:
             ),
             blocks=self._blocks,
             forwards=self._steps or None,
+            cached_tokens=self._cached_tokens,
+            cost=None if self.cost.total is None else round(self.cost.total, 8),
         )
         return TaskResult(
             status=status,
@@ -145,6 +153,6 @@ class RunRecord:
         )
 
     def _reason(self, exit_code: int) -> ExitReason:
-        if exit_code == 4 and self._turn_status == "max_turns":
-            return "max_turns"
+        if exit_code == 4 and self._turn_status in ("max_turns", "max_cost"):
+            return self._turn_status
         return REASON_FOR_EXIT.get(exit_code, "agent_error")

@@ -352,7 +352,7 @@ async def _run_task(
 
 def _turn_reason(status: p.TurnStatus, code: int) -> ExitReason | None:
     """The precise reason a turn's status gives (None: let the exit code say)."""
-    if status in ("max_turns", "timeout"):
+    if status in ("max_turns", "timeout", "max_cost"):
         return status
     if code in (ExitCode.INTERRUPTED, ExitCode.TERMINATED):
         return "interrupted"

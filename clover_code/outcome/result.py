@@ -31,6 +31,7 @@ ExitReason = Literal[
     "no_sandbox",
     "max_turns",
     "max_tokens",
+    "max_cost",
     "output_limit",
     "timeout",
     "interrupted",
@@ -53,6 +54,7 @@ STATUS_FOR_TURN: dict[p.TurnStatus, ResultStatus] = {
     "failed": "error",
     "max_turns": "limit",
     "timeout": "limit",
+    "max_cost": "limit",
     "interrupted": "interrupted",
 }
 """How a turn's status maps onto the result's status."""
@@ -96,6 +98,14 @@ class ResultUsage(_Frozen):
     forwards: int | None = None
     """Denoising forward passes over all requests, for a backend that reports steps."""
 
+    cached_tokens: int = 0
+    """Prompt tokens the server read from its prompt cache, over all requests."""
+
+    cost: float | None = 0.0
+    """Money the run spent, child agents and compaction summaries included, from the
+    models' prices per million tokens ([pricing.MODEL]); 0 on a local engine; null when
+    a model used has no price."""
+
 
 class SubagentUsage(_Frozen):
     """What one child agent (a ``task`` call) cost."""
@@ -113,7 +123,10 @@ class SubagentUsage(_Frozen):
     """Wall-clock seconds it ran."""
 
     status: p.TurnStatus
-    """How its turn ended: completed, failed, max_turns, timeout or interrupted."""
+    """How its turn ended: completed, failed, max_turns, timeout, max_cost or interrupted."""
+
+    cost: float | None = 0.0
+    """What its requests cost (part of usage.cost); null when its model has no price."""
 
 
 class TaskResult(_Frozen):
@@ -123,8 +136,8 @@ class TaskResult(_Frozen):
     """Always "result" (tells this line apart from the events in stream-json)."""
 
     status: ResultStatus
-    """success, error, limit (--max-turns, --timeout or --max-tokens hit) or interrupted
-    (Ctrl+C, SIGTERM)."""
+    """success, error, limit (--max-turns, --timeout, --max-tokens or --max-cost hit) or
+    interrupted (Ctrl+C, SIGTERM)."""
 
     exit_code: int
     """The process exit code (0, 1, 2, 3, 4, 130 or 143; see the README)."""
@@ -140,8 +153,8 @@ class TaskResult(_Frozen):
     matched --output-schema), usage_error, blocked (a UserPromptSubmit hook refused the
     prompt; exit 1), no_engine, no_sandbox (the sandbox asked for
     cannot run), max_turns, max_tokens (the final answer was cut at the token limit),
-    output_limit (a batch task stopped for writing past --max-output), timeout or
-    interrupted."""
+    max_cost (the money spent reached --max-cost), output_limit (a batch task stopped
+    for writing past --max-output), timeout or interrupted."""
 
     warnings: list[Text]
     """Problems that did not stop the run (a failed --auto-commit, a sandbox notice)."""

@@ -150,6 +150,11 @@ class UsageReport(_Event):
     """Tokens per denoising forward pass, for a backend that reports steps per block."""
     experts_per_layer: float | None = None
     """Mean distinct routed experts per MoE layer per block (the local hf engine)."""
+    cached_tokens: int = 0
+    """Prompt tokens the server read from its prompt cache (0: none reported)."""
+    cost: float | None = None
+    """What the response cost, from the model's price per million tokens (``pricing``);
+    0 on a local engine; null when the model has no price."""
 
 
 class TodoUpdated(_Event):
@@ -193,6 +198,8 @@ class Compacted(_Event):
     summary: str
     tokens_before: int
     tokens_after: int
+    cost: float | None = 0.0
+    """What the summary request cost (see ``UsageReport.cost``); null when unpriced."""
 
 
 class ApprovalModeChanged(_Event):
@@ -246,7 +253,7 @@ class HookRan(_Event):
     tool_name: str | None = None
 
 
-TurnStatus = Literal["completed", "interrupted", "failed", "max_turns", "timeout"]
+TurnStatus = Literal["completed", "interrupted", "failed", "max_turns", "timeout", "max_cost"]
 
 
 class TurnFinished(_Event):

@@ -224,8 +224,10 @@ class SubagentRun(_Display):
     tokens: int
     """Tokens the child generated over all its requests."""
     duration_s: float
-    status: Literal["completed", "interrupted", "failed", "max_turns", "timeout"]
+    status: Literal["completed", "interrupted", "failed", "max_turns", "timeout", "max_cost"]
     """How the child's turn ended."""
+    cost: float | None = 0.0
+    """What its requests cost (see ``UsageReport.cost``); null when a model was unpriced."""
     changed_files: list[str] = Field(default_factory=list)
     """Files its edit tools changed, relative to the workspace root (in a worktree:
     every file its work changed there)."""

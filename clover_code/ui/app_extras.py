@@ -29,7 +29,7 @@ __all__ = ["STATUS_FIELDS", "AppExtras"]
 
 STATUS_FIELDS = (
     "model", "context_used", "approval", "branch", "dirty", "busy", "speed", "sandbox",
-    "editor_mode", "jobs", "background",
+    "editor_mode", "jobs", "background", "cost",
 )  # fmt: skip
 """The status bar's attributes whose change runs the status-line command again."""
 

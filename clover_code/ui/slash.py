@@ -11,6 +11,7 @@ from clover_code.config.app_settings import KEY_ACTIONS
 from clover_code.protocol import APPROVAL_MODES
 from clover_code.ui.command_table import CommandTable, SlashCommand
 from clover_code.ui.custom import run_custom, show_skills
+from clover_code.ui.export import export
 from clover_code.ui.host import SlashHost
 from clover_code.ui.review import start_review
 from clover_code.ui.rewind import REWIND_CHOICES, fork, rewind
@@ -326,6 +327,10 @@ class SlashCommands:
     def _cmd_fork(self, arg: str) -> None:
         fork(self.app, self.transcript, self.open_path)
 
+    @TABLE.command("export", "save this session as Markdown or HTML", "[md|html] [FILE]")
+    def _cmd_export(self, arg: str) -> None:
+        export(self.app, self.transcript, arg)
+
     @TABLE.command("plan", "plan mode: explore and write a plan, change nothing", "[TASK]")
     def _cmd_plan(self, arg: str) -> None:
         self._cmd_approval("plan")
@@ -348,13 +353,18 @@ class SlashCommands:
     def _cmd_jobs(self, arg: str) -> None:
         self.transcript.add_note(jobs_text(self.app.jobs))
 
-    @TABLE.command("cost", "show the tokens used this session")
+    @TABLE.command("cost", "show the tokens and money spent this session")
     def _cmd_cost(self, arg: str) -> None:
         s = self.app.stats
+        spent = s.cost.total
+        if spent is None:
+            model = self.status_bar.model
+            cost = f'unknown: add [pricing."{model}"] (per million tokens) to your config'
+        else:
+            cost = s.cost.shown() + (", child agents included" if s.subagents else "")
         self.transcript.add_note(
             f"This session: {s.responses} model responses, {s.completion_tokens:,} tokens "
-            f"generated, {s.prompt_tokens:,} tokens in the last prompt. A local or "
-            "self-hosted engine has no per-token price."
+            f"generated, {s.prompt_tokens:,} tokens in the last prompt. Cost: {cost}."
         )
         if s.subagents:
             tokens = sum(c.tokens for c in s.subagents)

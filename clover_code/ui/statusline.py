@@ -30,7 +30,7 @@ from clover_code.ui.turn_stats import TurnStats
 from clover_code.ui.widgets.status_bar import StatusBar
 
 if TYPE_CHECKING:
-    from clover_code.agent.open import HostRun
+    from clover_code.agent.open import HookRun
 
 __all__ = ["StatusLine", "StatusLineConfig", "first_line", "status_payload"]
 
@@ -53,7 +53,7 @@ class StatusLineConfig:
 
     command: str
     """The command as configured (named in the notice when it is dropped)."""
-    run: Callable[[Mapping[str, Any]], Awaitable[HostRun]]
+    run: Callable[[Mapping[str, Any]], Awaitable[HookRun]]
     """Runs it once with this JSON on stdin."""
     interval: float
     """Seconds at least between two runs."""
@@ -119,9 +119,9 @@ def status_payload(
             "total_output_tokens": stats.completion_tokens,
         },
         "speed": {"tokens_per_second": bar.speed.tokens_per_second},
-        # A local or self-hosted engine has no per-token price.
+        # In the currency of [pricing]; null once a model without a price answered.
         "cost": {
-            "total_cost_usd": None,
+            "total_cost_usd": stats.cost.total,
             "total_duration_ms": int(1000 * max(0.0, Clock.now() - opened_at)),
         },
         "vim": {"mode": editor_mode.upper()} if editor_mode else None,
@@ -175,7 +175,7 @@ class StatusLine:
             await asyncio.sleep(max(0.0, self.config.interval - (loop.time() - began)))
 
 
-def _problem(result: HostRun) -> str | None:
+def _problem(result: HookRun) -> str | None:
     if result.problem is not None:
         return result.problem.rstrip(".")
     if result.code != 0:

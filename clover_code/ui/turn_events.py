@@ -91,6 +91,8 @@ class TurnEvents:
         app = self.app
         t = self.transcript
         bar = self.status_bar
+        app.stats.cost.see(event)
+        bar.cost = app.stats.cost.total
         if isinstance(event, p.ContentDelta):
             t.add_answer(event.text)
         elif isinstance(event, p.ReasoningDelta):
@@ -156,7 +158,7 @@ class TurnEvents:
             t.add_note("Interrupted; what arrived is kept.", "warning")
             if self.queued.restore_all(self.prompt):  # not sent after an interrupt
                 t.add_note("The queued prompts are back in the prompt.")
-        elif event.status in ("max_turns", "timeout"):
+        elif event.status in ("max_turns", "timeout", "max_cost"):
             t.add_note(f"The turn stopped: {event.status}.", "warning")
         app.refresh_git()
         following = self.queued.take_next()

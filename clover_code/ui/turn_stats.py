@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from clover_code import protocol as p
+from clover_code.protocol.cost import CostTally, money
 from clover_code.ui.clock import Clock
 from clover_code.ui.widgets.status_bar import Speed
 
@@ -27,12 +28,15 @@ class TurnStats:
         self.responses = 0
         self.subagents: list[p.SubagentRun] = []
         """What each child agent (task call) of the session cost, as it ended."""
+        self.cost = CostTally()
+        """The money the session spent (its children and summaries included)."""
         self.reset()
 
     def new_session(self) -> None:
         """Another session opened here (a fork, a resume): its counts start at zero."""
         self.prompt_tokens = self.completion_tokens = self.responses = 0
         self.subagents = []
+        self.cost = CostTally()
         self.reset()
 
     def reset(self) -> None:
@@ -68,9 +72,11 @@ class TurnStats:
         self.subagents.append(done.display)
 
     def subagents_report(self) -> str:
-        """One line per child agent: agent, tokens, time, how it ended."""
+        """One line per child agent: agent, tokens, cost, time, how it ended."""
         return "\n".join(
-            f"  {c.agent} ({c.call_id}): {c.tokens:,} tokens, {c.duration_s:.1f}s, {c.status}"
+            f"  {c.agent} ({c.call_id}): {c.tokens:,} tokens, "
+            f"{'cost unknown' if c.cost is None else money(c.cost)}, "
+            f"{c.duration_s:.1f}s, {c.status}"
             for c in self.subagents
         )
 

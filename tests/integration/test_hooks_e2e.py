@@ -156,8 +156,12 @@ async def test_pre_tool_use_blocks_rewrites_and_survives_bad_hooks(
         runs["missing-hook"].outcome == "failed"
         and "could not start" in runs["missing-hook"].message
     )
-    warnings = [e.text for e in events if isinstance(e, p.Notice) and "hook" in e.text]
+    notices = [e for e in events if isinstance(e, p.Notice) and "hook" in e.text]
+    warnings = [e.text for e in notices if e.level == "warning"]
     assert len(warnings) == 5 and all("\n" not in w for w in warnings)
+    # the approve of the rewrite onto a protected path was not taken, and it says why
+    (info,) = [e.text for e in notices if e.level == "info"]
+    assert "allow of write_file was not taken" in info
 
 
 async def test_prompt_context_stop_and_lifecycle(
@@ -335,3 +339,130 @@ async def test_approve_spares_asking_but_never_beats_a_deny_rule(
     # headless cannot ask: without the hook this call would be refused in "ask" mode
     assert ran.status == "ok" and "APPROVED-RAN" in ran.result
     assert denied.status == "denied" and not (repo / "PWNED").exists()
+
+
+ALLOW_ANSWER = (
+    "print(json.dumps({'hookSpecificOutput': {'hookEventName': 'PermissionRequest',\n"
+    "    'decision': {'behavior': 'allow'}}}))\n"
+)
+
+
+async def test_a_project_permission_request_hook_allows_only_once_trusted(
+    scripted_server: ScriptedServer, repo: Path, home: Path
+) -> None:
+    (repo / ".clover" / "hooks").mkdir(parents=True)
+    (repo / ".clover" / "hooks" / "allow.py").write_text(
+        "import json, sys\nevent = json.load(sys.stdin)\n" + ALLOW_ANSWER
+    )
+    (repo / ".clover" / "config.toml").write_text(
+        hook("PermissionRequest", f"{sys.executable} .clover/hooks/allow.py", "shell")
+    )
+    args = (
+        "--task",
+        "run it",
+        "--base-url",
+        scripted_server.base_url,
+        "--sandbox",
+        "none",
+        "--approval",
+        "ask",
+        "--output-format",
+        "stream-json",
+    )
+
+    def script_run() -> None:
+        scripted_server.enqueue(
+            sglang(lambda s: s.tool_call("shell", {"command": "echo HOOK-LET-ME"})),
+            sglang(lambda s: s.content("Done.")),
+        )
+
+    script_run()
+    code, out, err = await run_clover(repo, *args, home=home)
+    assert code == 0, err
+    events, _ = events_of(out)
+    (call,) = [e for e in events if isinstance(e, p.ToolCallFinished)]
+    # Untrusted: the hook does not run, and headless refuses what it cannot ask about.
+    assert call.status == "denied" and not hook_runs(events)
+
+    script_run()
+    code, out, err = await run_clover(repo, *args, "--trust-project", home=home)
+    assert code == 0, err
+    events, _ = events_of(out)
+    (call,) = [e for e in events if isinstance(e, p.ToolCallFinished)]
+    assert call.status == "ok" and "HOOK-LET-ME" in call.result
+    assert [(r.event, r.outcome, r.tool_name) for r in hook_runs(events)] == [
+        ("PermissionRequest", "ok", "shell")
+    ]
+
+
+async def test_acp_a_permission_request_hook_answers_for_the_editor(
+    scripted_server: ScriptedServer, repo: Path, home: Path, tmp_path: Path
+) -> None:
+    decide = script(
+        tmp_path / "hooks",
+        "decide.py",
+        "if event['tool_input']['path'] == 'ok.txt':\n"
+        + "    "
+        + ALLOW_ANSWER.replace("\n    ", "\n        ")
+        + "else:\n"
+        "    print('not that file', file=sys.stderr)\n"
+        "    sys.exit(2)\n",
+    )
+    user_config(home, hook("PermissionRequest", decide, "write_file"))
+    scripted_server.enqueue(
+        sglang(lambda s: s.tool_call("write_file", {"path": "ok.txt", "content": "x\n"})),
+        sglang(lambda s: s.tool_call("write_file", {"path": "no.txt", "content": "x\n"})),
+        sglang(lambda s: s.content("Wrote one.")),
+    )
+    client = EditorClient()
+    args = ("--base-url", scripted_server.base_url, "--sandbox", "none")
+    async with spawn_acp(client, repo, home, *args) as (conn, _proc):
+        await conn.initialize(protocol_version=1)
+        new = await conn.new_session(cwd=str(repo), mcp_servers=[])
+        done = await conn.prompt(session_id=new.session_id, prompt=[text_block("write them")])
+        assert done.stop_reason == "end_turn"
+    # Neither write asked the editor: the hook allowed one and denied the other.
+    assert client.permission_requests == []
+    assert (repo / "ok.txt").read_text() == "x\n" and not (repo / "no.txt").exists()
+    assert "not that file" in client.message_text()
+
+
+async def test_subagent_hooks_run_headless(
+    scripted_server: ScriptedServer,
+    repo: Path,
+    home: Path,
+    tmp_path: Path,
+    headless_argv: tuple[str, ...],
+) -> None:
+    log = tmp_path / "hook-log.jsonl"
+    logger = script(
+        tmp_path / "hooks",
+        "log.py",
+        f"open({str(log)!r}, 'a').write(json.dumps(event) + '\\n')\n"
+        "if event['hook_event_name'] == 'SubagentStart':\n"
+        "    print(json.dumps({'hookSpecificOutput': {'additionalContext': 'CTX-FOR-CHILD'}}))\n",
+    )
+    user_config(home, hook("SubagentStart", logger) + hook("SubagentStop", logger, "explore"))
+    scripted_server.enqueue(
+        sglang(
+            lambda s: s.tool_call(
+                "task", {"description": "look", "prompt": "find README", "agent": "explore"}
+            )
+        ),
+        sglang(lambda s: s.content("It is at the root.")),
+        sglang(lambda s: s.content("Done.")),
+    )
+    code, out, err = await run_clover(
+        repo, "--task", "look", *headless_argv, "--output-format", "stream-json", home=home
+    )
+    assert code == 0, err
+    child = scripted_server.chat_requests[1].json()["messages"][-1]["content"]
+    assert "find README" in child and "CTX-FOR-CHILD" in child
+    start, stop = [json.loads(line) for line in log.read_text().splitlines()]
+    assert (start["hook_event_name"], start["agent_type"]) == ("SubagentStart", "explore")
+    assert (stop["hook_event_name"], stop["agent_type"]) == ("SubagentStop", "explore")
+    assert stop["agent_id"] == start["agent_id"] and stop["stop_hook_active"] is False
+    assert stop["last_assistant_message"] == "It is at the root."
+    events, _ = events_of(out)
+    call = next(e for e in events if isinstance(e, p.ToolCallFinished))
+    assert call.call_id == start["agent_id"]

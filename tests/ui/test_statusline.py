@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from clover_code.agent.open import HostRun
+from clover_code import protocol as p
+from clover_code.agent.open import HookRun
 from clover_code.config.settings import Settings, load_settings
 from clover_code.ui.app import CloverApp
 from clover_code.ui.options import AppOptions
@@ -89,8 +90,31 @@ async def test_the_first_line_is_shown_with_its_colours_and_nothing_else(
     assert seen["workspace"]["project_dir"] == "/work/demo" and seen["cwd"] == str(repo)
     assert seen["approval_mode"] == "ask" and seen["engine"] == "remote"
     assert set(seen["context_window"]) >= {"used_percentage", "total_input_tokens"}
-    assert seen["cost"]["total_cost_usd"] is None and "branch" in seen["git"]
+    assert seen["cost"]["total_cost_usd"] == 0 and "branch" in seen["git"]  # nothing spent yet
     assert seen["jobs"] == 0 and seen["background_agents"] == 0
+
+
+async def test_the_command_gets_the_money_spent(repo: Path, tmp_path: Path) -> None:
+    (tmp_path / "line.py").write_text(SCRIPT)
+    log = tmp_path / "stdin.jsonl"
+    settings = settings_with(tmp_path, repo, python(tmp_path / "line.py", log))
+    turn = [
+        e.model_copy(update={"cost": 0.0125}) if isinstance(e, p.UsageReport) else e
+        for e in scenes.tool_with_diff()
+    ]
+    app = replay_app(
+        scenes.OPEN, [turn], cwd=repo, options=app_options(settings, repo, lambda: settings)
+    )
+
+    def costs() -> list[object]:
+        lines = log.read_text().splitlines() if log.exists() else []
+        return [json.loads(line)["cost"]["total_cost_usd"] for line in lines]
+
+    async with app.run_test(size=(120, 30)) as pilot:
+        await until(pilot, lambda: app.started is not None, message="the session")
+        app.composer.input.insert("fix add")
+        await pilot.press("enter")
+        await until(pilot, lambda: 0.0125 in costs(), message="a run after the priced response")
 
 
 async def test_a_failing_command_is_dropped_with_one_notice(repo: Path, tmp_path: Path) -> None:
@@ -135,9 +159,9 @@ async def test_runs_are_at_least_the_interval_apart() -> None:
     """The throttle alone, with an in-process stand-in for the command's run."""
     runs: list[float] = []
 
-    async def run(payload: Mapping[str, Any]) -> HostRun:
+    async def run(payload: Mapping[str, Any]) -> HookRun:
         runs.append(time.monotonic())
-        return HostRun(0, f"run {len(runs)}\n", "")
+        return HookRun(0, f"run {len(runs)}\n", "")
 
     shown: list[str] = []
     line = StatusLine(

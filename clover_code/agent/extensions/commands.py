@@ -49,7 +49,7 @@ BUILTIN_COMMANDS = frozenset(
     {
         "help", "model", "approval", "sandbox", "undo", "rewind", "diff", "compact", "clear",
         "sessions", "resume", "retry", "cost", "quit", "exit", "skills", "fork", "plan", "review",
-        "jobs",
+        "jobs", "export",
     }
 )  # fmt: skip
 """The app's own slash commands (and a few it is getting): they win on a clash."""

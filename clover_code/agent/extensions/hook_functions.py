@@ -4,10 +4,12 @@ A ``HookFunction`` stands where a configured hook program would
 (``hooks.HookRunner`` runs both, in order): it is called with the same JSON
 object a program gets on stdin and answers with a ``HookReply`` (or None: go
 on), which is judged exactly like a program's JSON output: ``block`` refuses
-the call or prompt with ``reason``, ``approve`` spares asking the user (deny
-rules, the mode's refusals and protected paths still apply), ``tool_input``
-replaces a PreToolUse call's arguments (validated like the model's own) and
-``context`` is added to the model's context (UserPromptSubmit, SessionStart).
+the call or prompt with ``reason`` (PermissionRequest: denies; Stop, SubagentStop:
+sends the model back to work with it), ``approve`` spares asking the user
+(PreToolUse, PermissionRequest; deny rules, the mode's refusals and protected
+paths still apply), ``tool_input`` replaces a PreToolUse call's arguments
+(validated like the model's own) and ``context`` is added to the model's context
+(UserPromptSubmit, SessionStart; SubagentStart: the child's).
 
 A coroutine function is awaited (its ``timeout`` applies); a plain function
 runs on the event loop, so one that waits should be a coroutine. An exception
@@ -40,7 +42,7 @@ class HookReply:
     tool_input: Mapping[str, Any] | None = None
     """PreToolUse: the arguments to use instead of the model's."""
     context: str = ""
-    """UserPromptSubmit, SessionStart: text added to the model's context."""
+    """UserPromptSubmit, SessionStart, SubagentStart: text added to the model's context."""
 
     def as_json(self) -> str:
         """The reply as a hook program's JSON output."""
@@ -64,7 +66,8 @@ class HookFunction:
 
     function: HookCallable
     matcher: str = ""
-    """Regular expression over tool names (PreToolUse, PostToolUse); empty: every tool."""
+    """Regular expression over tool names (PreToolUse, PostToolUse, PermissionRequest)
+    or agent names (SubagentStart, SubagentStop); empty: every one."""
     timeout: float = 60.0
     """Seconds a coroutine function may take before it is cancelled."""
 

@@ -9,26 +9,33 @@ of tool names:
 
 - the program gets one JSON object on stdin: ``hook_event_name``,
   ``session_id``, ``transcript_path``, ``cwd`` and, per event, ``prompt``,
-  ``tool_name``, ``tool_input``, ``tool_response``, and for ``Notification``
-  ``message``, ``title`` and ``notification_type`` (``permission_prompt``: an
-  approval waits; ``idle_prompt``: the prompt waits after a turn), which its
-  matcher is matched against (a front end sends ``protocol.Notify`` when it
-  tells the user, and the session runs these hooks then);
+  ``tool_name``, ``tool_input``, ``tool_response``, ``agent_id``,
+  ``agent_type`` (``hook_calls`` builds those of the approval and child events),
+  and for ``Notification`` ``message``, ``title`` and ``notification_type``
+  (``permission_prompt``: an approval waits; ``idle_prompt``: the prompt waits
+  after a turn), which its matcher is matched against (a front end sends
+  ``protocol.Notify`` when it tells the user, and the session runs these hooks
+  then);
 - exit 0 lets things go on; the stdout of ``UserPromptSubmit`` and
   ``SessionStart`` is added to the model's context;
 - exit 2 blocks: stderr is the reason (``PreToolUse``: the call is refused
   with it; ``UserPromptSubmit``: the prompt is refused and the user told;
-  ``PostToolUse``: it is added to the result; ``Stop``: the model goes on
-  with it as the next instruction);
+  ``PostToolUse``: it is added to the result; ``Stop`` and ``SubagentStop``:
+  the model (the child's) goes on with it as the next instruction;
+  ``PermissionRequest``: the call is denied with it);
 - any other exit is a warning to the user, and things go on;
 - stdout may be a JSON object for finer control: ``decision`` (``block`` or
   ``approve``), ``reason``, ``additionalContext``, and for ``PreToolUse`` a
   replacement ``tool_input`` (Claude Code's ``hookSpecificOutput`` with
-  ``permissionDecision``/``updatedInput`` is read too).
+  ``permissionDecision``/``updatedInput`` is read too, and PermissionRequest's
+  ``decision`` object: ``behavior`` ``allow`` or ``deny``, ``message``).
 
-What "approve" means here: the call runs without asking the user, but deny
-rules, refusals of the approval mode (read-only) and protected paths still
-apply; a replaced ``tool_input`` is validated and judged like the model's own.
+What "approve" (or a PermissionRequest's allow) means here: the call runs
+without asking the user, and only where the loosest approval mode allowed
+(full-auto, or the administrator's ``max_approval``) would run it without
+asking: deny rules, refusals of the approval mode (read-only), protected paths
+and commands the check cannot vouch for still hold (``agent.permissions``). A
+replaced ``tool_input`` is validated and judged like the model's own.
 
 Hooks run on the host (they are the user's programs) in the workspace, with
 their argv split from the configured command (``shlex``); the model's data
@@ -39,9 +46,6 @@ reported in one sentence and the session goes on.
 An SDK program's hooks are Python functions (``hook_functions``), run after the
 configured ones with the same data and judged the same way.
 
-``run_host_program`` is that run alone, for other configured host programs
-(the app's status line), with the same check first.
-
 Before every run the command is checked (``host_programs``): a script or
 program in the workspace runs only with the bytes the user trusted, and a
 user-level command never resolves into the workspace. A refused hook is
@@ -51,13 +55,7 @@ PreToolUse hook blocks the call (its check did not run), with that reason.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import json
-import os
 import re
-import shlex
-import signal
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,7 +63,8 @@ from typing import Any
 
 from clover_code import protocol as p
 from clover_code.agent.extensions.hook_functions import HookFunction, call_hook_function
-from clover_code.agent.extensions.host_programs import HostPrograms, Refused
+from clover_code.agent.extensions.hook_process import HookRun, run_program
+from clover_code.agent.extensions.host_programs import HostPrograms
 from clover_code.config.settings import HookConfig, HookEvent
 from clover_code.protocol.json_text import loads_bounded
 
@@ -74,10 +73,8 @@ __all__ = [
     "AnyHook",
     "HookOutcome",
     "HookRunner",
-    "HostRun",
     "notification_hooks",
     "prompt_hooks",
-    "run_host_program",
     "stop_hooks",
 ]
 
@@ -89,15 +86,20 @@ HOOK_EVENTS: tuple[HookEvent, ...] = (
     "PreCompact",
     "Stop",
     "SessionEnd",
+    "PermissionRequest",
+    "SubagentStart",
+    "SubagentStop",
     "Notification",
 )
 BLOCK_EXIT = 2
 """The exit status that blocks (Claude Code's)."""
 MAX_CONTEXT_CHARS = 10_000
 """Most characters of one hook's output added to the model's context."""
-_TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse"})
-_MATCHED_EVENTS = _TOOL_EVENTS | {"Notification"}
-"""Events whose hooks have a matcher: over the tool name, or the notification's type."""
+_TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PermissionRequest"})
+_AGENT_EVENTS = frozenset({"SubagentStart", "SubagentStop"})
+"""Events whose matcher is over agent names (the payload's ``agent_type``)."""
+_NOTIFICATION_EVENTS = frozenset({"Notification"})
+"""Events whose matcher is over the payload's ``notification_type``."""
 
 AnyHook = HookConfig | HookFunction
 """A configured hook program, or a function of the program that embeds the agent."""
@@ -114,20 +116,6 @@ class HookOutcome:
     """A replacement for the tool call's arguments (PreToolUse)."""
     context: list[str] = field(default_factory=list)
     """Text to add to the model's context (UserPromptSubmit, SessionStart)."""
-
-
-@dataclass(slots=True)
-class HostRun:
-    """How one run of a configured host program went."""
-
-    code: int | None
-    """Its exit status (None: it did not run, or did not finish)."""
-    stdout: str
-    stderr: str
-    problem: str | None = None
-    """Why it did not run or finish, as the end of a sentence (``it could not start ...``)."""
-    refused: bool = False
-    """The check before the run refused it (``problem`` says why)."""
 
 
 class HookRunner:
@@ -192,15 +180,11 @@ class HookRunner:
         return bool(self.hooks.get(event))
 
     async def run(
-        self,
-        event: HookEvent,
-        data: Mapping[str, Any] | None = None,
-        *,
-        tool: str | None = None,
-        match: str | None = None,
+        self, event: HookEvent, data: Mapping[str, Any] | None = None, *, tool: str | None = None
     ) -> HookOutcome:
-        """Run the hooks of ``event`` (those whose matcher fits ``tool``, or ``match``
-        for an event matched on something else) in order.
+        """Run the hooks of ``event`` (those whose matcher fits ``tool``, or the
+        payload's ``agent_type`` for the child agent events, its ``notification_type``
+        for Notification) in order.
 
         The first hook that blocks ends the run; a replaced ``tool_input`` is
         passed on to the hooks after it.
@@ -213,18 +197,22 @@ class HookRunner:
             "cwd": str(self.root),
             **(data or {}),
         }
-        subject = tool if tool is not None else match
+        subject = tool if event in _TOOL_EVENTS else None
+        if event in _AGENT_EVENTS:
+            subject = str(payload.get("agent_type", ""))
+        if event in _NOTIFICATION_EVENTS:
+            subject = str(payload.get("notification_type", ""))
         for config in self.hooks.get(event, []):
-            matched = not config.matcher or subject is None or re.fullmatch(config.matcher, subject)
-            if event in _MATCHED_EVENTS and not matched:
+            if config.matcher and subject is not None and not re.fullmatch(config.matcher, subject):
                 continue
             if isinstance(config, HookFunction):
                 called = await call_hook_function(config, payload)
-                run = HostRun(
-                    0 if called.problem is None else None, called.output, "", called.problem
-                )
+                code = 0 if called.problem is None else None
+                run = HookRun(code, called.output, "", called.problem)
             else:
-                run = await self._execute(config, payload)
+                run = await run_program(
+                    config, payload, root=self.root, programs=self.programs, retrust=self.retrust
+                )
             self._judge(event, config, run, outcome, tool)
             if outcome.blocked:
                 break
@@ -232,21 +220,11 @@ class HookRunner:
                 payload["tool_input"] = outcome.tool_input
         return outcome
 
-    async def _execute(self, config: HookConfig, payload: Mapping[str, Any]) -> HostRun:
-        return await run_host_program(
-            config.command,
-            payload,
-            programs=self.programs,
-            root=self.root,
-            timeout=config.timeout,
-            retrust=self.retrust,
-        )
-
     def _judge(
         self,
         event: HookEvent,
         config: AnyHook,
-        run: HostRun,
+        run: HookRun,
         outcome: HookOutcome,
         tool: str | None,
     ) -> None:
@@ -308,14 +286,25 @@ class HookRunner:
         specific = specific if isinstance(specific, dict) else {}
         decision = data.get("decision")
         permission = specific.get("permissionDecision")
+        # PermissionRequest answers with an object: {"behavior": "allow" | "deny", "message"}.
+        answer = specific.get("decision")
+        answer = answer if isinstance(answer, dict) else {}
+        behavior = answer.get("behavior")
         reason = data.get("reason") or specific.get("permissionDecisionReason") or ""
-        reason = str(reason)
-        if decision == "block" or permission == "deny":
+        reason = str(reason or answer.get("message") or "")
+        if decision == "block" or permission == "deny" or behavior == "deny":
             outcome.blocked = True
             outcome.reason = reason or "a hook blocked this."
             self._report(event, config, "blocked", _one_line(outcome.reason), tool)
             return
-        if decision == "approve" or permission == "allow":
+        if answer.get("updatedInput") is not None:
+            # The ruling was on the call as the model made it: other arguments would need
+            # another, so such an allow is not taken (the user is asked as usual).
+            self._report(
+                event, config, "failed", "its updatedInput is not supported; ignored.", tool
+            )
+            return
+        if decision == "approve" or permission == "allow" or behavior == "allow":
             outcome.approved = True
         new_input = data.get("tool_input", specific.get("updatedInput"))
         if event == "PreToolUse" and new_input is not None:
@@ -376,67 +365,6 @@ async def stop_hooks(hooks: HookRunner | None, active: bool, last: str) -> str |
     return f"[A Stop hook asks you to go on] {outcome.reason}" if outcome.blocked else None
 
 
-async def run_host_program(
-    command: str,
-    payload: Mapping[str, Any],
-    *,
-    programs: HostPrograms,
-    root: Path,
-    timeout: float,
-    retrust: Callable[[str], Awaitable[bool]] | None = None,
-) -> HostRun:
-    """Run a configured host program as a hook runs: ``command`` split into words and
-    checked (``programs``; ``retrust`` may ask about a changed trusted script), in
-    ``root``, with ``payload`` as JSON on stdin, its process group killed after
-    ``timeout`` seconds (and when it ends, for what it left behind)."""
-    try:
-        argv = shlex.split(command)
-    except ValueError as exc:
-        return HostRun(None, "", "", f"its command cannot be split into words ({exc})")
-    if not argv:
-        return HostRun(None, "", "", "its command is empty")
-    prepared = programs.prepare(argv)
-    changed = prepared.changed if isinstance(prepared, Refused) else None
-    # Checked again after the answer: bytes changed since the diff do not run.
-    if changed and retrust is not None and await retrust(changed):
-        prepared = programs.prepare(argv)
-    if isinstance(prepared, Refused):
-        return HostRun(None, "", "", f"it was not run: {prepared.reason}.", refused=True)
-    env = {**os.environ, "PATH": prepared.path_env, "CLOVER_PROJECT_DIR": str(root)}
-    try:
-        proc = await asyncio.create_subprocess_exec(
-            *prepared.argv,
-            cwd=root,
-            env=env,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,  # its own process group, killed as a whole
-        )
-    except OSError as exc:
-        return HostRun(None, "", "", f"it could not start ({exc.strerror or exc})")
-    data = json.dumps(payload).encode()
-    try:
-        out, err = await asyncio.wait_for(proc.communicate(data), timeout)
-    except TimeoutError:
-        _kill_group(proc.pid)
-        await proc.wait()
-        return HostRun(None, "", "", f"it did not finish within {timeout:g} s and was killed")
-    except BaseException:
-        _kill_group(proc.pid)
-        raise
-    finally:
-        # Children it left behind in its group go too.
-        _kill_group(proc.pid)
-    stdout = out.decode("utf-8", errors="replace")
-    stderr = err.decode("utf-8", errors="replace")
-    code = proc.returncode
-    if code is not None and code < 0:
-        name = _signal_name(-code)
-        return HostRun(code, stdout, stderr, f"it was killed by {name}")
-    return HostRun(code, stdout, stderr)
-
-
 async def notification_hooks(
     hooks: HookRunner | None, message: str, notification_type: str, title: str
 ) -> None:
@@ -445,22 +373,10 @@ async def notification_hooks(
     if hooks is None or not hooks.has("Notification"):
         return
     data = {"message": message, "title": title, "notification_type": notification_type}
-    await hooks.run("Notification", data, match=notification_type)
+    await hooks.run("Notification", data)
 
 
 def _one_line(text: str) -> str:
     """The first non-empty line of ``text``, at most 300 characters."""
     line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
     return line[:300]
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
-
-
-def _kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from clover_code import protocol as p
 from clover_code.agent.extensions.agent_defs import AgentDefinition
 from clover_code.git.worktree_merge import MergeBack
+from clover_code.protocol.cost import CostTally
 from clover_code.tools.base import ToolResult
 
 __all__ = ["ChildOutcome", "ChildWatch", "SubagentStats", "report"]
@@ -23,6 +24,7 @@ _WHY = {
     "max_turns": "stopped at its request limit (subagent_max_turns)",
     "timeout": "hit its time limit (subagent_timeout)",
     "interrupted": "was interrupted",
+    "max_cost": "stopped at the session's cost budget (max_cost)",
 }
 
 
@@ -36,6 +38,8 @@ class SubagentStats:
     """Tokens the child generated, over all its requests."""
     duration_s: float
     status: p.TurnStatus
+    cost: float | None = 0.0
+    """What its requests cost; None when a model it used has no price."""
 
     def as_display(self, changed: list[str]) -> p.SubagentRun:
         """The stats (and the files the child changed) as the task call's display."""
@@ -46,21 +50,24 @@ class SubagentStats:
             duration_s=round(self.duration_s, 3),
             status=self.status,
             changed_files=changed,
+            cost=None if self.cost is None else round(self.cost, 8),
         )
 
 
 @dataclass(slots=True)
 class ChildWatch:
-    """Follows a child's events: tokens, files it changed, its last error."""
+    """Follows a child's events: tokens, money, files it changed, its last error."""
 
     token_limit: int
     tokens: int = 0
+    cost: CostTally = field(default_factory=CostTally)
     changed: list[str] = field(default_factory=list)
     last_error: str | None = None
     over_limit: str | None = None
 
     def see(self, event: p.Event) -> None:
         """Take note of one of the child's events."""
+        self.cost.see(event)
         if isinstance(event, p.UsageReport):
             self.tokens += event.completion_tokens
             if self.tokens > self.token_limit and self.over_limit is None:
@@ -111,6 +118,7 @@ class ChildOutcome:
             self.watch.tokens,
             self.ended - self.started,
             status,
+            self.watch.cost.total,
         )
 
 

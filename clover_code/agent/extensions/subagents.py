@@ -6,7 +6,9 @@ session), approver and tool hooks; it gets the parent's tools filtered by its
 definition (``agent_defs``), never the task tools themselves, so children
 cannot start children. Its conversation is not written to the transcript;
 each of its events reaches the parent's front ends wrapped in a
-``SubagentEvent`` that carries the parent's call id.
+``SubagentEvent`` that carries the parent's call id. The SubagentStart and
+SubagentStop hooks run at the start and end of a child's run
+(``hook_calls.child_run``).
 
 Several children run at once (bounded by ``max_subagents``), and their
 requests go to the engine at the same time: a remote server serves them
@@ -36,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from clover_code import protocol as p
 from clover_code.agent.extensions.agent_defs import READ_KINDS, AgentDefinition, Isolation
 from clover_code.agent.extensions.background import BackgroundChildren
+from clover_code.agent.extensions.hook_calls import child_run
 from clover_code.agent.extensions.isolation import ChildWorktree
 from clover_code.agent.extensions.subagent_report import (
     ChildOutcome,
@@ -327,6 +330,7 @@ class SubagentRunner:
             record_history=lambda history: None,
             spill=parent.dispatch.spill,
             count_text=parent.counter.count_text,
+            spend=parent.spend,  # the session's budget counts its children
         )
         # What the user allowed this session, and their tool hooks, hold for children too;
         # the lifecycle hooks (prompt, stop, session) stay the parent's.
@@ -336,7 +340,15 @@ class SubagentRunner:
         started = time.monotonic()
         # Its own task: a child's turn handles its own interruption, and must not
         # swallow the parent's (the parent's cancel goes on up after the child stops).
-        turn = asyncio.create_task(child.run_turn(prompt))
+        run = child_run(
+            child.run_turn,
+            prompt,
+            parent.dispatch.hooks,  # SubagentStart before its turn, SubagentStop after
+            agent_id=call_id,
+            agent_type=definition.name,
+            max_requests=self.settings.subagent_max_turns,
+        )
+        turn = asyncio.create_task(run)
         if on_turn is not None:
             on_turn(turn)
         try:

@@ -24,6 +24,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from clover_code import protocol as p
+from clover_code.agent.extensions.hook_calls import permission_request
 from clover_code.agent.extensions.hooks import HookRunner
 from clover_code.agent.permissions.approval import ApprovalRequest, Approver
 from clover_code.agent.permissions.edit_preview import EditAllowance, preview_edit
@@ -71,8 +72,11 @@ class ToolDispatcher:
         emit: p.Emit,
         on_todo: Callable[[list[dict[str, Any]]], None],
         hooks: HookRunner | None = None,
+        ceiling: ApprovalMode = "full-auto",
     ) -> None:
         self.tools = {tool.name: tool for tool in tools}
+        self.ceiling: ApprovalMode = ceiling
+        """The loosest approval mode allowed (an administrator's max_approval)."""
         self.context = context
         self.approver = approver
         self.approval_mode: ApprovalMode = approval_mode
@@ -108,6 +112,15 @@ class ToolDispatcher:
             else:
                 screened = screen_arguments(call.arguments, limits={}, default_limit=CONTENT_LIMIT)
             call.arguments, call.problem, call.screened = screened.arguments, screened.problem, True
+
+    def may_change_things(self, calls: list[ToolCall]) -> bool:
+        """Whether a call may have effects (an edit, a command, an MCP tool, a child
+        agent): only reads, searches and fetches are known to have none."""
+        for call in calls:
+            tool = self.tools.get(call.name)
+            if tool is not None and tool.kind not in ("read", "search", "fetch"):
+                return True
+        return False
 
     async def run_calls(self, calls: list[ToolCall], turn: TurnOptions) -> None:
         """Run calls in order; consecutive read-only (or ``concurrent``) calls run concurrently."""
@@ -250,8 +263,9 @@ class ToolDispatcher:
     ) -> str | None:
         """None when the call may run, else the refusal the model sees.
 
-        ``approved`` (a hook's "approve") spares asking the user, never more:
-        deny rules, the mode's refusals and protected paths still stand."""
+        ``approved`` (a PreToolUse hook's "approve") and a PermissionRequest hook's
+        allow spare asking the user, never more: deny rules, the mode's refusals,
+        protected paths and the administrator's limit still stand."""
         arguments = args.model_dump()
         command = arguments.get("command")
         shell = tool.name == "shell" and isinstance(command, str)
@@ -269,9 +283,14 @@ class ToolDispatcher:
                 self.context.workspace.resolve(path, write=True)
             except WorkspaceError as exc:
                 return f"refused: {exc}."
-        if approved and not ruling.protected:
+        if approved and self._hook_may_allow(tool, arguments):
             return None
         if self.edits.covers(path):
+            return None
+        hooked = await permission_request(self.hooks, tool.name, call.arguments)
+        if hooked.behavior == "deny":
+            return f"denied by a PermissionRequest hook: {hooked.message or 'no reason given.'}"
+        if hooked.behavior == "allow" and self._hook_may_allow(tool, arguments):
             return None
         prefix = self.policy.session_prefix(command) if shell else None
         # Only approvers that show it get the dry run (an editor's would cost a file read).
@@ -297,6 +316,18 @@ class ToolDispatcher:
             return None
         reason = answer.feedback or "the user did not allow this call."
         return f"denied: {reason} ({ruling.reason})"
+
+    def _hook_may_allow(self, tool: Tool[Any], arguments: dict[str, Any]) -> bool:
+        """Whether a hook's allow may spare asking: where the ceiling mode would run the
+        call without asking (else a notice says why not)."""
+        ruling = self.policy.decide(
+            self.ceiling, tool.name, tool.kind, arguments, on_host=tool.runs_on_host
+        )
+        if ruling.verdict != "allow":
+            self.emit(
+                p.Notice(text=f"a hook's allow of {tool.name} was not taken: {ruling.reason}")
+            )
+        return ruling.verdict == "allow"
 
     async def _execute(
         self,

@@ -19,6 +19,7 @@ from clover_code.agent.permissions.policy import PermissionPolicy
 from clover_code.agent.turn.background import BackgroundWork
 from clover_code.agent.turn.compaction import compact
 from clover_code.agent.turn.context import Budget, TokenCounter
+from clover_code.agent.turn.cost import Metered, Spend
 from clover_code.agent.turn.dispatch import ToolDispatcher
 from clover_code.agent.turn.nested import NestedInstructions
 from clover_code.agent.turn.options import PLAIN_TURN, TurnLimits, TurnOptions
@@ -59,14 +60,20 @@ class Agent:
         messages: list[Message] | None = None,
         count_text: Callable[[str], int] | None = None,
         hooks: HookRunner | None = None,
+        spend: Spend | None = None,
         background: BackgroundWork | None = None,
+        commit: Callable[[], None] | None = None,
     ) -> None:
         self.backend = backend
         self.settings = settings
+        self.spend = spend or Spend(settings.pricing, settings.max_cost)
+        """What the session's requests cost (a child shares its parent's)."""
         self.limits = limits
         self.system_prompt = system_prompt
         self.emit = emit
         self._record = record_message
+        self._commit = commit or (lambda: None)
+        """Makes what was recorded durable (the transcript's group commit)."""
         self.messages: list[Message] = list(messages or [])
         self.dispatch = ToolDispatcher(
             tools=tools,
@@ -82,6 +89,7 @@ class Agent:
             emit=emit,
             on_todo=self._set_todo,
             hooks=hooks,
+            ceiling=settings.managed.approval_or("full-auto"),
         )
         self.hooks = hooks
         self.background = background
@@ -175,6 +183,7 @@ class Agent:
             token_limit=status == "completed" and state.token_limit,
         )
         self.emit(finished)
+        self._commit()
         return finished
 
     def _refused(self, text: str, reason: str) -> p.TurnFinished:
@@ -201,11 +210,17 @@ class Agent:
                 )
                 return "max_turns"
             await self._take_background()
+            budget = self.spend.limit(self.backend.name, self.backend.model)
+            if budget is not None:
+                self.emit(p.ErrorEvent(message=budget.message))
+                return budget.status
             state.requests += 1
             overflow = await self._fit_context()
             if overflow is not None:
                 self.emit(p.ErrorEvent(message=str(overflow)))
                 return "failed"
+            # The step's one fsync: the previous step is durable before the next begins.
+            self._commit()
             failure = await self._respond(state, options)
             if failure is not None:
                 # Calls of a failed response never run; what text arrived is kept.
@@ -236,6 +251,8 @@ class Agent:
                     continue
                 state.final_text = "".join(state.content)
                 return "completed"
+            if self.dispatch.may_change_things(calls):
+                self._commit()  # the calls are on disk before anything they do
             await self.dispatch.run_calls(calls, options)
             added = self.nested.annotate(calls)
             if added:
@@ -291,6 +308,7 @@ class Agent:
             counter=self.counter,
             estimated_prompt=self.counter.prompt(self.system_prompt, self.messages, self._specs),
             block=self._block,
+            spend=self.spend,
         )
         return failure
 
@@ -320,8 +338,9 @@ class Agent:
         # The system prompt and tool schemas are always sent: only the rest of
         # the budget is there for the history.
         fixed = TokenCounter(self.counter.count_text).prompt(self.system_prompt, [], self._specs)
+        metered = Metered(self.backend, self.spend)  # the summary costs money too
         history, summary = await compact(
-            self.backend,
+            metered,
             self.messages,
             self.counter,
             # Asked for (/compact), everything before the newest message is summarised:
@@ -336,7 +355,14 @@ class Agent:
         self.counter.reset()
         self._record_history(history)
         after = self.counter.prompt(self.system_prompt, self.messages, self._specs)
-        self.emit(p.Compacted(summary=summary, tokens_before=before, tokens_after=after))
+        self.emit(
+            p.Compacted(
+                summary=summary,
+                tokens_before=before,
+                tokens_after=after,
+                cost=None if metered.cost is None else round(metered.cost, 8),
+            )
+        )
 
     def clear(self) -> None:
         """Forget the conversation (the ``/clear`` command); the transcript keeps it."""

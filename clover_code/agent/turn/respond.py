@@ -8,6 +8,7 @@ arrived into the message the conversation keeps.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from contextlib import aclosing
@@ -16,6 +17,7 @@ from typing import Literal
 
 from clover_code import protocol as p
 from clover_code.agent.turn.context import TokenCounter
+from clover_code.agent.turn.cost import Spend
 from clover_code.agent.turn.dispatch import ToolCall
 from clover_code.config.settings import Settings
 from clover_code.engine import events as ev
@@ -50,80 +52,112 @@ async def stream_response(
     counter: TokenCounter,
     estimated_prompt: int,
     block: int,
+    spend: Spend,
 ) -> tuple[CloverError | None, int]:
-    """Stream one model response into ``state``; return the failure, if any, and the
-    number of the next diffusion block (``block`` is the first one's)."""
+    """Stream one model response into ``state``, its cost charged to ``spend``; return the
+    failure, if any, and the number of the next diffusion block (``block`` is the first
+    one's)."""
     failure: CloverError | None = None
     tokens = blocks = steps = step_tokens = 0
     first_block: float | None = None
-    prompt_tokens = completion_tokens = 0
+    prompt_tokens = completion_tokens = cached_tokens = 0
     experts: float | None = None
+    arrived = False  # anything came back: the request was read, and is paid for
     # Left "streaming" if cancelled mid-stream, so _close_partial knows.
     state.phase = "streaming"
     state.token_limit = False
-    async with aclosing(backend.stream(request)) as stream:
-        async for event in stream:
-            if isinstance(event, ev.BlockCommitted):
-                first_block = first_block or time.monotonic()
-                tokens += event.token_count
-                blocks += 1
-                if event.steps:
-                    steps += event.steps
-                    step_tokens += event.token_count
-                emit(
-                    p.BlockCommitted(
-                        block=block,
-                        text=event.text,
-                        token_count=event.token_count,
-                        steps=event.steps,
+    try:
+        async with aclosing(backend.stream(request)) as stream:
+            async for event in stream:
+                arrived = True
+                if isinstance(event, ev.BlockCommitted):
+                    first_block = first_block or time.monotonic()
+                    tokens += event.token_count
+                    blocks += 1
+                    if event.steps:
+                        steps += event.steps
+                        step_tokens += event.token_count
+                    emit(
+                        p.BlockCommitted(
+                            block=block,
+                            text=event.text,
+                            token_count=event.token_count,
+                            steps=event.steps,
+                        )
                     )
-                )
-                block += 1
-            elif isinstance(event, ev.ContentDelta):
-                state.content.append(event.text)
-                emit(p.ContentDelta(text=event.text))
-            elif isinstance(event, ev.ReasoningDelta):
-                state.reasoning.append(event.text)
-                emit(p.ReasoningDelta(text=event.text))
-            elif isinstance(event, ev.ToolCallEnd):
-                state.calls.append(
-                    ToolCall(event.id, event.name, event.arguments, parse_error=event.error)
-                )
-            elif isinstance(event, ev.BlockDraft):
-                emit(
-                    p.BlockDraft(
-                        block=block,
-                        step=event.step,
-                        tokens=[
-                            None if m else t
-                            for t, m in zip(event.tokens, event.masked, strict=True)
-                        ],
-                        confidences=event.confidences,
+                    block += 1
+                elif isinstance(event, ev.ContentDelta):
+                    state.content.append(event.text)
+                    emit(p.ContentDelta(text=event.text))
+                elif isinstance(event, ev.ReasoningDelta):
+                    state.reasoning.append(event.text)
+                    emit(p.ReasoningDelta(text=event.text))
+                elif isinstance(event, ev.ToolCallEnd):
+                    state.calls.append(
+                        ToolCall(event.id, event.name, event.arguments, parse_error=event.error)
                     )
-                )
-            elif isinstance(event, ev.Usage):
-                prompt_tokens, completion_tokens = event.prompt_tokens, event.completion_tokens
-                experts = event.experts_per_layer
-            elif isinstance(event, ev.Failed):
-                failure = event.error
-            elif isinstance(event, ev.Finished) and event.reason == "length":
-                state.token_limit = True
-                emit(p.Notice(level="warning", text="the response hit the token limit."))
+                elif isinstance(event, ev.BlockDraft):
+                    emit(
+                        p.BlockDraft(
+                            block=block,
+                            step=event.step,
+                            tokens=[
+                                None if m else t
+                                for t, m in zip(event.tokens, event.masked, strict=True)
+                            ],
+                            confidences=event.confidences,
+                        )
+                    )
+                elif isinstance(event, ev.Usage):
+                    prompt_tokens, completion_tokens = event.prompt_tokens, event.completion_tokens
+                    experts, cached_tokens = event.experts_per_layer, event.cached_tokens
+                elif isinstance(event, ev.Failed):
+                    failure = event.error
+                elif isinstance(event, ev.Finished) and event.reason == "length":
+                    state.token_limit = True
+                    emit(p.Notice(level="warning", text="the response hit the token limit."))
+    except asyncio.CancelledError:
+        # Interrupted: what the server read and generated so far is paid for all the same.
+        if arrived:
+            usage = ev.Usage(
+                prompt_tokens or estimated_prompt,
+                completion_tokens or tokens,
+                cached_tokens=cached_tokens,
+            )
+            cost = spend.charge(backend.name, backend.model, usage)
+            emit(_usage_report(usage, cost, settings.context_window))
+        raise
     state.phase = "idle"
     elapsed = time.monotonic() - first_block if first_block else 0.0
+    usage = ev.Usage(
+        prompt_tokens or estimated_prompt, completion_tokens or tokens, cached_tokens=cached_tokens
+    )
+    # A request that failed before anything came back is not billed.
+    unbilled = failure is not None and not prompt_tokens and not usage.completion_tokens
+    cost = 0.0 if unbilled else spend.charge(backend.name, backend.model, usage)
     emit(
-        p.UsageReport(
-            prompt_tokens=prompt_tokens or estimated_prompt,
-            completion_tokens=completion_tokens or tokens,
-            context_window=settings.context_window,
-            tokens_per_second=tokens / elapsed if elapsed > 0 else None,
-            blocks_per_second=blocks / elapsed if elapsed > 0 else None,
-            tokens_per_forward=step_tokens / steps if steps else None,
-            experts_per_layer=experts,
+        _usage_report(usage, cost, settings.context_window).model_copy(
+            update={
+                "tokens_per_second": tokens / elapsed if elapsed > 0 else None,
+                "blocks_per_second": blocks / elapsed if elapsed > 0 else None,
+                "tokens_per_forward": step_tokens / steps if steps else None,
+                "experts_per_layer": experts,
+            }
         )
     )
     counter.reported(prompt_tokens, len(request.messages) - 1)
     return failure, block
+
+
+def _usage_report(usage: ev.Usage, cost: float | None, window: int) -> p.UsageReport:
+    """The usage event of one response, priced at ``cost`` (None: unknown)."""
+    return p.UsageReport(
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+        context_window=window,
+        cached_tokens=usage.cached_tokens,
+        cost=None if cost is None else round(cost, 8),
+    )
 
 
 def wire_messages(messages: list[Message]) -> list[Message]:

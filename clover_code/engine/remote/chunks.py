@@ -320,7 +320,10 @@ class ChunkDecoder:
             prompt = usage.get("prompt_tokens")
             completion = usage.get("completion_tokens")
             if isinstance(prompt, int) and isinstance(completion, int):
-                events.append(Usage(prompt, completion))
+                details = usage.get("prompt_tokens_details")
+                cached = details.get("cached_tokens") if isinstance(details, dict) else None
+                cached = cached if isinstance(cached, int) and 0 < cached <= prompt else 0
+                events.append(Usage(prompt, completion, cached_tokens=cached))
         return events
 
     def interrupt(self) -> list[EngineEvent]:

@@ -1,11 +1,12 @@
-"""One line at the bottom: engine and model, speed, context, background jobs and
-agents, sandbox, approvals, git.
+"""One line at the bottom: engine and model, speed, context, money spent, background
+jobs and agents, sandbox, approvals, git.
 
 All of it arrives as reactive attributes set by the app; nothing here asks
 the core or runs a program. A status-line command's line (``custom``, from
-``ui/statusline.py``) takes the place of the engine, model, speed, context
-and branch; the background jobs and agents, the approval mode and the sandbox
-always stay, so no command can hide them. In vim mode the prompt's mode is shown first.
+``ui/statusline.py``) takes the place of the engine, model, speed, context,
+money and branch; the background jobs and agents, the approval mode and the
+sandbox always stay, so no command can hide them. In vim mode the prompt's mode
+is shown first.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
 
+from clover_code.protocol.cost import money
 from clover_code.ui.css import sibling_css
 from clover_code.ui.text import human_count
 
@@ -46,6 +48,8 @@ class StatusBar(Static):
     busy: reactive[bool] = reactive(False)
     jobs: reactive[int] = reactive(0)
     """Background jobs running (``/jobs`` lists them)."""
+    cost: reactive[float | None] = reactive(None)
+    """Money the session spent (shown once above zero; ``/cost`` says more)."""
     background: reactive[int] = reactive(0)
     """Child agents running in the background (they go on between turns)."""
     custom: reactive[Text | None] = reactive(None)
@@ -80,6 +84,8 @@ class StatusBar(Static):
             if wide:
                 ctx.append(f" {human_count(self.context_used)} tok", style="dim")
             parts.append((3, ctx))
+        if self.cost:
+            parts.append((4, Text(money(self.cost))))
         parts += self._jobs(wide) + self._kept(wide)
         if self.branch:
             parts.append((2, Text(f"⎇ {self.branch}" + ("*" if self.dirty else ""))))

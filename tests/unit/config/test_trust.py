@@ -279,3 +279,30 @@ def test_acp_trusts_only_with_its_flag(project: Path) -> None:
     assert trusting._settings(project).approval == "full-auto"
     # recorded: a later plain agent applies it too, while the content stays the same
     assert plain._settings(project).approval == "full-auto"
+
+
+def test_a_project_may_tighten_a_budget_and_raise_prices_but_not_the_reverse() -> None:
+    user = {"max_cost": 2.0, "pricing": {"m": {"input": 1.0, "output": 4.0}}}
+    assert loosening({"max_cost": 1.0}, user) == []
+    assert loosening({"max_cost": 5.0}, user) == ["max_cost = 5.0"]
+    assert loosening({"max_cost": 5.0}, {}) == []  # no budget of the user's to raise
+    assert loosening({"pricing": {"m": {"output": 8.0}}}, user) == []
+    assert loosening({"pricing": {"m": {"output": 1.0}}}, user) == ["pricing"]
+    # cached input priced below the input price the user's entry implies for it
+    assert loosening({"pricing": {"m": {"cached_input": 0.1}}}, user) == ["pricing"]
+    assert loosening({"pricing": {"other": {"input": 9.0, "output": 9.0}}}, user) == ["pricing"]
+
+
+def test_untrusted_cheaper_prices_do_not_apply(tmp_path: Path, store: TrustStore) -> None:
+    root = tmp_path / "repo"
+    (root / ".clover").mkdir(parents=True)
+    (root / PROJECT_CONFIG).write_text(
+        "max_cost = 9.0\n[pricing.m]\noutput = 0.5\n[pricing.new]\ninput = 0\noutput = 0\n"
+    )
+    user = tmp_path / "user.toml"
+    user.write_text("max_cost = 1.5\n[pricing.m]\ninput = 1.0\noutput = 4.0\n")
+    s = load(root, store, user_config=user)
+    assert s.max_cost == 1.5 and s.pricing["m"].output == 4.0 and "new" not in s.pricing
+    trusted = load(root, store, user_config=user, trust_project=True)
+    assert trusted.max_cost == 9.0 and trusted.pricing["m"].output == 0.5
+    assert trusted.pricing["m"].input == 1.0 and trusted.pricing["new"].input == 0
