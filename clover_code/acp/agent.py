@@ -2,9 +2,12 @@
 
 Capabilities are advertised as they are: ``session/load`` and
 ``session/list`` yes (transcripts are replayed and listed), embedded
-context yes (inlined @-mentions), images and audio no, MCP servers over
-HTTP/SSE no. Every failure a client can cause is a JSON-RPC error carrying
-one sentence; unknown methods are the SDK's "method not found".
+context yes (inlined @-mentions), images yes (a model that takes none gets
+the text alone, and a notice says so), audio no, MCP servers over HTTP/SSE
+no. The model is a session config option (category ``model``): the editor
+lists it with each session and switches it with ``session/set_config_option``.
+Every failure a client can cause is a JSON-RPC error carrying one sentence;
+unknown methods are the SDK's "method not found".
 """
 
 from __future__ import annotations
@@ -33,14 +36,15 @@ from acp.schema import (
     PromptResponse,
     SessionCapabilities,
     SessionListCapabilities,
+    SetSessionConfigOptionResponse,
     SetSessionModeResponse,
     SseMcpServer,
 )
 from pydantic import ValidationError
 
 from clover_code import __version__
-from clover_code.acp.bridge import MODES, LiveSession
-from clover_code.acp.content import PromptBlock, prompt_text
+from clover_code.acp.bridge import MODEL_OPTION, MODES, LiveSession
+from clover_code.acp.content import PromptBlock, prompt_input
 from clover_code.acp.sessions import list_sessions
 from clover_code.agent.engines import Engines
 from clover_code.agent.open import load
@@ -103,7 +107,7 @@ class CloverAgent:
                 load_session=True,
                 session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
                 prompt_capabilities=PromptCapabilities(
-                    image=False, audio=False, embedded_context=True
+                    image=True, audio=False, embedded_context=True
                 ),
                 mcp_capabilities=McpCapabilities(http=True, sse=True),
             ),
@@ -122,7 +126,9 @@ class CloverAgent:
         root = _workspace(cwd)
         settings = _with_client_mcp(self._settings(root), mcp_servers)
         live = await self._open(root, settings, resume=None)
-        return NewSessionResponse(session_id=live.id, modes=live.modes())
+        return NewSessionResponse(
+            session_id=live.id, modes=live.modes(), config_options=await live.config_options()
+        )
 
     async def load_session(
         self,
@@ -152,7 +158,7 @@ class CloverAgent:
             raise _error(_INTERNAL, str(exc)) from None
         live = await self._open(root, settings, resume=path)
         await live.replay(loaded)
-        return LoadSessionResponse(modes=live.modes())
+        return LoadSessionResponse(modes=live.modes(), config_options=await live.config_options())
 
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
@@ -177,12 +183,27 @@ class CloverAgent:
         await live.set_mode(mode_id)
         return SetSessionModeResponse()
 
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: str | bool, **kwargs: Any
+    ) -> SetSessionConfigOptionResponse:
+        """Set a session config option: the model (the next request goes to it)."""
+        live = self._live(session_id)
+        if config_id != MODEL_OPTION:
+            raise _error(
+                _INVALID_PARAMS,
+                f"there is no config option '{config_id}'; the one option is '{MODEL_OPTION}'.",
+            )
+        if not isinstance(value, str) or not value:
+            raise _error(_INVALID_PARAMS, "the model option takes a model's name; send one.")
+        await live.set_model(value)
+        return SetSessionConfigOptionResponse(config_options=await live.config_options())
+
     async def prompt(
         self, session_id: str, prompt: list[PromptBlock], **kwargs: Any
     ) -> PromptResponse:
-        """Run one turn of the session on the user's prompt."""
+        """Run one turn of the session on the user's prompt (its text and images)."""
         live = self._live(session_id)
-        return await live.prompt(prompt_text(prompt, live.root))
+        return await live.prompt(*prompt_input(prompt, live.root))
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         """Stop the session's running turn (a notification: no reply)."""

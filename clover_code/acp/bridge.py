@@ -21,6 +21,8 @@ from acp.schema import (
     ClientCapabilities,
     CurrentModeUpdate,
     PromptResponse,
+    SessionConfigOptionSelect,
+    SessionConfigSelectOption,
     SessionMode,
     SessionModeState,
     UnstructuredCommandInput,
@@ -45,7 +47,10 @@ from clover_code.config.settings import ApprovalMode, Settings
 from clover_code.telemetry.spans import observed
 from clover_code.tools.base import ToolKind
 
-__all__ = ["MODES", "LiveSession"]
+__all__ = ["MODEL_OPTION", "MODES", "LiveSession"]
+
+MODEL_OPTION = "model"
+"""The id of the session config option that chooses the model."""
 
 MODES: dict[ApprovalMode, SessionMode] = {
     "read-only": SessionMode(
@@ -144,6 +149,8 @@ class LiveSession:
             )
         self._session: Session | None = None
         self._turn: asyncio.Task[p.TurnFinished] | None = None
+        self._op_errors: dict[str, str | None] = {}
+        """The error each op awaited here caused (None: none yet)."""
 
     @classmethod
     async def open(
@@ -207,21 +214,56 @@ class LiveSession:
             current_mode_id=self.mode, available_modes=[MODES[m] for m in allowed]
         )
 
+    async def config_options(self) -> list[SessionConfigOptionSelect]:
+        """The session's config options for the editor: the model."""
+        options, _ = await self.session.models()
+        current = next((o.name for o in options if o.current), self.session.backend.model)
+        return [
+            SessionConfigOptionSelect(
+                type="select",
+                id=MODEL_OPTION,
+                name="Model",
+                category="model",
+                description="The model the next request goes to.",
+                current_value=current,
+                options=[
+                    SessionConfigSelectOption(
+                        value=o.name, name=o.name, description=o.id if o.id != o.name else None
+                    )
+                    for o in options
+                ],
+            )
+        ]
+
+    async def set_model(self, name: str) -> None:
+        """Switch the model (``session/set_config_option``); ``RequestError`` with the
+        sentence saying why not."""
+        op = p.SetModel(model=name)
+        self._op_errors[op.id] = None
+        try:
+            await self.session.submit(op)
+        finally:
+            error = self._op_errors.pop(op.id, None)
+        if error is not None:
+            raise RequestError(-32602, error)
+
     def emit(self, event: p.Event) -> None:
         """The session's event callback: map and queue."""
+        if isinstance(event, p.ErrorEvent) and event.op_id in self._op_errors:
+            self._op_errors[event.op_id] = event.message
         if isinstance(event, p.ApprovalModeChanged):
             self.mode = event.mode
         for update in self.mapper.feed(event):
             self.outbox.put(update)
 
-    async def prompt(self, text: str) -> PromptResponse:
+    async def prompt(self, text: str, images: tuple[p.ImageAttachment, ...] = ()) -> PromptResponse:
         """Run one turn and answer with its stop reason (an error reply if it failed)."""
         if self._turn is not None:
             raise RequestError(
                 -32602, "a prompt is already running in this session; cancel it first."
             )
         self.waits.end("idle")
-        turn = asyncio.create_task(self.session.run_turn(text))
+        turn = asyncio.create_task(self.session.run_turn(p.UserInput(text=text, images=images)))
         self._turn = turn
         try:
             finished = await turn

@@ -1,10 +1,11 @@
-"""ACP prompt content -> the text of a user turn (pure).
+"""ACP prompt content -> the text and images of a user turn (pure).
 
 Text blocks are taken as they are; a ``resource_link`` (an @-mention the
 editor did not inline) becomes ``@path``; an embedded text resource (an
 @-mention the editor inlined, or a selection) becomes a ``<context>`` block
-naming its source. Images and audio are refused: this agent does not
-advertise them.
+naming its source. An image block goes with the text (its type read from its
+bytes: PNG, JPEG, GIF or WebP, at most 5 MiB); a model that takes no images
+gets the text alone. Audio is refused: this agent does not advertise it.
 """
 
 from __future__ import annotations
@@ -23,7 +24,10 @@ from acp.schema import (
     TextResourceContents,
 )
 
-__all__ = ["PromptBlock", "prompt_text", "uri_label"]
+from clover_code import protocol as p
+from clover_code.fs.images import ImageError, decode_image
+
+__all__ = ["PromptBlock", "prompt_input", "uri_label"]
 
 PromptBlock = (
     TextContentBlock
@@ -46,11 +50,21 @@ def uri_label(uri: str, root: Path) -> str:
         return str(path)
 
 
-def prompt_text(blocks: Sequence[PromptBlock], root: Path) -> str:
-    """The user's turn as one text; ``RequestError`` (invalid params) when it cannot be."""
+def prompt_input(
+    blocks: Sequence[PromptBlock], root: Path
+) -> tuple[str, tuple[p.ImageAttachment, ...]]:
+    """The user's turn: its text and its images; ``RequestError`` (invalid params) when
+    it cannot be."""
     parts: list[str] = []
+    images: list[p.ImageAttachment] = []
     for block in blocks:
-        if isinstance(block, TextContentBlock):
+        if isinstance(block, ImageContentBlock):
+            source = uri_label(block.uri, root) if block.uri else f"image {len(images) + 1}"
+            try:
+                images.append(p.ImageAttachment.of(*decode_image(block.data, source), source))
+            except ImageError as exc:
+                raise RequestError(-32602, str(exc)) from None
+        elif isinstance(block, TextContentBlock):
             parts.append(block.text)
         elif isinstance(block, ResourceContentBlock):
             parts.append(f"@{uri_label(block.uri, root)}")
@@ -65,9 +79,9 @@ def prompt_text(blocks: Sequence[PromptBlock], root: Path) -> str:
             parts.append(f'\n<context source="{label}">\n{body}</context>\n')
         else:
             raise RequestError(
-                -32602, "this agent reads text only; send the prompt without images or audio."
+                -32602, "this agent takes no audio; send the prompt as text (and images)."
             )
     text = "".join(parts)
-    if not text.strip():
+    if not text.strip() and not images:
         raise RequestError(-32602, "the prompt is empty; say what the agent should do.")
-    return text
+    return text, tuple(images)

@@ -14,13 +14,19 @@ from collections import defaultdict, deque
 from pathlib import Path
 from typing import Any, TypeVar
 
-from acp import update_agent_message_text, update_agent_thought_text, update_user_message_text
+from acp import (
+    image_block,
+    update_agent_message_text,
+    update_agent_thought_text,
+    update_user_message,
+    update_user_message_text,
+)
 from pydantic import ValidationError
 
 from clover_code import protocol as p
 from clover_code.acp.updates import EventMapper, Update
 from clover_code.agent.open import INTERRUPTED, LoadedSession
-from clover_code.engine.base import ToolCallItem, tool_calls
+from clover_code.engine.base import ContentPart, ToolCallItem, tool_calls
 
 __all__ = ["replay_updates"]
 
@@ -53,6 +59,14 @@ def _next(queues: dict[str, deque[E]], call_id: str) -> E | None:
     return queue.popleft() if queue else None
 
 
+def _user_part(part: ContentPart) -> Update:
+    """One part of a user message that carried images, as the editor shows it."""
+    if part["type"] == "text":
+        return update_user_message_text(part["text"])
+    media, _, data = part["image_url"]["url"].removeprefix("data:").partition(";base64,")
+    return update_user_message(image_block(data, media))
+
+
 def replay_updates(loaded: LoadedSession, root: Path) -> list[Update]:
     """The updates that replay ``loaded`` in the editor, oldest first."""
     events = _events(loaded)
@@ -74,6 +88,8 @@ def replay_updates(loaded: LoadedSession, root: Path) -> list[Update]:
         content = message.get("content")
         if role == "user" and isinstance(content, str) and content:
             updates.append(update_user_message_text(content))
+        elif role == "user" and isinstance(content, list):  # its text, then its images
+            updates += [_user_part(part) for part in content]
         elif role == "assistant":
             reasoning = message.get("reasoning_content")
             if isinstance(reasoning, str) and reasoning:

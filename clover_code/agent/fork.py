@@ -27,6 +27,8 @@ def fork_session(source: Path, directory: Path) -> Path:
     try:
         for message in loaded.messages:  # one record each, as a session writes them
             transcript.message(message)
+        if loaded.model is not None:  # the fork goes on with the model the source ended on
+            transcript.model_switch(loaded.model, loaded.model)
     finally:
         transcript.close()
     return transcript.path

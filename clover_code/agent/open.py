@@ -203,6 +203,8 @@ async def _assemble(
         raise ConfigError(unpriced)
     if choice is None:
         choice = await step.sandbox(settings, root, options.emit, opened)
+    # The model's own settings: its [models] entry's window and tool-call reading.
+    current = settings.for_model(backend.model) if backend.model else settings
     record = step.transcript(settings, root, backend.model, options.resume, opened)
     notices = record.notices
     checkpoints, held, notes = await asyncio.to_thread(
@@ -259,7 +261,7 @@ async def _assemble(
             jobs=step.jobs(settings, choice.sandbox, spill, emit),
             diagnostics=servers,
         ),
-        settings=settings,
+        settings=current,
         limits=TurnLimits(settings.max_turns, settings.timeout, options.deadline),
         approver=approver,
         approval_mode=options.approval_mode,
@@ -282,7 +284,8 @@ async def _assemble(
     )
     subagents.attach(agent)
     session = Session(
-        settings=settings,
+        settings=current,
+        opened_with=settings,
         session_id=record.session_id,
         transcript=record.transcript,
         backend=backend,
@@ -300,6 +303,8 @@ async def _assemble(
         wait_for_background=options.wait_for_background,
     )
     _announce(session, root, is_git, options, choice, notices)
+    if record.model is not None and record.model != backend.model:
+        await session.model.resume(agent, record.model)  # where the session had switched to
     if hooks is not None:
         agent.system_prompt += await hooks.session_start(options.resume is not None)
     return session

@@ -83,6 +83,8 @@ class Record:
     messages: list[Message]
     notices: list[str]
     """What the user should know about it (a session resumed in another directory)."""
+    model: str | None = None
+    """The model a resumed session had switched to (None: it never switched)."""
 
 
 @dataclass(slots=True)
@@ -180,7 +182,7 @@ def transcript(
         notices.append(f"session {session_id} began in {started_in}; it continues here, in {root}.")
     if loaded.interrupted:
         reopened.history(loaded.messages)  # the calls' "interrupted" results, for good
-    return Record(reopened, session_id, loaded.messages, notices)
+    return Record(reopened, session_id, loaded.messages, notices, loaded.model)
 
 
 async def mcp_servers(

@@ -28,6 +28,7 @@ from clover_code.agent.extensions.hooks import notification_hooks
 from clover_code.agent.extensions.skills import Skill, load_skills
 from clover_code.agent.extensions.subagents import SubagentRunner
 from clover_code.agent.permissions.approval import QueueApprover
+from clover_code.agent.session_model import SessionModel
 from clover_code.agent.steps import Step, run_all
 from clover_code.agent.transcript import Transcript, TranscriptError
 from clover_code.agent.turn.loop import Agent
@@ -120,12 +121,11 @@ class Session:
         subagents: SubagentRunner,
         plugin_skills: Sequence[tuple[str, Path]] = (),
         language_servers: LanguageServers | None = None,
+        opened_with: Settings | None = None,
         wait_for_background: bool = False,
     ) -> None:
-        self.settings = settings
         self.id = session_id
         self.transcript = transcript
-        self.backend = backend
         self.sandbox = sandbox
         self.agent = agent
         self._emit = emit
@@ -144,11 +144,23 @@ class Session:
         self._plugin_skills = tuple(plugin_skills)
         self.language_servers = language_servers
         """The language servers the edit tools ask for diagnostics (stopped on close)."""
+        self.model = SessionModel(opened_with or settings, backend.model, emit)
+        """The model in use, as the user named it, and switching it."""
         self.wait_for_background = wait_for_background
         """Turns wait for background children before their final answer (headless)."""
         transcript.on_failure = self._transcript_failed
         self._notifying: set[asyncio.Task[None]] = set()
         """Notification hooks still running (a turn never waits for them)."""
+
+    @property
+    def settings(self) -> Settings:
+        """The settings of the model in use (its window and tool-call reading)."""
+        return self.agent.settings
+
+    @property
+    def backend(self) -> Backend:
+        """The engine of the model in use."""
+        return self.agent.backend
 
     def _transcript_failed(self, error: TranscriptError) -> None:
         """A transcript write failed: say so once, and let no turn go on unrecorded."""
@@ -187,7 +199,19 @@ class Session:
         result); empty when checkpoints are off."""
         from clover_code.agent.checkpoints.run_patch import run_patch
 
-        return await run_patch(self.checkpoints)
+        return await run_patch(self.checkpoints, settled=self._settled())
+
+    def _settled(self) -> bool:
+        """Whether nothing the session started can have changed the workspace since its
+        last turn ended: no turn, background job, MCP server or language server runs."""
+        jobs = self.jobs
+        servers = self.language_servers
+        return (
+            self._turn is None
+            and (jobs is None or not jobs.running())
+            and self.mcp is None
+            and (servers is None or not servers.running)
+        )
 
     async def run_turn(self, op: p.UserInput | str) -> p.TurnFinished:
         """Run one turn to its end (Interrupt ops cancel it); its events carry ``op.id``."""
@@ -195,12 +219,19 @@ class Session:
         self._turn = asyncio.current_task()
         cause = CAUSE.set(op.id)
         try:
-            return await self._checkpointed_turn(op.text)
+            return await self._checkpointed_turn(op.text, op.images)
         finally:
             CAUSE.reset(cause)
             self._turn = None
 
-    async def _checkpointed_turn(self, text: str) -> p.TurnFinished:
+    async def models(self) -> tuple[list[p.ModelOption], str | None]:
+        """The models the session could switch to (``SetModel``), the one in use
+        marked, and a sentence when the server's list could not be had."""
+        return await self.model.options(self.backend)
+
+    async def _checkpointed_turn(
+        self, text: str, images: Sequence[p.ImageAttachment] = ()
+    ) -> p.TurnFinished:
         """One agent turn between a snapshot before it and one after it (for undo)."""
         turn = self.agent.turn + 1  # run_turn numbers the turn it starts like this
         store = self.checkpoints
@@ -219,14 +250,17 @@ class Session:
             command = self._command(text)
             wait = self.wait_for_background
             if command is None:
-                return await self.agent.run_turn(text, TurnOptions(wait_for_background=wait))
+                options = TurnOptions(wait_for_background=wait)
+                return await self.agent.run_turn(text, options, images)
             options = TurnOptions(allowed_tools=command.allowed_tools, wait_for_background=wait)
-            return await self.agent.run_turn(command.text, options)
+            return await self.agent.run_turn(command.text, options, images)
         finally:
             self._ending = True  # TurnFinished is out; only the checkpoint is left
             if store is not None:
                 with contextlib.suppress(CheckpointError):
                     await asyncio.shield(asyncio.to_thread(store.end_turn, turn))
+            with contextlib.suppress(Exception):  # logged by run_all
+                await asyncio.shield(self.model.close_retired())
 
     def skills_on_disk(self) -> list[Skill]:
         """The skills the workspace, the user's config dir and the session's plugins hold
@@ -262,7 +296,7 @@ class Session:
             if self._busy():
                 return
             self._ending = False
-            self._turn = asyncio.create_task(self._checkpointed_turn(op.text))
+            self._turn = asyncio.create_task(self._checkpointed_turn(op.text, op.images))
             self._turn.add_done_callback(lambda _: setattr(self, "_turn", None))
         elif isinstance(op, p.Interrupt):
             turn = self._turn
@@ -285,6 +319,9 @@ class Session:
             self.agent.approval_mode = op.mode
             self._emit(p.ApprovalModeChanged(mode=op.mode))
             self._emit(p.Notice(text=f"approval mode is now {op.mode}."))
+        elif isinstance(op, p.SetModel):
+            running = self._turn is not None
+            await self.model.switch(self.agent, op.model, self.transcript, turn_running=running)
         elif isinstance(op, p.AutoCommit):
             if not self._busy():
                 await auto_commit(self.checkpoints, op.subject, self._emit)
@@ -378,6 +415,7 @@ class Session:
         if self.sandbox is not None:
             steps.append(("sandbox", self.sandbox.close))
         steps.append(("engine", self.backend.aclose))
+        steps.append(("earlier engines", self.model.close_retired))
         steps.append(("end event", lambda: self._emit(p.SessionEnded(session_id=self.id))))
         steps.append(("transcript", self.transcript.close))
         await run_all(steps)

@@ -68,6 +68,9 @@ def read_info(path: Path) -> SessionInfo | None:
                 message = record.get("message") or {}
                 content = message.get("content")
                 user = record.get("kind") == "message" and message.get("role") == "user"
+                if user and isinstance(content, list):  # a prompt with images: its text
+                    texts = [p.get("text") for p in content if isinstance(p, dict)]
+                    content = "".join(t for t in texts if isinstance(t, str))
                 if user and isinstance(content, str):
                     first = " ".join(content.split())
                     break

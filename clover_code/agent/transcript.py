@@ -2,8 +2,9 @@
 
 Line 1 is a ``meta`` record (format, id, cwd, model). After it come the chat
 history the model sees (``message`` and ``tool_result`` records, in order),
-the protocol events front ends saw (``event`` records, for replay), and
-rewrites of the history (compaction, /clear, undo). Each text is stored
+the protocol events front ends saw (``event`` records, for replay),
+rewrites of the history (compaction, /clear, undo) and ``model`` records where
+the session switched models (the last one is where a resumed session goes on). Each text is stored
 once: a record refers to an earlier line that holds the same text
 (``transcript_format.py``). A crash can only tear the last line; loading
 (``transcript_load.py``) drops a torn last line and keeps the rest.
@@ -210,6 +211,10 @@ class Transcript:
         """Record that the chat history was rewritten (compaction, /clear, undo), durably."""
         self._guarded(lambda: self._write_all(self._condenser.rewrite(redact_tree(messages))))
         self.commit()
+
+    def model_switch(self, name: str, model: str) -> None:
+        """Record that the session switched to model ``name`` (server id ``model``)."""
+        self.append({"kind": "model", "name": name, "model": model})
 
     def event(self, event: dict[str, Any]) -> None:
         """Record a protocol event (already dumped to a dict). A finished tool call's

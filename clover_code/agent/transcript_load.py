@@ -27,6 +27,9 @@ class LoadedSession:
     dropped_torn_line: bool = False
     interrupted: int = 0
     """Tool calls that had no result (the process died during them), now answered."""
+    model: str | None = None
+    """The model the session last switched to (a ``[models]`` name or an id); None
+    when it never switched."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +59,7 @@ def read_records(data: bytes, path: Path) -> Reading:
     dropped = whole < len(data)
     meta: dict[str, Any] | None = None
     found_format = 1
+    model: str | None = None
     expander = Expander(str(path))
     size = kept = 0
     for number, line in enumerate(lines):
@@ -77,6 +81,8 @@ def read_records(data: bytes, path: Path) -> Reading:
         elif kind == "format":
             check_format(record, str(path))
             found_format = int(record["format"])
+        elif kind == "model":
+            model = str(record.get("name") or record.get("model") or "") or None
         else:
             try:
                 expander.feed(number, record)
@@ -88,7 +94,7 @@ def read_records(data: bytes, path: Path) -> Reading:
         raise UsageError(f"session file {path} has no session header; it cannot be resumed.")
     recorded = expander.messages
     messages, interrupted = answer_interrupted(recorded)
-    session = LoadedSession(meta, messages, expander.events, dropped, interrupted)
+    session = LoadedSession(meta, messages, expander.events, dropped, interrupted, model)
     return Reading(session, recorded, kept, size, found_format, expander.timeline)
 
 

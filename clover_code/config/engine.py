@@ -6,10 +6,11 @@ them (they come first in its field order) and adds the rest.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
+from clover_code.config.models import ModelEntry, resolve_model
 from clover_code.config.sources import check_base_url
 
 EngineKind = Literal["auto", "remote", "sglang", "hf"]
@@ -35,7 +36,12 @@ class ModelSettings(BaseModel):
     """URL of an OpenAI-compatible server, e.g. http://localhost:30000/v1."""
 
     model: str | None = None
-    """Model name to request; unset means the first model the server lists."""
+    """Model name to request (a server id or a name in [models]); unset means the first
+    model the server lists."""
+
+    models: dict[str, ModelEntry] = Field(default_factory=dict)
+    """Models by a short name, each with what it takes, e.g. [models.fast] id =
+    "qwen3-coder-30b", context_window = 65536, vision = false (docs/models.md)."""
 
     api_key: SecretStr | None = None
     """API key sent as a bearer token to the remote server."""
@@ -149,3 +155,14 @@ class ModelSettings(BaseModel):
     @classmethod
     def _base_url_is_http(cls, value: str | None) -> str | None:
         return check_base_url(value)
+
+    def for_model(self, name: str, served_window: int | None = None) -> Self:
+        """These settings for the model ``name`` (an alias or an id): its id, its
+        ``[models]`` context window (else ``served_window``, what the server reports,
+        else the setting) and its tool-call reading."""
+        chosen = resolve_model(self.models, name)
+        entry = chosen.entry or ModelEntry()
+        window = entry.context_window or served_window or self.context_window
+        parsing = entry.raw_parsing or self.raw_parsing
+        update = {"model": chosen.id, "context_window": window, "raw_parsing": parsing}
+        return self.model_copy(update=update)

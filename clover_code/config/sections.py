@@ -140,7 +140,7 @@ class LspServerConfig(BaseModel):
     files. A built-in language (python, typescript, go, rust) needs none of the fields:
     unset ones keep the built-in values."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
     command: str | None = Field(None, min_length=1)
     """The server's program, e.g. pylsp; unset: the first built-in one found in the sandbox."""

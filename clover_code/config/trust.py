@@ -238,7 +238,7 @@ _SECRET_KEYS = frozenset({"serve_api_key"})
 
 NEUTRAL_KEYS = frozenset(
     {
-        "engine", "model", "api_key", "block_size", "remote_drafts",
+        "engine", "model", "models", "api_key", "block_size", "remote_drafts",
         "raw_parsing", "thinking", "max_tokens", "temperature", "context_window",
         "threshold", "dtype", "device", "repetition_penalty", "presence_penalty",
         "frequency_penalty", "end_bias_after", "end_bias_per_1k", "think_bias_after",
@@ -247,7 +247,7 @@ NEUTRAL_KEYS = frozenset(
         "response_reserve",
         "compact_threshold", "repo_map_tokens", "show_denoising", "draft_confidences",
         "mcp_timeout", "auto_commit", "max_turns", "timeout", "shell_timeout",
-        "output_limit", "tool_retries", "max_retries", "request_timeout",
+        "output_limit", "tool_retries", "early_tools", "max_retries", "request_timeout",
         "max_subagents", "subagent_max_turns", "subagent_timeout", "subagent_max_tokens", "decoder",
         "logits_shift", "expert_mass", "web_max_bytes", "web_timeout", "web_max_redirects",
         "search_provider", "search_api_key",

@@ -122,21 +122,9 @@ async def _probe(base_url: str, model: str, key: str | None, window: int) -> lis
 
 
 async def _window(client: httpx.AsyncClient, root: str, model: str, window: int) -> Check:
-    served: int | None = None
-    try:
-        listing = (await client.get(f"{root}/models")).json()
-        for entry in listing.get("data", []):
-            if isinstance(entry, dict) and entry.get("id") == model:
-                for key in ("max_model_len", "context_length", "context_window"):
-                    if isinstance(entry.get(key), int):
-                        served = entry[key]
-        if served is None:
-            props = await client.get(root.removesuffix("/v1") + "/props")
-            if props.status_code == 200:
-                n_ctx = props.json().get("default_generation_settings", {}).get("n_ctx")
-                served = n_ctx if isinstance(n_ctx, int) else None
-    except (httpx.HTTPError, ValueError, AttributeError):
-        served = None
+    from clover_code.engine.remote.endpoint import served_window
+
+    served = await served_window(client, root, model)
     if served is None:
         return Check(
             "model",

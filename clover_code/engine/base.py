@@ -22,12 +22,15 @@ from clover_code.engine.events import ToolCallStart as ToolCallStart
 from clover_code.engine.events import Usage as Usage
 from clover_code.engine.messages import AssistantMessage as AssistantMessage
 from clover_code.engine.messages import ClientMessage as ClientMessage
+from clover_code.engine.messages import ContentPart as ContentPart
 from clover_code.engine.messages import FunctionCall as FunctionCall
 from clover_code.engine.messages import Message as Message
 from clover_code.engine.messages import SystemMessage as SystemMessage
 from clover_code.engine.messages import ToolCallItem as ToolCallItem
 from clover_code.engine.messages import ToolMessage as ToolMessage
 from clover_code.engine.messages import UserMessage as UserMessage
+from clover_code.engine.messages import content_text as content_text
+from clover_code.engine.messages import image_count as image_count
 from clover_code.engine.messages import tool_calls as tool_calls
 from clover_code.errors import EngineError
 

@@ -105,6 +105,14 @@ class Failed:
 
 
 @dataclass(slots=True)
+class ImagesDropped:
+    """The server refused the request's images (the model takes none): it is being
+    asked again without them. ``reason`` is the server's refusal, in a sentence."""
+
+    reason: str
+
+
+@dataclass(slots=True)
 class Finished:
     """End of the response."""
 
@@ -120,6 +128,7 @@ EngineEvent = (
     | ToolCallArgs
     | ToolCallEnd
     | Usage
+    | ImagesDropped
     | Failed
     | Finished
 )

@@ -11,14 +11,25 @@ from __future__ import annotations
 from typing import Any, Literal, NotRequired, TypedDict
 
 __all__ = [
+    "IMAGE_LEFT_OUT",
+    "IMAGE_TOKENS",
     "AssistantMessage",
     "ClientMessage",
+    "ContentPart",
     "FunctionCall",
+    "ImagePart",
+    "ImageURL",
     "Message",
     "SystemMessage",
+    "TextPart",
     "ToolCallItem",
     "ToolMessage",
     "UserMessage",
+    "content_text",
+    "data_url",
+    "image_count",
+    "image_part",
+    "text_only",
     "tool_calls",
 ]
 
@@ -46,11 +57,36 @@ class SystemMessage(TypedDict):
     content: str
 
 
+class TextPart(TypedDict):
+    """Text, as one part of a user message that carries images."""
+
+    type: Literal["text"]
+    text: str
+
+
+class ImageURL(TypedDict):
+    """Where an image part's bytes are: a ``data:`` URL holding them."""
+
+    url: str
+
+
+class ImagePart(TypedDict):
+    """An image, as one part of a user message (OpenAI's ``image_url`` part)."""
+
+    type: Literal["image_url"]
+    image_url: ImageURL
+
+
+ContentPart = TextPart | ImagePart
+"""One part of a user message that carries images."""
+
+
 class UserMessage(TypedDict):
-    """The user's input (or a summary standing in for compacted turns)."""
+    """The user's input (or a summary standing in for compacted turns): a string, or
+    its text and images as parts when images were attached."""
 
     role: Literal["user"]
-    content: str
+    content: str | list[ContentPart]
 
 
 class AssistantMessage(TypedDict):
@@ -84,3 +120,50 @@ def tool_calls(message: Message) -> list[ToolCallItem]:
     if message["role"] != "assistant":
         return []
     return message.get("tool_calls") or []
+
+
+IMAGE_TOKENS = 1_500
+"""Tokens an image is counted as before the server says (a generous estimate: a
+1024-pixel square is 800 to 1,400 tokens for the common vision models)."""
+
+IMAGE_LEFT_OUT = "[an image was attached here; this model takes no images, so it was left out]"
+"""What stands in for an image in a request to a model that takes none."""
+
+
+def data_url(media_type: str, data: str) -> str:
+    """The ``data:`` URL of base64 ``data`` of type ``media_type``."""
+    return f"data:{media_type};base64,{data}"
+
+
+def image_part(media_type: str, data: str) -> ImagePart:
+    """The part that carries one image (base64 ``data`` of type ``media_type``)."""
+    return {"type": "image_url", "image_url": {"url": data_url(media_type, data)}}
+
+
+def content_text(message: Message) -> str:
+    """The text of a message's content (a message with images: its text parts)."""
+    content = message.get("content")
+    if isinstance(content, list):
+        return "".join(part["text"] for part in content if part["type"] == "text")
+    return str(content or "")
+
+
+def image_count(message: Message) -> int:
+    """How many images a message carries."""
+    content = message.get("content")
+    if not isinstance(content, list):
+        return 0
+    return sum(1 for part in content if part["type"] == "image_url")
+
+
+def text_only(messages: list[Message]) -> list[Message]:
+    """``messages`` with each image replaced by a sentence saying it was left out (for
+    a model that takes no images); messages without images are the same objects."""
+    out: list[Message] = []
+    for message in messages:
+        if message["role"] != "user" or not isinstance(message["content"], list):
+            out.append(message)
+            continue
+        texts = [p["text"] if p["type"] == "text" else IMAGE_LEFT_OUT for p in message["content"]]
+        out.append({"role": "user", "content": "\n\n".join(t for t in texts if t)})
+    return out

@@ -14,6 +14,7 @@ from clover_code.errors import EngineUnavailable, missing_extra
 
 if TYPE_CHECKING:
     from clover_code.engine.local.hf import HFOptions
+    from clover_code.engine.remote.backend import OpenAIBackend
 
 NO_ENGINE_HELP = (
     "No model engine is configured: pass --base-url with the /v1 address of an "
@@ -71,27 +72,7 @@ def build_backend(settings: Settings) -> Backend:
     if engine is None:
         raise EngineUnavailable(_one_sentence(NO_ENGINE_HELP, _untrusted_address(settings)))
     if engine == "remote":
-        if not settings.base_url:
-            raise EngineUnavailable(
-                _one_sentence(
-                    "--engine remote needs a server address: pass --base-url URL "
-                    "(or set CLOVER_BASE_URL).",
-                    _untrusted_address(settings),
-                )
-            )
-        from clover_code.engine.remote.backend import OpenAIBackend
-
-        return OpenAIBackend(
-            settings.base_url,
-            settings.model,
-            api_key=settings.api_key.get_secret_value() if settings.api_key else None,
-            block_size=settings.block_size,
-            raw_parsing=settings.raw_parsing,
-            max_retries=settings.max_retries,
-            read_timeout=settings.request_timeout,
-            drafts=settings.remote_drafts,
-            context_window=settings.context_window,
-        )
+        return remote_backend(settings)
     if not settings.model_path:
         raise EngineUnavailable(
             f"--engine {engine} needs a local checkpoint: pass --model-path DIR "
@@ -122,6 +103,34 @@ def build_backend(settings: Settings) -> Backend:
             ),
         )
     raise EngineUnavailable(f"unknown engine '{engine}'; use auto, remote, sglang or hf.")
+
+
+def remote_backend(settings: Settings) -> OpenAIBackend:
+    """The OpenAI-compatible server's backend the settings describe (not yet checked);
+    a ``model`` named in ``[models]`` asks for its id, with its window and parsing."""
+    if settings.model:
+        settings = settings.for_model(settings.model)
+    if not settings.base_url:
+        raise EngineUnavailable(
+            _one_sentence(
+                "--engine remote needs a server address: pass --base-url URL "
+                "(or set CLOVER_BASE_URL).",
+                _untrusted_address(settings),
+            )
+        )
+    from clover_code.engine.remote.backend import OpenAIBackend
+
+    return OpenAIBackend(
+        settings.base_url,
+        settings.model,
+        api_key=settings.api_key.get_secret_value() if settings.api_key else None,
+        block_size=settings.block_size,
+        raw_parsing=settings.raw_parsing,
+        max_retries=settings.max_retries,
+        read_timeout=settings.request_timeout,
+        drafts=settings.remote_drafts,
+        context_window=settings.context_window,
+    )
 
 
 def hf_options(settings: Settings) -> HFOptions:

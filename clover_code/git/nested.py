@@ -18,8 +18,9 @@ import os
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
-__all__ = ["nested_drivers"]
+__all__ = ["Nested", "drivers_of", "nested_drivers", "nested_repositories"]
 
 MAX_DEPTH = 4
 """How many levels of submodules inside submodules are followed."""
@@ -104,8 +105,26 @@ def nested_drivers(
 
     ``git`` is the command to run (the git program and hardening options).
     """
+    return drivers_of(git, nested_repositories(git, git_dir, work_tree, env).stores, env)
+
+
+class Nested(NamedTuple):
+    """The repositories nested in one."""
+
+    stores: list[Path]
+    """Their git directories."""
+    gitlinks: int
+    """How many gitlinks the indexes hold (with a repository behind them or not yet)."""
+
+
+def nested_repositories(
+    git: Sequence[str], git_dir: Path, work_tree: Path | None, env: Mapping[str, str]
+) -> Nested:
+    """The repositories nested in this one (see the module's docstring for where they
+    are looked for)."""
     seen: set[Path] = {Path(os.path.realpath(git_dir))}
     stores: list[Path] = []
+    gitlinks = 0
     queue: list[tuple[Path, Path, int]] = []
     if work_tree is not None:
         queue.append((git_dir, work_tree, 0))
@@ -114,6 +133,7 @@ def nested_drivers(
         if depth >= MAX_DEPTH:
             continue
         for nested_tree in _gitlinks(git, top_dir, tree, env):
+            gitlinks += 1
             nested_dir = _git_dir_of(nested_tree)
             if nested_dir is None or nested_dir in seen:
                 continue
@@ -125,6 +145,13 @@ def nested_drivers(
         if real not in seen and len(seen) < MAX_REPOS:
             seen.add(real)
             stores.append(real)
+    return Nested(stores, gitlinks)
+
+
+def drivers_of(
+    git: Sequence[str], stores: Sequence[Path], env: Mapping[str, str]
+) -> set[tuple[str, str]]:
+    """(section, name) of each filter and merge driver these git directories' configs define."""
     found: set[tuple[str, str]] = set()
     for store in stores:
         found |= _drivers(git, store, env)

@@ -55,7 +55,8 @@ from typing import TYPE_CHECKING, Any
 
 from clover_code.errors import CloverError
 from clover_code.fs.named_files import host_program
-from clover_code.git.nested import nested_drivers
+from clover_code.fs.stamps import Remembered, stamps
+from clover_code.git.nested import Nested, drivers_of, nested_repositories
 
 if TYPE_CHECKING:
     from git import Repo
@@ -166,25 +167,50 @@ def repo_driver_overrides(
     Reads the config with ``git config --list`` (which runs no program); a
     driver counts as the repository's when any of its keys comes from the
     local or worktree config or a file they include.
+
+    The answer is remembered while every file it was read from stays as it
+    was (``_read_from``, ``fs/stamps.py``): a session's checkpoints ask for
+    the same repositories again and again. A config with includes, or a
+    repository with others nested in it, is read afresh every time.
     """
+    run_env = dict(env) if env is not None else git_env()
+    sources = _read_from(cwd, git_dir, run_env)
+    taken = stamps(sources) if sources is not None else None
+    remembered_as = (git, cwd, git_dir, work_tree, *sorted(run_env.items()))
+    if taken is not None and (known := _REMEMBERED.get(remembered_as, taken)) is not None:
+        return list(known)
+    overrides, plain = _read_overrides(cwd, git_dir, work_tree, run_env, git)
+    if taken is not None and plain:
+        _REMEMBERED.put(remembered_as, taken, tuple(overrides))
+    return overrides
+
+
+def _read_overrides(
+    cwd: Path, git_dir: Path | None, work_tree: Path | None, env: Mapping[str, str], git: str
+) -> tuple[list[tuple[str, str]], bool]:
+    """``repo_driver_overrides`` read now, and whether they came from the files
+    ``_read_from`` names alone (no include, no nested repository)."""
     argv = [git, *_location_args(git_dir, None), "config", "--list", "--show-scope"]
     argv += ["--name-only", "-z", "--includes"]
     code, fields = _config_listing(argv, cwd, env)
     if code != 0:
-        return []  # not a repository (yet): there is no repository config to distrust
+        return [], False  # not a repository (yet): there is no repository config to distrust
     drivers: set[tuple[str, str]] = set()
     submodules = _gitmodules_names(cwd, env=env, git=git)
+    plain = True
     for scope, key in zip(fields[::2], fields[1::2], strict=False):
         if (submodule := _submodule_name(key)) is not None:
             submodules.add(submodule)
         section, _, rest = key.partition(".")
         section = section.lower()
+        plain = plain and section not in ("include", "includeif")
         if scope not in _REPO_SCOPES or section not in _DRIVER_KEYS or "." not in rest:
             continue
         name = rest.rpartition(".")[0]
         _check_name(section, name)
         drivers.add((section, name))
-    for section, name in _nested(cwd, git_dir, work_tree, env, git):
+    nested, found = _nested(cwd, git_dir, work_tree, env, git)
+    for section, name in found:
         _check_name(section, name)
         drivers.add((section, name))
     overrides = []
@@ -195,28 +221,58 @@ def repo_driver_overrides(
         # A submodule's own `ignore` setting would win over diff.ignoreSubmodules.
         _check_name("submodule", name)
         overrides.append((f"submodule.{name}.ignore", "all"))
-    return overrides
+    return overrides, plain and not nested.stores and not nested.gitlinks
+
+
+_REMEMBERED: Remembered[tuple[tuple[str, str], ...]] = Remembered(64)
+"""``repo_driver_overrides`` by repository, work tree and environment."""
+
+_GIT_VARIABLES = {*_ENV, "GIT_INDEX_FILE"}
+"""The git variables whose meaning ``_read_from`` knows (the hardening's, the index)."""
+
+
+def _read_from(cwd: Path, git_dir: Path | None, env: Mapping[str, str]) -> list[Path] | None:
+    """Every file the driver overrides are read from (besides what they include, and the
+    repositories nested in this one, which make them read afresh), or None when that is
+    not known: git finds the repository itself, reads the system config, or is told
+    more by the environment."""
+    if git_dir is None or not all(k in _GIT_VARIABLES for k in env if k.startswith("GIT_")):
+        return None
+    git_dir = cwd / git_dir  # a relative path is git's, and git runs in cwd
+    if env.get("GIT_CONFIG_NOSYSTEM") != "1" or (git_dir / "commondir").exists():
+        return None  # the system config, or a linked worktree's (the common dir's config)
+    home = cwd / Path(env.get("HOME") or "~").expanduser()
+    xdg = cwd / (env.get("XDG_CONFIG_HOME") or home / ".config")
+    return [
+        xdg / "git" / "config",
+        home / ".gitconfig",
+        git_dir / "config",
+        git_dir / "config.worktree",
+        cwd / (env.get("GIT_INDEX_FILE") or git_dir / "index"),  # gitlinks: nested ones
+        git_dir / "modules",
+        cwd / ".gitmodules",
+    ]
 
 
 def _nested(
     cwd: Path,
     git_dir: Path | None,
     work_tree: Path | None,
-    env: Mapping[str, str] | None,
+    env: Mapping[str, str],
     git: str,
-) -> set[tuple[str, str]]:
-    """The drivers of the repositories nested in this one's work tree."""
-    run_env = dict(env) if env is not None else git_env()
+) -> tuple[Nested, set[tuple[str, str]]]:
+    """The repositories nested in this one's work tree, and their drivers."""
     command = [git, *_config_args(HARDENING_CONFIG)]
     if git_dir is None:  # found by git itself (a `.git` file, or cwd below the top)
         argv = [*command, "rev-parse", "--absolute-git-dir", "--show-toplevel"]
-        proc = subprocess.run(argv, cwd=cwd, env=run_env, capture_output=True, timeout=30)
+        proc = subprocess.run(argv, cwd=cwd, env=dict(env), capture_output=True, timeout=30)
         lines = proc.stdout.decode("utf-8", "surrogateescape").splitlines()
         if proc.returncode != 0 or not lines:
-            return set()  # not a repository, or a bare one (no work tree to hold others)
+            return Nested([], 0), set()  # not a repository, or a bare one (no work tree)
         git_dir = Path(lines[0])
         work_tree = work_tree or (Path(lines[1]) if len(lines) > 1 else None)
-    return nested_drivers(command, git_dir, work_tree, run_env)
+    nested = nested_repositories(command, git_dir, work_tree, env)
+    return nested, drivers_of(command, nested.stores, env)
 
 
 def _check_name(section: str, name: str) -> None:

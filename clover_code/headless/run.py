@@ -165,12 +165,14 @@ async def run_task(
     output_schema: OutputSchema | None = None,
     own_process: bool = False,
     embedding: Embedding | None = None,
+    images: tuple[p.ImageAttachment, ...] = (),
 ) -> int:
     """Run one task to its end and return the process exit code.
 
     ``own_process``: the task is the process's whole run, so SIGTERM ends it as
     Ctrl+C does (exit 143); a server running tasks leaves its signals alone.
-    ``embedding``: what a program running the task in-process adds."""
+    ``embedding``: what a program running the task in-process adds; ``images``:
+    attached to the task (``--image``)."""
     # Every line of every format passes through redact: no secret reaches stdout or stderr.
     out = redacting(out or sys.stdout)
     err = redacting(err or sys.stderr)
@@ -199,6 +201,7 @@ async def run_task(
                 telemetry,
                 termination,
                 embedding or Embedding(),
+                images,
             )
     except Exception as exc:  # a bug: still end with one result object, never a bare traceback
         traceback.print_exception(exc, file=err)
@@ -227,6 +230,7 @@ async def _run_task(
     telemetry: TelemetrySink | None,
     termination: _Termination,
     embedding: Embedding,
+    images: tuple[p.ImageAttachment, ...],
 ) -> int:
     def emit(event: p.Event) -> None:
         nonlocal telemetry
@@ -284,7 +288,7 @@ async def _run_task(
     schema_problem: str | None = None
     changes = RunPatch()
     try:
-        finished = await session.run_turn(p.UserInput(text=prompt))
+        finished = await session.run_turn(p.UserInput(text=prompt, images=images))
         if output_schema is not None:
             outcome = await answer_to_schema(session, output_schema, finished)
             finished, structured, schema_problem = outcome.finished, outcome.value, outcome.problem

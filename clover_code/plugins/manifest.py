@@ -54,7 +54,7 @@ _FOLDERS = ("commands", "skills", "agents")
 class Manifest(BaseModel):
     """The contents of a ``plugin.toml``."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
     name: str
     """Lower-case letters, digits and hyphens: the plugin's namespace."""

@@ -32,6 +32,8 @@ from clover_code.protocol.events import Event as Event
 from clover_code.protocol.events import HookRan as HookRan
 from clover_code.protocol.events import JobInfo as JobInfo
 from clover_code.protocol.events import JobsChanged as JobsChanged
+from clover_code.protocol.events import ModelChanged as ModelChanged
+from clover_code.protocol.events import ModelOption as ModelOption
 from clover_code.protocol.events import Notice as Notice
 from clover_code.protocol.events import ReasoningDelta as ReasoningDelta
 from clover_code.protocol.events import SessionEnded as SessionEnded
@@ -54,12 +56,15 @@ from clover_code.protocol.ops import ApprovalMode as ApprovalMode
 from clover_code.protocol.ops import AutoCommit as AutoCommit
 from clover_code.protocol.ops import ClearHistory as ClearHistory
 from clover_code.protocol.ops import Compact as Compact
+from clover_code.protocol.ops import ImageAttachment as ImageAttachment
+from clover_code.protocol.ops import ImageType as ImageType
 from clover_code.protocol.ops import Interrupt as Interrupt
 from clover_code.protocol.ops import NotificationType as NotificationType
 from clover_code.protocol.ops import Notify as Notify
 from clover_code.protocol.ops import Op as Op
 from clover_code.protocol.ops import RewindWhat as RewindWhat
 from clover_code.protocol.ops import SetApprovalMode as SetApprovalMode
+from clover_code.protocol.ops import SetModel as SetModel
 from clover_code.protocol.ops import ShowDiff as ShowDiff
 from clover_code.protocol.ops import Shutdown as Shutdown
 from clover_code.protocol.ops import Undo as Undo

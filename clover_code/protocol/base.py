@@ -37,7 +37,8 @@ class _Op(_Message):
         return type(self) is type(other) and self._asked() == other._asked()
 
     def __hash__(self) -> int:
-        return hash((type(self), tuple(sorted(self._asked().items()))))
+        # The JSON text: an op's lists (a prompt's images) have no hash of their own.
+        return hash((type(self), self.model_dump_json(exclude={"id"})))
 
     def _asked(self) -> dict[str, Any]:
         return self.model_dump(exclude={"id"})

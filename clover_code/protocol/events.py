@@ -209,6 +209,40 @@ class ApprovalModeChanged(_Event):
     mode: ApprovalMode
 
 
+class ModelChanged(_Event):
+    """The model the session uses from the next request on (after a ``SetModel``, or
+    on resuming a session that had switched)."""
+
+    type: Literal["model_changed"] = "model_changed"
+    model: str
+    """The id the server is asked for."""
+    name: str
+    """What was asked for: the id, or a name of the ``[models]`` table."""
+    context_window: int
+    """Its context window, in tokens."""
+    vision: bool | None = None
+    """Whether images go to it: true, false (text only), or None (sent until its server
+    refuses them)."""
+
+
+class ModelOption(_Message):
+    """A model the session could switch to (what ``/model`` and an editor's model
+    menu list)."""
+
+    name: str
+    """What ``SetModel`` takes for it: a name of the ``[models]`` table, else the id."""
+    id: str
+    """The id the server lists."""
+    current: bool = False
+    """The session uses it now."""
+    served: bool = True
+    """The server lists it now (False: only configured, or the server did not say)."""
+    context_window: int | None = None
+    """Its context window, when configured or reported by the server."""
+    vision: bool | None = None
+    """Whether it takes images, when configured."""
+
+
 class AutoCommitted(_Event):
     """The answer to ``AutoCommit``: the new commit, or None when nothing changed."""
 
@@ -349,6 +383,7 @@ Event = Annotated[
     | DiffReport
     | Compacted
     | ApprovalModeChanged
+    | ModelChanged
     | AutoCommitted
     | Notice
     | ErrorEvent

@@ -6,11 +6,12 @@ clover-code but the protocol's own base models.
 
 from __future__ import annotations
 
+import base64
 from typing import Annotated, Literal, get_args
 
 from pydantic import ConfigDict, Field, TypeAdapter
 
-from clover_code.protocol.base import _Op
+from clover_code.protocol.base import _Message, _Op
 
 ApprovalMode = Literal["read-only", "plan", "ask", "auto-edit", "sandbox-auto", "full-auto"]
 """What may run without asking: nothing that changes anything, nothing but reads and
@@ -21,11 +22,36 @@ APPROVAL_MODES: tuple[ApprovalMode, ...] = get_args(ApprovalMode)
 """The approval modes, strictest first (the order Shift+Tab cycles through)."""
 
 
+ImageType = Literal["image/png", "image/jpeg", "image/gif", "image/webp"]
+"""The kinds of image a prompt may carry (what model servers take)."""
+
+
+class ImageAttachment(_Message):
+    """An image the user attached to a prompt (``@shot.png``, ``--image``, an editor's
+    image block): sent to a model that takes images, kept in the conversation."""
+
+    media_type: ImageType
+    """Its type, as read from its bytes."""
+    data: str
+    """Its bytes, base64-encoded."""
+    source: str = ""
+    """Where it came from, for the sentences about it: a path, or ``image 1``."""
+
+    @classmethod
+    def of(cls, media_type: str, data: bytes, source: str = "") -> ImageAttachment:
+        """The attachment of an image's bytes (``media_type`` one of ``ImageType``)."""
+        encoded = base64.b64encode(data).decode("ascii")
+        return cls.model_validate({"media_type": media_type, "data": encoded, "source": source})
+
+
 class UserInput(_Op):
-    """Start a turn with the user's text."""
+    """Start a turn with the user's text (and the images attached to it)."""
 
     type: Literal["user_input"] = "user_input"
     text: str
+    images: tuple[ImageAttachment, ...] = ()
+    """Images sent with the text to a model that takes them; a text-only model gets the
+    text alone and one sentence says so."""
 
 
 class Interrupt(_Op):
@@ -50,6 +76,15 @@ class SetApprovalMode(_Op):
 
     type: Literal["set_approval_mode"] = "set_approval_mode"
     mode: ApprovalMode
+
+
+class SetModel(_Op):
+    """Use another model of the server from the next request on (``ModelChanged``
+    answers, or an ``ErrorEvent`` saying why not, the model staying as it was)."""
+
+    type: Literal["set_model"] = "set_model"
+    model: str
+    """A model id the server serves, or a name of the ``[models]`` table."""
 
 
 class AutoCommit(_Op):
@@ -132,6 +167,7 @@ Op = Annotated[
     | Interrupt
     | ApprovalDecision
     | SetApprovalMode
+    | SetModel
     | AutoCommit
     | Undo
     | AllowCheckpoints

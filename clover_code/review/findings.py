@@ -13,6 +13,8 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from clover_code.config.field_docs import describe
+
 __all__ = [
     "SEVERITIES",
     "Finding",
@@ -34,7 +36,7 @@ _WORDS = re.compile(r"[^0-9a-z]+")
 class Finding(BaseModel):
     """One problem the review found, at a line range of a file."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     file: str = Field(min_length=1, max_length=1000)
     """The file's path relative to the repository root, as the diff names it."""
@@ -82,7 +84,7 @@ class Finding(BaseModel):
 class ReviewAnswer(BaseModel):
     """What the model answers a review with."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     summary: str = Field(max_length=4000)
     """Two or three sentences on the change as a whole and the review's verdict."""
@@ -92,7 +94,9 @@ class ReviewAnswer(BaseModel):
 
 
 def answer_schema() -> dict[str, Any]:
-    """The JSON Schema the model's answer is checked against (from ``ReviewAnswer``)."""
+    """The JSON Schema the model's answer is checked against (from ``ReviewAnswer``,
+    each field described by its docstring)."""
+    describe(Finding, ReviewAnswer)
     schema = ReviewAnswer.model_json_schema()
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
 

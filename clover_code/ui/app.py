@@ -28,6 +28,7 @@ from clover_code.ui.commands import SlashCommandProvider
 from clover_code.ui.custom import completions
 from clover_code.ui.file_index import FileIndex
 from clover_code.ui.host import Reviewer
+from clover_code.ui.images import attached_images
 from clover_code.ui.options import AppOptions
 from clover_code.ui.reports import alert
 from clover_code.ui.server_wait import delay, not_ready
@@ -215,6 +216,7 @@ class CloverApp(App[int]):
                     await asyncio.wait_for(self._retry_now.wait(), wait)
         self.composer.custom = completions(self)
         self.extras.session_opened()
+        self._warm_renderers()
         if attempt:
             retries = "1 retry" if attempt == 1 else f"{attempt} retries"
             self.transcript.waiting_done(f"The model server answered after {retries}.")
@@ -239,10 +241,17 @@ class CloverApp(App[int]):
         root, _ = find_root(self.cwd)
         index = FileIndex.build(root)
         self.call_from_thread(setattr, self.composer, "files", index)
-        # The first diff would otherwise pay the highlighter's imports (lexer
-        # tables, the theme) on the event loop, a visible pause mid-turn.
+
+    @work(thread=True, group="warm", exclusive=True)
+    def _warm_renderers(self) -> None:
+        # The first answer and the first diff would otherwise pay the Markdown parser's
+        # and the highlighter's imports (markdown-it, lexer tables, the theme) on the
+        # event loop, a visible pause mid-turn. Done once the session is open, so that
+        # it does not compete with opening it.
+        from clover_code.ui.widgets.answer import markdown
         from clover_code.ui.widgets.diff_view import render_diff
 
+        markdown("*warm*")
         render_diff("--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n", 8)
 
     @work(thread=True, group="git", exclusive=True)
@@ -347,13 +356,30 @@ class CloverApp(App[int]):
         if self.turn_running or (self.bridge.session is None and self._early):
             self.queued.push(text)  # sent when the running (or waiting) turn ends
             return
+        images, problem = attached_images(text, self._workspace())
+        if problem is not None:
+            self.transcript.add_note(problem, "warning")
+            if not self.composer.input.text:
+                self.composer.input.load_text(text)  # never drop what was typed
+            return
         self.transcript.add_user(text)
         self.transcript.anchor()
-        op = p.UserInput(text=text.removeprefix("/") if text.startswith("//") else text)
+        if images:
+            self.transcript.add_note(f"Attached {', '.join(i.source for i in images)}.")
+        text = text.removeprefix("/") if text.startswith("//") else text
+        op = p.UserInput(text=text, images=tuple(images))
         if self.bridge.session is None:
             self._early.append(op)  # typed while the session opens: sent once it is open
             return
         self.send(op)
+
+    def _workspace(self) -> Path:
+        """The workspace root (what relative ``@`` paths are read from)."""
+        if self.started is not None:
+            return Path(self.started.cwd)
+        from clover_code.fs.workspace_root import find_root
+
+        return find_root(self.cwd)[0]
 
     def send(self, op: p.Op) -> None:
         """Send an op to the core (in order, off the message handler)."""

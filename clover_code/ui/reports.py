@@ -53,6 +53,13 @@ class Reports:
         elif isinstance(event, p.JobsChanged):
             self.app.jobs = list(event.jobs)
             self.status_bar.jobs = sum(1 for job in event.jobs if job.state == "running")
+        elif isinstance(event, p.ModelChanged):
+            started = self.app.started
+            if started is not None:
+                self.app.started = started.model_copy(update={"model": event.model})
+            self.status_bar.model = event.model
+            self.status_bar.context_window = event.context_window
+            t.add_note(model_text(event))
         elif isinstance(event, p.TodoUpdated):
             marks = {"pending": "☐", "in_progress": "◐", "done": "☑"}
             items = [f"{marks[i.status]} {i.text}" for i in event.items]
@@ -89,6 +96,15 @@ class Reports:
         self.app.push_screen(
             ConfirmScreen("Snapshot this folder so turns can be undone?", details), answered
         )
+
+
+def model_text(event: p.ModelChanged) -> str:
+    """The line saying which model the session uses from the next request on."""
+    named = f"{event.name} ({event.model})" if event.name != event.model else event.model
+    images = "" if event.vision is None else "; it takes images" if event.vision else "; text only"
+    return (
+        f"Model {named} from the next request on: a {event.context_window:,}-token window{images}."
+    )
 
 
 def undo_text(event: p.UndoDone) -> str:

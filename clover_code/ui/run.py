@@ -147,16 +147,19 @@ def run_app(
     *,
     resume: Path | None,
     reload: Callable[[], Settings] | None = None,
+    loaded: Callable[[], None] = lambda: None,
 ) -> int:
     """Run the app in this terminal until the user quits; returns the exit code.
 
-    ``reload`` reads the settings again (after the user trusted the project's).
+    ``reload`` reads the settings again (after the user trusted the project's);
+    ``loaded`` is called once the app's modules are loaded, before it starts.
     Raises ``ConfigError`` before the app starts when its own settings cannot be
     used (a theme it does not have, a key given to two actions).
     """
     from clover_code.agent.engines import Engines
     from clover_code.ui.app import CloverApp
 
+    loaded()
     question, current = trust_question(settings, reload)
     options = app_options(settings, cwd, current)
     engines = Engines()

@@ -121,16 +121,37 @@ class SlashCommands:
             sections.append(("Vim mode:", VIM_HELP))
         self.transcript.add_help(sections)
 
-    @TABLE.command("model", "show the engine and model")
+    @TABLE.command("model", "pick the model, or switch to NAME, from the next request on", "[NAME]")
     def _cmd_model(self, arg: str) -> None:
-        s = self.app.started
-        if s is None:
+        if self.app.started is None or self.app.bridge.session is None:
             self.transcript.add_note("No engine is connected.", "warning")
             return
-        text = f"Engine {s.engine}, model {s.model}."
         if arg:
-            text += " Switching models needs a new session: restart with --model NAME."
-        self.transcript.add_note(text)
+            self.app.send(p.SetModel(model=arg))
+            return
+        self.app.run_worker(self._pick_model())
+
+    async def _pick_model(self) -> None:
+        """The model picker: the server's models and the [models] table."""
+        from clover_code.ui.widgets.model_picker import ModelPicker
+
+        session = self.app.bridge.session
+        started = self.app.started
+        if session is None or started is None:
+            return
+        options, note = await session.models()
+        if note is not None:
+            self.transcript.add_note(note, "warning")
+        if len(options) < 2:
+            self.transcript.add_note(f"Engine {started.engine}, model {started.model}.")
+            return
+
+        def chosen(option: p.ModelOption | None) -> None:
+            if option is not None and not option.current:
+                self.app.send(p.SetModel(model=option.name))
+
+        title = f"Models · {started.engine} engine · the next request uses the one picked"
+        self.app.push_screen(ModelPicker(options, title), chosen)
 
     @TABLE.command("approval", "show or set what may run without asking", "[MODE]")
     def _cmd_approval(self, arg: str) -> None:
@@ -389,7 +410,7 @@ class SlashCommands:
     def show_history(self, path: Path) -> None:
         """Draw a resumed session's earlier messages."""
         from clover_code.agent.open import load
-        from clover_code.engine.base import tool_calls
+        from clover_code.engine.base import content_text, image_count, tool_calls
         from clover_code.errors import CloverError
 
         try:
@@ -401,6 +422,10 @@ class SlashCommands:
             role, content = message.get("role"), message.get("content") or ""
             if role == "user" and isinstance(content, str):
                 self.transcript.add_user(content)
+            elif role == "user":  # a prompt with images
+                self.transcript.add_user(content_text(message))
+                images = image_count(message)
+                self.transcript.add_note(f"({images} image{'s' if images > 1 else ''} attached)")
             elif role == "assistant":
                 if isinstance(content, str) and content:
                     self.transcript.add_answer(content)

@@ -133,6 +133,8 @@ class ReplaySession:
         self.ops: list[Any] = []
         self.commands: list[Any] = []
         self.skills: list[Any] = []
+        self.model_options: list[p.ModelOption] = []
+        """What ``models()`` lists (the ``/model`` picker)."""
         for event in on_open:
             emit(event)
 
@@ -147,6 +149,9 @@ class ReplaySession:
 
     def skills_on_disk(self) -> list[Any]:
         return self.skills
+
+    async def models(self) -> tuple[list[p.ModelOption], str | None]:
+        return self.model_options, None
 
 
 def replay_app(

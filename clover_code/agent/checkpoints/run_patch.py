@@ -27,16 +27,18 @@ class RunPatch:
     """Set when the patch could not be computed (then ``patch`` is empty)."""
 
 
-async def run_patch(store: CheckpointStore | None) -> RunPatch:
+async def run_patch(store: CheckpointStore | None, *, settled: bool = False) -> RunPatch:
     """The diff of the workspace since the session's first checkpoint.
 
     Empty when checkpoints were off (``--no-checkpoints``, a workspace that
-    needed a yes to snapshot) or no turn started; never raises.
+    needed a yes to snapshot) or no turn started; never raises. ``settled``:
+    nothing has changed the workspace since the last turn ended (its end
+    snapshot is the workspace as the run left it).
     """
     if store is None:
         return RunPatch()
     try:
-        patch, files = await asyncio.to_thread(store.diff_since_session_start)
+        patch, files = await asyncio.to_thread(store.diff_since_session_start, as_turn_left=settled)
     except CheckpointError as exc:
         return RunPatch(warning=f"the result's patch could not be computed: {exc}")
     return RunPatch(patch=patch, files=files)

@@ -69,13 +69,12 @@ class ShadowGit:
         use_tree = work_tree and self.root.is_dir()
         cwd = self.root if use_tree else self.git_dir
         tree = self.root if use_tree else None
-        drivers = None
-        if self._pins is not None:
-            # The store's index holds no gitlinks, so which index is used does not
-            # change the overrides: the store's config and the workspace's do.
-            drivers = self._pins.get((cwd, tree))
-            if drivers is None:
-                drivers = repo_driver_overrides(cwd, git_dir=self.git_dir, work_tree=tree, env=env)
+        # The store's index holds no gitlinks, so which index is used does not
+        # change the overrides: the store's config and the workspace's do.
+        drivers = None if self._pins is None else self._pins.get((cwd, tree))
+        if drivers is None:
+            drivers = repo_driver_overrides(cwd, git_dir=self.git_dir, work_tree=tree)
+            if self._pins is not None:
                 self._pins[(cwd, tree)] = drivers
         argv = git_argv(
             args, cwd=cwd, git_dir=self.git_dir, work_tree=tree, env=env, drivers=drivers

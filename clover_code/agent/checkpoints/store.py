@@ -71,6 +71,8 @@ class CheckpointStore:
         self.shadow = ShadowStore(self.root, data_dir / "checkpoints" / key, session_id)
         self._turns: list[_Turn] = []
         self._start: str | None = None
+        self._turn_end: str | None = None
+        """The tree of the last turn's end snapshot while nothing was restored since."""
 
     @property
     def store(self) -> Path:
@@ -89,6 +91,7 @@ class CheckpointStore:
 
     def snapshot(self, turn: int) -> str:
         """Record the workspace before ``turn`` starts; returns the checkpoint commit."""
+        self._turn_end = None
         with self.shadow.operation():
             tree = self.shadow.capture(with_git=True)
             commit = self.shadow.commit(tree, f"before turn {turn}")
@@ -98,10 +101,12 @@ class CheckpointStore:
 
     def end_turn(self, turn: int) -> None:
         """Record the workspace as the agent left it when ``turn`` ended (any status)."""
+        self._turn_end = None
         if self._turns and self._turns[-1].turn == turn:
             with self.shadow.operation():
                 tree = self.shadow.capture(with_git=False)
                 self._turns[-1].after = self.shadow.commit(tree, f"after turn {turn}")
+            self._turn_end = tree
 
     def undo(self, turns: int = 1, force: bool = False) -> list[str]:
         """Put back what the agent changed in the last ``turns`` turns.
@@ -116,6 +121,7 @@ class CheckpointStore:
                 f"cannot undo {turns} turn(s): {count} turn(s) of this session can be undone."
             )
         chosen = self._turns[-turns:]
+        self._turn_end = None
         now = self.shadow.capture(with_git=False)
         agent: set[str] = set()
         user: set[str] = set()
@@ -165,12 +171,18 @@ class CheckpointStore:
                 return back, t.turn
         return 0, 0
 
-    def diff_since_session_start(self) -> tuple[str, list[str]]:
-        """The unified diff of the workspace since the first checkpoint, and its paths."""
+    def diff_since_session_start(self, *, as_turn_left: bool = False) -> tuple[str, list[str]]:
+        """The unified diff of the workspace since the first checkpoint, and its paths.
+
+        ``as_turn_left``: of the workspace as the last turn left it, its end
+        snapshot serving (when it has one, and nothing was restored since)
+        instead of a new one; for a caller that knows nothing has changed it.
+        """
         if self._start is None:
             return "", []
         with self.shadow.operation():
-            now = self.shadow.capture(with_git=False)
+            now = self._turn_end if as_turn_left else None
+            now = now or self.shadow.capture(with_git=False)
             base = f"{self._start}^{{tree}}"
             git = self.shadow.git
             names = git("diff", "--name-only", "-z", "--no-renames", base, now, "--", FILES)

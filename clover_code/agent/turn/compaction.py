@@ -18,7 +18,7 @@ from typing import Any
 from clover_code.agent.turn.context import TokenCounter
 from clover_code.engine import events as ev
 from clover_code.engine.base import Backend, ChatRequest, Message
-from clover_code.engine.messages import tool_calls
+from clover_code.engine.messages import content_text, image_count, tool_calls
 from clover_code.errors import ContextOverflow, EngineError
 
 SUMMARY_HEADER = "[The earlier part of this session was compacted.]"
@@ -51,7 +51,9 @@ def render_for_summary(messages: Sequence[Message]) -> str:
     lines = []
     for message in messages:
         role: str = message["role"]
-        text = str(message.get("content") or "")
+        text = content_text(message)
+        if images := image_count(message):
+            text += f"\n[{images} image{'s' if images > 1 else ''} attached]"
         if role == "tool" and len(text) > TOOL_RESULT_CHARS:
             text = text[:TOOL_RESULT_CHARS] + f"\n[... {len(text) - TOOL_RESULT_CHARS} more ...]"
         if text.startswith(SUMMARY_HEADER):
@@ -68,7 +70,7 @@ def first_request(messages: Sequence[Message]) -> str:
     for message in messages:
         if message["role"] != "user":
             continue
-        text = str(message.get("content") or "")
+        text = content_text(message)
         if text.startswith(SUMMARY_HEADER):
             marker = "The user's first request, verbatim:\n"
             start = text.find(marker)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from clover_code.engine.base import Message
-from clover_code.engine.messages import tool_calls
+from clover_code.engine.messages import IMAGE_TOKENS, content_text, image_count, tool_calls
 
 CHARS_PER_TOKEN = 3.2
 """Code tokenises denser than prose; a low ratio over-counts, which is the safe side."""
@@ -32,8 +32,8 @@ def estimate_tokens(text: str) -> int:
 
 
 def message_text(message: Message) -> str:
-    """All the text of a message that reaches the model."""
-    parts = [str(message.get("content") or "")]
+    """All the text of a message that reaches the model (its images aside)."""
+    parts = [content_text(message)]
     for call in tool_calls(message):
         function = call.get("function", {})
         parts.append(str(function.get("name", "")))
@@ -55,8 +55,11 @@ class TokenCounter:
     anchor_messages: int = 0
 
     def messages(self, messages: Sequence[Message]) -> int:
-        """Tokens of ``messages`` as the model will see them."""
-        return sum(self.count_text(message_text(m)) + MESSAGE_OVERHEAD for m in messages)
+        """Tokens of ``messages`` as the model will see them (an image as ``IMAGE_TOKENS``)."""
+        return sum(
+            self.count_text(message_text(m)) + MESSAGE_OVERHEAD + IMAGE_TOKENS * image_count(m)
+            for m in messages
+        )
 
     def prompt(self, system: str, messages: Sequence[Message], tools: Sequence[Any]) -> int:
         """Tokens of a whole request: system prompt, tool schemas and history."""

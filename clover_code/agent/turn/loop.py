@@ -20,7 +20,10 @@ from clover_code.agent.turn.background import BackgroundWork
 from clover_code.agent.turn.compaction import compact
 from clover_code.agent.turn.context import Budget, TokenCounter
 from clover_code.agent.turn.cost import Metered, Spend
-from clover_code.agent.turn.dispatch import ToolDispatcher
+from clover_code.agent.turn.dispatch import ToolCall, ToolDispatcher
+from clover_code.agent.turn.early import EarlyCalls
+from clover_code.agent.turn.early_check import may_start_early
+from clover_code.agent.turn.images import Vision, user_message
 from clover_code.agent.turn.nested import NestedInstructions
 from clover_code.agent.turn.options import PLAIN_TURN, TurnLimits, TurnOptions
 from clover_code.agent.turn.plan import PLAN_MODE, PLAN_PROMPT
@@ -32,6 +35,7 @@ from clover_code.agent.turn.respond import (
 )
 from clover_code.config.settings import ApprovalMode, Settings
 from clover_code.engine.base import Backend, ChatRequest, Message
+from clover_code.engine.messages import text_only
 from clover_code.errors import CloverError, ContextOverflow
 from clover_code.tools.base import Tool, ToolContext
 from clover_code.tools.spill import OutputSpill
@@ -100,12 +104,9 @@ class Agent:
         self._block = 0
         self._record_history = record_history
         self.counter = TokenCounter(count_text) if count_text else TokenCounter()
-        self.budget = Budget(
-            window=settings.context_window,
-            response_reserve=settings.max_tokens
-            or min(settings.response_reserve, settings.context_window // 4),
-            threshold=settings.compact_threshold,
-        )
+        self.budget = _budget(settings)
+        self.vision = Vision()
+        """Which models take the images of the conversation."""
         self.todo: list[dict[str, Any]] = []
         self.stopped: str | None = None
         """Why the session cannot go on (see ``stop``), if it cannot."""
@@ -113,6 +114,14 @@ class Agent:
         self._turn_starts: dict[int, int] = dict(enumerate(users, 1))
         """Where each turn begins in ``messages`` (until history is rewritten); a resumed
         history's turns are numbered by its user messages, as ``turn`` counts them."""
+
+    def switch_engine(self, backend: Backend, settings: Settings) -> None:
+        """Ask ``backend`` (another model) from the next request on, with ``settings``
+        (that model's window and tool-call reading)."""
+        self.backend = backend
+        self.settings = settings
+        self.budget = _budget(settings)
+        self.counter.reset()  # the new model's tokenizer counts differently
 
     def stop(self, reason: str) -> None:
         """End the running turn at its next step, and refuse later ones, as failed.
@@ -143,17 +152,26 @@ class Agent:
         self.messages.append(message)
         self._record(message)
 
-    async def run_turn(self, text: str, options: TurnOptions = PLAIN_TURN) -> p.TurnFinished:
+    async def run_turn(
+        self,
+        text: str,
+        options: TurnOptions = PLAIN_TURN,
+        images: Sequence[p.ImageAttachment] = (),
+    ) -> p.TurnFinished:
         """Work on one user input until the model answers, a limit hits, or it is cancelled.
 
-        ``options.allowed_tools``, when set (a custom command's), narrows the tools."""
+        ``options.allowed_tools``, when set (a custom command's), narrows the tools;
+        ``images`` go with the text to a model that takes them."""
         self.turn += 1
         self._turn_starts[self.turn] = len(self.messages)
         content, refusal = await prompt_hooks(self.hooks, text)
         if refusal is not None:
             return self._refused(text, refusal)
-        self._add({"role": "user", "content": content})
+        self._add(user_message(content, images))
         self.emit(p.TurnStarted(turn=self.turn, text=text))
+        if images and not self.vision.sends(self.settings, self.backend):
+            left_out = self.vision.left_out(self.settings, self.backend, images)
+            self.emit(p.Notice(level="warning", text=left_out))
         state = TurnState()
         status: p.TurnStatus
         try:
@@ -221,58 +239,82 @@ class Agent:
                 return "failed"
             # The step's one fsync: the previous step is durable before the next begins.
             self._commit()
-            failure = await self._respond(state, options)
-            if failure is not None:
-                # Calls of a failed response never run; what text arrived is kept.
-                state.calls = []
-            calls = state.calls
-            # Before the calls are recorded: only safe copies of the arguments are kept.
-            self.dispatch.screen(calls)
-            self._add(assistant_message(state, calls))
-            state.phase = "tools"
-            if failure is not None:
-                self.emit(p.ErrorEvent(message=str(failure)))
-                return "failed"
-            if self.stopped is not None:
-                self._close_partial(state, "[stopped: the session cannot go on]")
-                return "failed"
-            if not calls:
-                more = await stop_hooks(self.hooks, state.stop_hook_active, "".join(state.content))
-                if more is not None:
-                    self._add({"role": "user", "content": more})
-                    state.content, state.reasoning, state.stop_hook_active = [], [], True
-                    continue
-                background = self.background
-                if options.wait_for_background and background and background.pending():
-                    # Not the final answer yet: the model hears from the children first.
-                    state.phase = "idle"
-                    await background.wait()
-                    state.content, state.reasoning = [], []
-                    continue
-                state.final_text = "".join(state.content)
-                return "completed"
-            if self.dispatch.may_change_things(calls):
-                self._commit()  # the calls are on disk before anything they do
-            await self.dispatch.run_calls(calls, options)
-            added = self.nested.annotate(calls)
-            if added:
-                self.emit(p.Notice(text=f"added the instructions of {', '.join(added)}."))
-            for call in calls:
-                self._add({"role": "tool", "tool_call_id": call.id, "content": call.result or ""})
-            state.phase = "idle"
-            if all(call.malformed for call in calls):
-                state.malformed_streak += 1
-                if state.malformed_streak > self.settings.tool_retries:
-                    self.emit(
-                        p.ErrorEvent(
-                            message=f"the model made {state.malformed_streak} malformed tool "
-                            "calls in a row; the turn was stopped."
-                        )
+            early = self._early_calls(options)
+            async with early:
+                status = await self._step(state, options, early)
+            if status is not None:
+                return status
+
+    def _early_calls(self, options: TurnOptions) -> EarlyCalls[ToolCall]:
+        """What starts the reading calls of the next response while it still comes."""
+        return EarlyCalls(
+            enabled=self.settings.early_tools,
+            eligible=lambda call: may_start_early(self.dispatch, call, options),
+            start=lambda call, slot: self.dispatch.run_call(call, options, slot),
+            emit=self.emit,
+        )
+
+    async def _step(
+        self, state: TurnState, options: TurnOptions, early: EarlyCalls[ToolCall]
+    ) -> p.TurnStatus | None:
+        """One model response and its tool calls; the turn's status when it ends the turn."""
+        failure = await self._respond(state, options, early)
+        if failure is not None:
+            # Calls of a failed response never run (those started early are
+            # cancelled, unreported); what text arrived is kept.
+            await early.discard()
+            state.calls = []
+        else:
+            early.release()
+        calls = state.calls
+        # Before the calls are recorded: only safe copies of the arguments are kept.
+        self.dispatch.screen(calls)
+        self._add(assistant_message(state, calls))
+        state.phase = "tools"
+        if failure is not None:
+            self.emit(p.ErrorEvent(message=str(failure)))
+            return "failed"
+        if self.stopped is not None:
+            self._close_partial(state, "[stopped: the session cannot go on]")
+            return "failed"
+        if not calls:
+            more = await stop_hooks(self.hooks, state.stop_hook_active, "".join(state.content))
+            if more is not None:
+                self._add({"role": "user", "content": more})
+                state.content, state.reasoning, state.stop_hook_active = [], [], True
+                return None
+            background = self.background
+            if options.wait_for_background and background and background.pending():
+                # Not the final answer yet: the model hears from the children first.
+                state.phase = "idle"
+                await background.wait()
+                state.content, state.reasoning = [], []
+                return None
+            state.final_text = "".join(state.content)
+            return "completed"
+        if self.dispatch.may_change_things(calls):
+            self._commit()  # the calls are on disk before anything they do
+        await self.dispatch.run_calls(calls, options, early)
+        added = self.nested.annotate(calls)
+        if added:
+            self.emit(p.Notice(text=f"added the instructions of {', '.join(added)}."))
+        for call in calls:
+            self._add({"role": "tool", "tool_call_id": call.id, "content": call.result or ""})
+        state.phase = "idle"
+        if all(call.malformed for call in calls):
+            state.malformed_streak += 1
+            if state.malformed_streak > self.settings.tool_retries:
+                self.emit(
+                    p.ErrorEvent(
+                        message=f"the model made {state.malformed_streak} malformed tool "
+                        "calls in a row; the turn was stopped."
                     )
-                    return "failed"
-            else:
-                state.malformed_streak = 0
-            state.content, state.reasoning, state.calls = [], [], []
+                )
+                return "failed"
+        else:
+            state.malformed_streak = 0
+        state.content, state.reasoning, state.calls = [], [], []
+        return None
 
     # ----------------------------------------------------------- model call
 
@@ -286,14 +328,19 @@ class Agent:
         for report in self.background.take():
             self._add({"role": "user", "content": report})
 
-    async def _respond(self, state: TurnState, options: TurnOptions) -> CloverError | None:
+    async def _respond(
+        self, state: TurnState, options: TurnOptions, early: EarlyCalls[ToolCall]
+    ) -> CloverError | None:
         """Stream one model response into ``state``; return the failure, if any."""
         allowed = self.dispatch.offered(options)
         system = self.system_prompt
         if self.approval_mode == PLAN_MODE:
             system += "\n\n" + PLAN_PROMPT
+        history = wire_messages(self.messages)
+        if not self.vision.sends(self.settings, self.backend):
+            history = text_only(history)
         request = ChatRequest(
-            messages=[{"role": "system", "content": system}, *wire_messages(self.messages)],
+            messages=[{"role": "system", "content": system}, *history],
             tools=[s for s in self._specs if allowed is None or s.name in allowed],
             max_tokens=self.settings.max_tokens,
             temperature=self.settings.temperature,
@@ -309,7 +356,10 @@ class Agent:
             estimated_prompt=self.counter.prompt(self.system_prompt, self.messages, self._specs),
             block=self._block,
             spend=self.spend,
+            on_call=early.offer,
         )
+        if state.images_refused:
+            self.vision.refused.add(self.backend.model)
         return failure
 
     async def _fit_context(self) -> CloverError | None:
@@ -405,3 +455,13 @@ class Agent:
         state.phase = "idle"
 
     # ------------------------------------------------------------ tools
+
+
+def _budget(settings: Settings) -> Budget:
+    """The context budget of a model with ``settings``' window."""
+    return Budget(
+        window=settings.context_window,
+        response_reserve=settings.max_tokens
+        or min(settings.response_reserve, settings.context_window // 4),
+        threshold=settings.compact_threshold,
+    )

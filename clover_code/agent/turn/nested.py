@@ -18,6 +18,7 @@ from typing import Any
 from clover_code.agent.turn.dispatch import ToolCall
 from clover_code.agent.turn.instructions import INSTRUCTION_FILES, MAX_INSTRUCTION_CHARS
 from clover_code.engine.base import Message
+from clover_code.engine.messages import content_text
 
 __all__ = ["NestedInstructions", "touched_paths"]
 
@@ -112,11 +113,12 @@ class NestedInstructions:
     def carry(self, history: list[Message]) -> None:
         """Put every file added so far into a compacted history's summary message,
         so the instructions outlive the tool results they came with."""
-        if not history or not isinstance(history[0].get("content"), str):
+        summary = history[0].get("content") if history else None
+        if not isinstance(summary, str):
             return
-        kept = "\n".join(str(m.get("content") or "") for m in history[1:])
+        kept = "\n".join(content_text(m) for m in history[1:])
         # A file whose result is still in the kept tail is there already.
         missing = [f for f in self.loaded if self.render([f]) not in kept]
         if missing:
             text = "Instructions of sub-directories added earlier (still in force):"
-            history[0]["content"] += f"\n\n{text}\n\n{self.render(missing)}"
+            history[0]["content"] = f"{summary}\n\n{text}\n\n{self.render(missing)}"

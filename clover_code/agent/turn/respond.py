@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Literal
@@ -40,6 +41,8 @@ class TurnState:
     """A Stop hook already sent the model back to work in this turn."""
     token_limit: bool = False
     """The last response stopped at the token limit."""
+    images_refused: bool = False
+    """The server refused the last request's images (it went again without them)."""
 
 
 async def stream_response(
@@ -53,10 +56,11 @@ async def stream_response(
     estimated_prompt: int,
     block: int,
     spend: Spend,
+    on_call: Callable[[ToolCall], None] | None = None,
 ) -> tuple[CloverError | None, int]:
     """Stream one model response into ``state``, its cost charged to ``spend``; return the
     failure, if any, and the number of the next diffusion block (``block`` is the first
-    one's)."""
+    one's). ``on_call`` is given each tool call as soon as its arguments are complete."""
     failure: CloverError | None = None
     tokens = blocks = steps = step_tokens = 0
     first_block: float | None = None
@@ -66,6 +70,7 @@ async def stream_response(
     # Left "streaming" if cancelled mid-stream, so _close_partial knows.
     state.phase = "streaming"
     state.token_limit = False
+    state.images_refused = False
     try:
         async with aclosing(backend.stream(request)) as stream:
             async for event in stream:
@@ -93,9 +98,10 @@ async def stream_response(
                     state.reasoning.append(event.text)
                     emit(p.ReasoningDelta(text=event.text))
                 elif isinstance(event, ev.ToolCallEnd):
-                    state.calls.append(
-                        ToolCall(event.id, event.name, event.arguments, parse_error=event.error)
-                    )
+                    call = ToolCall(event.id, event.name, event.arguments, parse_error=event.error)
+                    state.calls.append(call)
+                    if on_call is not None:
+                        on_call(call)
                 elif isinstance(event, ev.BlockDraft):
                     emit(
                         p.BlockDraft(
@@ -111,6 +117,9 @@ async def stream_response(
                 elif isinstance(event, ev.Usage):
                     prompt_tokens, completion_tokens = event.prompt_tokens, event.completion_tokens
                     experts, cached_tokens = event.experts_per_layer, event.cached_tokens
+                elif isinstance(event, ev.ImagesDropped):
+                    state.images_refused = True
+                    emit(p.Notice(level="warning", text=images_dropped(event.reason)))
                 elif isinstance(event, ev.Failed):
                     failure = event.error
                 elif isinstance(event, ev.Finished) and event.reason == "length":
@@ -188,3 +197,11 @@ def assistant_message(state: TurnState, calls: list[ToolCall]) -> AssistantMessa
             for c in calls
         ]
     return message
+
+
+def images_dropped(reason: str) -> str:
+    """The one sentence for a request whose images the server refused."""
+    return (
+        f"{reason}; the prompt was sent again without them (they stay in the conversation "
+        "for a model that takes images)."
+    )

@@ -19,7 +19,10 @@ empty is asked once more without streaming, because some servers
 A server that ignores ``stream: true`` and sends one JSON completion works too.
 
 A request without ``max_tokens`` gets a default from the context window
-(``max_tokens.py``); a server that refuses it is asked again without it.
+(``max_tokens.py``); a server that refuses it is asked again without it. A
+request whose images the server refuses (a model that takes none: a client
+error naming images) is asked again at once with the images left out, after an
+``ImagesDropped`` event saying so.
 """
 
 from __future__ import annotations
@@ -33,13 +36,21 @@ from typing import Any
 import httpx
 
 from clover_code.engine.base import ChatRequest
-from clover_code.engine.events import EngineEvent, Failed, Finished, FinishReason
+from clover_code.engine.events import EngineEvent, Failed, Finished, FinishReason, ImagesDropped
+from clover_code.engine.messages import image_count, text_only
 from clover_code.engine.remote.chunks import ChunkDecoder, RawParsing, ServerStreamError
+from clover_code.engine.remote.endpoint import (
+    ServedModel,
+    is_loopback,
+    list_served,
+    pick_model,
+    served_window,
+)
 from clover_code.engine.remote.endpoint import api_root as api_root
-from clover_code.engine.remote.endpoint import is_loopback, pick_model
 from clover_code.engine.remote.max_tokens import OutputLimit
 from clover_code.engine.remote.retry import (
     BackoffPolicy,
+    ImagesRefused,
     RetryAttempt,
     StreamProblem,
     error_for_status,
@@ -137,6 +148,16 @@ class OpenAIBackend:
         """Close the HTTP connection pool."""
         await self._client.aclose()
 
+    # -- what the server serves ------------------------------------------------
+
+    async def served(self) -> list[ServedModel]:
+        """The models the server lists now, with the windows they report."""
+        return await list_served(self._client, self.base_url)
+
+    async def served_window(self, model: str) -> int | None:
+        """The context window the server reports for ``model`` (None: it does not say)."""
+        return await served_window(self._client, self.base_url, model)
+
     async def stream(self, request: ChatRequest) -> AsyncGenerator[EngineEvent, None]:
         """Stream one response as engine events; never raises for engine trouble."""
         if not self.model:
@@ -160,6 +181,10 @@ class OpenAIBackend:
                         yield event
                 return
             except RetryAttempt as retry:
+                if retry.without_images:
+                    body = {**body, "messages": text_only(body["messages"])}
+                    yield ImagesDropped(retry.error.message)
+                    continue
                 if retry.without_max_tokens:
                     body = {k: v for k, v in body.items() if k != "max_tokens"}
                     continue
@@ -226,7 +251,12 @@ class OpenAIBackend:
                 self.answered = True
                 if status != 200:
                     content = await response.aread()
-                    error = error_for_status(status, content, url=self.base_url, model=self.model)
+                    images = any(image_count(m) for m in body["messages"])
+                    error = error_for_status(
+                        status, content, url=self.base_url, model=body["model"], images=images
+                    )
+                    if isinstance(error, ImagesRefused):
+                        raise RetryAttempt(error, without_images=True)
                     defaulted = request.max_tokens is None and "max_tokens" in body
                     if defaulted and self.output_limit.refused(status, error_message(content)):
                         raise RetryAttempt(error, without_max_tokens=True)

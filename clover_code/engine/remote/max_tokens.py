@@ -13,6 +13,7 @@ import json
 import re
 from typing import Any
 
+from clover_code.engine.messages import IMAGE_TOKENS, image_count, text_only
 from clover_code.engine.remote.retry import is_context_overflow
 
 __all__ = ["MAX_TOKENS_CAP", "OutputLimit", "default_max_tokens", "estimate_prompt_tokens"]
@@ -31,10 +32,13 @@ def default_max_tokens(context_window: int, prompt_tokens: int) -> int:
 
 
 def estimate_prompt_tokens(body: dict[str, Any]) -> int:
-    """A generous token estimate of a request's messages and tools (3 characters a token)."""
-    size = len(json.dumps(body["messages"], ensure_ascii=False))
+    """A generous token estimate of a request's messages and tools (3 characters a token;
+    an image as ``IMAGE_TOKENS``, whatever the length of its base64)."""
+    images = sum(image_count(m) for m in body["messages"])
+    messages = text_only(body["messages"]) if images else body["messages"]
+    size = len(json.dumps(messages, ensure_ascii=False))
     size += len(json.dumps(body.get("tools", []), ensure_ascii=False))
-    return size // 3 + 16
+    return size // 3 + 16 + images * IMAGE_TOKENS
 
 
 class OutputLimit:

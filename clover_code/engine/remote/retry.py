@@ -29,12 +29,14 @@ from clover_code.protocol.json_text import loads_bounded
 __all__ = [
     "RETRYABLE_STATUS",
     "BackoffPolicy",
+    "ImagesRefused",
     "RetryAttempt",
     "StreamProblem",
     "error_for_status",
     "error_for_transport",
     "error_message",
     "is_context_overflow",
+    "is_images_refusal",
     "is_retryable_status",
     "parse_retry_after",
 ]
@@ -54,6 +56,17 @@ _OVERFLOW = re.compile(
 )
 
 
+# How servers refuse images for a text-only model: OpenAI ("image_url is only
+# supported by certain models"), vLLM and SGLang ("not a multimodal model"),
+# llama.cpp ("image input is not supported", "mmproj").
+_IMAGES = re.compile(r"\bimages?\b|image_url|image input|vision|multi-?modal|mmproj", re.IGNORECASE)
+
+
+class ImagesRefused(EngineError):
+    """The server refused a request because of the images it carried (a model that
+    takes none); the backend asks again without them."""
+
+
 def is_retryable_status(status: int) -> bool:
     """True for statuses where the same request may succeed a moment later."""
     return status in RETRYABLE_STATUS or (500 <= status < 600 and status not in (501, 505))
@@ -62,6 +75,12 @@ def is_retryable_status(status: int) -> bool:
 def is_context_overflow(message: str) -> bool:
     """True when a server's error text says the conversation is too long."""
     return _OVERFLOW.search(message) is not None
+
+
+def is_images_refusal(status: int, message: str) -> bool:
+    """True when a client error's text says the model takes no images."""
+    refusal = 400 <= status < 500 and status not in (401, 403) and not is_retryable_status(status)
+    return refusal and _IMAGES.search(message) is not None
 
 
 def parse_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
@@ -127,8 +146,11 @@ def error_message(body: bytes, limit: int = 300) -> str:
     return message or "(no message)"
 
 
-def error_for_status(status: int, body: bytes, *, url: str, model: str) -> EngineError:
-    """Map a non-200 response of the chat endpoint to one clear error."""
+def error_for_status(
+    status: int, body: bytes, *, url: str, model: str, images: bool = False
+) -> EngineError:
+    """Map a non-200 response of the chat endpoint to one clear error (``images``: the
+    request carried images, so a refusal naming them is ``ImagesRefused``)."""
     message = error_message(body)
     where = f"the server at {url}"
     if status in (401, 403):
@@ -140,6 +162,10 @@ def error_for_status(status: int, body: bytes, *, url: str, model: str) -> Engin
         return ContextOverflow(
             f"the conversation does not fit the model's context window ({message}); "
             "compact or clear the conversation, or lower max_tokens"
+        )
+    if images and is_images_refusal(status, message):
+        return ImagesRefused(
+            f"{where} refused the images for the model {model!r} (HTTP {status}: {message})"
         )
     if status == 404:
         if "model" in message.lower():
@@ -202,6 +228,7 @@ class RetryAttempt(Exception):
         *,
         unstreamed: bool = False,
         without_max_tokens: bool = False,
+        without_images: bool = False,
     ) -> None:
         super().__init__(error.message)
         self.error = error
@@ -210,6 +237,8 @@ class RetryAttempt(Exception):
         """Ask again without streaming: the stream hid what went wrong."""
         self.without_max_tokens = without_max_tokens
         """Ask again at once without the default max_tokens the server rejected."""
+        self.without_images = without_images
+        """Ask again at once with the images left out: the model takes none."""
 
 
 class StreamProblem(Exception):

@@ -111,6 +111,15 @@ class LanguageServers:
         project): only then is the diagnostics tool offered."""
         return self._off is None
 
+    @property
+    def running(self) -> bool:
+        """Whether a server was started and has not been stopped."""
+        return any(
+            server.client is not None
+            or (server.starting is not None and not server.starting.done())
+            for server in self._servers
+        )
+
     def handles(self, rel: str) -> bool:
         """Whether some server checks the file at ``rel``."""
         return self._server_for(rel) is not None

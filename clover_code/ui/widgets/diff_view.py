@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 
-from rich.syntax import Syntax
 from textual.content import Content, Span
 from textual.widgets import Static
 
@@ -87,6 +86,10 @@ def _token_style(kind: object) -> str:
 
 def _highlighted(source: str, path: str) -> list[Content]:
     """``source`` highlighted for the language ``path`` suggests, one content per line."""
+    # Imported at the first diff shown: Rich's Syntax brings Pygments, which the app
+    # does not need to start.
+    from rich.syntax import Syntax
+
     lexer = Syntax(source, Syntax.guess_lexer(path or "x.txt")).lexer
     spans: list[Span] = []
     at = 0

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 from typing import Any
 
 import pytest
 from acp import RequestError
 from acp.schema import (
+    AudioContentBlock,
     EmbeddedResourceContentBlock,
     ImageContentBlock,
     ResourceContentBlock,
@@ -16,7 +18,7 @@ from acp.schema import (
 )
 
 from clover_code import protocol as p
-from clover_code.acp.content import prompt_text
+from clover_code.acp.content import prompt_input
 from clover_code.acp.replay import replay_updates
 from clover_code.acp.updates import TOKEN_LIMIT_NOTICE, EventMapper, fenced, stop_reason
 from clover_code.agent.transcript import LoadedSession
@@ -208,7 +210,7 @@ def test_fence_outgrows_backticks_in_the_text() -> None:
     assert fenced("a ```` b") == "`````\na ```` b\n`````"
 
 
-def test_prompt_text_from_content_blocks() -> None:
+def test_prompt_input_from_content_blocks() -> None:
     blocks = [
         TextContentBlock(type="text", text="Fix "),
         ResourceContentBlock(type="resource_link", name="a", uri="file:///work/repo/src/a.py"),
@@ -218,13 +220,34 @@ def test_prompt_text_from_content_blocks() -> None:
             resource=TextResourceContents(uri="file:///work/repo/b.py", text="x = 1"),
         ),
     ]
-    assert prompt_text(blocks, ROOT) == (
-        'Fix @src/a.py using\n<context source="b.py">\nx = 1\n</context>\n'
+    assert prompt_input(blocks, ROOT) == (
+        'Fix @src/a.py using\n<context source="b.py">\nx = 1\n</context>\n',
+        (),
     )
-    with pytest.raises(RequestError, match="text only"):
-        prompt_text([ImageContentBlock(type="image", data="", mime_type="image/png")], ROOT)
+    with pytest.raises(RequestError, match="not a PNG, JPEG, GIF or WebP image"):
+        prompt_input([ImageContentBlock(type="image", data="", mime_type="image/png")], ROOT)
+    with pytest.raises(RequestError, match="no audio"):
+        prompt_input([AudioContentBlock(type="audio", data="AAAA", mime_type="audio/wav")], ROOT)
     with pytest.raises(RequestError, match="empty"):
-        prompt_text([TextContentBlock(type="text", text=" ")], ROOT)
+        prompt_input([TextContentBlock(type="text", text=" ")], ROOT)
+
+
+def test_prompt_input_takes_an_image_by_its_bytes() -> None:
+    png = b"\x89PNG\r\n\x1a\n" + bytes(40)
+    block = ImageContentBlock(
+        type="image",
+        data=base64.b64encode(png).decode(),
+        mime_type="image/jpeg",  # what the editor claims; the bytes decide
+        uri="file:///work/repo/shots/a.png",
+    )
+    text, images = prompt_input([TextContentBlock(type="text", text="what is wrong?"), block], ROOT)
+    assert text == "what is wrong?"
+    assert [(i.media_type, i.source) for i in images] == [("image/png", "shots/a.png")]
+    assert base64.b64decode(images[0].data) == png
+    alone = ImageContentBlock(type="image", data=block.data, mime_type="image/png")
+    assert prompt_input([alone], ROOT)[1][0].source == "image 1"  # an image alone is a prompt
+    with pytest.raises(RequestError, match="not valid base64"):
+        prompt_input([ImageContentBlock(type="image", data="@@@", mime_type="image/png")], ROOT)
 
 
 def test_replay_tells_the_conversation_with_reused_call_ids() -> None:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
 
 from clover_code import __version__
-from clover_code.cli.main import run
+from clover_code.cli.main import run, start_up_loaded
 from clover_code.outcome.result import TaskResult, parse_stream_line
 from clover_code.protocol import ErrorEvent
 
@@ -159,3 +160,45 @@ def test_early_error_in_stream_json_ends_with_the_result(
     assert code == 2
     assert isinstance(error, ErrorEvent) and error.fatal
     assert isinstance(result, TaskResult) and (result.status, result.exit_code) == ("error", 2)
+
+
+def test_the_command_says_once_when_its_modules_are_loaded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # main() keeps the collector off until then, so every path that starts work must say so.
+    calls: list[str] = []
+    assert run(["-C", str(tmp_path), "--task", "hi"], lambda: calls.append("task")) == 3
+    assert run(["schema", "result"], lambda: calls.append("schema")) == 0
+    capsys.readouterr()
+    assert calls == ["task", "schema"]
+
+
+def test_after_the_start_up_the_collector_runs_again() -> None:
+    gc.disable()
+    try:
+        start_up_loaded()
+        assert gc.isenabled() and gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+        gc.enable()
+
+
+def test_the_app_says_it_is_loaded_after_its_modules_and_before_it_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Textual and the app's widgets are most of the app's start-up: they load with the
+    # collector still off, and the app runs with it back on.
+    from clover_code.config.settings import load_settings
+    from clover_code.ui.app import CloverApp
+    from clover_code.ui.run import run_app
+
+    calls: list[str] = []
+
+    def run(self: CloverApp) -> int:
+        calls.append("run")
+        return 0
+
+    monkeypatch.setattr(CloverApp, "run", run)
+    settings = load_settings({"sessions_dir": tmp_path / "s"}, user_config=tmp_path / "none.toml")
+    assert run_app(settings, tmp_path, resume=None, loaded=lambda: calls.append("loaded")) == 0
+    assert calls == ["loaded", "run"]

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from clover_code.fs.stamps import stamps
 from clover_code.git.safe import (
     UnsafeRepository,
     git_argv,
@@ -24,7 +25,7 @@ from clover_code.git.safe import (
     run_git,
     safe_repo,
 )
-from tests.waiting import need_program
+from tests.waiting import need_program, wait_until
 
 
 @pytest.fixture(autouse=True)
@@ -234,3 +235,77 @@ def test_gitpython_repo_is_hardened(trapped: tuple[Path, Path]) -> None:
     grepo.git.log("-p", "-1")
     assert list(markers.iterdir()) == []
     assert grepo.head.commit.message == "through GitPython"
+
+
+def _counting_git(tmp_path: Path) -> tuple[str, Path]:
+    """A git that logs each run (one line each) before running the real one."""
+    log = tmp_path / "git-runs.log"
+    shim = tmp_path / "counting-git"
+    shim.write_text(f'#!/bin/sh\necho "$*" >> "{log}"\nexec "{shutil.which("git")}" "$@"\n')
+    shim.chmod(0o755)
+    log.touch()
+    return str(shim), log
+
+
+def _runs(log: Path) -> int:
+    return len(log.read_text().splitlines())
+
+
+@pytest.fixture
+def settled_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A repository whose config is old enough for its stamp to be trusted."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _plain_git(repo, "init", "-q")
+    (repo / "a.txt").write_text("one\n")
+    _plain_git(repo, "add", "a.txt")
+    paths = [repo / ".git" / "config", repo / ".git" / "index"]
+    wait_until(lambda: stamps(paths) is not None, message="the config's times to settle")
+    return repo
+
+
+def test_overrides_are_read_once_while_the_config_is_unchanged(
+    settled_repo: Path, tmp_path: Path
+) -> None:
+    git, log = _counting_git(tmp_path)
+    where = {"git_dir": settled_repo / ".git", "work_tree": settled_repo, "git": git}
+    assert repo_driver_overrides(settled_repo, **where) == []
+    first = _runs(log)
+    assert repo_driver_overrides(settled_repo, **where) == []
+    assert _runs(log) == first, "read again though nothing changed"
+
+    # A driver planted right after (within the same clock tick, even) is emptied at once.
+    with (settled_repo / ".git" / "config").open("a") as fh:
+        fh.write(f'[filter "evil"]\n\tclean = {tmp_path / "trap"}\n')
+    assert dict(repo_driver_overrides(settled_repo, **where))["filter.evil.clean"] == ""
+    assert _runs(log) > first
+
+
+def test_overrides_with_includes_or_nested_repositories_are_read_every_time(
+    settled_repo: Path, tmp_path: Path
+) -> None:
+    git, log = _counting_git(tmp_path)
+    where = {"git_dir": settled_repo / ".git", "work_tree": settled_repo, "git": git}
+    included = tmp_path / "included.cfg"
+    included.write_text("[core]\n")
+    _plain_git(settled_repo, "config", "include.path", str(included))
+    inner = settled_repo / "inner"
+    inner.mkdir()
+    _plain_git(inner, "init", "-q")
+    (inner / "b.txt").write_text("two\n")
+    _plain_git(inner, "add", "b.txt")
+    _plain_git(inner, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "b")
+    _plain_git(settled_repo, "add", "inner")  # a gitlink: a nested repository
+    paths = [settled_repo / ".git" / "config", settled_repo / ".git" / "index"]
+    wait_until(lambda: stamps(paths) is not None, message="the config's times to settle")
+
+    repo_driver_overrides(settled_repo, **where)
+    once = _runs(log)
+    # The included file and the nested repository's config are not stamped: a driver
+    # planted in either must be seen without the repository's own files changing.
+    included.write_text(f'[filter "inc"]\n\tclean = {tmp_path / "trap"}\n')
+    _plain_git(inner, "config", "merge.deep.driver", str(tmp_path / "trap"))
+    overrides = dict(repo_driver_overrides(settled_repo, **where))
+    assert overrides["filter.inc.clean"] == "" and overrides["merge.deep.driver"] == ""
+    assert _runs(log) == 2 * once

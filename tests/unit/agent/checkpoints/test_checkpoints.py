@@ -241,6 +241,22 @@ def test_diff_since_session_start_spans_turns(repo: Path, store: CheckpointStore
     assert "a/app.py" in diff and "+    return a + b" in diff and "+hello" in diff
 
 
+def test_diff_as_the_turn_left_it_serves_the_end_snapshot_until_a_restore(
+    repo: Path, store: CheckpointStore
+) -> None:
+    store.snapshot(1)
+    (repo / "new.txt").write_text("hello\n")
+    store.end_turn(1)
+    # Written after the turn ended: a caller that knows nothing changed since gets
+    # the end snapshot's diff, any other caller a new capture's.
+    (repo / "late.txt").write_text("late\n")
+    assert store.diff_since_session_start(as_turn_left=True)[1] == ["new.txt"]
+    assert store.diff_since_session_start()[1] == ["late.txt", "new.txt"]
+
+    store.undo(1, force=True)  # the end snapshot no longer is the workspace
+    assert store.diff_since_session_start(as_turn_left=True)[1] == ["late.txt"]
+
+
 def test_auto_commit_commits_agent_changes_without_running_hooks(
     repo: Path, store: CheckpointStore, tmp_path: Path
 ) -> None:
