@@ -1,4 +1,4 @@
-"""The measurements and checks of ``gpu_check.py``, each adding rows to its table."""
+"""The timings of ``gpu_check.py``, each adding rows to its table."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from typing import Any
 
 import torch
 
-from clover_code.engine.local.diffusion import BlockDiffusion, Controls, DecodeOptions
-from clover_code.engine.local.diffusion.experts import ExpertRouting, find_routers
+from clover_code.engine.local.diffusion import Block, BlockDiffusion, Controls, DecodeOptions
+from clover_code.engine.local.diffusion.batch import BatchDecoder
+from clover_code.engine.local.diffusion.experts import ExpertRouting, Plan, find_routers
 from clover_code.engine.local.diffusion.forward import HFForward
 from clover_code.engine.local.diffusion.state import CacheCheckpoint
 
@@ -26,7 +27,8 @@ def _timed(fn: Callable[[], Any], sync: Callable[[], None], repeat: int) -> floa
     return (time.perf_counter() - start) / repeat
 
 
-def _random(config: Any, shape: tuple[int, int], seed: int) -> torch.Tensor:
+def random_ids(config: Any, shape: tuple[int, int], seed: int) -> torch.Tensor:
+    """Random token ids [rows, n] (never the mask or the end token)."""
     generator = torch.Generator().manual_seed(seed)
     return torch.randint(0, config.vocab_size - 2, shape, generator=generator)
 
@@ -43,30 +45,25 @@ def forwards(
     """Time block forwards (all-mask, random, random with selection) and the 1-token anchor."""
     forward = HFForward(model)
     cache = forward.new_cache()
-    forward.prefill(_random(config, (1, prefix), 0), cache)
+    forward.prefill(random_ids(config, (1, prefix), 0), cache, block_size=block)
     point = CacheCheckpoint.take(cache)
     blocks = {
         "all-mask": torch.full((1, block), int(config.mask_token_id)),
-        "random": _random(config, (1, block), 1),
+        "random": random_ids(config, (1, block), 1),
     }
-    routing = ExpertRouting(find_routers(model))
+    routing = ExpertRouting(find_routers(model), MASS)
 
     def run(ids: torch.Tensor) -> None:
-        forward(ids, cache)
+        forward.block(ids, cache)
         point.restore()
 
-    def experts(ids: torch.Tensor, mass: float | None) -> float:
-        routing.mass = mass
-        routing.begin_block()
+    def experts(ids: torch.Tensor, plan: Plan) -> float:
+        gid = routing.open_group()
+        routing.prepare(torch.full((ids.shape[1],), gid, device=forward.device), {gid: plan})
         run(ids)
-        touched = routing.end_block()
+        touched = routing.end_group(gid)
+        routing.prepare(None, {})
         return sum(touched) / max(len(touched), 1)
-
-    def selected(ids: torch.Tensor) -> None:
-        routing.mass = MASS
-        routing.begin_block()
-        run(ids)
-        routing.end_block()
 
     figures: dict[str, float] = {}
     for label, ids in blocks.items():
@@ -74,20 +71,31 @@ def forwards(
         table.add(
             f"block forward, {label}",
             f"{figures[label] * 1e3:.2f} ms",
-            f"{experts(ids, None):.0f} experts/layer of {config.num_experts}; "
+            f"{experts(ids, 'free'):.0f} experts/layer of {config.num_experts}; "
             f"after {prefix} cached tokens",
         )
-    figures["selected"] = _timed(lambda: selected(blocks["random"]), sync, repeat)
+    figures["selected"] = _timed(lambda: experts(blocks["random"], "select"), sync, repeat)
     table.add(
         f"block forward, random, expert selection {MASS}",
         f"{figures['selected'] * 1e3:.2f} ms",
-        f"{experts(blocks['random'], MASS):.0f} experts/layer",
+        f"{experts(blocks['random'], 'select'):.0f} experts/layer (chosen at this forward)",
     )
     routing.remove()
     one = blocks["random"][:, :1]
     figures["one"] = _timed(lambda: run(one), sync, repeat)
     table.add("one-token forward (autoregressive anchor)", f"{figures['one'] * 1e3:.2f} ms")
     return figures
+
+
+def _options(config: Any, block: int, blocks: int, merge: bool = True) -> DecodeOptions:
+    return DecodeOptions(
+        mask_id=int(config.mask_token_id),
+        block_size=block,
+        max_new_tokens=blocks * block,
+        controls=Controls(),
+        stop_ids=frozenset(),
+        merge_commit=merge,
+    )
 
 
 def decode(
@@ -99,18 +107,13 @@ def decode(
     table: Any,
     block: int = 32,
 ) -> None:
-    """Decode ``blocks`` blocks through the loop (steps and commits), selection off and on."""
-    prompt = _random(config, (1, prefix), 2)[0].tolist()
-    options = DecodeOptions(
-        mask_id=int(config.mask_token_id),
-        block_size=block,
-        max_new_tokens=blocks * block,
-        controls=Controls(),
-        stop_ids=frozenset(),
-    )
-    for label, mass in (("off", None), (str(MASS), MASS)):
+    """Decode ``blocks`` blocks through the loop: commits merged into the next block's
+    first forward or as forwards of their own, and expert selection at 0.9."""
+    prompt = random_ids(config, (1, prefix), 2)[0].tolist()
+    runs = (("merged commits", None, True), ("commit forwards", None, False))
+    for label, mass, merge in (*runs, (f"expert selection {MASS}", MASS, True)):
         routing = ExpertRouting(find_routers(model), mass)
-        decoder = BlockDiffusion(HFForward(model), options, routing)
+        decoder = BlockDiffusion(HFForward(model), _options(config, block, blocks, merge), routing)
         sync()
         start = time.perf_counter()
         items = list(decoder.generate(prompt))
@@ -118,10 +121,10 @@ def decode(
         elapsed = time.perf_counter() - start
         routing.remove()
         stats = decoder.stats
-        forwards = stats.step_forwards + stats.commit_forwards + stats.prefill_forwards
-        committed = len(stats.experts)
+        forwards = stats.forwards + stats.prefill_forwards
+        committed = sum(isinstance(i, Block) for i in items)
         table.add(
-            f"decode {committed} blocks, expert selection {label}",
+            f"decode {committed} blocks, {label}",
             f"{elapsed * 1e3:.0f} ms",
             f"{stats.step_forwards} steps + {stats.commit_forwards} commits + "
             f"{stats.prefill_forwards} prefill ({elapsed / forwards * 1e3:.1f} ms/forward), "
@@ -130,59 +133,48 @@ def decode(
         assert committed == blocks and len(items) > blocks, "the decode did not reach its blocks"
 
 
-def _block_causal(length: int, start: int, config: Any, device: Any, dtype: Any) -> torch.Tensor:
-    """The explicit mask: causal, and the block's rows see the whole block."""
-    rows = torch.arange(length, device=device)[:, None]
-    cols = torch.arange(length, device=device)[None, :]
-    allowed = (cols <= rows) | ((rows >= start) & (cols >= start))
-    if getattr(config, "_attn_implementation", "sdpa") == "eager":
-        zero = torch.zeros((), dtype=dtype, device=device)
-        return torch.where(allowed, zero, torch.finfo(dtype).min)[None, None]
-    return allowed[None, None]
-
-
-def correctness(model: Any, config: Any, table: Any, block_size: int = 32) -> dict[str, bool]:
-    """Restore exact, cached vs uncached with the block mask, and the mask's effect:
-    each check's name and whether it passed."""
+def batched(
+    model: Any,
+    config: Any,
+    prefix: int,
+    sizes: tuple[int, ...],
+    sync: Callable[[], None],
+    table: Any,
+    block: int = 32,
+    blocks: int = 2,
+) -> None:
+    """N sequences decoded together: aggregate tokens/s against one sequence alone."""
     forward = HFForward(model)
-    prompt = _random(config, (1, 96), 3)
-    block = _random(config, (1, block_size), 4)
-    block[0, block_size // 4 :] = int(config.mask_token_id)
-    cache = forward.new_cache()
-    forward.prefill(prompt[:, :64], cache)
-    forward.prefill(prompt[:, 64:], cache)
-    point = CacheCheckpoint.take(cache)
-    first = forward(block, cache)
-    point.restore()
-    again = forward(block, cache)
-    point.restore()
-    exact = torch.equal(first, again)
-    table.add("restore after a step", "exact" if exact else "NOT EXACT")
-    whole = torch.cat([prompt, block], dim=1).to(forward.device)
-    param = next(model.parameters())
-    mask = _block_causal(whole.shape[1], 96, config, forward.device, param.dtype)
-    reference = model(input_ids=whole, attention_mask=mask, use_cache=False).logits[:, 96:]
-    diff = float((first.float() - reference.float()).abs().max())
-    scale = float(reference.float().abs().max()) or 1.0
-    tolerance = 2e-2 if param.dtype in (torch.bfloat16, torch.float16) else 1e-4
-    verdict = "ok" if diff <= tolerance * scale else "MISMATCH"
-    table.add(
-        "cached block vs uncached with block mask",
-        f"{diff:.2e}",
-        f"{verdict} (max |logit| {scale:.2f}, tolerance {tolerance:g} of it)",
-    )
-    changed = block.clone()
-    changed[0, -1] = (int(changed[0, -1]) + 1) % (config.vocab_size - 2)
-    moved = forward(changed, cache)
-    point.restore()
-    effect = float((moved[0, 0].float() - first[0, 0].float()).abs().max())
-    table.add(
-        "block mask: position 0 vs last token",
-        f"{effect:.2e}",
-        "ok (bidirectional)" if effect > 0 else "NO EFFECT",
-    )
-    return {
-        "restore after a step is exact": exact,
-        "cached block matches uncached with the block mask": verdict == "ok",
-        "the block mask moves position 0's logits": effect > 0,
-    }
+    options = _options(config, block, blocks)
+    base: float | None = None
+    for n in sizes:
+        prompts = [random_ids(config, (1, prefix + 7 * k), 10 + k)[0].tolist() for k in range(n)]
+        decoder = BatchDecoder(forward, options, max_batch=n)
+        tokens = [0]
+
+        def sink(item: Any, tokens: list[int] = tokens) -> None:
+            if isinstance(item, Block):
+                tokens[0] += len(item.ids)
+
+        for prompt in prompts:
+            decoder.add(prompt, sink=sink)
+        sync()
+        start = time.perf_counter()
+        steps = 0
+        while decoder.step():
+            steps += 1
+        sync()
+        elapsed = time.perf_counter() - start
+        rate = tokens[0] / elapsed
+        base = base or rate
+        table.add(
+            f"batched decode, N = {n}",
+            f"{rate_text(rate)} tok/s",
+            f"{rate / base:.2f}x N = 1; {decoder.forwards} forwards "
+            f"({elapsed / decoder.forwards * 1e3:.1f} ms each), {tokens[0]} tokens",
+        )
+
+
+def rate_text(tokens_per_s: float) -> str:
+    """Whole tokens/s on a GPU; enough digits to read on a slow CPU run."""
+    return f"{tokens_per_s:.0f}" if tokens_per_s >= 10 else f"{tokens_per_s:.2g}"

@@ -22,6 +22,7 @@ from typing import Any
 import torch
 
 from clover_code.engine.local.diffusion.forward import ModelForward
+from clover_code.engine.local.diffusion.layout import Layout
 
 SPECIAL_TOKENS = [
     "<|endoftext|>",
@@ -98,11 +99,14 @@ def build_tiny_checkpoint(
     experts: int = 4,
     top_k: int = 2,
     router_scale: float = 1.0,
+    expert_scale: float = 1.0,
 ) -> Path:
     """Write a tiny random checkpoint (model + tokenizer + chat template) to ``path``.
 
     ``router_scale`` multiplies the routers' random weights: a trained router is
     far from uniform, and a larger scale makes the random one peaked like it.
+    ``expert_scale`` multiplies the routed experts' weights, so which experts a
+    token is sent to weighs on the logits as it does in a trained model.
     """
     from transformers import PreTrainedTokenizerFast, Qwen3_5MoeForCausalLM, Qwen3_5MoeTextConfig
 
@@ -139,11 +143,12 @@ def build_tiny_checkpoint(
     )
     torch.manual_seed(0)
     model = Qwen3_5MoeForCausalLM(config)
-    if router_scale != 1.0:
-        with torch.no_grad():
-            for name, param in model.named_parameters():
-                if name.endswith("mlp.gate.weight"):
-                    param.mul_(router_scale)
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if name.endswith("mlp.gate.weight"):
+                param.mul_(router_scale)
+            elif ".mlp.experts." in name:
+                param.mul_(expert_scale)
     model.save_pretrained(path)
     if mask_token:
         cfg = json.loads((path / "config.json").read_text())
@@ -153,7 +158,7 @@ def build_tiny_checkpoint(
 
 
 Script = Callable[[torch.Tensor, int], torch.Tensor]
-"""(input ids of this forward [1, n], cache length before it) -> logits [1, n, vocab]."""
+"""(one row's new ids [1, n], its position before them) -> logits [1, n, vocab]."""
 
 
 class ScriptedLogits:
@@ -163,25 +168,33 @@ class ScriptedLogits:
         self.inner = inner
         self.script = script
         self.vocab_size = inner.vocab_size
+        self.device = inner.device
+        self.splits = inner.splits
         self.calls: list[list[int]] = []
+        """The ids of every row of every forward (padding left out)."""
 
     def new_cache(self) -> Any:
         return self.inner.new_cache()
 
-    def __call__(self, ids: torch.Tensor, cache: Any) -> torch.Tensor:
-        before = self.inner.cache_length(cache)
-        self.calls.append(ids[0].tolist())
-        self.inner(ids, cache)
-        return self.script(ids, before)
-
     def cache_length(self, cache: Any) -> int:
         return self.inner.cache_length(cache)
 
-    def prefill(self, ids: torch.Tensor, cache: Any) -> torch.Tensor:
-        before = self.inner.cache_length(cache)
-        self.calls.append(ids[0].tolist())
-        getattr(self.inner, "prefill", self.inner)(ids, cache)
-        return self.script(ids, before)
+    def mid_states(self) -> Any:
+        return self.inner.mid_states()
+
+    def __call__(
+        self, ids: torch.Tensor, cache: Any, layout: Layout, keep: int | None = None
+    ) -> torch.Tensor:
+        self.inner(ids, cache, layout, keep)
+        rows = []
+        for b in range(ids.shape[0]):
+            used = layout.used(b)
+            self.calls.append(ids[b, :used].tolist())
+            logits = self.script(ids[b : b + 1, :used], layout.past[b])[0]
+            pad = logits.new_zeros((ids.shape[1] - used, logits.shape[-1]))
+            rows.append(torch.cat([logits, pad]))
+        out = torch.stack(rows)
+        return out[:, -keep:] if keep is not None else out
 
 
 def peaked(vocab: int, rows: Sequence[tuple[int, float]]) -> torch.Tensor:
@@ -194,42 +207,81 @@ def peaked(vocab: int, rows: Sequence[tuple[int, float]]) -> torch.Tensor:
     return out
 
 
-def script_text(backend: Any, text: str) -> None:
-    """Make the loaded model 'say' ``text`` then stop, one confident block per step."""
+def script_text(backend: Any, text: str, *, unsure: bool = False) -> None:
+    """Make the loaded model 'say' ``text`` then stop, one confident block per step.
+
+    The real model still runs; its logits are replaced by rows peaked on the
+    token ``text`` has at each position (read from the forward's position ids,
+    counted from the end of the latest prompt the backend rendered). ``unsure``:
+    every other position is below the threshold, so a block takes several steps.
+    """
     target = backend.tokenizer(text, add_special_tokens=False)["input_ids"]
     target.append(backend.tokenizer.convert_tokens_to_ids("<|im_end|>"))
     model = backend._model
     real = model.forward
     vocab = model.config.vocab_size
+    prompt_len = {"n": 0}
 
     @functools.wraps(real)
     def forward(*args: Any, **kwargs: Any) -> Any:
         out = real(*args, **kwargs)
-        n = kwargs["input_ids"].shape[1]
-        cache = kwargs.get("cache") or kwargs.get("past_key_values")
-        start = cache.get_seq_length() - n - backend._prompt_len
-        rows = [(target[min(max(start + i, 0), len(target) - 1)], 0.99) for i in range(n)]
-        out.logits = peaked(vocab, rows)
+        kept = out.logits.shape[1]
+        positions = kwargs["position_ids"][:, -kept:].tolist()
+        rows = [
+            [
+                (
+                    target[min(max(p - prompt_len["n"], 0), len(target) - 1)],
+                    0.9 if unsure and p % 2 else 0.99,
+                )
+                for p in row
+            ]
+            for row in positions
+        ]
+        out.logits = torch.cat([peaked(vocab, row) for row in rows])
         return out
 
     model.forward = forward
-    original = backend._producer
+    original = backend.prompt
 
-    def producer(request: Any) -> Any:
-        from clover_code.engine.local.diffusion.chat import render_prompt
+    def prompt(request: Any) -> list[int]:
+        ids: list[int] = original(request)
+        prompt_len["n"] = len(ids)
+        return ids
 
-        backend._prompt_len = len(render_prompt(backend.tokenizer, request))
-        return original(request)
+    backend.prompt = prompt
 
-    backend._producer = producer  # type: ignore[method-assign]
+
+def script_by_position(backend: Any, first: int = 40) -> list[int]:
+    """Make the loaded model say token ``first + position % 50`` at every position, sure
+    enough to fill a block in one step; returns the rows of every forward, as they come
+    (how many sequences each forward carried)."""
+    model = backend._model
+    real = model.forward
+    vocab = model.config.vocab_size
+    widths: list[int] = []
+
+    @functools.wraps(real)
+    def forward(*args: Any, **kwargs: Any) -> Any:
+        out = real(*args, **kwargs)
+        kept = out.logits.shape[1]
+        positions = kwargs["position_ids"][:, -kept:].tolist()
+        widths.append(len(positions))
+        rows = [[(first + p % 50, 0.99) for p in row] for row in positions]
+        out.logits = torch.cat([peaked(vocab, row) for row in rows])
+        return out
+
+    model.forward = forward
+    return widths
 
 
 REMOTE_DECODER = '''"""A tiny block-decoding entry point in remote code (a test fixture).
 
-Dream-style diffusion_generate: each block of block_length positions starts
-masked; each step runs the model over the whole sequence (no cache) and fills
-every masked position of the block whose confidence clears threshold, else
-the single most confident one, calling the hook after every step.
+Dream-style diffusion_generate with blocks aligned to absolute positions (as
+SGLang cuts them: the first one is what is left of the prompt's last block):
+each block starts masked; each step runs the model over the whole sequence
+(no cache) and fills every masked position of the block whose confidence
+clears threshold, else the single most confident one, calling the hook after
+every step.
 """
 
 import torch
@@ -259,8 +311,11 @@ class TinyDLLMForCausalLM(Qwen3_5MoeForCausalLM):
         x = torch.cat([inputs, torch.full((1, max_new_tokens), mask)], dim=1)
         x = hook(None, x, None)
         start, step = inputs.shape[1], 0
-        for lo in range(start, start + max_new_tokens, block_length):
-            hi = min(lo + block_length, start + max_new_tokens)
+        end = start + max_new_tokens
+        first = (start // block_length + 1) * block_length
+        bounds = [start] + list(range(first, end, block_length))
+        for lo in bounds:
+            hi = min((lo // block_length + 1) * block_length, end)
             while bool((x[0, lo:hi] == mask).any()):
                 logits = self(input_ids=x).logits[0, lo:hi]
                 conf, arg = torch.softmax(logits.float(), -1).max(-1)
@@ -284,6 +339,42 @@ class TinyDLLMForCausalLM(Qwen3_5MoeForCausalLM):
     def diffusion_generate(self, inputs, **kwargs):
         raise AssertionError("a **kwargs entry point must not be taken")
 '''
+
+
+CACHELESS_FORWARD = '''"""A model whose forward keeps no cache of its own (a test fixture).
+
+It takes the arguments clover-code's loop passes and ignores the cache and the
+mask: the loop must not drive it.
+"""
+
+import torch
+from transformers import Qwen3_5MoeForCausalLM
+
+
+class TinyDLLMForCausalLM(Qwen3_5MoeForCausalLM):
+    def forward(self, input_ids=None, attention_mask=None, position_ids=None,
+                past_key_values=None, use_cache=None, **kwargs):
+        return super().forward(input_ids=input_ids, use_cache=False)
+'''
+
+CACHELESS_GENERATE = (
+    CACHELESS_FORWARD
+    + """
+    @torch.no_grad()
+    def diffusion_generate(self, inputs, max_new_tokens=16, threshold=0.9, block_length=4,
+                           mask_token_id=None):
+        mask = mask_token_id if mask_token_id is not None else self.config.mask_token_id
+        x = torch.cat([inputs, torch.full((1, max_new_tokens), mask)], dim=1)
+        start = inputs.shape[1]
+        while bool((x[0, start:] == mask).any()):
+            logits = self(input_ids=x).logits[0, start:]
+            conf, arg = torch.softmax(logits.float(), -1).max(-1)
+            masked = x[0, start:] == mask
+            conf = conf.masked_fill(~masked, -1.0)
+            x[0, start + int(conf.argmax())] = arg[conf.argmax()]
+        return x
+"""
+)
 
 
 def add_remote_decoder(path: Path, source: str = REMOTE_DECODER) -> Path:

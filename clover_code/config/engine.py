@@ -96,17 +96,21 @@ class ModelSettings(BaseModel):
     """Local engines: subtracted per earlier occurrence in the response (0 off; unset: the
     checkpoint's generation_config.json value, else 0)."""
 
-    end_bias_after: int = Field(16_384, ge=0)
-    """Local engines: response length after which the end-of-response bias grows."""
+    end_bias_after: int | None = Field(None, ge=0)
+    """Local engines: response length after which the end-of-response bias grows (unset:
+    the checkpoint's generation_config.json value, else 16384)."""
 
-    end_bias_per_1k: float = Field(1.0, ge=0.0)
-    """Local engines: logit added to the end token per 1,000 tokens past end_bias_after."""
+    end_bias_per_1k: float | None = Field(None, ge=0.0)
+    """Local engines: logit added to the end token per 1,000 tokens past end_bias_after
+    (0 off; unset: the checkpoint's generation_config.json value, else 1.0)."""
 
-    think_bias_after: int = Field(8_192, ge=0)
-    """Local engines: thinking length after which the end-of-thinking bias grows."""
+    think_bias_after: int | None = Field(None, ge=0)
+    """Local engines: thinking length after which the end-of-thinking bias grows (unset:
+    the checkpoint's generation_config.json value, else 8192)."""
 
-    think_bias_per_1k: float = Field(1.0, ge=0.0)
-    """Local engines: logit added to </think> per 1,000 thinking tokens past think_bias_after."""
+    think_bias_per_1k: float | None = Field(None, ge=0.0)
+    """Local engines: logit added to </think> per 1,000 thinking tokens past think_bias_after
+    (0 off; unset: the checkpoint's generation_config.json value, else 1.0)."""
 
     decoder: Literal["auto", "checkpoint", "builtin"] = "auto"
     """hf engine: who decodes. auto: the checkpoint's own block-decoding entry point
@@ -117,6 +121,20 @@ class ModelSettings(BaseModel):
     """hf engine: block-level expert selection. Per block, routing is restricted to the
     fewest experts holding this share of the block's router probability mass (0.9 on the
     model card; never fewer than top-k); unset: off."""
+
+    expert_select: Literal["block", "filled", "half", "step"] = "block"
+    """hf engine, with expert_mass: when a block's kept experts are chosen. block: at its
+    first (all-mask) forward, held through its steps and its commit; filled: after its
+    first step; half: at the first forward and again once half the block is filled; step:
+    at every forward."""
+
+    prefill: Literal["block", "causal"] = "block"
+    """hf engine, our loop: how the prompt is encoded. block: bidirectional attention inside
+    each aligned block, as SGLang's dLLM extend mode does; causal: left to right."""
+
+    max_batch: int = Field(8, ge=1, le=64)
+    """hf engine, our loop: responses decoded together in one forward (parallel subagents,
+    sessions, concurrent serve requests); more wait for a place."""
 
     logits_shift: Literal["auto", "none", "one"] = "auto"
     """hf engine, our loop: none when the logits at position i predict token i, one when

@@ -82,8 +82,8 @@ class ChatRequest:
     """Another model the same server serves, for this request only (remote engines;
     a subagent whose definition names one). None: the backend's own model."""
     controls: dict[str, float] = field(default_factory=dict)
-    """Decoding controls for this request only (local engines): ``repetition_penalty``,
-    ``presence_penalty``, ``frequency_penalty``."""
+    """Decoding controls for this request only: ``repetition_penalty``,
+    ``presence_penalty``, ``frequency_penalty`` (a remote server gets them in the body)."""
 
 
 @runtime_checkable

@@ -9,12 +9,21 @@ from dataclasses import fields
 from typing import TYPE_CHECKING
 
 from clover_code.config.settings import Settings
-from clover_code.engine.base import Backend
+from clover_code.engine.base import CONTROL_KEYS, Backend
 from clover_code.errors import EngineUnavailable, missing_extra
 
 if TYPE_CHECKING:
     from clover_code.engine.local.hf import HFOptions
     from clover_code.engine.remote.backend import OpenAIBackend
+
+LOCAL_ONLY = (
+    "end_bias_after",
+    "end_bias_per_1k",
+    "think_bias_after",
+    "think_bias_per_1k",
+    "expert_mass",
+)
+"""Decoding settings only a local engine applies (named when set for a remote one)."""
 
 NO_ENGINE_HELP = (
     "No model engine is configured: pass --base-url with the /v1 address of an "
@@ -130,6 +139,8 @@ def remote_backend(settings: Settings) -> OpenAIBackend:
         read_timeout=settings.request_timeout,
         drafts=settings.remote_drafts,
         context_window=settings.context_window,
+        controls={k: float(v) for k in CONTROL_KEYS if (v := getattr(settings, k)) is not None},
+        local_only=tuple(k for k in LOCAL_ONLY if getattr(settings, k) is not None),
     )
 
 
@@ -152,6 +163,9 @@ def hf_options(settings: Settings) -> HFOptions:
         decoder=settings.decoder,
         logits_shift=settings.logits_shift,
         expert_mass=settings.expert_mass,
+        expert_select=settings.expert_select,
+        prefill=settings.prefill,
+        max_batch=settings.max_batch,
     )
 
 

@@ -154,6 +154,8 @@ class OtelSink:
         }
         if event.tokens_per_forward is not None:
             attributes["clover.tokens_per_forward"] = event.tokens_per_forward
+        if event.experts_per_layer is not None:
+            attributes["clover.experts_per_layer"] = event.experts_per_layer
         if event.tokens_per_second is not None:
             attributes["clover.tokens_per_second"] = event.tokens_per_second
         if self._first_block is not None:

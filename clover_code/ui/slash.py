@@ -387,6 +387,11 @@ class SlashCommands:
             f"This session: {s.responses} model responses, {s.completion_tokens:,} tokens "
             f"generated, {s.prompt_tokens:,} tokens in the last prompt. Cost: {cost}."
         )
+        if s.experts_per_layer is not None:
+            self.transcript.add_note(
+                f"Routed experts: {s.experts_per_layer:.1f} distinct per MoE layer per block "
+                "in the latest response."
+            )
         if s.subagents:
             tokens = sum(c.tokens for c in s.subagents)
             self.transcript.add_note(

@@ -28,6 +28,7 @@ class TurnStats:
         self.responses = 0
         self.subagents: list[p.SubagentRun] = []
         """What each child agent (task call) of the session cost, as it ended."""
+        self._experts: float | None = None
         self.cost = CostTally()
         """The money the session spent (its children and summaries included)."""
         self.reset()
@@ -36,6 +37,7 @@ class TurnStats:
         """Another session opened here (a fork, a resume): its counts start at zero."""
         self.prompt_tokens = self.completion_tokens = self.responses = 0
         self.subagents = []
+        self._experts = None
         self.cost = CostTally()
         self.reset()
 
@@ -83,9 +85,16 @@ class TurnStats:
     def usage(self, report: p.UsageReport) -> None:
         """A response ended with its usage."""
         self._reported = report
+        if report.experts_per_layer is not None:
+            self._experts = report.experts_per_layer
         self.prompt_tokens = report.prompt_tokens
         self.completion_tokens += report.completion_tokens
         self.responses += 1
+
+    @property
+    def experts_per_layer(self) -> float | None:
+        """Distinct experts per MoE layer per block of the latest response, when reported."""
+        return self._experts
 
     def speed(self) -> Speed:
         """Tokens/s, blocks/s and tokens per forward pass, as well as known."""
@@ -96,7 +105,12 @@ class TurnStats:
         if report is not None and report.tokens_per_second is not None:
             if _instant(report):
                 return Speed(None, None, None)
-            return Speed(report.tokens_per_second, report.blocks_per_second, per_forward)
+            return Speed(
+                report.tokens_per_second,
+                report.blocks_per_second,
+                per_forward,
+                report.experts_per_layer,
+            )
         if report is not None and report.completion_tokens < INSTANT_TOKENS:
             return Speed(None, None, None)
         if self._first is None or self._blocks < 2:

@@ -153,6 +153,35 @@ async def test_request_body_carries_the_options(scripted_server: ScriptedServer)
     assert sent.headers["authorization"] == "Bearer sk-test"
 
 
+async def test_penalties_are_sent_and_a_notice_says_what_the_server_may_skip(
+    scripted_server: ScriptedServer,
+) -> None:
+    from clover_code.config.settings import Settings
+    from clover_code.engine.select import build_backend
+
+    scripted_server.enqueue(sse_response(SGLangStream().content("ok").chunks()))
+    settings = Settings(
+        base_url=scripted_server.base_url,
+        model="test-model",
+        repetition_penalty=1.1,
+        end_bias_after=100,
+        max_retries=0,
+    )
+    backend = build_backend(settings)
+    assert isinstance(backend, OpenAIBackend)
+    request = ChatRequest([{"role": "user", "content": "hi"}], controls={"presence_penalty": 0.5})
+    await collect(backend, request)
+    body = scripted_server.chat_requests[0].json()
+    assert (body["repetition_penalty"], body["presence_penalty"]) == (1.1, 0.5)
+    assert "frequency_penalty" not in body
+    sent, unapplied = backend.notices
+    assert "repetition_penalty is sent" in sent and "dLLM mode skips its sampler" in sent
+    assert "does not apply end_bias_after" in unapplied
+    plain = build_backend(Settings(base_url=scripted_server.base_url))
+    assert isinstance(plain, OpenAIBackend) and plain.notices == ()
+    await plain.aclose()
+
+
 async def test_token_stream_is_grouped_by_block_size(scripted_server: ScriptedServer) -> None:
     text = "lorem ipsum dolor sit amet " * 20
     stream = LlamaCppStream().content(text)

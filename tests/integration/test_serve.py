@@ -22,12 +22,13 @@ from clover_code.engine.events import (
     Finished,
     ReasoningDelta,
     ToolCallEnd,
+    Usage,
 )
 from clover_code.engine.local.hf import HFBackend, HFOptions
 from clover_code.engine.remote.backend import OpenAIBackend
 from clover_code.errors import ContextOverflow
 from clover_code.serve.app import build_app
-from tests.tiny_model import build_tiny_checkpoint, script_text
+from tests.tiny_model import build_tiny_checkpoint, script_by_position, script_text
 from tests.waiting import async_wait_until, within
 
 pytestmark = pytest.mark.integration
@@ -258,10 +259,8 @@ async def test_a_client_that_goes_away_stops_the_generation(checkpoint: Path) ->
             async for line in response.aiter_lines():
                 if line.startswith("data:"):
                     break
-        await async_wait_until(
-            lambda: not backend._lock.locked(), message="the abandoned generation to stop"
-        )
-        assert backend.last_stats is None or backend.last_stats.tokens < 4000
+        await async_wait_until(lambda: not backend.busy, message="the abandoned generation to stop")
+        assert backend.last_stats is not None and backend.last_stats.tokens < 4000
         # The engine is free for the next client at once.
         async with httpx.AsyncClient(timeout=120, headers=AUTH) as client:
             reply = await client.post(
@@ -269,6 +268,27 @@ async def test_a_client_that_goes_away_stops_the_generation(checkpoint: Path) ->
             )
         assert reply.status_code == 200
         assert reply.json()["usage"]["completion_tokens"] == 8
+
+
+async def test_concurrent_requests_share_the_engines_forwards(checkpoint: Path) -> None:
+    backend = HFBackend(str(checkpoint), HFOptions(block_size=8, context_window=2048))
+    widths = script_by_position(backend)
+    bodies = [
+        {"messages": [{"role": "user", "content": "hi " * k}], "max_tokens": 16} for k in (1, 5)
+    ]
+    async for url in _serving(backend, drafts=False):
+        async with httpx.AsyncClient(timeout=120, headers=AUTH) as client:
+            alone = [(await client.post(f"{url}/chat/completions", json=b)).json() for b in bodies]
+            widths.clear()
+            replies = await asyncio.gather(
+                *(client.post(f"{url}/chat/completions", json=b) for b in bodies)
+            )
+    together = [r.json() for r in replies]
+    assert [r["choices"][0]["message"] for r in together] == [
+        r["choices"][0]["message"] for r in alone
+    ]
+    assert all(r["usage"]["completion_tokens"] == 16 for r in together)
+    assert max(widths) == 2
 
 
 async def test_malformed_requests_are_one_sentence_each(served: str) -> None:
@@ -401,6 +421,12 @@ async def test_the_serve_command_streams_with_expert_selection(tmp_path: Path) -
         usage = chunks[-1]["usage"]
         assert 1 <= usage["completion_tokens"] <= 16
         assert 1 <= usage["experts_per_layer"] <= 64
+        # clover-code's remote client carries it on (stream-json, the status bar, OTel).
+        request = ChatRequest([{"role": "user", "content": "x"}], max_tokens=16)
+        events = await _remote_events(f"http://127.0.0.1:{port}/v1", request)
+        reported = [e for e in events if isinstance(e, Usage)]
+        assert reported and reported[-1].experts_per_layer is not None
+        assert 1 <= reported[-1].experts_per_layer <= 64
     finally:
         proc.send_signal(signal.SIGINT)
         code = await asyncio.wait_for(proc.wait(), 60)

@@ -97,6 +97,16 @@ def tool_with_diff() -> list[Any]:
     ]
 
 
+def local_moe_turn() -> list[Any]:
+    """``tool_with_diff`` on a local MoE engine: tokens per forward and experts per layer."""
+    events = tool_with_diff()
+    usage = next(i for i, e in enumerate(events) if isinstance(e, p.UsageReport))
+    events[usage] = events[usage].model_copy(
+        update={"tokens_per_forward": 4.2, "experts_per_layer": 9.1}
+    )
+    return events
+
+
 def approval() -> list[Any]:
     """The model wants to run a command and waits for the user."""
     args = {"command": "rm -rf build && python -m build --wheel"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import time
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,9 @@ async def test_out_of_memory_is_one_sentence_and_the_next_prompt_decodes(
     checkpoint: Path, repo: Path, settings: Settings
 ) -> None:
     backend = HFBackend(str(checkpoint), HFOptions(block_size=8))
-    script_text(backend, "ok</think>\n\nAll good: the engine answered.")
+    # Blocks of several steps, each forward taking a GPU's while, so that drafts reach the
+    # screen before their block is committed (the app drops a draft whose block is).
+    script_text(backend, "ok</think>\n\nAll good: the engine answered.", unsure=True)
     scripted = backend._model.forward
     failures = [torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB")]
 
@@ -34,6 +37,7 @@ async def test_out_of_memory_is_one_sentence_and_the_next_prompt_decodes(
     def forward(*args: Any, **kwargs: Any) -> Any:
         if failures:
             raise failures.pop()
+        time.sleep(0.02)
         return scripted(*args, **kwargs)
 
     backend._model.forward = forward

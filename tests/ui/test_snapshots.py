@@ -146,6 +146,12 @@ def test_status_bar_long_model(snap_compare: SnapCompare, size: tuple[int, int])
     assert snap_compare(app, terminal_size=size, run_before=send_prompt)
 
 
+def test_status_bar_local_moe_engine(snap_compare: SnapCompare) -> None:
+    """A local MoE engine's rates: tokens per forward and routed experts per layer."""
+    app = replay_app([scenes.LONG_MODEL], [scenes.local_moe_turn()])
+    assert snap_compare(app, terminal_size=(160, 40), run_before=send_prompt)
+
+
 def waiting_app() -> CloverApp:
     """An app whose server is still loading (the connection is refused)."""
     from clover_code.errors import EngineUnavailable

@@ -64,3 +64,17 @@ def test_an_instant_reply_has_no_rate() -> None:
         )
     )
     assert stats.speed().tokens_per_second == 500.0
+
+
+async def test_experts_per_layer_reach_the_bar_and_cost() -> None:
+    from tests.ui.test_flows import type_and_send
+    from tests.ui.test_prompt import notes
+
+    app = replay_app([scenes.LONG_MODEL], [scenes.local_moe_turn()])
+    async with app.run_test(size=(160, 40)) as pilot:
+        await until(pilot, lambda: app.started is not None)
+        await type_and_send(pilot, "fix it")
+        await until(pilot, lambda: "exp/layer" in str(app.status_bar.render()))
+        assert "9.1 exp/layer" in str(app.status_bar.render())
+        await type_and_send(pilot, "/cost")
+        await until(pilot, lambda: "Routed experts: 9.1 distinct" in notes(app))

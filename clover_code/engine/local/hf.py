@@ -3,8 +3,11 @@
 Loads ``AutoModelForCausalLM.from_pretrained(path, trust_remote_code=True)``
 with the checkpoint's tokenizer and chat template, and decodes with the
 block-diffusion loop (``engine/local/diffusion``), streaming a ``BlockDraft`` per
-denoising step and a ``BlockCommitted`` per block. torch and transformers are
-imported only when this backend is built (the ``local`` extra).
+denoising step and a ``BlockCommitted`` per block. Responses that run at the
+same time (parallel subagents, several sessions, concurrent ``serve``
+requests) are decoded together, up to ``max_batch`` per forward
+(``batching.py``). torch and transformers are imported only when this
+backend is built (the ``local`` extra).
 """
 
 from __future__ import annotations
@@ -17,10 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from clover_code.engine.base import ChatRequest
-from clover_code.engine.events import BlockDraft, EngineEvent, Failed, Finished, Usage
+from clover_code.engine.events import EngineEvent, Failed, Finished
+from clover_code.engine.local.hf_output import BatchedResponse, ResponseOutput
 from clover_code.errors import EngineError, EngineUnavailable, missing_extra
 
 __all__ = ["HFBackend", "HFOptions", "find_mask_id", "logits_shift"]
+
+CLOSE_WAIT_S = 10.0
+"""How long closing waits for the decoding thread to finish its step."""
 
 SHIFT_KEY = "logits_shift"
 """The config.json key a checkpoint states its alignment with: "none" (position i
@@ -52,9 +59,16 @@ class HFOptions:
     expert_mass: float | None = None
     """Block-level expert selection: keep the experts holding this share of a block's
     routing mass (0.9 on the model card); None: off."""
+    expert_select: str = "block"
+    """When a block's kept experts are chosen (``diffusion/experts.py``)."""
     decoder: str = "auto"
     """auto: the checkpoint's own block-decoding entry point when it ships one, else
     our loop; checkpoint: that entry point or an error; builtin: our loop."""
+    prefill: str = "block"
+    """block: the prompt's whole blocks encoded with bidirectional attention inside each
+    (SGLang's dLLM extend mode); causal: left to right."""
+    max_batch: int = 8
+    """Responses decoded together in one forward."""
 
 
 def find_mask_id(config: Any, tokenizer: Any) -> int | None:
@@ -97,17 +111,10 @@ class HFBackend:
             )
         self.mask_id = mask_id
         self.controls = self.options.controls or _controls(self.path, self.options)
-        from clover_code.engine.local.diffusion.entry_point import choose_decoder
-
-        try:
-            self.decoder = choose_decoder(
-                self._model, self.options.decoder, self.controls, self.options.expert_mass
-            )
-        except ValueError as exc:
-            raise EngineUnavailable(f"{exc} ({self.path})") from None
+        self.decoder = _decoder(self._model, self.options, self.controls, mask_id, self.path)
         self.notices: list[str] = [self.decoder.notice()]
         """Said once at load (the app's notice, serve's log) and by ``status()``."""
-        self.routing = _routing(self._model, self.options.expert_mass, self.path)
+        self.routing = _routing(self._model, self.options, self.path)
         """Hooks on the MoE routers: experts counted per block, selection when asked."""
         self.logits_shift = logits_shift(self._model.config, self.options.logits_shift)
         if self.logits_shift and self.decoder.kind == "builtin":
@@ -116,9 +123,20 @@ class HFBackend:
                 "Logits are read shifted by one (position i predicts token i + 1), as the "
                 f"{source} says."
             )
+        self._forward: Any = None
+        if self.decoder.kind == "builtin":
+            from clover_code.engine.local.diffusion.forward import HFForward
+
+            self._forward = HFForward(self._model)
+            if not self._forward.splits:
+                self.notices.append(
+                    "The model's linear-attention layers cannot be split at a block boundary, "
+                    "so each finished block is committed with a forward of its own."
+                )
+        self._serial = asyncio.Lock()
+        self._batch: Any = None
         self.failure: EngineError | None = None
         """The error the last failed response ended with."""
-        self._lock = asyncio.Lock()
         self._pieces: dict[int, str] = {}
         self.last_stats: Any = None
         """``DecodeStats`` of the latest response (forwards, tokens per forward)."""
@@ -130,29 +148,67 @@ class HFBackend:
         """What this engine does with the checkpoint: the decoder and why, and the rest."""
         return list(self.notices)
 
+    @property
+    def busy(self) -> bool:
+        """Whether a response is being decoded (or waits for a place)."""
+        running = self._batch.running if self._batch is not None else 0
+        return bool(running) or self._serial.locked()
+
     async def aclose(self) -> None:
-        """Drop the model and free accelerator memory."""
+        """Stop the decoding thread, drop the model and free accelerator memory."""
+        if self._batch is not None:
+            thread = self._batch.close()
+            self._batch = None
+            if thread is not None:
+                # Its jobs' consumers are gone, so it leaves at its next step: the model
+                # is not dropped (nor the process left) under a forward still running.
+                await asyncio.to_thread(thread.join, CLOSE_WAIT_S)
         self._model = None
+        self._forward = None
         _free_memory()
 
     async def stream(self, request: ChatRequest) -> AsyncGenerator[EngineEvent, None]:
         """Stream one response; engine trouble becomes ``Failed`` + ``Finished``."""
+        output_begun = False
+        try:
+            if self._model is None:
+                raise EngineUnavailable("the model was unloaded; restart clover-code")
+            if self.decoder.kind == "builtin":
+                events = self._batched().stream(BatchedResponse(self, request))
+            else:
+                events = self._serial_stream(request)
+            async for event in events:
+                output_begun = True
+                yield event
+        except EngineError as exc:
+            self.failure = exc
+            yield Failed(exc, partial=output_begun)
+            yield Finished("interrupted" if output_begun else "error")
+        except Exception as exc:
+            self.failure = _engine_error(exc)
+            yield Failed(self.failure, partial=output_begun)
+            yield Finished("interrupted" if output_begun else "error")
+
+    def _batched(self) -> Any:
+        from clover_code.engine.local.batching import BatchScheduler
+
+        if self._batch is None:
+            self._batch = BatchScheduler(self._make_decoder, _free_memory)
+        return self._batch
+
+    def _make_decoder(self) -> Any:
+        from clover_code.engine.local.diffusion.batch import BatchDecoder
+
+        options = self.decode_options(ChatRequest([]))
+        return BatchDecoder(self._forward, options, self.routing, self.options.max_batch)
+
+    async def _serial_stream(self, request: ChatRequest) -> AsyncGenerator[EngineEvent, None]:
+        """The checkpoint's own entry point: one response at a time."""
         from clover_code.engine.local.worker import stream_from_thread
 
-        async with self._lock:
-            output_begun = False
-            try:
-                async for event in stream_from_thread(self._producer(request)):
-                    output_begun = True
-                    yield event
-            except EngineError as exc:
-                self.failure = exc
-                yield Failed(exc, partial=output_begun)
-                yield Finished("interrupted" if output_begun else "error")
-            except Exception as exc:
-                self.failure = _engine_error(exc)
-                yield Failed(self.failure, partial=output_begun)
-                yield Finished("interrupted" if output_begun else "error")
+        async with self._serial:
+            async for event in stream_from_thread(self._producer(request)):
+                yield event
 
     def _producer(
         self, request: ChatRequest
@@ -160,58 +216,38 @@ class HFBackend:
         def produce(
             emit: Callable[[list[EngineEvent]], None], cancelled: Callable[[], bool]
         ) -> None:
-            from clover_code.engine.local.diffusion import Block, BlockDiffusion, Step
-            from clover_code.engine.local.diffusion.chat import (
-                OutputAssembler,
-                draft_texts,
-                render_prompt,
+            from clover_code.engine.local.diffusion.remote_generate import (
+                HookedGenerate,
+                PlainGenerate,
             )
-            from clover_code.engine.local.diffusion.forward import HFForward
-            from clover_code.engine.local.diffusion.remote_generate import HookedGenerate
 
             if self._model is None:
                 raise EngineUnavailable("the model was unloaded; restart clover-code")
-            prompt = render_prompt(self.tokenizer, request)
-            options = self._decode_options(request)
+            prompt = self.prompt(request)
+            options = self.decode_options(request)
             stops = (*self.options.stop_strings, *request.stop)
-            assembler = OutputAssembler(self.tokenizer, request, len(prompt), stops)
-            reason: Any = "stop"
+            output = ResponseOutput(self, request, len(prompt), emit)
+            kind = HookedGenerate if self.decoder.kind == "checkpoint" else PlainGenerate
+            runner = kind(self._model, options, self.decoder, stops, self.options.expert_mass)
 
             def stop_now() -> bool:
-                return cancelled() or assembler.stopped
+                return cancelled() or output.assembler.stopped
 
-            def handle(item: Step | Block) -> None:
-                nonlocal reason
-                if isinstance(item, Block):
-                    emit(assembler.block(item.ids, item.steps))
-                    if item.finish == "length":
-                        reason = "length"
-                elif self.options.drafts:
-                    tokens = draft_texts(item.ids, item.masked, self._piece, self.tokenizer.decode)
-                    emit([BlockDraft(item.block, item.step, tokens, item.masked, item.confidences)])
-
-            if self.decoder.kind == "checkpoint":
-                runner = HookedGenerate(
-                    self._model, options, self.decoder, stops, self.options.expert_mass
-                )
-                runner.run(prompt, handle, stop_now)
-                self.last_stats = runner.stats
-            else:
-                loop = BlockDiffusion(HFForward(self._model), options, self.routing)
-                for item in loop.generate(prompt, stop_now):
-                    handle(item)
-                self.last_stats = loop.stats
+            runner.run(prompt, output.handle, stop_now)
+            self.last_stats = runner.stats
             if not cancelled():
-                events = assembler.finish(reason)
-                experts = getattr(self.last_stats, "experts_per_layer", None)
-                for event in events:
-                    if isinstance(event, Usage):
-                        event.experts_per_layer = experts
-                emit(events)
+                output.finish(runner.stats, None)
 
         return produce
 
-    def _decode_options(self, request: ChatRequest) -> Any:
+    def prompt(self, request: ChatRequest) -> list[int]:
+        """The request rendered with the checkpoint's chat template, as token ids."""
+        from clover_code.engine.local.diffusion.chat import render_prompt
+
+        return render_prompt(self.tokenizer, request)
+
+    def decode_options(self, request: ChatRequest) -> Any:
+        """The ``DecodeOptions`` of one request: the engine's, with the request's own."""
         from clover_code.engine.local.diffusion import DecodeOptions
         from clover_code.engine.local.diffusion.chat import stop_token_ids, token_id
 
@@ -229,13 +265,43 @@ class HFBackend:
             starts_in_reasoning=request.enable_thinking,
             confidences=opts.confidences,
             logits_shift=self.logits_shift,
+            prefill="causal" if opts.prefill == "causal" else "block",
         )
 
-    def _piece(self, token: int) -> str:
+    def piece(self, token: int) -> str:
+        """One token's text (cached: drafts decode the same tokens again and again)."""
         piece = self._pieces.get(token)
         if piece is None:
             piece = self._pieces[token] = str(self.tokenizer.decode([token]))
         return piece
+
+
+def _decoder(model: Any, options: HFOptions, controls: Any, mask_id: int, path: Path) -> Any:
+    """The decoder for the settings; the builtin loop only on a forward it understands."""
+    from clover_code.engine.local.diffusion.entry_point import choose_decoder, generate_choice
+    from clover_code.engine.local.diffusion.selftest import forward_problem, is_stock
+
+    try:
+        choice = choose_decoder(model, options.decoder, controls, options.expert_mass)
+    except ValueError as exc:
+        raise EngineUnavailable(f"{exc} ({path})") from None
+    if choice.kind != "builtin" or is_stock(model):
+        return choice
+    problem = forward_problem(model, mask_id)
+    if problem is None:
+        return choice
+    why = f"clover-code's loop cannot drive this model: {problem}"
+    fallback = generate_choice(model, why, controls, options.expert_mass)
+    if fallback is not None and options.decoder != "builtin":
+        return fallback
+    raise EngineUnavailable(
+        f"clover-code cannot decode the checkpoint at {path}: its remote-code model is not a "
+        f"stock transformers class and {problem}, and it ships no diffusion_generate with a "
+        "max_new_tokens parameter to decode with instead"
+        if fallback is None
+        else f"decoder = builtin, but {problem} ({path}); use decoder auto to run the "
+        "checkpoint's own diffusion_generate"
+    )
 
 
 def _load(path: Path, options: HFOptions) -> tuple[Any, Any]:
@@ -277,10 +343,11 @@ def _load(path: Path, options: HFOptions) -> tuple[Any, Any]:
     return model, tokenizer
 
 
-def _routing(model: Any, mass: float | None, path: Path) -> Any:
+def _routing(model: Any, options: HFOptions, path: Path) -> Any:
     from clover_code.engine.local.diffusion.experts import ExpertRouting, find_routers
 
     routers = find_routers(model)
+    mass = options.expert_mass
     if not routers:
         if mass is not None:
             raise EngineUnavailable(
@@ -288,7 +355,7 @@ def _routing(model: Any, mass: float | None, path: Path) -> Any:
                 f"{path} has none that clover-code can hook; unset expert_mass"
             )
         return None
-    return ExpertRouting(routers, mass)
+    return ExpertRouting(routers, mass, options.expert_select)  # type: ignore[arg-type]
 
 
 def _controls(path: Path, options: HFOptions) -> Any:

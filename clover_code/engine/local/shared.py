@@ -4,8 +4,8 @@ A local checkpoint takes minutes and most of a GPU to load, so the app (on
 ``/resume``) and the ACP agent (on each ``session/new``) must not load it
 again per session: sessions get a ``_Loan`` whose ``aclose`` leaves the
 model loaded; ``SharedBackend.close`` releases it when the process ends.
-Requests of different sessions take turns (the local backends serve one at
-a time).
+Requests of different sessions stream at the same time: the hf engine
+decodes them together in the same forwards, SGLang batches them itself.
 """
 
 from __future__ import annotations

@@ -23,6 +23,12 @@ A request without ``max_tokens`` gets a default from the context window
 request whose images the server refuses (a model that takes none: a client
 error naming images) is asked again at once with the images left out, after an
 ``ImagesDropped`` event saying so.
+
+Decoding controls a server applies (the repetition, presence and frequency
+penalties) are sent with every request: the configured ones, then a
+request's own. An SGLang server in dLLM mode skips its sampler, so they have
+no effect there; ``notices`` says so once, and names the settings that only
+a local engine applies, so nothing is dropped silently.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ from typing import Any
 
 import httpx
 
-from clover_code.engine.base import ChatRequest
+from clover_code.engine.base import CONTROL_KEYS, ChatRequest
 from clover_code.engine.events import EngineEvent, Failed, Finished, FinishReason, ImagesDropped
 from clover_code.engine.messages import image_count, text_only
 from clover_code.engine.remote.chunks import ChunkDecoder, RawParsing, ServerStreamError
@@ -83,7 +89,7 @@ class OpenAIBackend:
 
     name = "remote"
     notices: tuple[str, ...] = ()
-    """A server says nothing at load."""
+    """Said once when the engine opens: what the server may or cannot apply (``_notices``)."""
 
     def __init__(
         self,
@@ -100,6 +106,8 @@ class OpenAIBackend:
         read_timeout: float = 300.0,
         drafts: bool = False,
         context_window: int | None = None,
+        controls: dict[str, float] | None = None,
+        local_only: tuple[str, ...] = (),
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         if block_size < 1:
@@ -113,6 +121,9 @@ class OpenAIBackend:
         """Ask a ``clover-code serve`` server for its denoising drafts (an extension)."""
         self.output_limit = OutputLimit(context_window)
         """The default max_tokens (none when ``context_window`` is None)."""
+        self.controls = {k: v for k, v in (controls or {}).items() if k in CONTROL_KEYS}
+        """Penalties sent with every request (a request's own take their place)."""
+        self.notices = _notices(self.controls, local_only)
         self.backoff = BackoffPolicy(max_retries, backoff_base, backoff_max)
         self.answered = False
         """Whether the server answered in this run (then losing it is not "no engine")."""
@@ -227,6 +238,9 @@ class OpenAIBackend:
             body["temperature"] = request.temperature
         if request.stop:
             body["stop"] = list(request.stop)
+        for key, value in {**self.controls, **request.controls}.items():
+            if key in CONTROL_KEYS:
+                body[key] = value
         if self.drafts:
             body["clover"] = {"drafts": True}
         return body
@@ -389,3 +403,23 @@ class OpenAIBackend:
         events.append(Failed(error, partial=output_begun))
         events.append(Finished(reason))
         return events
+
+
+def _notices(controls: dict[str, float], local_only: tuple[str, ...]) -> tuple[str, ...]:
+    """One sentence each: penalties sent (and where they do nothing), settings not applied."""
+    out = []
+    if controls:
+        names = ", ".join(sorted(controls))
+        one = len(controls) == 1
+        out.append(
+            f"{names} {'is' if one else 'are'} sent to the server with every request; an "
+            "SGLang server in dLLM mode skips its sampler, so there "
+            f"{'it has' if one else 'they have'} no effect."
+        )
+    if local_only:
+        out.append(
+            f"A remote server does not apply {', '.join(local_only)}: "
+            f"{'it is a setting' if len(local_only) == 1 else 'they are settings'} of the "
+            "local engines."
+        )
+    return tuple(out)

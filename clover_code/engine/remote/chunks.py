@@ -348,7 +348,11 @@ class ChunkDecoder:
                 details = usage.get("prompt_tokens_details")
                 cached = details.get("cached_tokens") if isinstance(details, dict) else None
                 cached = cached if isinstance(cached, int) and 0 < cached <= prompt else 0
-                events.append(Usage(prompt, completion, cached_tokens=cached))
+                # An extension clover-code serve sends: distinct experts per MoE layer per block.
+                experts = usage.get("experts_per_layer")
+                if isinstance(experts, bool) or not isinstance(experts, int | float):
+                    experts = None
+                events.append(Usage(prompt, completion, experts, cached_tokens=cached))
         return events
 
     def interrupt(self) -> list[EngineEvent]:

@@ -29,6 +29,8 @@ class Speed:
     tokens_per_second: float | None = None
     blocks_per_second: float | None = None
     tokens_per_forward: float | None = None
+    experts_per_layer: float | None = None
+    """Distinct routed experts per MoE layer per block (a local MoE engine, or serve)."""
 
 
 class StatusBar(Static):
@@ -76,6 +78,8 @@ class StatusBar(Static):
                 rate.append(f" {s.blocks_per_second:,.1f} blk/s", style="dim")
             if s.tokens_per_forward is not None and wide:
                 rate.append(f" {s.tokens_per_forward:.1f} tok/fwd", style="dim")
+            if s.experts_per_layer is not None and wide:
+                rate.append(f" {s.experts_per_layer:.1f} exp/layer", style="dim")
             parts.append((1, rate))
         if self.context_used:
             share = 100 * self.context_used / max(1, self.context_window)

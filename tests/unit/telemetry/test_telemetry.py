@@ -47,7 +47,11 @@ def a_session() -> list[p.Event]:
         p.BlockCommitted(block=0, token_count=32, steps=8),
         p.BlockCommitted(block=1, token_count=32, steps=8),
         p.UsageReport(
-            prompt_tokens=100, completion_tokens=64, context_window=4096, tokens_per_forward=4.0
+            prompt_tokens=100,
+            completion_tokens=64,
+            context_window=4096,
+            tokens_per_forward=4.0,
+            experts_per_layer=9.5,
         ),
         p.ToolCallStarted(
             call_id="c1", name="shell", kind="execute", arguments={"command": "x"}, summary="x"
@@ -111,9 +115,11 @@ def test_spans_nest_and_carry_their_attributes(
     assert first.attributes["gen_ai.usage.output_tokens"] == 64
     assert first.attributes["clover.blocks"] == 2
     assert first.attributes["clover.tokens_per_forward"] == 4.0
+    assert first.attributes["clover.experts_per_layer"] == 9.5
     assert first.attributes["clover.time_to_first_block_s"] >= 0
     assert second.attributes["clover.blocks"] == 1
     assert "clover.tokens_per_forward" not in second.attributes
+    assert "clover.experts_per_layer" not in second.attributes
     # the second request went out when the tool result came in
     assert tool.end_time is not None and second.start_time == tool.end_time
     assert tool.attributes == {

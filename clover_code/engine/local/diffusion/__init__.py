@@ -1,4 +1,5 @@
-"""Block-diffusion decoding in torch: the loop, its fill rule, cache checkpoints, controls."""
+"""Block-diffusion decoding in torch: the loop (several sequences per forward), its fill rule,
+cache checkpoints, controls."""
 
 from clover_code.engine.local.diffusion.controls import Controls
 from clover_code.engine.local.diffusion.loop import (

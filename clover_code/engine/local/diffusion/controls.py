@@ -14,15 +14,17 @@ Applied to a block's logits before each denoising step:
 * an end-of-thinking bias on ``</think>`` that grows the same way once the
   thinking phase is longer than ``think_bias_after`` tokens.
 
-The penalties count the response only, never the prompt, and work at block
-level: the positions of one block are decided together, in parallel, so a
-block sees the tokens of the blocks before it. A zero slope or penalty (1.0
-for the repetition penalty) turns a control off.
+The penalties count the response only, never the prompt: the blocks already
+committed and the positions of the current block filled so far, recounted
+at every denoising step, so a block cannot repeat itself while it denoises.
+A zero slope or penalty (1.0 for the repetition penalty) turns a control off.
 
-Defaults: a checkpoint's ``generation_config.json`` may carry
-``repetition_penalty``, ``presence_penalty`` and ``frequency_penalty``; its
-values take the place of ours (``for_checkpoint``), and values the user set
-explicitly take the place of both.
+Defaults: a checkpoint's ``generation_config.json`` may carry any of these
+settings under the same names (``repetition_penalty``, ``presence_penalty``,
+``frequency_penalty``, ``end_bias_after``, ``end_bias_per_1k``,
+``think_bias_after``, ``think_bias_per_1k``); its values take the place of
+ours (``for_checkpoint``), and values the user set explicitly take the place
+of both.
 """
 
 from __future__ import annotations
@@ -80,14 +82,20 @@ class Controls:
                 value = control_value(key, card.get(key))
                 if value is not None:
                     values[key] = value
+            for key in ("end_bias_after", "think_bias_after"):
+                count = card.get(key)
+                if isinstance(count, int) and not isinstance(count, bool) and count >= 0:
+                    values[key] = count
+            for key in ("end_bias_per_1k", "think_bias_per_1k"):
+                slope = control_value("presence_penalty", card.get(key))  # a float >= 0
+                if slope is not None:
+                    values[key] = slope
         values.update(explicit)
         return replace(cls(), **values)
 
     def penalty(self, counts: torch.Tensor) -> Penalty | None:
-        """The block's adjustments from a [V] float tensor of response token counts.
-
-        Computed once per block; ``apply`` then costs a few tensor ops a step.
-        """
+        """The adjustments from a [V] float tensor of response token counts (the committed
+        blocks and the current draft's filled positions)."""
         factors = self.repetition_penalty != 1.0
         shifts = self.presence_penalty != 0.0 or self.frequency_penalty != 0.0
         if not (factors or shifts):

@@ -11,6 +11,10 @@ any of our settings would be honoured.
 Our settings reach the entry point only through parameters its signature
 names (``ARGUMENTS``); settings it has no parameter for are listed in
 ``DecoderChoice.not_applied`` and said once at load, never dropped silently.
+
+When our loop cannot drive the checkpoint's forward (``selftest.py``), an
+entry point without the hook still serves, without drafts
+(``generate_choice``): the whole answer arrives when it is done.
 """
 
 from __future__ import annotations
@@ -19,7 +23,15 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["ARGUMENTS", "ENTRY_POINT", "HOOK", "DecoderChoice", "choose_decoder", "parameters"]
+__all__ = [
+    "ARGUMENTS",
+    "ENTRY_POINT",
+    "HOOK",
+    "DecoderChoice",
+    "choose_decoder",
+    "generate_choice",
+    "parameters",
+]
 
 ENTRY_POINT = "diffusion_generate"
 HOOK = "generation_tokens_hook_func"
@@ -46,7 +58,9 @@ ARGUMENTS: dict[str, tuple[str, ...]] = {
 class DecoderChoice:
     """The decoder chosen at load, why, and what it cannot apply."""
 
-    kind: Literal["checkpoint", "builtin"]
+    kind: Literal["checkpoint", "generate", "builtin"]
+    """checkpoint: its entry point with the step hook; generate: its entry point without
+    drafts; builtin: our loop."""
     reason: str
     takes: dict[str, str] = field(default_factory=dict)
     """Our setting -> the entry point's parameter name, for the settings it takes."""
@@ -56,7 +70,8 @@ class DecoderChoice:
         """One sentence for the load notice and ``--verbose``/status."""
         if self.kind == "builtin":
             return f"Decoding with clover-code's block-diffusion loop ({self.reason})."
-        text = f"Decoding with the checkpoint's own {ENTRY_POINT} ({self.reason})"
+        drafts = " without drafts" if self.kind == "generate" else ""
+        text = f"Decoding with the checkpoint's own {ENTRY_POINT}{drafts} ({self.reason})"
         if self.not_applied:
             text += (
                 f"; it has no parameter for {', '.join(self.not_applied)}, so those are not "
@@ -104,6 +119,28 @@ def choose_decoder(
             )
         return DecoderChoice("builtin", missing)
     assert params is not None
+    why = "decoder = checkpoint" if setting == "checkpoint" else "its remote code ships one"
+    return _taking(params, "checkpoint", why, controls, expert_mass)
+
+
+def generate_choice(
+    model: Any, why: str, controls: Any = None, expert_mass: float | None = None
+) -> DecoderChoice | None:
+    """The checkpoint's entry point run without the step hook (no drafts), or None when it
+    has none or names no ``max_new_tokens`` (nothing would bound its answer)."""
+    params = parameters(model)
+    if params is None or "max_new_tokens" not in params:
+        return None
+    return _taking(params, "generate", why, controls, expert_mass)
+
+
+def _taking(
+    params: dict[str, inspect.Parameter],
+    kind: Literal["checkpoint", "generate"],
+    why: str,
+    controls: Any,
+    expert_mass: float | None,
+) -> DecoderChoice:
     takes: dict[str, str] = {}
     not_applied: list[str] = []
     for ours, names in ARGUMENTS.items():
@@ -115,8 +152,7 @@ def choose_decoder(
                 not_applied.append(ours)
         elif _matters(ours, controls):
             not_applied.append(ours)
-    why = "decoder = checkpoint" if setting == "checkpoint" else "its remote code ships one"
-    return DecoderChoice("checkpoint", why, takes, tuple(not_applied))
+    return DecoderChoice(kind, why, takes, tuple(not_applied))
 
 
 def _matters(setting: str, controls: Any) -> bool:

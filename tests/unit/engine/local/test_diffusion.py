@@ -75,26 +75,26 @@ def test_rule_falls_back_to_the_single_most_confident_position() -> None:
 
 def test_checkpoint_restore_equals_a_deepcopy_reference(model: Any) -> None:
     forward = HFForward(model)
-    prompt = torch.arange(3, 70)[None]
+    prompt = torch.arange(3, 67)[None]
     ours, reference = forward.new_cache(), forward.new_cache()
-    forward(prompt, ours)
-    forward(prompt, reference)
+    forward.prefill(prompt, ours, block_size=8)
+    forward.prefill(prompt, reference, block_size=8)
     mask = torch.full((1, 8), 265)
     point = CacheCheckpoint.take(ours)
     saved = copy.deepcopy(reference)
     for step in range(3):
         block = mask.clone()
         block[0, : step * 2] = 7
-        logits_ours = forward(block, ours)
+        logits_ours = forward.block(block, ours)
         point.restore()
-        logits_ref = forward(block, copy.deepcopy(saved))
+        logits_ref = forward.block(block, copy.deepcopy(saved))
         assert torch.equal(logits_ours, logits_ref)
     final = torch.tensor([[5, 6, 7, 8, 9, 10, 11, 12]])
-    forward(final, ours)
-    forward(final, saved)
+    forward.block(final, ours)
+    forward.block(final, saved)
     after = torch.tensor([[13, 14]])
-    assert torch.equal(forward(after, ours), forward(after, saved))
-    assert ours.get_seq_length() == saved.get_seq_length() == 67 + 8 + 2
+    assert torch.equal(forward.block(after, ours), forward.block(after, saved))
+    assert ours.get_seq_length() == saved.get_seq_length() == 64 + 8 + 2
 
 
 def _decoder(model: Any, script: Any, **options: Any) -> tuple[BlockDiffusion, ScriptedLogits]:
@@ -120,8 +120,21 @@ def test_confident_model_fills_a_block_per_step(model: Any) -> None:
     assert blocks[0].ids == [40 + (16 + i) % 20 for i in range(8)]
     assert blocks[-1].finish == "length"
     assert decoder.stats.tokens == 24
+    assert decoder.stats.step_forwards == 3 and decoder.stats.commit_forwards == 0
+    assert decoder.stats.tokens_per_forward == 8
+    # The prompt, block 0, then each finished block rides on the next one's first forward.
+    assert [len(c) for c in scripted.calls] == [16, 8, 16, 16]
+
+
+def test_separate_commit_forwards_are_counted_in_the_blocks_steps(model: Any) -> None:
+    def script(ids: Any, before: int) -> Any:
+        return peaked(266, [(40 + (before + i) % 20, 0.99) for i in range(ids.shape[1])])
+
+    decoder, scripted = _decoder(model, script, max_new_tokens=24, merge_commit=False)
+    _, blocks = _run(decoder, list(range(3, 19)))
+    assert [b.steps for b in blocks] == [2, 2, 1]  # the last block is never committed
     assert decoder.stats.step_forwards == 3 and decoder.stats.commit_forwards == 2
-    # The first block's steps saw the prompt in the cache; commits moved it on.
+    assert decoder.stats.tokens_per_forward == 24 / 5
     assert [len(c) for c in scripted.calls] == [16, 8, 8, 8, 8, 8]
 
 
@@ -234,6 +247,16 @@ def test_checkpoint_generation_config_sets_the_defaults_and_the_user_wins(
     assert controls.repetition_penalty == 1.2
     assert controls.presence_penalty == 0.0
     assert controls.frequency_penalty == Controls().frequency_penalty
+    card.update(
+        end_bias_after=4096, think_bias_per_1k=2.5, end_bias_per_1k=-1, think_bias_after=1.5
+    )
+    (tmp_path / "generation_config.json").write_text(json.dumps(card))
+    biased = Controls.for_checkpoint(tmp_path, {"end_bias_after": 100})
+    assert (biased.end_bias_after, biased.think_bias_per_1k) == (100, 2.5)  # the user wins
+    assert Controls.for_checkpoint(tmp_path, {}).end_bias_after == 4096
+    # Out of range or not whole: ignored.
+    assert biased.end_bias_per_1k == Controls().end_bias_per_1k
+    assert biased.think_bias_after == Controls().think_bias_after
     (tmp_path / "generation_config.json").write_text('{"repetition_penalty": 0.5}')
     assert Controls.for_checkpoint(tmp_path, {}).repetition_penalty == 1.05  # below 1: ignored
     (tmp_path / "generation_config.json").write_text("{not json")
@@ -257,7 +280,10 @@ class _DeepcopyCheckpoint:
 
     def __init__(self, cache: Any) -> None:
         self.cache = cache
-        self.saved = copy.deepcopy(cache.layers)
+        self.saved = [
+            {k: copy.deepcopy(v) for k, v in vars(layer).items() if k != "owner"}
+            for layer in cache.layers
+        ]
 
     @classmethod
     def take(cls, cache: Any) -> _DeepcopyCheckpoint:
@@ -267,7 +293,12 @@ class _DeepcopyCheckpoint:
         return _DeepcopyCheckpoint(cache)
 
     def restore(self) -> None:
-        self.cache.layers[:] = copy.deepcopy(self.saved)
+        for layer, saved in zip(self.cache.layers, self.saved, strict=True):
+            vars(layer).update(copy.deepcopy(saved))
+
+    def commit(self, columns: int, rows: Any, mid: Any) -> None:
+        # One row, committed by a forward of its own: keep all it wrote.
+        assert mid is None and bool(rows.all())
 
 
 def test_whole_generation_equals_the_deepcopy_reference(
@@ -280,6 +311,8 @@ def test_whole_generation_equals_the_deepcopy_reference(
 
         class Recorder:
             vocab_size = forward.vocab_size
+            device = forward.device
+            splits = forward.splits
 
             def new_cache(self) -> Any:
                 return forward.new_cache()
@@ -287,23 +320,62 @@ def test_whole_generation_equals_the_deepcopy_reference(
             def cache_length(self, cache: Any) -> int:
                 return forward.cache_length(cache)
 
-            def __call__(self, ids: Any, cache: Any) -> Any:
-                out = forward(ids, cache)
+            def mid_states(self) -> Any:
+                return forward.mid_states()
+
+            def __call__(self, ids: Any, cache: Any, layout: Any, keep: Any = None) -> Any:
+                out = forward(ids, cache, layout, keep)
                 logits_seen[label].append(out.clone())
                 return out
 
         options = DecodeOptions(
-            mask_id=265, block_size=8, threshold=0.02, max_new_tokens=16, controls=NO_CONTROLS
+            mask_id=265,
+            block_size=8,
+            threshold=0.02,
+            max_new_tokens=16,
+            controls=NO_CONTROLS,
+            merge_commit=False,
         )
         return list(BlockDiffusion(Recorder(), options).generate(list(range(3, 40))))
 
     ours = run("ours")
-    import clover_code.engine.local.diffusion.loop as loop_module
+    import clover_code.engine.local.diffusion.batch as batch_module
 
-    monkeypatch.setattr(loop_module, "CacheCheckpoint", _DeepcopyCheckpoint)
+    monkeypatch.setattr(batch_module, "CacheCheckpoint", _DeepcopyCheckpoint)
     reference = run("reference")
     assert ours == reference
     assert len(logits_seen["ours"]) == len(logits_seen["reference"]) > 4
     for a, b in zip(logits_seen["ours"], logits_seen["reference"], strict=True):
         assert torch.equal(a, b)
     assert max(b.steps for b in ours if isinstance(b, Block)) > 1
+
+
+def test_a_block_cannot_repeat_itself_while_it_denoises(model: Any) -> None:
+    """The penalty counts the draft's filled positions at every step, not once per block."""
+
+    def script(ids: Any, before: int) -> Any:
+        logits = torch.zeros(1, ids.shape[1], 266)
+        logits[0, :, 70] = 5.0
+        logits[0, :, 71] = 4.5
+        return logits
+
+    controls = Controls(repetition_penalty=2.0, end_bias_per_1k=0.0, think_bias_per_1k=0.0)
+    decoder, _ = _decoder(model, script, max_new_tokens=8, controls=controls)
+    _, blocks = _run(decoder, list(range(3, 19)))
+    assert set(blocks[0].ids) == {70, 71}  # once 70 is in the draft, 71 wins a position
+    plain, _ = _decoder(model, script, max_new_tokens=8)
+    _, same = _run(plain, list(range(3, 19)))
+    assert set(same[0].ids) == {70}
+
+
+def test_the_last_block_denoises_only_the_positions_it_needs(model: Any) -> None:
+    def script(ids: Any, before: int) -> Any:
+        return peaked(266, [(40 + (before + i) % 20, 0.3) for i in range(ids.shape[1])])
+
+    decoder, scripted = _decoder(model, script, max_new_tokens=10)
+    steps, blocks = _run(decoder, list(range(3, 19)))  # aligned: blocks of 8, then 2
+    assert [len(b.ids) for b in blocks] == [8, 2] and blocks[-1].finish == "length"
+    assert [b.steps for b in blocks] == [8, 2]  # one position per step, no more
+    assert all(len(s.ids) == 2 for s in steps if s.block == 1)
+    # The finished block rides on the first forward of the last one: 8 + 2 positions.
+    assert [len(c) for c in scripted.calls[-2:]] == [8 + 2, 2]

@@ -25,6 +25,7 @@ from clover_code.engine.local.hf import HFBackend, HFOptions
 from clover_code.engine.select import build_backend
 from clover_code.errors import ContextOverflow, EngineUnavailable
 from tests.tiny_model import build_tiny_checkpoint, script_text
+from tests.waiting import async_wait_until
 
 
 @pytest.fixture(scope="module")
@@ -134,8 +135,23 @@ async def test_closing_the_stream_stops_decoding(checkpoint: Path) -> None:
     first = await anext(stream)
     assert isinstance(first, BlockDraft)
     await stream.aclose()
-    assert backend.last_stats is None or backend.last_stats.tokens < 4000
-    assert not backend._lock.locked()
+    await async_wait_until(lambda: not backend.busy, message="the abandoned response to leave")
+    assert backend.last_stats is not None and backend.last_stats.tokens < 4000
+
+
+async def test_closing_the_backend_waits_for_its_decoding_thread(checkpoint: Path) -> None:
+    """The model is dropped only once no forward can still be running on it."""
+    import threading
+
+    before = set(threading.enumerate())
+    backend = HFBackend(str(checkpoint), HFOptions(block_size=8, max_tokens=4000))
+    stream = backend.stream(ChatRequest([{"role": "user", "content": "hi"}]))
+    assert isinstance(await anext(stream), BlockDraft)
+    decoding = [t for t in set(threading.enumerate()) - before if t.name == "clover-batch"]
+    assert len(decoding) == 1
+    await stream.aclose()
+    await backend.aclose()
+    assert not decoding[0].is_alive()
 
 
 def test_thinking_off_renders_an_empty_think_block(checkpoint: Path) -> None:
@@ -214,7 +230,11 @@ def test_decoding_controls_from_checkpoint_settings_and_request(
     backend = HFBackend(str(local), hf_options(settings))
     assert (backend.controls.repetition_penalty, backend.controls.frequency_penalty) == (1.1, 0.2)
     request = ChatRequest([{"role": "user", "content": "x"}], controls={"presence_penalty": 0.7})
-    decode = backend._decode_options(request)
+    decode = backend.decode_options(request)
+    assert decode.prefill == "block"  # the default: SGLang's dLLM extend mode
+    loop_settings = Settings(prefill="causal", max_batch=3, expert_select="half", expert_mass=0.9)
+    options = hf_options(loop_settings)
+    assert (options.prefill, options.max_batch, options.expert_select) == ("causal", 3, "half")
     assert decode.controls.presence_penalty == 0.7
     assert decode.controls.repetition_penalty == 1.1  # the rest stays
 
@@ -236,3 +256,26 @@ def test_a_character_split_across_byte_tokens_shows_whole_in_drafts(checkpoint: 
     partly = [False, False, False, False, True, False, False, False, False]
     texts = draft_texts(ids, partly, piece, tok.decode)
     assert texts[:4] == ["中", "", "", ""] and "\ufffd" not in "".join(texts)
+
+
+async def test_concurrent_requests_are_decoded_together_each_as_alone(checkpoint: Path) -> None:
+    import asyncio
+
+    from tests.tiny_model import script_by_position
+
+    backend = HFBackend(str(checkpoint), HFOptions(block_size=8, max_tokens=20, max_batch=4))
+    widths = script_by_position(backend)
+    requests = [ChatRequest([{"role": "user", "content": "hi " * k}]) for k in (1, 4, 9)]
+
+    def text(events: list[Any]) -> str:
+        assert isinstance(events[-1], Finished) and events[-1].reason == "length", events
+        return "".join(e.text for e in events if isinstance(e, BlockCommitted))
+
+    alone = [text(await _collect(backend, r)) for r in requests]
+    assert len(set(alone)) == 3  # the prompts' lengths put each answer elsewhere
+    assert max(widths) == 1
+    widths.clear()
+    together = await asyncio.gather(*(_collect(backend, r) for r in requests))
+    assert [text(events) for events in together] == alone
+    assert max(widths) == 3  # one forward carried all three
+    await backend.aclose()

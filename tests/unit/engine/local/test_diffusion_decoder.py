@@ -117,3 +117,116 @@ def test_expert_selection_the_entry_point_cannot_take_is_named(shipped: Path) ->
     assert backend.decoder.kind == "checkpoint"
     assert "expert_mass" in backend.decoder.not_applied
     assert "expert_mass" in backend.notices[0]
+
+
+def _scripted_rows(backend: HFBackend, row: Any) -> dict[str, int]:
+    """Replace the logits of the generated positions with ``row(r) -> (token, p)`` (r counted
+    from the response's start); returns a counter of the forwards over them."""
+    import torch
+
+    from tests.tiny_model import peaked
+
+    model = backend._model
+    real = model.forward
+    seen = {"forwards": 0, "prompt": 0}
+    original_prompt = backend.prompt
+
+    def prompt(request: Any) -> list[int]:
+        ids = original_prompt(request)
+        seen["prompt"] = len(ids)
+        return ids
+
+    def forward(*args: Any, **kwargs: Any) -> Any:
+        out = real(*args, **kwargs)
+        n = out.logits.shape[1]
+        if n > seen["prompt"]:
+            seen["forwards"] += 1
+            rows = [row(p - seen["prompt"]) if p >= seen["prompt"] else (5, 0.5) for p in range(n)]
+            out.logits = peaked(int(model.config.vocab_size), rows).to(torch.float32)
+        return out
+
+    model.forward = forward
+    backend.prompt = prompt  # type: ignore[method-assign]
+    return seen
+
+
+async def test_the_entry_point_counts_one_step_per_forward_on_aligned_blocks(
+    shipped: Path,
+) -> None:
+    backend = HFBackend(str(shipped), HFOptions(block_size=4, threshold=0.95, max_tokens=12))
+    seen = _scripted_rows(backend, lambda r: (70 + r % 20, 0.5))
+    events = await _collect(backend, ChatRequest([{"role": "user", "content": "hi"}]))
+    blocks = [e for e in events if isinstance(e, BlockCommitted)]
+    head = seen["prompt"] % 4
+    sizes = [4 - head] if head else []
+    sizes += [4] * ((12 - sum(sizes)) // 4)
+    if sum(sizes) < 12:
+        sizes.append(12 - sum(sizes))
+    assert [b.token_count for b in blocks] == sizes  # aligned to absolute positions
+    # One position per forward: a block's steps are its positions, and all add up.
+    assert [b.steps for b in blocks] == sizes
+    assert sum(b.steps or 0 for b in blocks) == seen["forwards"]
+    drafts = [e for e in events if isinstance(e, BlockDraft)]
+    assert [d.step for d in drafts if d.block == 1] == list(range(1, sizes[1] + 1))
+
+
+async def test_the_entry_point_stops_before_its_block_is_complete(shipped: Path) -> None:
+    backend = HFBackend(str(shipped), HFOptions(block_size=4, threshold=0.95, max_tokens=12))
+    stop = int(backend.tokenizer.convert_tokens_to_ids("<|im_end|>"))
+    seen = _scripted_rows(backend, lambda r: (stop, 0.9) if r == 1 else (70, 0.5 - 0.01 * r))
+    events = await _collect(backend, ChatRequest([{"role": "user", "content": "hi"}]))
+    blocks = [e for e in events if isinstance(e, BlockCommitted)]
+    assert sum(b.token_count for b in blocks) == 1
+    assert events[-1] == Finished("stop")
+    assert seen["forwards"] == 2  # the stop's block was never filled to the end
+
+
+@pytest.fixture(scope="module")
+def cacheless(plain: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.tiny_model import CACHELESS_FORWARD
+
+    path = tmp_path_factory.mktemp("cacheless") / "ckpt"
+    shutil.copytree(plain, path)
+    return add_remote_decoder(path, CACHELESS_FORWARD)
+
+
+@pytest.fixture(scope="module")
+def cacheless_generate(plain: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.tiny_model import CACHELESS_GENERATE
+
+    path = tmp_path_factory.mktemp("cacheless_generate") / "ckpt"
+    shutil.copytree(plain, path)
+    return add_remote_decoder(path, CACHELESS_GENERATE)
+
+
+def test_a_remote_forward_that_passes_the_self_test_runs_our_loop(kwargs_only: Path) -> None:
+    from clover_code.engine.local.diffusion.selftest import forward_problem, is_stock
+
+    backend = HFBackend(str(kwargs_only), HFOptions(block_size=4))
+    assert not is_stock(backend._model)
+    assert forward_problem(backend._model, backend.mask_id) is None
+    assert backend.decoder.kind == "builtin"
+
+
+async def test_a_remote_forward_that_fails_it_runs_the_checkpoints_generate_without_drafts(
+    cacheless_generate: Path,
+) -> None:
+    backend = HFBackend(str(cacheless_generate), HFOptions(block_size=4, max_tokens=8))
+    assert backend.decoder.kind == "generate"
+    said = backend.notices[0]
+    assert "without drafts" in said and "cached block forward does not equal" in said
+    assert len([n for n in backend.notices if "without drafts" in n]) == 1
+    events = await _collect(backend, ChatRequest([{"role": "user", "content": "hi"}]))
+    assert not [e for e in events if isinstance(e, BlockDraft | Failed)], events
+    assert sum(e.token_count for e in events if isinstance(e, BlockCommitted)) == 8
+    assert events[-1] == Finished("length")
+
+
+def test_a_remote_forward_that_fails_it_with_nothing_else_is_one_sentence(
+    cacheless: Path, cacheless_generate: Path
+) -> None:
+    with pytest.raises(EngineUnavailable, match="cannot decode the checkpoint") as info:
+        HFBackend(str(cacheless), HFOptions(block_size=4))
+    assert "\n" not in str(info.value) and "cached block forward" in str(info.value)
+    with pytest.raises(EngineUnavailable, match="decoder = builtin, but"):
+        HFBackend(str(cacheless_generate), HFOptions(block_size=4, decoder="builtin"))

@@ -1,0 +1,182 @@
+"""One sequence being decoded: its block, its controls, its decisions, its statistics.
+
+Everything here is per sequence, whatever else shares the forward: the
+block's ids, the ``LowConfidence`` decision on its own logits, the penalties
+over its own response (the committed blocks and the current draft, so a
+block cannot repeat itself while it denoises), its stop tokens, token budget
+and thinking length. The batch decoder (``batch.py``) runs the forwards and
+hands each sequence the rows of the logits that are its block.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+import torch
+
+from clover_code.engine.local.diffusion.options import Block, DecodeOptions, DecodeStats, Step
+from clover_code.engine.local.diffusion.rule import low_confidence_step
+
+__all__ = ["Sequence", "SequenceState"]
+
+SequenceState = Literal["new", "denoising", "finished", "done"]
+"""new: waiting for its prefill; denoising: a block has masked positions; finished: its
+block is complete and waits to be committed; done: no more output (stop, length,
+cancelled)."""
+
+
+@dataclass(slots=True, eq=False)
+class Sequence:
+    """A sequence in the batch decoder (created by ``BatchDecoder.add``)."""
+
+    prompt: list[int]
+    options: DecodeOptions
+    budget: int
+    sink: Callable[[Step | Block], None]
+    cancelled: Callable[[], bool]
+    vocab: int
+    device: torch.device
+    stats: DecodeStats = field(default_factory=DecodeStats)
+    state: SequenceState = "new"
+    past: int = 0
+    """Tokens encoded in the cache (the current block's first position)."""
+    index: int = 0
+    """The current block's number in the response."""
+    fixed: int = 0
+    """Positions at the block's start that are not generated (the prompt's tail)."""
+    ids: torch.Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.long))
+    """The current block: fixed positions, then the generated ones (masked until filled)."""
+    steps: int = 0
+    """Forwards spent on the current block."""
+    generated: list[int] = field(default_factory=list)
+    counts: torch.Tensor | None = None
+    """How often each token appears in the response so far: the committed blocks and the
+    filled positions of the current draft (the penalties)."""
+    _penalised: bool = False
+    """Whether any token was generated yet (no penalty before)."""
+    _one: torch.Tensor = field(init=False, repr=False)
+    thinking: int | None = None
+    pending: list[int] | None = None
+    """A finished block's tokens, written into the cache by the next forward."""
+    last_row: torch.Tensor | None = None
+    """With shifted logits: the row that predicts the block's first position."""
+    group: int | None = None
+    """The current block's expert-routing group."""
+    done_group: int | None = None
+    """The finished block's group, until the forward that commits it."""
+    finish: str | None = None
+    commit_cost: int = 0
+    """Forwards a finished block costs after its steps: 1 when its commit is a forward of
+    its own, 0 when it rides on the next block's first forward."""
+
+    def __post_init__(self) -> None:
+        self.thinking = 0 if self.options.starts_in_reasoning else None
+        self._one = torch.ones((), dtype=torch.float32, device=self.device)
+
+    @property
+    def mask_id(self) -> int:
+        return self.options.mask_id
+
+    def start_block(self) -> None:
+        """Begin the next block: the prompt's tail (first block) then masked positions.
+
+        A sequence whose finished block is still pending starts the block after it.
+        """
+        opts = self.options
+        bs = opts.block_size
+        head = self.prompt[self.past :] if self.index == 0 and self.pending is None else []
+        free = min(bs - len(head), self.budget - len(self.generated))
+        self.fixed = len(head)
+        self.ids = torch.tensor(head + [opts.mask_id] * free, dtype=torch.long, device=self.device)
+        self.steps = 0
+        self.state = "denoising"
+
+    @property
+    def length(self) -> int:
+        """Positions of the current block taking part in a forward."""
+        return int(self.ids.shape[0])
+
+    def filled(self) -> int:
+        """Generated positions of the current block filled so far."""
+        return int((self.ids[self.fixed :] != self.mask_id).sum())
+
+    @property
+    def free(self) -> int:
+        return self.length - self.fixed
+
+    def advance(self, logits: torch.Tensor, confidences: bool) -> None:
+        """One denoising step with the block's aligned logits [length, V]."""
+        opts = self.options
+        self.steps += 1
+        self.stats.step_forwards += 1
+        counts = self._counts()
+        logits = opts.controls.apply(
+            logits.float(),
+            penalty=opts.controls.penalty(counts) if self._penalised else None,
+            generated=len(self.generated),
+            thinking=self.thinking,
+            stop_id=opts.end_id,
+            think_end_id=opts.think_end_id,
+        )
+        mask = opts.mask_id
+        fill = low_confidence_step(self.ids, logits, mask, opts.threshold)
+        self.ids = fill.ids
+        # The draft's new tokens count from the next step on (so the block cannot repeat
+        # itself while it denoises), and stay counted once the block is committed.
+        new = fill.ids[self.fixed :][fill.filled[self.fixed :]]
+        counts.index_put_((new,), self._one, accumulate=True)
+        self._penalised = True
+        gen = self.ids.tolist()[self.fixed :]
+        masked = [t == mask for t in gen]
+        shown = fill.confidence[self.fixed :].tolist() if confidences else None
+        self.sink(Step(self.index, self.steps, gen, masked, shown))
+        end = _stop_position(gen, masked, opts.stop_ids)
+        if end is not None:
+            self._emit(gen[:end], "stop")
+        elif not any(masked):
+            room = self.budget - len(self.generated)
+            self._emit(gen, "length" if len(gen) >= room else None)
+
+    def count_commit(self) -> None:
+        """The finished block was written with a forward of its own."""
+        self.stats.commit_forwards += 1
+
+    def _emit(self, ids: list[int], finish: Literal["stop", "length"] | None) -> None:
+        cost = self.steps + (self.commit_cost if finish is None else 0)
+        block = Block(self.index, ids, cost, finish)
+        self.generated.extend(ids)
+        self.stats.tokens += len(ids)
+        if self.thinking is not None:
+            end = self.options.think_end_id
+            self.thinking = None if end is not None and end in ids else self.thinking + len(ids)
+        if finish is None:
+            self.pending = self.ids.tolist()
+            self.state = "finished"
+        else:
+            self.finish = finish
+            self.state = "done"
+        self.sink(block)
+
+    def after_commit(self) -> None:
+        """The finished block is in the cache: the next one starts after it."""
+        assert self.pending is not None
+        self.past += len(self.pending)
+        self.pending = None
+        self.index += 1
+
+    def _counts(self) -> torch.Tensor:
+        if self.counts is None:
+            self.counts = torch.zeros(self.vocab, dtype=torch.float32, device=self.device)
+        return self.counts
+
+
+def _stop_position(gen: list[int], masked: list[bool], stops: frozenset[int]) -> int | None:
+    """Index of the first stop token once everything before it is filled, else None."""
+    for i, token in enumerate(gen):
+        if masked[i]:
+            return None
+        if token in stops:
+            return i
+    return None
