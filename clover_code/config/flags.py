@@ -67,6 +67,7 @@ ENGINE_FLAGS: tuple[FlagSpec, ...] = (
     "decoder",
     Flag("expert_mass", metavar="F"),
     "sandbox",
+    Flag("early_tools", help="run no tool call before the whole response has arrived"),
 )
 """The engine and sandbox flags of every front end that runs the agent."""
 

@@ -264,6 +264,12 @@ class Settings(ModelSettings):
     tool_retries: int = Field(3, ge=0)
     """Malformed tool calls in a row the model may make before the turn fails."""
 
+    early_tools: bool = True
+    """Start reading tool calls (read, grep, glob, list, repo map, web fetch, MCP tools
+    in mcp_read_only) that the approval mode runs without asking as soon as their
+    arguments are complete, while the rest of the response is still coming; their
+    results reach the model in order when it ends."""
+
     max_retries: int = Field(4, ge=0)
     """Retries of a model request that failed before any output arrived."""
 

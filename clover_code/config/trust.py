@@ -245,7 +245,7 @@ NEUTRAL_KEYS = frozenset(
         "response_reserve",
         "compact_threshold", "repo_map_tokens", "show_denoising", "draft_confidences",
         "mcp_timeout", "auto_commit", "max_turns", "timeout", "shell_timeout",
-        "output_limit", "tool_retries", "max_retries", "request_timeout",
+        "output_limit", "tool_retries", "early_tools", "max_retries", "request_timeout",
         "max_subagents", "subagent_max_turns", "subagent_timeout", "subagent_max_tokens", "decoder",
         "logits_shift", "expert_mass", "web_max_bytes", "web_timeout", "web_max_redirects",
         "search_provider", "search_api_key",

@@ -1,10 +1,14 @@
 """The one path between the core and the widgets.
 
 ``EventBridge.emit`` is the ``emit`` callback the core's ``Session`` calls;
-events are queued and handed to the app in batches, at most one batch per
-frame, and the next batch waits until the app has handled the previous one.
-So a model that streams faster than the screen can paint is coalesced, never
-queued without bound. Ops go the other way through ``submit``.
+events are queued and handed to the app in batches: one batch is in the
+app's hands at a time, and everything that arrives meanwhile becomes the
+next one. Handling a batch is cheap (widgets record what changed; drawing
+waits for the next frame), so a batch reaches the app within one turn of
+its message loop, and a model that streams faster than the screen can paint
+is coalesced, never queued without bound. The batch goes behind whatever
+the app already has queued, keys included. Ops go the other way through
+``submit``.
 """
 
 from __future__ import annotations
@@ -19,10 +23,6 @@ from textual.message import Message
 
 from clover_code import protocol as p
 from clover_code.protocol import Emit
-
-FRAME_SECONDS = 1 / 30
-"""Shortest time between two batches handed to the app (30 a second is smooth to the
-eye and leaves the loop free for keys)."""
 
 
 class CommandInfo(Protocol):
@@ -148,7 +148,6 @@ class EventBridge:
             if batch:
                 self._handled.clear()
                 self._post(SessionEvents(batch))
-            await asyncio.sleep(FRAME_SECONDS)
 
     async def submit(self, op: p.Op) -> bool:
         """Send an op to the session; False when no session is open."""

@@ -54,6 +54,7 @@ class TurnEvents:
         app = self.app
         draft: p.BlockDraft | None = None
         outputs: dict[str, list[str]] = {}
+        seen: list[p.Event] = []  # the running turn's, for the working line: one redraw
         for event in events:
             if isinstance(event, p.BlockDraft):
                 draft = event
@@ -70,12 +71,14 @@ class TurnEvents:
                 else:
                     self.apply_event(event)
             if app.turn_running:
-                self.working.saw(event)
+                seen.append(event)
+            elif seen:  # the turn ended in this batch
+                seen.clear()
         self._flush_outputs(outputs)
         if draft is not None:
             self.transcript.denoise.show(draft)
-            if app.turn_running:
-                self.working.saw(draft)
+        if seen:
+            self.working.saw(*seen)
         now = Clock.now()
         if app.turn_running and now - self._speed_shown >= SPEED_EVERY:
             self._speed_shown = now

@@ -213,3 +213,30 @@ LONG_MODEL = p.SessionStarted(
     approval="auto-edit",
     transcript="/tmp/x.jsonl",
 )
+
+
+def _parser_section(n: int) -> str:
+    return (
+        f"## Step {n}: the tokenizer\n\n"
+        f"Step {n} reads the input one line at a time and keeps the `offset` of each token, "
+        "so an error can point at the column where it starts. **Whitespace** is skipped "
+        "but counted.\n\n"
+        f"- `Token.kind` names the rule that matched (step {n})\n"
+        "- `Token.text` is the slice of the line\n\n"
+        f"```python\ndef tokens_{n}(line: str) -> list[Token]:\n"
+        "    return [Token(m.lastgroup, m.group()) for m in RULES.finditer(line)]\n```\n\n"
+    )
+
+
+def long_answer() -> list[Any]:
+    """A finished answer long enough to be drawn as several parts, streamed in blocks."""
+    text = "".join(_parser_section(n) for n in range(1, 9)) + "That is the whole parser."
+    events: list[Any] = [p.TurnStarted(turn=1, text="explain the parser")]
+    for block, start in enumerate(range(0, len(text), 120)):
+        piece = text[start : start + 120]
+        events += [
+            p.ContentDelta(text=piece),
+            p.BlockCommitted(block=block, text=piece, token_count=32, steps=5),
+        ]
+    events.append(p.TurnFinished(turn=1, status="completed", final_text=text))
+    return events

@@ -29,7 +29,7 @@ def with_turn(events: list[Any], prompt: str = "fix add in calc.py") -> CloverAp
 
 
 async def drawn(pilot: Pilot[Any], what: str) -> None:
-    """Wait until every replayed event reached the app and every answer is painted.
+    """Wait until every replayed event reached the app and is painted.
 
     The bridge hands events over in batches: none queued and the last batch
     handled means the app has them all. No fixed pause: a busy machine draws late.
@@ -42,8 +42,13 @@ async def drawn(pilot: Pilot[Any], what: str) -> None:
         lambda: not bridge._queue and bridge._handled.is_set(),
         message=f"{what} to reach the app",
     )
-    for answer in app.query(Answer):
-        await answer.settle()
+    await until(
+        pilot,
+        lambda: (
+            not any(a.pending for a in app.query(Answer)) and not app.transcript.denoise.pending
+        ),
+        message=f"{what} to be painted",
+    )
     await pilot.pause()
     await pilot.wait_for_scheduled_animations()
     assert app.is_running and app._exception is None, "the app crashed"
@@ -211,3 +216,8 @@ def test_checkpoint_question(snap_compare: SnapCompare, size: tuple[int, int]) -
     )
     started = scenes.STARTED.model_copy(update={"checkpoint_warning": warning})
     assert snap_compare(replay_app([started]), terminal_size=size, run_before=settle)
+
+
+def test_long_answer_in_parts(snap_compare: SnapCompare) -> None:
+    app = with_turn(scenes.long_answer(), "explain the parser")
+    assert snap_compare(app, terminal_size=(100, 40), run_before=send_prompt)

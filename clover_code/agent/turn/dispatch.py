@@ -29,12 +29,14 @@ from clover_code.agent.extensions.hooks import HookRunner
 from clover_code.agent.permissions.approval import ApprovalRequest, Approver
 from clover_code.agent.permissions.edit_preview import EditAllowance, preview_edit
 from clover_code.agent.permissions.policy import PermissionPolicy
+from clover_code.agent.turn.call_text import printable_result, problem
+from clover_code.agent.turn.early import EarlyCalls, Slot
 from clover_code.agent.turn.options import TurnOptions
 from clover_code.agent.turn.plan import PLAN_MODE, plan_tools
 from clover_code.agent.turn.plan import refusal as plan_refusal
 from clover_code.config.settings import ApprovalMode
 from clover_code.errors import CloverError, WorkspaceError
-from clover_code.protocol.json_text import printable, printable_value
+from clover_code.protocol.json_text import printable
 from clover_code.tools.arguments import CONTENT_LIMIT, screen_arguments
 from clover_code.tools.base import Tool, ToolContext, ToolResult
 from clover_code.tools.spill import OutputSpill
@@ -122,45 +124,71 @@ class ToolDispatcher:
                 return True
         return False
 
-    async def run_calls(self, calls: list[ToolCall], turn: TurnOptions) -> None:
-        """Run calls in order; consecutive read-only (or ``concurrent``) calls run concurrently."""
+    async def run_calls(
+        self, calls: list[ToolCall], turn: TurnOptions, early: EarlyCalls[ToolCall] | None = None
+    ) -> None:
+        """Run calls in order; consecutive read-only (or ``concurrent``) calls run concurrently.
+
+        Calls ``early`` started while the response came are waited for in their place."""
         batch: list[ToolCall] = []
         for call in calls:
             tool = self.tools.get(call.name)
+            if early is not None and early.started(call.id):
+                batch.append(call)
+                continue
             if tool is not None and (tool.kind in ("read", "search") or tool.concurrent):
                 batch.append(call)
                 continue
             if batch:
-                await asyncio.gather(*(self.run_call(c, turn) for c in batch))
+                await asyncio.gather(*(self._run_or_finish(c, turn, early) for c in batch))
                 batch = []
-            await self.run_call(call, turn)
+            await self._run_or_finish(call, turn, early)
         if batch:
-            await asyncio.gather(*(self.run_call(c, turn) for c in batch))
+            await asyncio.gather(*(self._run_or_finish(c, turn, early) for c in batch))
 
-    async def run_call(self, call: ToolCall, turn: TurnOptions) -> None:
-        """Validate, approve and run one call of ``turn``; its result is always set."""
+    async def _run_or_finish(
+        self, call: ToolCall, turn: TurnOptions, early: EarlyCalls[ToolCall] | None
+    ) -> None:
+        if early is None:
+            await self.run_call(call, turn)
+        elif early.started(call.id):
+            await early.finish(call.id)
+        else:
+            # Hooks and approvals in the order of the calls: after the early ones'.
+            await early.checked()
+            await self.run_call(call, turn)
+
+    async def run_call(self, call: ToolCall, turn: TurnOptions, slot: Slot | None = None) -> None:
+        """Validate, approve and run one call of ``turn``; its result is always set.
+
+        ``slot``: the call started before its response ended (``EarlyCalls``): its
+        checks wait for the calls before it, and its events are held by the slot."""
+        emit = self.emit if slot is None else slot.emit
+        if slot is not None:
+            await slot.my_turn()
         self.screen([call])
         tool = self.tools.get(call.name)
         started = time.monotonic()
         if tool is None:
             known = ", ".join(sorted(self.tools))
-            self._malformed(call, f"unknown tool '{call.name}'. Available tools: {known}.")
+            self._malformed(call, f"unknown tool '{call.name}'. Available tools: {known}.", emit)
             return
         if call.parse_error:
-            self._malformed(call, f"{call.parse_error}\n{self._schema_hint(tool)}")
+            self._malformed(call, f"{call.parse_error}\n{self._schema_hint(tool)}", emit)
             return
         if call.problem:
-            self._malformed(call, f"invalid arguments for tool '{tool.name}': {call.problem}")
+            self._malformed(call, f"invalid arguments for tool '{tool.name}': {call.problem}", emit)
             return
         try:
             args = tool.Args.model_validate(call.arguments)
         except ValidationError as exc:
-            problems = ", ".join(_problem(e) for e in exc.errors()[:5])
+            problems = ", ".join(problem(e) for e in exc.errors()[:5])
             schema = json.dumps(tool.spec().parameters)
             self._malformed(
                 call,
                 f"invalid arguments for tool '{tool.name}': {problems}; send arguments that "
                 f"match its JSON schema {schema}",
+                emit,
             )
             return
         hook_refusal, approved = None, False
@@ -172,7 +200,7 @@ class ToolDispatcher:
             # Only the card's one-line label is lost; the call itself can go on.
             log.debug("summary of %s failed", tool.name, exc_info=True)
             summary = tool.name
-        self.emit(
+        emit(
             p.ToolCallStarted(
                 call_id=call.id,
                 name=tool.name,
@@ -188,26 +216,31 @@ class ToolDispatcher:
             allowed = ", ".join(sorted(turn.allowed_tools)) or "none"
             hook_refusal = f"refused: this command allows only these tools: {allowed}."
         try:
+            if slot is not None and hook_refusal is None and self.verdict(tool, args) == "ask":
+                # A hook changed the call: ask only once the response is whole.
+                await slot.response_ended()
             refusal = hook_refusal or await self._approve(call, tool, args, summary, approved)
         except Exception as exc:
-            self._unexpected(call, tool, exc, "check", started)
+            self._unexpected(call, tool, exc, "check", started, emit)
             return
         if refusal is not None:
             call.result = refusal
-            self._finish(call, "denied", refusal, None, started)
+            self._finish(call, "denied", refusal, None, started, emit)
             return
+        if slot is not None:
+            slot.admit()
         started = time.monotonic()  # the duration is the run's, not the wait for the user
         streamed: list[str] = []
         try:
-            result = await self._execute(call, tool, args, streamed, turn)
+            result = await self._execute(call, tool, args, streamed, turn, emit)
             call.result = self.spill.fit(call.id, result.text, "".join(streamed) or None)
         except Exception as exc:
-            self._unexpected(call, tool, exc, "run", started)
+            self._unexpected(call, tool, exc, "run", started, emit)
             return
         if isinstance(result.display, p.TodoList):
             self.on_todo([item.model_dump() for item in result.display.todo])
         for notice in result.notices:
-            self.emit(p.Notice(level="warning", text=notice))
+            emit(p.Notice(level="warning", text=notice))
         status = "error" if result.is_error else "ok"
         shown = result.text
         if self.hooks is not None and self.hooks.has("PostToolUse"):
@@ -219,7 +252,15 @@ class ToolDispatcher:
                 note = f"\n\n[PostToolUse hook] {after.reason}"
                 call.result += note
                 shown += note
-        self._finish(call, status, shown, result.display, started)
+        self._finish(call, status, shown, result.display, started, emit)
+
+    def verdict(self, tool: Tool[Any], args: BaseModel) -> str:
+        """What the approval mode and rules say of a call with ``args`` before anyone
+        is asked: allow, ask or deny."""
+        ruling = self.policy.decide(
+            self.approval_mode, tool.name, tool.kind, args.model_dump(), on_host=tool.runs_on_host
+        )
+        return ruling.verdict
 
     async def _pre_tool_hooks(
         self, call: ToolCall, tool: Tool[Any], args: BaseModel
@@ -245,7 +286,13 @@ class ToolDispatcher:
         return args, None, outcome.approved
 
     def _unexpected(
-        self, call: ToolCall, tool: Tool[Any], exc: Exception, stage: str, started: float
+        self,
+        call: ToolCall,
+        tool: Tool[Any],
+        exc: Exception,
+        stage: str,
+        started: float,
+        emit: p.Emit,
     ) -> None:
         """An exception nobody meant to raise: a failed call and an error event, not a crash."""
         log.debug("tool call %s (%s) failed to %s", call.id, tool.name, stage, exc_info=exc)
@@ -255,8 +302,8 @@ class ToolDispatcher:
             "so try another way (and report this as a bug)."
         )
         call.result = f"error: {message}"
-        self.emit(p.ErrorEvent(message=message))
-        self._finish(call, "error", call.result, None, started)
+        emit(p.ErrorEvent(message=message))
+        self._finish(call, "error", call.result, None, started, emit)
 
     async def _approve(
         self, call: ToolCall, tool: Tool[Any], args: BaseModel, summary: str, approved: bool = False
@@ -336,11 +383,12 @@ class ToolDispatcher:
         args: BaseModel,
         streamed: list[str],
         turn: TurnOptions,
+        emit: p.Emit,
     ) -> ToolResult:
         def on_output(text: str) -> None:
             text = printable(text)
             streamed.append(text)
-            self.emit(p.ToolOutput(call_id=call.id, text=text))
+            emit(p.ToolOutput(call_id=call.id, text=text))
 
         try:
             context = replace(
@@ -352,22 +400,28 @@ class ToolDispatcher:
             result = await tool.run(args, context)
         except CloverError as exc:
             result = ToolResult(text=f"error: {exc}", is_error=True)
-        return _printable_result(result)
+        return printable_result(result)
 
-    def _malformed(self, call: ToolCall, message: str) -> None:
+    def _malformed(self, call: ToolCall, message: str, emit: p.Emit) -> None:
         call.malformed = True
         call.result = f"error: {message}"
-        self.emit(
+        emit(
             p.ToolCallStarted(
                 call_id=call.id, name=call.name, kind="other", arguments=call.arguments, summary=""
             )
         )
-        self._finish(call, "error", call.result, None, time.monotonic())
+        self._finish(call, "error", call.result, None, time.monotonic(), emit)
 
     def _finish(
-        self, call: ToolCall, status: Any, text: str, display: p.ToolDisplay | None, started: float
+        self,
+        call: ToolCall,
+        status: Any,
+        text: str,
+        display: p.ToolDisplay | None,
+        started: float,
+        emit: p.Emit,
     ) -> None:
-        self.emit(
+        emit(
             p.ToolCallFinished(
                 call_id=call.id,
                 name=call.name,
@@ -383,35 +437,3 @@ class ToolDispatcher:
         return f"The arguments of '{tool.name}' must match this JSON schema: " + json.dumps(
             tool.spec().parameters
         )
-
-
-def _printable_result(result: ToolResult) -> ToolResult:
-    """``result`` with bytes that are not UTF-8 (file names and contents a shell command
-    made) escaped, so it can go to the model, the transcript and every front end."""
-    display = result.display
-    if display is not None:
-        try:
-            display.model_dump_json()
-        except ValueError:  # pydantic's serialisation error
-            display = type(display).model_validate(printable_value(display.model_dump()))
-    return ToolResult(
-        text=printable(result.text),
-        is_error=result.is_error,
-        display=display,
-        notices=[printable(n) for n in result.notices],
-    )
-
-
-_JSON_TYPES = {str: "a string", int: "an integer", float: "a number", bool: "a boolean"}
-_JSON_TYPES |= {list: "a list", dict: "an object", type(None): "null"}
-
-
-def _problem(error: Any) -> str:
-    """One validation error as a clause: which argument, what is wrong, what came."""
-    where = ".".join(str(x) for x in error["loc"]) or "(arguments)"
-    message = str(error["msg"])
-    message = message[:1].lower() + message[1:]
-    if error["type"] == "missing":
-        return f"'{where}' is missing"
-    got = _JSON_TYPES.get(type(error.get("input")), "")
-    return f"'{where}': {message}" + (f" (got {got})" if got else "")

@@ -20,7 +20,9 @@ from clover_code.agent.turn.background import BackgroundWork
 from clover_code.agent.turn.compaction import compact
 from clover_code.agent.turn.context import Budget, TokenCounter
 from clover_code.agent.turn.cost import Metered, Spend
-from clover_code.agent.turn.dispatch import ToolDispatcher
+from clover_code.agent.turn.dispatch import ToolCall, ToolDispatcher
+from clover_code.agent.turn.early import EarlyCalls
+from clover_code.agent.turn.early_check import may_start_early
 from clover_code.agent.turn.images import Vision, user_message
 from clover_code.agent.turn.nested import NestedInstructions
 from clover_code.agent.turn.options import PLAIN_TURN, TurnLimits, TurnOptions
@@ -237,58 +239,82 @@ class Agent:
                 return "failed"
             # The step's one fsync: the previous step is durable before the next begins.
             self._commit()
-            failure = await self._respond(state, options)
-            if failure is not None:
-                # Calls of a failed response never run; what text arrived is kept.
-                state.calls = []
-            calls = state.calls
-            # Before the calls are recorded: only safe copies of the arguments are kept.
-            self.dispatch.screen(calls)
-            self._add(assistant_message(state, calls))
-            state.phase = "tools"
-            if failure is not None:
-                self.emit(p.ErrorEvent(message=str(failure)))
-                return "failed"
-            if self.stopped is not None:
-                self._close_partial(state, "[stopped: the session cannot go on]")
-                return "failed"
-            if not calls:
-                more = await stop_hooks(self.hooks, state.stop_hook_active, "".join(state.content))
-                if more is not None:
-                    self._add({"role": "user", "content": more})
-                    state.content, state.reasoning, state.stop_hook_active = [], [], True
-                    continue
-                background = self.background
-                if options.wait_for_background and background and background.pending():
-                    # Not the final answer yet: the model hears from the children first.
-                    state.phase = "idle"
-                    await background.wait()
-                    state.content, state.reasoning = [], []
-                    continue
-                state.final_text = "".join(state.content)
-                return "completed"
-            if self.dispatch.may_change_things(calls):
-                self._commit()  # the calls are on disk before anything they do
-            await self.dispatch.run_calls(calls, options)
-            added = self.nested.annotate(calls)
-            if added:
-                self.emit(p.Notice(text=f"added the instructions of {', '.join(added)}."))
-            for call in calls:
-                self._add({"role": "tool", "tool_call_id": call.id, "content": call.result or ""})
-            state.phase = "idle"
-            if all(call.malformed for call in calls):
-                state.malformed_streak += 1
-                if state.malformed_streak > self.settings.tool_retries:
-                    self.emit(
-                        p.ErrorEvent(
-                            message=f"the model made {state.malformed_streak} malformed tool "
-                            "calls in a row; the turn was stopped."
-                        )
+            early = self._early_calls(options)
+            async with early:
+                status = await self._step(state, options, early)
+            if status is not None:
+                return status
+
+    def _early_calls(self, options: TurnOptions) -> EarlyCalls[ToolCall]:
+        """What starts the reading calls of the next response while it still comes."""
+        return EarlyCalls(
+            enabled=self.settings.early_tools,
+            eligible=lambda call: may_start_early(self.dispatch, call, options),
+            start=lambda call, slot: self.dispatch.run_call(call, options, slot),
+            emit=self.emit,
+        )
+
+    async def _step(
+        self, state: TurnState, options: TurnOptions, early: EarlyCalls[ToolCall]
+    ) -> p.TurnStatus | None:
+        """One model response and its tool calls; the turn's status when it ends the turn."""
+        failure = await self._respond(state, options, early)
+        if failure is not None:
+            # Calls of a failed response never run (those started early are
+            # cancelled, unreported); what text arrived is kept.
+            await early.discard()
+            state.calls = []
+        else:
+            early.release()
+        calls = state.calls
+        # Before the calls are recorded: only safe copies of the arguments are kept.
+        self.dispatch.screen(calls)
+        self._add(assistant_message(state, calls))
+        state.phase = "tools"
+        if failure is not None:
+            self.emit(p.ErrorEvent(message=str(failure)))
+            return "failed"
+        if self.stopped is not None:
+            self._close_partial(state, "[stopped: the session cannot go on]")
+            return "failed"
+        if not calls:
+            more = await stop_hooks(self.hooks, state.stop_hook_active, "".join(state.content))
+            if more is not None:
+                self._add({"role": "user", "content": more})
+                state.content, state.reasoning, state.stop_hook_active = [], [], True
+                return None
+            background = self.background
+            if options.wait_for_background and background and background.pending():
+                # Not the final answer yet: the model hears from the children first.
+                state.phase = "idle"
+                await background.wait()
+                state.content, state.reasoning = [], []
+                return None
+            state.final_text = "".join(state.content)
+            return "completed"
+        if self.dispatch.may_change_things(calls):
+            self._commit()  # the calls are on disk before anything they do
+        await self.dispatch.run_calls(calls, options, early)
+        added = self.nested.annotate(calls)
+        if added:
+            self.emit(p.Notice(text=f"added the instructions of {', '.join(added)}."))
+        for call in calls:
+            self._add({"role": "tool", "tool_call_id": call.id, "content": call.result or ""})
+        state.phase = "idle"
+        if all(call.malformed for call in calls):
+            state.malformed_streak += 1
+            if state.malformed_streak > self.settings.tool_retries:
+                self.emit(
+                    p.ErrorEvent(
+                        message=f"the model made {state.malformed_streak} malformed tool "
+                        "calls in a row; the turn was stopped."
                     )
-                    return "failed"
-            else:
-                state.malformed_streak = 0
-            state.content, state.reasoning, state.calls = [], [], []
+                )
+                return "failed"
+        else:
+            state.malformed_streak = 0
+        state.content, state.reasoning, state.calls = [], [], []
+        return None
 
     # ----------------------------------------------------------- model call
 
@@ -302,7 +328,9 @@ class Agent:
         for report in self.background.take():
             self._add({"role": "user", "content": report})
 
-    async def _respond(self, state: TurnState, options: TurnOptions) -> CloverError | None:
+    async def _respond(
+        self, state: TurnState, options: TurnOptions, early: EarlyCalls[ToolCall]
+    ) -> CloverError | None:
         """Stream one model response into ``state``; return the failure, if any."""
         allowed = self.dispatch.offered(options)
         system = self.system_prompt
@@ -328,6 +356,7 @@ class Agent:
             estimated_prompt=self.counter.prompt(self.system_prompt, self.messages, self._specs),
             block=self._block,
             spend=self.spend,
+            on_call=early.offer,
         )
         if state.images_refused:
             self.vision.refused.add(self.backend.model)

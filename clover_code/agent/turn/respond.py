@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Literal
@@ -55,10 +56,11 @@ async def stream_response(
     estimated_prompt: int,
     block: int,
     spend: Spend,
+    on_call: Callable[[ToolCall], None] | None = None,
 ) -> tuple[CloverError | None, int]:
     """Stream one model response into ``state``, its cost charged to ``spend``; return the
     failure, if any, and the number of the next diffusion block (``block`` is the first
-    one's)."""
+    one's). ``on_call`` is given each tool call as soon as its arguments are complete."""
     failure: CloverError | None = None
     tokens = blocks = steps = step_tokens = 0
     first_block: float | None = None
@@ -96,9 +98,10 @@ async def stream_response(
                     state.reasoning.append(event.text)
                     emit(p.ReasoningDelta(text=event.text))
                 elif isinstance(event, ev.ToolCallEnd):
-                    state.calls.append(
-                        ToolCall(event.id, event.name, event.arguments, parse_error=event.error)
-                    )
+                    call = ToolCall(event.id, event.name, event.arguments, parse_error=event.error)
+                    state.calls.append(call)
+                    if on_call is not None:
+                        on_call(call)
                 elif isinstance(event, ev.BlockDraft):
                     emit(
                         p.BlockDraft(

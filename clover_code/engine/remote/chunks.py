@@ -74,6 +74,7 @@ class _NativeCall:
     name: str = ""
     parts: list[str] = field(default_factory=list)
     started: bool = False
+    ended: bool = False
 
 
 class ChunkDecoder:
@@ -198,7 +199,7 @@ class ChunkDecoder:
     def _tool_deltas(self, deltas: list[dict[str, Any]], events: list[EngineEvent]) -> str:
         raw: list[str] = []
         for delta in deltas:
-            call = self._call_for(delta)
+            call = self._call_for(delta, events)
             function = delta.get("function") or {}
             if delta.get("id") and not call.id:
                 call.id = delta["id"]
@@ -213,14 +214,28 @@ class ChunkDecoder:
                 self._start(call, events)
                 if call.parts:
                     events.append(ToolCallArgs(call.index, "".join(call.parts)))
-            if arguments:
+            if arguments and not call.ended:
                 call.parts.append(arguments)
                 raw.append(arguments)
                 if call.started:
                     events.append(ToolCallArgs(call.index, arguments))
+                if call.started and arguments.rstrip().endswith("}"):
+                    self._end_if_whole(call, events)
         return "".join(raw)
 
-    def _call_for(self, delta: dict[str, Any]) -> _NativeCall:
+    def _end_if_whole(self, call: _NativeCall, events: list[EngineEvent]) -> None:
+        """End ``call`` now when its arguments are one whole JSON object: nothing a
+        server sends after the closing brace can belong to them, and the agent may
+        start a reading call while the rest of the response comes."""
+        text = "".join(call.parts).strip()
+        try:
+            value = loads_bounded(text)
+        except ValueError:  # not whole yet (or never valid: told at the end)
+            return
+        if isinstance(value, dict):
+            self._end_call(call, events, interrupted=False)
+
+    def _call_for(self, delta: dict[str, Any], events: list[EngineEvent]) -> _NativeCall:
         key = delta.get("index")
         if not isinstance(key, int):
             # Some servers omit ``index``: a new id means a new call.
@@ -231,6 +246,10 @@ class ChunkDecoder:
             key = -1 - len(self._native_order)
         call = self._calls.get(key)
         if call is None:
+            last = self._native_order[-1] if self._native_order else None
+            if last is not None and last.started and not last.ended:
+                # Servers stream calls one after another: a new one means the last is whole.
+                self._end_call(last, events, interrupted=False)
             call = _NativeCall(self._next_index)
             self._next_index += 1
             self._calls[key] = call
@@ -249,32 +268,38 @@ class ChunkDecoder:
             return
         self._calls_done = True
         for call in self._native_order:
-            if not call.started:
-                self._start(call, events)
-            text = "".join(call.parts).strip()
-            name = call.name or "(unnamed)"
-            if interrupted:
-                events.append(
-                    ToolCallEnd(
-                        call.index,
-                        call.id,
-                        call.name,
-                        error=f"the stream broke before the call to tool {name} was complete",
-                    )
+            if not call.ended:
+                self._end_call(call, events, interrupted=interrupted)
+
+    def _end_call(self, call: _NativeCall, events: list[EngineEvent], *, interrupted: bool) -> None:
+        """The ``ToolCallEnd`` of ``call``, with its arguments or why there are none."""
+        call.ended = True
+        if not call.started:
+            self._start(call, events)
+        text = "".join(call.parts).strip()
+        name = call.name or "(unnamed)"
+        if interrupted:
+            events.append(
+                ToolCallEnd(
+                    call.index,
+                    call.id,
+                    call.name,
+                    error=f"the stream broke before the call to tool {name} was complete",
                 )
-                continue
-            if not call.name:
-                events.append(
-                    ToolCallEnd(
-                        call.index,
-                        call.id,
-                        call.name,
-                        error="a tool call arrived without a tool name; name the tool to call",
-                    )
+            )
+            return
+        if not call.name:
+            events.append(
+                ToolCallEnd(
+                    call.index,
+                    call.id,
+                    call.name,
+                    error="a tool call arrived without a tool name; name the tool to call",
                 )
-                continue
-            arguments, error = _parse_arguments(name, text)
-            events.append(ToolCallEnd(call.index, call.id, call.name, arguments, error))
+            )
+            return
+        arguments, error = _parse_arguments(name, text)
+        events.append(ToolCallEnd(call.index, call.id, call.name, arguments, error))
 
     def _add_parsed(self, parsed: list[EngineEvent], events: list[EngineEvent]) -> None:
         for event in parsed:

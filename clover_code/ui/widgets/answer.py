@@ -1,41 +1,56 @@
 """The assistant's answer: Markdown that grows as blocks commit.
 
-Text is buffered and painted at most ``FLUSHES_PER_SECOND`` times a second
-(fewer when painting takes long), never per token, so the cost does not
-grow with the model's speed. The answer is drawn as a few leaf widgets
-("segments") of Rich Markdown rather than one widget per paragraph: a long
-answer then costs the layout a handful of widgets, not thousands. A segment
-longer than ``SEGMENT_CHARS`` is closed at the next paragraph break outside
-a code fence and never re-rendered; only the open one is re-parsed. Split
-points are chosen where the halves render as the whole does.
+Text is cut into segments: once the open (last) segment is longer than
+``SEGMENT_CHARS``, it is closed at the next paragraph break outside a code
+fence, rendered once and never again (until the width changes); only the
+open segment is re-parsed when text arrives. Split points are chosen where
+the halves render as the whole does, so the answer looks the same as a
+one-shot render of its text. Closed segments are drawn by a few widgets
+("parts", about ``PART_CHARS`` each) that draw their own lines, the open
+segment by a part of its own: a frame re-renders the open segment's lines
+only.
+
+Nothing is rendered when text arrives: ``write`` records it and asks for a
+paint, which hands the new text to the parts, and the open segment is
+rendered when the next frame is drawn. So however many blocks arrive within
+a frame, the frame renders the open segment once, and a long answer costs
+the layout a few widgets, not one per paragraph. Paints are paced
+(``ui/pacing.py``): on an idle machine each block is painted with the next
+frame; on a saturated one blocks are folded together and keys keep their
+frames.
 """
 
 from __future__ import annotations
 
-import asyncio
 import re
-import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 from rich.console import Console
+from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.geometry import Size
 from textual.strip import Strip
 from textual.widget import Widget
 
 from clover_code.ui.css import sibling_css
+from clover_code.ui.pacing import Pacer
 from clover_code.ui.text import clean
 
 if TYPE_CHECKING:
     from rich.markdown import Markdown as RichMarkdown
 
-FLUSHES_PER_SECOND = 8
-"""At most this many paints a second; fewer when one takes long (the interval is kept at
-the last append-and-repaint time, so the app stays responsive)."""
-MAX_INTERVAL = 0.5
-SEGMENT_CHARS = 500
-"""A segment longer than this is closed at the next safe paragraph break."""
+SEGMENT_CHARS = 200
+"""An open segment longer than this is closed at the next safe paragraph break (a short
+open segment keeps the render per frame small; each close renders a segment once more)."""
+PAINTS_PER_SECOND = 60
+"""At most this many paints a second (fewer when the machine is busy: ``ui/pacing.py``)."""
+PAINT_GAP = 0.5
+"""After a paint reaches the screen, wait half as long as it took (``ui/pacing.py``): an
+unpaced stream then leaves a third of the loop to keys. (Waiting as long kept keys
+faster and put the blocks later; not waiting let keys wait behind paints.)"""
+PART_CHARS = 2000
+"""Closed segments go to one widget until it holds this many characters, then to a new
+one: adding to a part redraws it, so parts stay about a screen long."""
 CODE_THEME = "monokai"
 
 _FENCE = re.compile(r"^ {0,3}(```|~~~)", re.MULTILINE)
@@ -77,129 +92,130 @@ def render_plain(sources: list[str], width: int) -> list[str]:
     return lines
 
 
-class AnswerSegment(Widget):
-    """One closed (or the open) piece of an answer, rendered once per text and width.
+class AnswerPart(Widget):
+    """Consecutive segments of an answer, drawn one under the other with a blank line
+    between; each is rendered once per width (the last again when it is replaced)."""
 
-    (A ``Static`` would render the Markdown twice per change: once to learn its height,
-    once to draw it; code highlighting makes that the main cost of streaming.)
-    """
-
-    def __init__(self, source: str) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self.source = source
-        self._cache: tuple[int, list[Strip]] | None = None
+        self.sources: list[str] = []
+        self.chars = 0
+        self._lines_width = -1
+        self._rendered: list[list[Strip]] = []
 
-    def set_source(self, source: str) -> None:
-        """Re-render with more text."""
-        self.source = source
-        self._cache = None
+    def add(self, source: str) -> None:
+        """Draw another segment under the others."""
+        self.sources.append(source)
+        self.chars += len(source)
         self.refresh(layout=True)
 
-    def _strips(self, width: int) -> list[Strip]:
-        if self._cache is not None and self._cache[0] == width:
-            return self._cache[1]
+    def replace_last(self, source: str) -> None:
+        """Draw the last segment with this text instead (it grew)."""
+        if not self.sources:
+            self.add(source)
+            return
+        self.chars += len(source) - len(self.sources[-1])
+        self.sources[-1] = source
+        del self._rendered[len(self.sources) - 1 :]
+        self.refresh(layout=True)
+
+    def _lines(self, width: int) -> list[list[Strip]]:
+        width = max(1, width)
+        if width != self._lines_width:
+            self._lines_width = width
+            self._rendered = []
         console = self.app.console
-        options = console.options.update_width(max(1, width))
-        lines = console.render_lines(markdown(self.source), options, style=self.rich_style)
-        strips = [Strip(line, width) for line in lines]
-        self._cache = (width, strips)
-        return strips
+        options = console.options.update_width(width)
+        while len(self._rendered) < len(self.sources):
+            source = self.sources[len(self._rendered)]
+            lines = console.render_lines(markdown(source), options, style=self.rich_style)
+            self._rendered.append([Strip(line, width) for line in lines])
+        return self._rendered
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        return len(self._strips(width))
+        rendered = self._lines(width)
+        return sum(len(lines) for lines in rendered) + max(0, len(rendered) - 1)
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width
-        strips = self._strips(width)
-        return strips[y] if y < len(strips) else Strip.blank(width, self.rich_style)
+        for lines in self._lines(width):
+            if y < len(lines):
+                return lines[y]
+            if y == len(lines):
+                break  # the blank line between two segments
+            y -= len(lines) + 1
+        return Strip.blank(width, self.rich_style)
 
 
 class Answer(Vertical):
     """Streams one assistant answer; ``text`` is everything received so far."""
 
     DEFAULT_CSS = sibling_css(__file__)
-    painted: ClassVar[Callable[[Answer, int], None] | None] = None
-    """Called after the screen refresh that follows a flush, with how many characters of
-    ``text`` are on screen (a seam for the streaming benchmark; None in the app)."""
 
     def __init__(self, text: str = "", *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.text = ""
-        self._pending: list[str] = []
-        self._segment_start = 0
-        self._flushing = False
-        self._idle = asyncio.Event()
-        self._idle.set()
-        self._timer_set = False
-        self._interval = 1 / FLUSHES_PER_SECOND
-        self._current: AnswerSegment | None = None
-        if text:
-            self._pending.append(clean(text))
+        self._sealed: list[str] = []
+        """The sources of the closed segments, top to bottom."""
+        self._open_at = 0
+        """Where the open segment starts in ``text``."""
+        self._parts: list[AnswerPart] = []
+        """The parts drawing the closed segments (a new one after ``PART_CHARS``)."""
+        self._given = 0
+        """How many closed segments the parts have."""
+        self._unmounted: list[AnswerPart] = []
+        self._open = AnswerPart()
+        self._pacer = Pacer(self, self._paint, 1 / PAINTS_PER_SECOND, gap=PAINT_GAP)
+        self.write(text)
+
+    def compose(self) -> ComposeResult:
+        yield self._open
 
     def on_mount(self) -> None:
-        if self._pending:
-            self._schedule()
+        for part in self._unmounted:
+            self.mount(part, before=self._open)
+        self._unmounted = []
+
+    @property
+    def pending(self) -> bool:
+        """Text has arrived that is not on the screen yet."""
+        return self._pacer.pending
 
     def write(self, fragment: str) -> None:
-        """Queue text; it is painted at the next flush."""
-        if fragment:
-            self._pending.append(clean(fragment))
-            self._schedule()
-
-    def _schedule(self) -> None:
-        if not self._timer_set and not self._flushing:
-            self._timer_set = True
-            self.set_timer(self._interval, self._flush)
-
-    async def _flush(self) -> None:
-        self._timer_set = False
-        if self._flushing or not self._pending or not self.is_mounted:
+        """Add text; it is drawn with the next paint."""
+        fragment = clean(fragment)
+        if not fragment:
             return
-        self._flushing = True
-        self._idle.clear()
-        started = time.perf_counter()
-        try:
-            while self._pending:
-                chunk = "".join(self._pending)
-                self._pending.clear()
-                await self._append(chunk)
-            self.call_after_refresh(self._painted, started, len(self.text))
-        finally:
-            self._flushing = False
-            self._idle.set()
-
-    def _painted(self, started: float, chars: int) -> None:
-        cost = time.perf_counter() - started
-        self._interval = min(MAX_INTERVAL, max(1 / FLUSHES_PER_SECOND, cost))
-        if Answer.painted is not None:
-            Answer.painted(self, chars)
-
-    async def _append(self, chunk: str) -> None:
         before = len(self.text)
-        self.text += chunk
-        cut = None
-        if before - self._segment_start > SEGMENT_CHARS:
-            cut = safe_split(self.text, max(self._segment_start, before - 2), self._segment_start)
-        if cut is not None and cut > before:
-            await self._show(self.text[self._segment_start : cut - 2])
-            self._segment_start = cut
-            self._current = None
-        await self._show(self.text[self._segment_start :])
+        self.text += fragment
+        if before - self._open_at > SEGMENT_CHARS:
+            cut = safe_split(self.text, max(self._open_at, before - 2), self._open_at)
+            if cut is not None and cut > before:
+                self._sealed.append(self.text[self._open_at : cut - 2])
+                self._open_at = cut
+        self._pacer.request()
 
-    async def _show(self, source: str) -> None:
-        if self._current is not None:
-            self._current.set_source(source)
-        elif source:
-            self._current = AnswerSegment(source)
-            await self.mount(self._current)
-
-    async def settle(self) -> None:
-        """Paint everything still pending (the turn ended or a tool card follows)."""
-        while self._flushing:
-            await self._idle.wait()
-        await self._flush()
+    def _paint(self) -> None:
+        """Hand what arrived since the last paint to the parts (they render at the frame)."""
+        for source in self._sealed[self._given :]:
+            if not self._parts or self._parts[-1].chars >= PART_CHARS:
+                part = AnswerPart()
+                self._parts.append(part)
+                if self.is_mounted:
+                    self.mount(part, before=self._open)
+                else:
+                    self._unmounted.append(part)
+            self._parts[-1].add(source)
+        self._given = len(self._sealed)
+        self._open.replace_last(self.text[self._open_at :])
 
     @property
     def segments(self) -> list[str]:
         """The Markdown sources of the segments, top to bottom."""
-        return [segment.source for segment in self.query_children(AnswerSegment)]
+        opened = self.text[self._open_at :]
+        return [*self._sealed, opened] if opened else list(self._sealed)
+
+    @property
+    def drawn_segments(self) -> list[str]:
+        """The sources the parts draw (``segments``, once the last paint is on screen)."""
+        return [source for part in [*self._parts, self._open] for source in part.sources if source]

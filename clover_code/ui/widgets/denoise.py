@@ -6,9 +6,11 @@ token once filled; with confidences, filled tokens are tinted from amber
 view: its text settles into the answer above. Backends that send no drafts
 never show it.
 
-Drafts come up to 60 times a second, so the view keeps its height for the
-whole turn (it only grows): a redraw then repaints these few lines and
-never re-lays-out the transcript above.
+Drafts come well over a hundred times a second at Clover's speed, so the
+view is redrawn at most ``DRAWS_PER_SECOND`` times a second, fewer when the
+machine is busy (``ui/pacing.py``), showing the newest draft then; and it
+keeps its height for the whole turn (it only grows): a redraw then repaints
+these few lines and never re-lays-out the transcript above.
 """
 
 from __future__ import annotations
@@ -19,9 +21,13 @@ from textual.widget import Widget
 
 from clover_code import protocol as p
 from clover_code.ui.css import sibling_css
+from clover_code.ui.pacing import Pacer
 from clover_code.ui.text import clean
 
 MASK = "░"
+DRAWS_PER_SECOND = 30
+"""Most redraws a second: smooth to the eye, and it leaves frames to the committed text
+and the keys."""
 
 
 def _tint(confidence: float | None) -> str:
@@ -61,21 +67,28 @@ class DenoiseView(Widget):
         self.draft: p.BlockDraft | None = None
         self.drafts_seen = 0
         self._height = 0
+        self._pacer = Pacer(self, self._redraw, 1 / DRAWS_PER_SECOND)
+
+    @property
+    def pending(self) -> bool:
+        """A draft (or its commit) waits to be drawn."""
+        return self._pacer.pending
 
     def show(self, draft: p.BlockDraft) -> None:
-        """Draw this denoising step (only the newest one per frame matters)."""
+        """Draw this denoising step (or a newer one, when the pace allows)."""
         self.drafts_seen += 1
         self.draft = draft
-        self._redraw()
+        self._pacer.request()
 
     def commit(self, block: int) -> None:
         """The block is final: its text is in the answer now."""
         if self.draft is not None and self.draft.block <= block:
             self.draft = None
-            self._redraw()
+            self._pacer.request()
 
     def reset(self) -> None:
         """The turn ended: hide, and forget the height."""
+        self._pacer.cancel()
         self.draft = None
         self._height = 0
         self.display = False

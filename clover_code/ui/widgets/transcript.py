@@ -160,7 +160,7 @@ class Transcript(VerticalScroll, can_focus=False):
             self._add(DiffView(diff, short_lines=200, classes="report"))
 
     def end_turn(self) -> None:
-        """The turn finished: paint what is pending, drop the live view, close sections."""
+        """The turn finished: drop the live view, close sections."""
         self._close_stream()
         self.denoise.reset()
         for card in self.cards.values():
@@ -174,8 +174,6 @@ class Transcript(VerticalScroll, can_focus=False):
     def _close_stream(self) -> None:
         if self.reasoning is not None:
             self.reasoning.finish()
-        if self.answer is not None:
-            self.run_worker(self.answer.settle(), group="settle")
         self.reasoning = None
         self.answer = None
 

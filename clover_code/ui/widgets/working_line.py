@@ -81,10 +81,13 @@ class WorkingLine(Static):
             self._timer = self.set_interval(0.25, self._tick)
         self._tick()
 
-    def saw(self, event: p.Event) -> None:
-        """An event of the running turn arrived."""
+    def saw(self, *events: p.Event) -> None:
+        """Events of the running turn arrived (the line is redrawn once for them all)."""
+        doing = self.doing
+        for event in events:
+            doing = activity(event, doing)
         self.last_event_at = Clock.now()
-        self.doing = activity(event, self.doing)
+        self.doing = doing
 
     def stop(self) -> None:
         """The turn ended: the line goes away."""
@@ -116,4 +119,4 @@ class WorkingLine(Static):
         line.append("Esc", style="bold")
         line.append(" to interrupt", style="dim")
         self.shown = line
-        self.update(line)
+        self.update(line, layout=False)  # one line, always: no need to lay out the screen

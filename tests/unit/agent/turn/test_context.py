@@ -116,10 +116,10 @@ async def test_long_tool_output_is_cut_and_readable_in_parts(
     backend.responses[1] = tool_response(("read_output", {"id": "?", "offset": 1500, "limit": 3}))
     original = session.agent.dispatch.run_call
 
-    async def patch_ids(call: Any, turn: Any) -> None:
+    async def patch_ids(call: Any, turn: Any, slot: Any = None) -> None:
         if call.name == "read_output":
             call.arguments["id"] = of_type(events, p.ToolCallStarted)[0].call_id
-        await original(call, turn)
+        await original(call, turn, slot)
 
     session.agent.dispatch.run_call = patch_ids  # type: ignore[method-assign]
     await session.run_turn("read the log")
