@@ -13,10 +13,11 @@ file system and terminal) instead of importing the engine or the tools.
 from __future__ import annotations
 
 import asyncio
+import importlib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clover_code import protocol as p
 from clover_code.agent import open_steps as step
@@ -24,7 +25,6 @@ from clover_code.agent.checkpoints.run_patch import RunPatch
 from clover_code.agent.checkpoints.session import open_checkpoints
 from clover_code.agent.checkpoints.workspace_check import refuse_workspace, workspace_refusal
 from clover_code.agent.engines import Engines
-from clover_code.agent.export import EXPORT_FORMATS, ExportFormat, format_for, write_export
 from clover_code.agent.extensions.agent_defs import agents_prompt
 from clover_code.agent.extensions.commands import CustomCommand
 from clover_code.agent.extensions.hook_functions import HookFunction, HookReply
@@ -32,7 +32,6 @@ from clover_code.agent.extensions.hook_process import HookRun, run_program
 from clover_code.agent.extensions.host_programs import HostPrograms
 from clover_code.agent.extensions.skills import skills_prompt
 from clover_code.agent.extensions.subagents import SubagentRunner
-from clover_code.agent.fork import fork_session
 from clover_code.agent.open_steps import without_secrets
 from clover_code.agent.permissions.approval import (
     ApprovalRequest,
@@ -43,7 +42,6 @@ from clover_code.agent.permissions.approval import (
     verdict,
 )
 from clover_code.agent.session import Session, repo_map_for
-from clover_code.agent.session_list import SessionInfo, iter_infos, list_sessions
 from clover_code.agent.steps import Steps
 from clover_code.agent.transcript import INTERRUPTED, LoadedSession, find_session, load
 from clover_code.agent.turn.cost import unpriced_budget
@@ -68,6 +66,11 @@ from clover_code.tools.sandbox.base import Sandbox
 from clover_code.tools.sandbox.select import SandboxChoice
 from clover_code.tools.spill import OutputSpill
 from clover_code.tools.workspace import Workspace
+
+if TYPE_CHECKING:
+    from clover_code.agent.export import EXPORT_FORMATS, ExportFormat, format_for, write_export
+    from clover_code.agent.fork import fork_session
+    from clover_code.agent.session_list import SessionInfo, iter_infos, list_sessions
 
 __all__ = [
     "EXPORT_FORMATS",
@@ -106,6 +109,27 @@ __all__ = [
 # Besides the factory, the few core functions front ends need: the workspace root,
 # stored sessions (listed, found, loaded, exported) and the types of the adapters they
 # plug in.
+
+_LATER = {
+    "EXPORT_FORMATS": "clover_code.agent.export",
+    "ExportFormat": "clover_code.agent.export",
+    "format_for": "clover_code.agent.export",
+    "write_export": "clover_code.agent.export",
+    "fork_session": "clover_code.agent.fork",
+    "SessionInfo": "clover_code.agent.session_list",
+    "iter_infos": "clover_code.agent.session_list",
+    "list_sessions": "clover_code.agent.session_list",
+}
+"""The names above that a session never needs, imported when a front end first asks."""
+
+
+def __getattr__(name: str) -> Any:
+    home = _LATER.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -164,7 +164,7 @@ class ModelPrice(BaseModel):
     The amounts are in whatever currency the price list is in (clover-code shows them
     with a $ sign); ``clover_code.agent.turn.cost`` prices each response with them."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
     input: float = Field(ge=0)
     """Per million prompt tokens the server did not report as cached."""
