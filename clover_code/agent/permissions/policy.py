@@ -56,19 +56,20 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clover_code.agent.permissions.approval import Verdict, verdict
 from clover_code.agent.permissions.path_rules import locate, paths_of
 from clover_code.agent.permissions.rule_tables import SHELL_TOOL, RuleTables, matching_keys
 from clover_code.agent.permissions.session_rule import command_session_prefix
-from clover_code.agent.permissions.shell.parse import Write, parse_shell
 from clover_code.agent.permissions.shell.rules import CommandPattern, allowed
-from clover_code.agent.permissions.shell.verdict import write_paths
 from clover_code.config.settings import ApprovalMode, PermissionRules
 from clover_code.config.trust import is_protected
 from clover_code.net.domains import host_of, matching_rule
 from clover_code.tools.base import ToolKind
+
+if TYPE_CHECKING:
+    from clover_code.agent.permissions.shell.parse import Write
 
 __all__ = ["PermissionPolicy", "Ruling"]
 
@@ -153,6 +154,10 @@ class PermissionPolicy:
         asking, so a write there needs no allow rule of its own. ``runs_allowed``:
         the mode runs every command (full-auto), so what no rule covers runs.
         """
+        # The shell parser (tree-sitter and its tables) loads with the first command.
+        from clover_code.agent.permissions.shell.parse import parse_shell
+        from clover_code.agent.permissions.shell.verdict import write_paths
+
         parsed = parse_shell(command)
         deny = self._rules.command_rules("deny", tool)
         for cmd in parsed.commands:

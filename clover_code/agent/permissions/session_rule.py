@@ -16,7 +16,6 @@ import shlex
 from collections.abc import Sequence
 
 from clover_code.agent.permissions.approval import SUBCOMMAND_TOOLS, command_prefix
-from clover_code.agent.permissions.shell.parse import parse_shell
 
 __all__ = ["command_session_prefix", "session_rule_prefix"]
 
@@ -66,6 +65,9 @@ def command_session_prefix(command: str) -> str | None:
     e.g. ``git status`` or ``cd && pytest``; None when no safe prefix exists (wrappers
     that add power, interpreters not running a named module, programs only known at
     run time)."""
+    # The shell parser (tree-sitter and its tables) loads with the first command.
+    from clover_code.agent.permissions.shell.parse import parse_shell
+
     parsed = parse_shell(command)
     if parsed.problem is not None or parsed.opaque is not None or not parsed.commands:
         return None
