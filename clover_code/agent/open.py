@@ -13,7 +13,7 @@ file system and terminal) instead of importing the engine or the tools.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ from clover_code.agent.export import EXPORT_FORMATS, ExportFormat, format_for, w
 from clover_code.agent.extensions.agent_defs import agents_prompt
 from clover_code.agent.extensions.commands import CustomCommand
 from clover_code.agent.extensions.hook_functions import HookFunction, HookReply
+from clover_code.agent.extensions.hook_process import HookRun, run_program
 from clover_code.agent.extensions.host_programs import HostPrograms
 from clover_code.agent.extensions.skills import skills_prompt
 from clover_code.agent.extensions.subagents import SubagentRunner
@@ -49,7 +50,7 @@ from clover_code.agent.turn.cost import unpriced_budget
 from clover_code.agent.turn.instructions import system_prompt
 from clover_code.agent.turn.loop import Agent
 from clover_code.agent.turn.options import TurnLimits
-from clover_code.config.sections import HookEvent
+from clover_code.config.sections import HookConfig, HookEvent
 from clover_code.config.settings import (
     ApprovalMode,
     Settings,
@@ -80,6 +81,7 @@ __all__ = [
     "FileAccess",
     "HookFunction",
     "HookReply",
+    "HookRun",
     "LoadedSession",
     "RefuseApprover",
     "RunPatch",
@@ -90,6 +92,7 @@ __all__ = [
     "find_session",
     "fork_session",
     "format_for",
+    "host_command",
     "iter_infos",
     "list_sessions",
     "load",
@@ -349,3 +352,24 @@ def _announce(
                 "(run `git init` to enable it)."
             )
         )
+
+
+def host_command(
+    settings: Settings, cwd: Path, command: str, timeout: float
+) -> Callable[[Mapping[str, Any]], Awaitable[HookRun]]:
+    """A configured program the front end runs on the host (the app's status line),
+    as a function of the JSON it gets on stdin: checked like a hook before every
+    run (a workspace script only with the bytes the user trusted), run in the
+    workspace, its process group killed after ``timeout`` seconds."""
+    root, _ = find_root(cwd)
+    programs = HostPrograms(  # as a session's hooks are checked
+        root,
+        trusted=settings.project_trust.trusted_scripts() if settings.project_trust else {},
+        user_dir=user_config_path().parent,
+    )
+
+    async def run(payload: Mapping[str, Any]) -> HookRun:
+        config = HookConfig(command=command, timeout=timeout)  # run exactly as a hook is
+        return await run_program(config, payload, root=root, programs=programs, retrust=None)
+
+    return run
