@@ -42,11 +42,21 @@ __all__ = ["Controls", "Penalty"]
 
 
 class Penalty(NamedTuple):
-    """Per-token adjustments for one block: factors for positive/negative logits, a shift."""
+    """Adjustments for one step, on the seen tokens only: factors for their positive and
+    negative logits, a shift each.
 
+    Every other token's logit is left as it is (a factor of 1, a shift of 0), so only
+    the seen columns are touched: a few dozen tokens against a vocabulary-wide pass.
+    """
+
+    columns: torch.Tensor
+    """Long [k]: the tokens seen in the response (count > 0)."""
     positive: torch.Tensor | None
+    """0-dim: the factor of a seen token's positive logit."""
     negative: torch.Tensor | None
+    """0-dim: the factor of a seen token's negative logit."""
     shift: torch.Tensor | None
+    """Float [k]: added to each seen token's logit."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -100,15 +110,18 @@ class Controls:
         shifts = self.presence_penalty != 0.0 or self.frequency_penalty != 0.0
         if not (factors or shifts):
             return None
-        seen = counts > 0
+        columns = (counts > 0).nonzero().flatten()
+        if not columns.numel():
+            return None
         positive = negative = shift = None
         if factors:
             one = torch.ones((), dtype=torch.float32, device=counts.device)
-            positive = torch.where(seen, one / self.repetition_penalty, one)
-            negative = torch.where(seen, one * self.repetition_penalty, one)
+            positive = one / self.repetition_penalty
+            negative = one * self.repetition_penalty
         if shifts:
-            shift = -(self.presence_penalty * seen.float() + self.frequency_penalty * counts)
-        return Penalty(positive, negative, shift)
+            seen = counts[columns]
+            shift = -(self.presence_penalty * torch.ones_like(seen) + self.frequency_penalty * seen)
+        return Penalty(columns, positive, negative, shift)
 
     def apply(
         self,
@@ -122,10 +135,12 @@ class Controls:
     ) -> torch.Tensor:
         """Return float ``logits`` [n, V] adjusted (``penalty`` from ``penalty()``)."""
         if penalty is not None:
+            seen = logits.index_select(1, penalty.columns)
             if penalty.positive is not None and penalty.negative is not None:
-                logits = logits * torch.where(logits > 0, penalty.positive, penalty.negative)
+                seen = seen * torch.where(seen > 0, penalty.positive, penalty.negative)
             if penalty.shift is not None:
-                logits = logits + penalty.shift
+                seen = seen + penalty.shift
+            logits = logits.index_copy(1, penalty.columns, seen)
         end = _ramp(generated, self.end_bias_after, self.end_bias_per_1k)
         if end and stop_id is not None:
             logits[:, stop_id] += end

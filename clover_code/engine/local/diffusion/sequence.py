@@ -132,12 +132,14 @@ class Sequence:
         self.remask.record(fill)
         # The draft's new tokens count from the next step on (so the block cannot repeat
         # itself while it denoises), and stay counted once the block is committed.
-        new = fill.ids[self.fixed :][fill.filled[self.fixed :]]
-        counts.index_put_((new,), self._one, accumulate=True)
+        new = [fill.tokens[i] for i in fill.positions if i >= self.fixed]
+        if new:
+            index = torch.tensor(new, dtype=torch.long, device=counts.device)
+            counts.index_put_((index,), self._one, accumulate=True)
         self._penalised = True
-        gen = self.ids.tolist()[self.fixed :]
+        gen = fill.tokens[self.fixed :]
         masked = [t == mask for t in gen]
-        shown = fill.confidence[self.fixed :].tolist() if confidences else None
+        shown = fill.scores[self.fixed :] if confidences else None
         self.sink(Step(self.index, self.steps, gen, masked, shown))
         end = _stop_position(gen, masked, opts.stop_ids)
         if (end is not None or not any(masked)) and self._mask_again(end, counts):
