@@ -29,7 +29,9 @@ of both.
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -103,23 +105,32 @@ class Controls:
         values.update(explicit)
         return replace(cls(), **values)
 
-    def penalty(self, counts: torch.Tensor) -> Penalty | None:
-        """The adjustments from a [V] float tensor of response token counts (the committed
-        blocks and the current draft's filled positions)."""
+    def penalty(
+        self, counts: torch.Tensor | Mapping[int, int], device: torch.device | str = "cpu"
+    ) -> Penalty | None:
+        """The adjustments from the response's token counts (the committed blocks and the
+        current draft's filled positions): a [V] float tensor, or the seen tokens each
+        with its count (> 0), made into tensors on ``device``; None when nothing is to
+        change."""
         factors = self.repetition_penalty != 1.0
         shifts = self.presence_penalty != 0.0 or self.frequency_penalty != 0.0
         if not (factors or shifts):
             return None
-        columns = (counts > 0).nonzero().flatten()
+        if isinstance(counts, torch.Tensor):
+            columns = (counts > 0).nonzero().flatten()
+            device = counts.device
+        else:
+            columns = torch.tensor(list(counts), dtype=torch.long, device=device)
         if not columns.numel():
             return None
         positive = negative = shift = None
         if factors:
-            one = torch.ones((), dtype=torch.float32, device=counts.device)
-            positive = one / self.repetition_penalty
-            negative = one * self.repetition_penalty
+            positive, negative = _factors(self.repetition_penalty, torch.device(device))
         if shifts:
-            seen = counts[columns]
+            if isinstance(counts, torch.Tensor):
+                seen = counts[columns]
+            else:
+                seen = torch.tensor(list(counts.values()), dtype=torch.float32, device=device)
             shift = -(self.presence_penalty * torch.ones_like(seen) + self.frequency_penalty * seen)
         return Penalty(columns, positive, negative, shift)
 
@@ -149,6 +160,14 @@ class Controls:
             if think:
                 logits[:, think_end_id] += think
         return logits
+
+
+@functools.lru_cache(maxsize=8)
+def _factors(penalty: float, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """The float32 factors of a seen token's positive and negative logits (made once:
+    two tensor operations fewer per step; never written to)."""
+    one = torch.ones((), dtype=torch.float32, device=device)
+    return one / penalty, one * penalty
 
 
 def _ramp(length: int, after: int, per_1k: float) -> float:
