@@ -14,6 +14,7 @@ each, and gives the loop the block as ints without another copy.
 
 from __future__ import annotations
 
+import functools
 import math
 import struct
 from dataclasses import dataclass
@@ -69,6 +70,7 @@ def low_confidence_step(
     return StepFill(ids, tokens, positions, confidence, scores)
 
 
+@functools.lru_cache(maxsize=8)
 def _float32(value: float) -> float:
     return float(struct.unpack("f", struct.pack("f", value))[0])
 
@@ -76,14 +78,12 @@ def _float32(value: float) -> float:
 def _most_confident(tokens: list[int], scores: list[float], mask_id: int) -> int | None:
     """The first masked position of the highest score (a NaN counts as highest, as in
     ``torch.argmax``); None when nothing is masked."""
-    top: int | None = None
-    high = -math.inf
-    for i, token in enumerate(tokens):
-        if token != mask_id:
-            continue
-        score = scores[i]
-        if math.isnan(score):
-            return i
-        if top is None or score > high:
-            top, high = i, score
-    return top
+    masked = [i for i, token in enumerate(tokens) if token == mask_id]
+    if not masked:
+        return None
+    total = sum(scores)
+    if math.isnan(total):  # rare: a NaN in the logits
+        return next(
+            (i for i in masked if math.isnan(scores[i])), max(masked, key=scores.__getitem__)
+        )
+    return max(masked, key=scores.__getitem__)  # the first of equal highest
