@@ -47,7 +47,8 @@ class McpServerConfig(BaseModel):
     """One MCP server: a program to start (stdio) or a URL to reach (http, sse);
     the ``.mcp.json`` entry shape."""
 
-    model_config = ConfigDict(extra="forbid")
+    # Built when first used: a run without such a section validates none.
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     type: Literal["stdio", "http", "sse"] = "stdio"
     """Transport: stdio (a program), http (streamable HTTP) or sse (the older SSE
@@ -112,7 +113,8 @@ HookEvent = Literal[
 class HookConfig(BaseModel):
     """One hook: a program run at a lifecycle point (see ``clover_code.agent.extensions.hooks``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    # Built when first used: a run without such a section validates none.
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     matcher: str = ""
     """Regular expression over tool names (PreToolUse, PostToolUse, PermissionRequest),
@@ -140,7 +142,8 @@ class LspServerConfig(BaseModel):
     files. A built-in language (python, typescript, go, rust) needs none of the fields:
     unset ones keep the built-in values."""
 
-    model_config = ConfigDict(extra="forbid")
+    # Built when first used: a run without such a section validates none.
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     command: str | None = Field(None, min_length=1)
     """The server's program, e.g. pylsp; unset: the first built-in one found in the sandbox."""
