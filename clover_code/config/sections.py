@@ -21,7 +21,15 @@ __all__ = [
     "McpServerConfig",
     "ModelPrice",
     "PermissionRules",
+    "empty_list",
 ]
+
+
+def empty_list() -> list[Any]:
+    """A new empty list: the default factory of the models' list fields. Given ``list``
+    itself, pydantic reads the builtin's signature from its text, which compiles the
+    tokenizer's patterns (a few ms of every start)."""
+    return []
 
 
 class PermissionRules(BaseModel):
@@ -68,7 +76,7 @@ class McpServerConfig(BaseModel):
     """Sign in with OAuth when the server asks for it (http, sse): the SDK's OAuth
     client opens the browser and waits for the sign-in on a loopback port."""
 
-    args: list[str] = Field(default_factory=list)
+    args: list[str] = Field(default_factory=empty_list)
     """Its command-line arguments."""
 
     env: dict[str, str] = Field(default_factory=dict)
@@ -148,10 +156,10 @@ class LspServerConfig(BaseModel):
     command: str | None = Field(None, min_length=1)
     """The server's program, e.g. pylsp; unset: the first built-in one found in the sandbox."""
 
-    args: list[str] = Field(default_factory=list)
+    args: list[str] = Field(default_factory=empty_list)
     """Its command-line arguments, e.g. ["--stdio"] (with command only)."""
 
-    patterns: list[str] = Field(default_factory=list)
+    patterns: list[str] = Field(default_factory=empty_list)
     """File names it checks, as globs, e.g. ["*.py", "*.pyi"]; unset: the built-in ones."""
 
     init_options: dict[str, Any] = Field(default_factory=dict)
