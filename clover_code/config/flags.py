@@ -65,6 +65,7 @@ ENGINE_FLAGS: tuple[FlagSpec, ...] = (
     Flag("thinking", help="no reasoning"),
     "decoder",
     Flag("expert_mass", metavar="F"),
+    Flag("remask_below", metavar="F"),
     "sandbox",
     Flag("early_tools", help="run no tool call before the whole response has arrived"),
 )
@@ -87,6 +88,8 @@ SERVE_FLAGS: tuple[FlagSpec, ...] = (
     Flag("serve_read_timeout", flag="--read-timeout", metavar="S"),
     "block_size",
     "threshold",
+    Flag("remask_below", metavar="F"),
+    Flag("remask_rounds", metavar="N"),
     "dtype",
     "device",
     "max_tokens",
