@@ -91,9 +91,7 @@ class BatchDecoder:
         if (opts.block_size, opts.mask_id) != (self.options.block_size, self.options.mask_id):
             raise ValueError("every sequence of a batch needs the same block size and mask id")
         budget = check_prompt(prompt, opts)
-        sequence = Sequence(
-            list(prompt), opts, budget, sink, cancelled, self.forward.vocab_size, self._device
-        )
+        sequence = Sequence(list(prompt), opts, budget, sink, cancelled, self._device)
         sequence.commit_cost = 0 if self.merge else 1
         self.waiting.append(sequence)
         return sequence

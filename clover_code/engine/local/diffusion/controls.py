@@ -29,7 +29,9 @@ of both.
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -42,11 +44,21 @@ __all__ = ["Controls", "Penalty"]
 
 
 class Penalty(NamedTuple):
-    """Per-token adjustments for one block: factors for positive/negative logits, a shift."""
+    """Adjustments for one step, on the seen tokens only: factors for their positive and
+    negative logits, a shift each.
 
+    Every other token's logit is left as it is (a factor of 1, a shift of 0), so only
+    the seen columns are touched: a few dozen tokens against a vocabulary-wide pass.
+    """
+
+    columns: torch.Tensor
+    """Long [k]: the tokens seen in the response (count > 0)."""
     positive: torch.Tensor | None
+    """0-dim: the factor of a seen token's positive logit."""
     negative: torch.Tensor | None
+    """0-dim: the factor of a seen token's negative logit."""
     shift: torch.Tensor | None
+    """Float [k]: added to each seen token's logit."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -93,22 +105,34 @@ class Controls:
         values.update(explicit)
         return replace(cls(), **values)
 
-    def penalty(self, counts: torch.Tensor) -> Penalty | None:
-        """The adjustments from a [V] float tensor of response token counts (the committed
-        blocks and the current draft's filled positions)."""
+    def penalty(
+        self, counts: torch.Tensor | Mapping[int, int], device: torch.device | str = "cpu"
+    ) -> Penalty | None:
+        """The adjustments from the response's token counts (the committed blocks and the
+        current draft's filled positions): a [V] float tensor, or the seen tokens each
+        with its count (> 0), made into tensors on ``device``; None when nothing is to
+        change."""
         factors = self.repetition_penalty != 1.0
         shifts = self.presence_penalty != 0.0 or self.frequency_penalty != 0.0
         if not (factors or shifts):
             return None
-        seen = counts > 0
+        if isinstance(counts, torch.Tensor):
+            columns = (counts > 0).nonzero().flatten()
+            device = counts.device
+        else:
+            columns = torch.tensor(list(counts), dtype=torch.long, device=device)
+        if not columns.numel():
+            return None
         positive = negative = shift = None
         if factors:
-            one = torch.ones((), dtype=torch.float32, device=counts.device)
-            positive = torch.where(seen, one / self.repetition_penalty, one)
-            negative = torch.where(seen, one * self.repetition_penalty, one)
+            positive, negative = _factors(self.repetition_penalty, torch.device(device))
         if shifts:
-            shift = -(self.presence_penalty * seen.float() + self.frequency_penalty * counts)
-        return Penalty(positive, negative, shift)
+            if isinstance(counts, torch.Tensor):
+                seen = counts[columns]
+            else:
+                seen = torch.tensor(list(counts.values()), dtype=torch.float32, device=device)
+            shift = -(self.presence_penalty * torch.ones_like(seen) + self.frequency_penalty * seen)
+        return Penalty(columns, positive, negative, shift)
 
     def apply(
         self,
@@ -122,10 +146,12 @@ class Controls:
     ) -> torch.Tensor:
         """Return float ``logits`` [n, V] adjusted (``penalty`` from ``penalty()``)."""
         if penalty is not None:
+            seen = logits.index_select(1, penalty.columns)
             if penalty.positive is not None and penalty.negative is not None:
-                logits = logits * torch.where(logits > 0, penalty.positive, penalty.negative)
+                seen = seen * torch.where(seen > 0, penalty.positive, penalty.negative)
             if penalty.shift is not None:
-                logits = logits + penalty.shift
+                seen = seen + penalty.shift
+            logits = logits.index_copy(1, penalty.columns, seen)
         end = _ramp(generated, self.end_bias_after, self.end_bias_per_1k)
         if end and stop_id is not None:
             logits[:, stop_id] += end
@@ -134,6 +160,14 @@ class Controls:
             if think:
                 logits[:, think_end_id] += think
         return logits
+
+
+@functools.lru_cache(maxsize=8)
+def _factors(penalty: float, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """The float32 factors of a seen token's positive and negative logits (made once:
+    two tensor operations fewer per step; never written to)."""
+    one = torch.ones((), dtype=torch.float32, device=device)
+    return one / penalty, one * penalty
 
 
 def _ramp(length: int, after: int, per_1k: float) -> float:

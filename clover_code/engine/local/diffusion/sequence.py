@@ -37,7 +37,6 @@ class Sequence:
     budget: int
     sink: Callable[[Step | Block], None]
     cancelled: Callable[[], bool]
-    vocab: int
     device: torch.device
     stats: DecodeStats = field(default_factory=DecodeStats)
     state: SequenceState = "new"
@@ -52,12 +51,9 @@ class Sequence:
     steps: int = 0
     """Forwards spent on the current block."""
     generated: list[int] = field(default_factory=list)
-    counts: torch.Tensor | None = None
+    counts: dict[int, int] = field(default_factory=dict)
     """How often each token appears in the response so far: the committed blocks and the
-    filled positions of the current draft (the penalties)."""
-    _penalised: bool = False
-    """Whether any token was generated yet (no penalty before)."""
-    _one: torch.Tensor = field(init=False, repr=False)
+    filled positions of the current draft (the penalties; tokens not seen are absent)."""
     thinking: int | None = None
     pending: list[int] | None = None
     """A finished block's tokens, written into the cache by the next forward."""
@@ -76,7 +72,6 @@ class Sequence:
 
     def __post_init__(self) -> None:
         self.thinking = 0 if self.options.starts_in_reasoning else None
-        self._one = torch.ones((), dtype=torch.float32, device=self.device)
         self.remask = Remask(self.options.remask_below, self.options.remask_rounds)
 
     @property
@@ -117,10 +112,10 @@ class Sequence:
         self.steps += 1
         self.stats.step_forwards += 1
         self.stats.remask_forwards += self.remask.active
-        counts = self._counts()
+        counts = self.counts
         logits = opts.controls.apply(
             logits.float(),
-            penalty=opts.controls.penalty(counts) if self._penalised else None,
+            penalty=opts.controls.penalty(counts, self.device),
             generated=len(self.generated),
             thinking=self.thinking,
             stop_id=opts.end_id,
@@ -132,12 +127,13 @@ class Sequence:
         self.remask.record(fill)
         # The draft's new tokens count from the next step on (so the block cannot repeat
         # itself while it denoises), and stay counted once the block is committed.
-        new = fill.ids[self.fixed :][fill.filled[self.fixed :]]
-        counts.index_put_((new,), self._one, accumulate=True)
-        self._penalised = True
-        gen = self.ids.tolist()[self.fixed :]
+        for i in fill.positions:
+            if i >= self.fixed:
+                token = fill.tokens[i]
+                counts[token] = counts.get(token, 0) + 1
+        gen = fill.tokens[self.fixed :]
         masked = [t == mask for t in gen]
-        shown = fill.confidence[self.fixed :].tolist() if confidences else None
+        shown = fill.scores[self.fixed :] if confidences else None
         self.sink(Step(self.index, self.steps, gen, masked, shown))
         end = _stop_position(gen, masked, opts.stop_ids)
         if (end is not None or not any(masked)) and self._mask_again(end, counts):
@@ -148,7 +144,7 @@ class Sequence:
             room = self.budget - len(self.generated)
             self._emit(gen, "length" if len(gen) >= room else None)
 
-    def _mask_again(self, end: int | None, counts: torch.Tensor) -> bool:
+    def _mask_again(self, end: int | None, counts: dict[int, int]) -> bool:
         """Mask the block's low-confidence positions again, up to the stop token at ``end``
         (None: the whole block); False when the block is to be committed as it is."""
         span = self.length if end is None else self.fixed + end + 1
@@ -156,7 +152,12 @@ class Sequence:
         if again is None:
             return False
         # The tokens taken back no longer count towards the penalties.
-        counts.index_put_((self.ids[again],), -self._one, accumulate=True)
+        for token in self.ids[again].tolist():
+            left = counts[token] - 1
+            if left:
+                counts[token] = left
+            else:
+                del counts[token]
         self.ids = self.ids.masked_fill(again, self.mask_id)
         return True
 
@@ -186,11 +187,6 @@ class Sequence:
         self.past += len(self.pending)
         self.pending = None
         self.index += 1
-
-    def _counts(self) -> torch.Tensor:
-        if self.counts is None:
-            self.counts = torch.zeros(self.vocab, dtype=torch.float32, device=self.device)
-        return self.counts
 
 
 def _stop_position(gen: list[int], masked: list[bool], stops: frozenset[int]) -> int | None:
