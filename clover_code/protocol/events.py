@@ -66,6 +66,9 @@ class BlockCommitted(_Event):
     """The block's raw text (headless stream-json leaves it out: the deltas carry the text)."""
     token_count: int
     steps: int | None = None
+    confidence: str | None = None
+    """Each token's fill confidence, step and length in the text, compactly
+    (``protocol/confidence.py``); None where the engine does not know them."""
 
 
 class ReasoningDelta(_Event):

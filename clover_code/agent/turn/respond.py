@@ -24,6 +24,7 @@ from clover_code.config.settings import Settings
 from clover_code.engine import events as ev
 from clover_code.engine.base import AssistantMessage, Backend, ChatRequest, Message
 from clover_code.errors import CloverError
+from clover_code.protocol.confidence import encode_pieces
 
 
 @dataclass(slots=True)
@@ -88,6 +89,9 @@ async def stream_response(
                             text=event.text,
                             token_count=event.token_count,
                             steps=event.steps,
+                            confidence=(
+                                encode_pieces(event.pieces) if event.pieces is not None else None
+                            ),
                         )
                     )
                     block += 1

@@ -50,6 +50,10 @@ class Sequence:
     """The current block: fixed positions, then the generated ones (masked until filled)."""
     steps: int = 0
     """Forwards spent on the current block."""
+    fill_confidence: list[float] = field(default_factory=list)
+    """Per position of the current block, the probability it was filled with."""
+    fill_step: list[int] = field(default_factory=list)
+    """Per position of the current block, the step that filled it (0: not yet)."""
     generated: list[int] = field(default_factory=list)
     counts: torch.Tensor | None = None
     """How often each token appears in the response so far: the committed blocks and the
@@ -91,6 +95,8 @@ class Sequence:
         self.fixed = len(head)
         self.ids = torch.tensor(head + [opts.mask_id] * free, dtype=torch.long, device=self.device)
         self.steps = 0
+        self.fill_confidence = [1.0] * len(self.ids)
+        self.fill_step = [0] * len(self.ids)
         self.state = "denoising"
 
     @property
@@ -130,7 +136,10 @@ class Sequence:
         self._penalised = True
         gen = self.ids.tolist()[self.fixed :]
         masked = [t == mask for t in gen]
-        shown = fill.confidence[self.fixed :].tolist() if confidences else None
+        confidence = fill.confidence.tolist()
+        for k in fill.filled.nonzero().flatten().tolist():
+            self.fill_confidence[k], self.fill_step[k] = confidence[k], self.steps
+        shown = confidence[self.fixed :] if confidences else None
         self.sink(Step(self.index, self.steps, gen, masked, shown))
         end = _stop_position(gen, masked, opts.stop_ids)
         if end is not None:
@@ -145,7 +154,10 @@ class Sequence:
 
     def _emit(self, ids: list[int], finish: Literal["stop", "length"] | None) -> None:
         cost = self.steps + (self.commit_cost if finish is None else 0)
-        block = Block(self.index, ids, cost, finish)
+        kept = slice(self.fixed, self.fixed + len(ids))
+        block = Block(
+            self.index, ids, cost, finish, self.fill_confidence[kept], self.fill_step[kept]
+        )
         self.generated.extend(ids)
         self.stats.tokens += len(ids)
         if self.thinking is not None:
