@@ -21,11 +21,14 @@ import binascii
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pydantic import BaseModel, ConfigDict
+
 __all__ = [
     "LOW_CONFIDENCE",
     "ConfidenceText",
     "EditConfidence",
     "TokenPiece",
+    "added_lines",
     "decode_pieces",
     "encode_pieces",
 ]
@@ -45,16 +48,19 @@ class TokenPiece:
     step: int
 
 
-@dataclass(slots=True, frozen=True)
-class EditConfidence:
+class EditConfidence(BaseModel):
     """The low-confidence tokens of an edit: how many, and the new file's lines holding them."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     tokens: int
     """Changed tokens filled below the threshold."""
-    lines: tuple[int, ...]
+    lines: list[int]
     """1-based line numbers (in the file after the edit) holding them, ascending."""
     changed: int
     """Changed tokens whose confidence is known."""
+    below: float
+    """The threshold they were filled below."""
 
 
 def encode_pieces(pieces: Sequence[TokenPiece]) -> str:
@@ -90,6 +96,8 @@ class ConfidenceText:
     def __init__(self) -> None:
         self.text = ""
         self.confidence: list[float | None] = []
+        self.steps: list[int] = []
+        """Per character, the step its token was filled at (0: not known)."""
         self.token: list[int] = []
         """Per character, the number of the token it belongs to (-1: not known)."""
         self.tokens = 0
@@ -100,18 +108,22 @@ class ConfidenceText:
         """Append a committed block's text and its pieces (which cover it, or not at all)."""
         confs: list[float | None] = []
         tokens: list[int] = []
+        steps: list[int] = []
         if pieces is not None and sum(p.chars for p in pieces) == len(text):
             self.known = True
             for piece in pieces:
                 confs += [piece.confidence] * piece.chars
                 tokens += [self.tokens] * piece.chars
+                steps += [piece.step] * piece.chars
                 self.tokens += 1
         else:
             confs = [None] * len(text)
             tokens = [-1] * len(text)
+            steps = [0] * len(text)
         self.text += text
         self.confidence += confs
         self.token += tokens
+        self.steps += steps
 
     def locate(self, part: str, start: int = 0) -> int:
         """Where ``part`` begins in the raw text at or after ``start`` (-1: not found)."""
@@ -165,4 +177,24 @@ class ConfidenceText:
             if count:
                 low += count
                 lines.append(number)
-        return EditConfidence(low, tuple(lines), changed) if changed else None
+        if not changed:
+            return None
+        return EditConfidence(tokens=low, lines=lines, changed=changed, below=below)
+
+
+def added_lines(diff: str) -> list[tuple[int, str]]:
+    """The lines a unified diff adds, each with its 1-based number in the new file."""
+    out: list[tuple[int, str]] = []
+    number = 0
+    for line in diff.splitlines():
+        if line.startswith("@@"):
+            head = line.split("+", 1)[1].split(" ", 1)[0] if "+" in line else "1"
+            number = int(head.split(",", 1)[0] or 1)
+        elif number == 0:
+            continue  # the file header, before the first hunk
+        elif line.startswith("+"):
+            out.append((number, line[1:]))
+            number += 1
+        elif line.startswith(" "):
+            number += 1
+    return out
