@@ -184,6 +184,8 @@ class OutputAssembler:
         if self.fills is None or self._pieces is None:
             self._pieces = None
             return
+        if self._read == len(self.ids):
+            return  # nothing new (the end of a response that is already all out)
         lengths: list[int] = []
         last = 0
         for end in range(self._read + 1, len(self.ids) + 1):
