@@ -120,7 +120,7 @@ class Settings(ModelSettings):
 
     shade_confidence: bool = False
     """Shade the answer and each edit's diff in the app by the confidence each token was
-    filled with (the hf engine or a clover-code serve; toggled with ctrl+k)."""
+    filled with (the hf engine or a clover-code serve; toggled with F4)."""
 
     low_confidence: float = Field(0.5, ge=0.0, le=1.0)
     """A token filled below this confidence counts as unsure: the approval of an edit and

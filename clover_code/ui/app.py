@@ -59,10 +59,12 @@ class CloverApp(App[int]):
         Binding("ctrl+q", "quit", "Quit", priority=True, show=False),
         Binding("shift+tab", "cycle_approval", "Approval mode", show=False, priority=True),
         Binding("f2", "toggle_denoise", "Denoising view", show=False),
+        Binding("f4", "toggle_confidence", "Confidence view", show=False),
         Binding("alt+up", "edit_queued", "Edit queued prompt", show=False),
     ]
     """escape: interrupt the turn; ctrl+c: interrupt, twice to quit; ctrl+q: quit;
-    shift+tab: next approval mode; f2: live denoising view on/off; ctrl+p: commands;
+    shift+tab: next approval mode; f2: live denoising view on/off; f4: the answers and
+    diffs shaded by fill confidence, on/off; ctrl+p: commands;
     alt+up: take the last queued prompt back into the prompt."""
 
     def __init__(
@@ -73,6 +75,8 @@ class CloverApp(App[int]):
         sessions_dir: Path | None = None,
         resume: Path | None = None,
         show_denoising: bool = True,
+        shade_confidence: bool = False,
+        low_confidence: float = 0.5,
         git_status: bool = True,
         trust: TrustQuestion | None = None,
         reviewer: Reviewer | None = None,
@@ -102,6 +106,11 @@ class CloverApp(App[int]):
         """The jobs that were running when the user quit (closing the session stopped them)."""
         self._resume = resume
         self._show_denoising = show_denoising
+        self._shade_confidence = shade_confidence
+        self._low_confidence = low_confidence
+        self.confidence_seen = False
+        """Some answer carried fill confidences (the engine reports them)."""
+        self._confidence_noted = False
         self._git_status = git_status
         self._last_ctrl_c = -1e9
         self._quitting = False
@@ -133,6 +142,8 @@ class CloverApp(App[int]):
 
     def on_mount(self) -> None:
         self.transcript.denoise.enabled = self._show_denoising
+        self.transcript.low_confidence = self._low_confidence
+        self.transcript.shading = self._shade_confidence
         self.composer.input.focus()
         self.run_worker(self.bridge.pump(), name="bridge", group="bridge")
         # after the first paint: opening imports the engine and tools and starts the sandbox
@@ -384,6 +395,27 @@ class CloverApp(App[int]):
             self.screen.focus_previous()
         else:
             self.slash.cycle_approval()
+
+    def action_toggle_confidence(self) -> None:
+        """F4: shade the answers and diffs by the confidence each token was filled with."""
+        on = not self.transcript.shading
+        self.transcript.shade(on)
+        self.notify(f"Confidence view {'on' if on else 'off'}.", timeout=2)
+        if on:
+            self.note_no_confidence()
+
+    def note_no_confidence(self) -> None:
+        """Say once that the engine reports no fill confidences, when the view is on and
+        no answer so far carried any."""
+        if not self.transcript.shading or self.confidence_seen or self._confidence_noted:
+            return
+        self._confidence_noted = True
+        self.notify(
+            "The confidence view is off for this engine: only the hf engine and a "
+            "clover-code serve (with drafts) report fill confidences, not other servers "
+            "or SGLang.",
+            timeout=6,
+        )
 
     def action_toggle_denoise(self) -> None:
         """F2: show or hide the live denoising view."""

@@ -130,6 +130,8 @@ def run_app(
         sessions_dir=settings.resolved_sessions_dir(),
         resume=resume,
         show_denoising=bool(getattr(settings, "show_denoising", True)),
+        shade_confidence=settings.shade_confidence,
+        low_confidence=settings.low_confidence,
         trust=question,
         reviewer=review_runner(cwd, engines, current),
         approval_modes=settings.managed.approval_modes(),

@@ -13,6 +13,7 @@ from rich.style import Style
 from rich.text import Span, Text
 from textual.widgets import Static
 
+from clover_code.ui.confidence import shade_style
 from clover_code.ui.css import sibling_css
 from clover_code.ui.text import clean, cut_lines
 
@@ -31,9 +32,12 @@ _BACKGROUNDS = {"+": "on #12301a", "-": "on #3a1414"}
 _THEME = "monokai"
 
 
-def render_diff(diff: str, max_lines: int) -> Text:
+def render_diff(
+    diff: str, max_lines: int, unsure: frozenset[int] = frozenset(), *, dark: bool = True
+) -> Text:
     """The diff as styled text: code highlighted for its file's language, additions on
-    green, removals on red, hunk headers cyan."""
+    green, removals on red, hunk headers cyan; added lines whose new number is in
+    ``unsure`` (tokens the model filled with low confidence) tinted and marked ``?``."""
     lines, left_out = cut_lines(clean(diff), max_lines, LINE_LIMIT)
     out = Text(no_wrap=False)
     code = _highlight_code(lines)
@@ -46,9 +50,13 @@ def render_diff(diff: str, max_lines: int) -> Text:
             number = old_no if mark == "-" else new_no
             old_no += mark != "+"
             new_no += mark != "-"
-            out.append(f"{number:>{GUTTER}} ", style="dim")
+            flagged = mark == "+" and number in unsure
+            out.append(f"{number:>{GUTTER}}" + ("" if flagged else " "), style="dim")
             body = code[index].copy()
-            if mark in _BACKGROUNDS:
+            if flagged:
+                body.stylize(shade_style(0.0, dark=dark, below=1.0))
+                out.append("?", style="bold")
+            elif mark in _BACKGROUNDS:
                 body.stylize(_BACKGROUNDS[mark])
             out.append(mark or " ", style=_STYLES.get(mark, "dim"))
             out.append_text(body)
@@ -115,15 +123,40 @@ class DiffView(Static):
     DEFAULT_CSS = sibling_css(__file__)
 
     def __init__(
-        self, diff: str, *, short_lines: int = 40, full_lines: int = 2000, classes: str = ""
+        self,
+        diff: str,
+        *,
+        short_lines: int = 40,
+        full_lines: int = 2000,
+        classes: str = "",
+        unsure: frozenset[int] = frozenset(),
     ) -> None:
         self.diff = diff
         self.short_lines = short_lines
         self.full_lines = full_lines
+        self.unsure = unsure
+        """New-file lines holding tokens filled with low confidence (marked when shown)."""
+        self.marked = False
         self._expanded = False
-        super().__init__(render_diff(diff, short_lines), classes=classes)
+        super().__init__(self._text(), classes=classes)
+
+    def _text(self) -> Text:
+        lines = self.full_lines if self._expanded else self.short_lines
+        unsure = self.unsure if self.marked else frozenset()
+        dark = not self.is_mounted or self.app.current_theme.dark
+        return render_diff(self.diff, lines, unsure, dark=dark)
+
+    def on_mount(self) -> None:
+        if self.marked:
+            self.update(self._text())
 
     def toggle(self) -> None:
         """Switch between the short and the long view."""
         self._expanded = not self._expanded
-        self.update(render_diff(self.diff, self.full_lines if self._expanded else self.short_lines))
+        self.update(self._text())
+
+    def mark(self, on: bool) -> None:
+        """Show or hide the marks of the unsure lines."""
+        if on != self.marked:
+            self.marked = on
+            self.update(self._text())
