@@ -56,9 +56,8 @@ def request_body(request: p.ApprovalRequested) -> Static:
     diff = request.diff or proposed_diff(request)
     if diff is not None:
         low = request.low_confidence
-        view = DiffView(diff, short_lines=300, unsure=frozenset(low.lines if low else ()))
-        view.marked = bool(low and low.lines)
-        return view
+        unsure = frozenset(low.lines if low else ())
+        return DiffView(diff, short_lines=300, unsure=unsure, marked=bool(unsure))
     if request.name == "shell":
         command = clean(str(request.arguments.get("command", request.summary)))
         lines, left = cut_lines(command, 60, 2000)
@@ -72,7 +71,7 @@ def request_body(request: p.ApprovalRequested) -> Static:
     return Static(Text("\n".join(lines)), classes="command")
 
 
-FIXED_ROWS = 16
+FIXED_ROWS = 14
 """Rows of the modal that are not the body: border, title, buttons, hints, feedback."""
 
 
@@ -184,7 +183,8 @@ class ApprovalScreen(ModalScreen[p.ApprovalDecision]):
 
     def _fit(self) -> None:
         # The body takes what is left, so the buttons and hints are never pushed off.
-        self.query_one("#body").styles.max_height = max(3, self.size.height - FIXED_ROWS)
+        fixed = FIXED_ROWS + (2 if self.request.low_confidence is not None else 0)
+        self.query_one("#body").styles.max_height = max(3, self.size.height - fixed)
 
     def on_key(self, event: Key) -> None:
         # Typed feedback goes to its field whatever has focus (after Tab to a button,

@@ -13,7 +13,6 @@ from rich.style import Style
 from rich.text import Span, Text
 from textual.widgets import Static
 
-from clover_code.ui.confidence import shade_style
 from clover_code.ui.css import sibling_css
 from clover_code.ui.text import clean, cut_lines
 
@@ -29,12 +28,13 @@ _STYLES = {
     "@": "cyan",
 }
 _BACKGROUNDS = {"+": "on #12301a", "-": "on #3a1414"}
+_UNSURE = "on #5c4700"
+"""An added line holding tokens filled with low confidence: amber, apart from both (the
+diff's backgrounds are dark in every theme, under the highlighter's light colours)."""
 _THEME = "monokai"
 
 
-def render_diff(
-    diff: str, max_lines: int, unsure: frozenset[int] = frozenset(), *, dark: bool = True
-) -> Text:
+def render_diff(diff: str, max_lines: int, unsure: frozenset[int] = frozenset()) -> Text:
     """The diff as styled text: code highlighted for its file's language, additions on
     green, removals on red, hunk headers cyan; added lines whose new number is in
     ``unsure`` (tokens the model filled with low confidence) tinted and marked ``?``."""
@@ -54,7 +54,7 @@ def render_diff(
             out.append(f"{number:>{GUTTER}}" + ("" if flagged else " "), style="dim")
             body = code[index].copy()
             if flagged:
-                body.stylize(shade_style(0.0, dark=dark, below=1.0))
+                body.stylize(_UNSURE)
                 out.append("?", style="bold")
             elif mark in _BACKGROUNDS:
                 body.stylize(_BACKGROUNDS[mark])
@@ -130,25 +130,21 @@ class DiffView(Static):
         full_lines: int = 2000,
         classes: str = "",
         unsure: frozenset[int] = frozenset(),
+        marked: bool = False,
     ) -> None:
         self.diff = diff
         self.short_lines = short_lines
         self.full_lines = full_lines
         self.unsure = unsure
         """New-file lines holding tokens filled with low confidence (marked when shown)."""
-        self.marked = False
+        self.marked = marked
         self._expanded = False
         super().__init__(self._text(), classes=classes)
 
     def _text(self) -> Text:
         lines = self.full_lines if self._expanded else self.short_lines
         unsure = self.unsure if self.marked else frozenset()
-        dark = not self.is_mounted or self.app.current_theme.dark
-        return render_diff(self.diff, lines, unsure, dark=dark)
-
-    def on_mount(self) -> None:
-        if self.marked:
-            self.update(self._text())
+        return render_diff(self.diff, lines, unsure)
 
     def toggle(self) -> None:
         """Switch between the short and the long view."""

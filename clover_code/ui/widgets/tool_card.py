@@ -152,8 +152,8 @@ class ToolCard(Vertical, can_focus=True):
         if diff and done.status == "ok":
             self._body.display = False
             low = done.low_confidence
-            self._diff = DiffView(diff, short_lines=40, unsure=frozenset(low.lines if low else ()))
-            self._diff.marked = self.shaded
+            unsure = frozenset(low.lines if low else ())
+            self._diff = DiffView(diff, short_lines=40, unsure=unsure, marked=self.shaded)
             self.mount(self._diff)
             if isinstance(done.display, p.FileEdit | p.PatchApplied) and done.display.diagnostics:
                 self.mount(DiagnosticLines(done.display.diagnostics))
