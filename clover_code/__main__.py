@@ -1,5 +1,5 @@
 """``python -m clover_code`` is the ``clover-code`` command."""
 
-from clover_code.cli.main import main
+from clover_code.cli.entry import main
 
 main()

@@ -33,6 +33,7 @@ from clover_code.acp.client import EditorApprover, EditorFiles, Outbox
 from clover_code.acp.replay import replay_updates
 from clover_code.acp.terminal import EditorTerminal
 from clover_code.acp.updates import EventMapper, stop_reason
+from clover_code.acp.waits import Waits
 from clover_code.agent.engines import Engines
 from clover_code.agent.open import (
     CustomCommand,
@@ -111,8 +112,11 @@ class LiveSession:
         output_limit: int,
         mode: ApprovalMode,
         log: Callable[[str], None],
+        notify_after: float = 60.0,
     ) -> None:
         self.root = root
+        self.waits = Waits(notify_after, self._notify)
+        """A wait the editor's user leaves for ``notify_after`` s runs the Notification hooks."""
         self.mode: ApprovalMode = mode
         """The session's approval mode, as its events last said."""
         self.outbox = Outbox(client)
@@ -128,7 +132,11 @@ class LiveSession:
             root, needs_approval=self._needs_approval, take_edit=self.files.take_edit, log=log
         )
         self.approver = EditorApprover(
-            client, self.outbox, allow_edits=self._allow_edits, tool_call_id=self.mapper.acp_id
+            client,
+            self.outbox,
+            allow_edits=self._allow_edits,
+            tool_call_id=self.mapper.acp_id,
+            waits=self.waits,
         )
         self.terminal: EditorTerminal | None = None
         if terminal:
@@ -167,6 +175,7 @@ class LiveSession:
             output_limit=settings.output_limit,
             mode=mode,
             log=log,
+            notify_after=settings.notify_after,
         )
         live._session = await open_session(
             settings,
@@ -253,6 +262,7 @@ class LiveSession:
             raise RequestError(
                 -32602, "a prompt is already running in this session; cancel it first."
             )
+        self.waits.end("idle")
         turn = asyncio.create_task(self.session.run_turn(p.UserInput(text=text, images=images)))
         self._turn = turn
         try:
@@ -260,6 +270,10 @@ class LiveSession:
         finally:
             if turn.done():
                 self._turn = None
+        if finished.status != "interrupted":  # cancelled from the editor: the user is there
+            ended = "finished" if finished.status == "completed" else f"stopped ({finished.status})"
+            message = f"The turn {ended}; clover-code is waiting for your input."
+            self.waits.start("idle", message, "idle_prompt")
         for update in self.mapper.flush():
             self.outbox.put(update)
         await self.outbox.drain()
@@ -285,6 +299,7 @@ class LiveSession:
 
     async def close(self) -> None:
         """End the turn if one runs, close the session (transcript complete), stop sending."""
+        self.waits.close()
         if self._session is not None:
             await self._session.close()
         with contextlib.suppress(TimeoutError):
@@ -292,6 +307,10 @@ class LiveSession:
         await self.outbox.close()
 
     # ------------------------------------------------------------ callbacks
+
+    async def _notify(self, op: p.Notify) -> None:
+        if self._session is not None:
+            await self._session.submit(op)
 
     def _needs_approval(self, kind: str) -> bool:
         if self._session is None or kind not in _TOOL_KINDS:

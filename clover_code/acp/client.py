@@ -37,6 +37,7 @@ from acp import (
 from acp.schema import AllowedOutcome, PermissionOption, ToolCallUpdate
 
 from clover_code.acp.updates import ToolContent, Update, acp_kind, fenced, tool_title
+from clover_code.acp.waits import Waits
 from clover_code.agent.open import ApprovalRequest, Decision
 from clover_code.errors import ToolError
 from clover_code.fs.atomic import atomic_write
@@ -127,11 +128,14 @@ class EditorApprover:
         *,
         allow_edits: Callable[[], Awaitable[None]],
         tool_call_id: Callable[[str], str] = str,
+        waits: Waits | None = None,
     ) -> None:
         self._client = client
         self._outbox = outbox
         self._allow_edits = allow_edits
         self._tool_call_id = tool_call_id
+        self._waits = waits
+        """Times the request: a long wait runs the Notification hooks."""
 
     async def request(self, request: ApprovalRequest) -> Decision:
         """Show the request in the editor and turn the answer into a decision."""
@@ -157,6 +161,10 @@ class EditorApprover:
             content=_change(request),
         )
         await self._outbox.drain()
+        wait = f"approval:{call_id}"
+        if self._waits is not None:
+            message = f"clover-code needs your permission to use {request.name}."
+            self._waits.start(wait, message, "permission_prompt")
         try:
             answer = await self._client.request_permission(
                 session_id=self._outbox.session_id, tool_call=call, options=options
@@ -166,6 +174,9 @@ class EditorApprover:
                 allowed=False,
                 feedback=f"the editor could not ask the user ({describe_error(exc)}).",
             )
+        finally:
+            if self._waits is not None:
+                self._waits.end(wait)
         outcome = answer.outcome
         choice = outcome.option_id if isinstance(outcome, AllowedOutcome) else None
         if choice == "allow_once" or choice == "allow_always":

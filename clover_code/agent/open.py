@@ -13,10 +13,11 @@ file system and terminal) instead of importing the engine or the tools.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+import importlib
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clover_code import protocol as p
 from clover_code.agent import open_steps as step
@@ -24,14 +25,13 @@ from clover_code.agent.checkpoints.run_patch import RunPatch
 from clover_code.agent.checkpoints.session import open_checkpoints
 from clover_code.agent.checkpoints.workspace_check import refuse_workspace, workspace_refusal
 from clover_code.agent.engines import Engines
-from clover_code.agent.export import EXPORT_FORMATS, ExportFormat, format_for, write_export
 from clover_code.agent.extensions.agent_defs import agents_prompt
 from clover_code.agent.extensions.commands import CustomCommand
 from clover_code.agent.extensions.hook_functions import HookFunction, HookReply
+from clover_code.agent.extensions.hook_process import HookRun, run_program
 from clover_code.agent.extensions.host_programs import HostPrograms
 from clover_code.agent.extensions.skills import skills_prompt
 from clover_code.agent.extensions.subagents import SubagentRunner
-from clover_code.agent.fork import fork_session
 from clover_code.agent.open_steps import without_secrets
 from clover_code.agent.permissions.approval import (
     ApprovalRequest,
@@ -42,14 +42,13 @@ from clover_code.agent.permissions.approval import (
     verdict,
 )
 from clover_code.agent.session import Session, repo_map_for
-from clover_code.agent.session_list import SessionInfo, iter_infos, list_sessions
 from clover_code.agent.steps import Steps
 from clover_code.agent.transcript import INTERRUPTED, LoadedSession, find_session, load
 from clover_code.agent.turn.cost import unpriced_budget
 from clover_code.agent.turn.instructions import system_prompt
 from clover_code.agent.turn.loop import Agent
 from clover_code.agent.turn.options import TurnLimits
-from clover_code.config.sections import HookEvent
+from clover_code.config.sections import HookConfig, HookEvent
 from clover_code.config.settings import (
     ApprovalMode,
     Settings,
@@ -68,6 +67,11 @@ from clover_code.tools.sandbox.select import SandboxChoice
 from clover_code.tools.spill import OutputSpill
 from clover_code.tools.workspace import Workspace
 
+if TYPE_CHECKING:
+    from clover_code.agent.export import EXPORT_FORMATS, ExportFormat, format_for, write_export
+    from clover_code.agent.fork import fork_session
+    from clover_code.agent.session_list import SessionInfo, iter_infos, list_sessions
+
 __all__ = [
     "EXPORT_FORMATS",
     "INTERRUPTED",
@@ -80,6 +84,7 @@ __all__ = [
     "FileAccess",
     "HookFunction",
     "HookReply",
+    "HookRun",
     "LoadedSession",
     "RefuseApprover",
     "RunPatch",
@@ -90,6 +95,7 @@ __all__ = [
     "find_session",
     "fork_session",
     "format_for",
+    "host_command",
     "iter_infos",
     "list_sessions",
     "load",
@@ -103,6 +109,27 @@ __all__ = [
 # Besides the factory, the few core functions front ends need: the workspace root,
 # stored sessions (listed, found, loaded, exported) and the types of the adapters they
 # plug in.
+
+_LATER = {
+    "EXPORT_FORMATS": "clover_code.agent.export",
+    "ExportFormat": "clover_code.agent.export",
+    "format_for": "clover_code.agent.export",
+    "write_export": "clover_code.agent.export",
+    "fork_session": "clover_code.agent.fork",
+    "SessionInfo": "clover_code.agent.session_list",
+    "iter_infos": "clover_code.agent.session_list",
+    "list_sessions": "clover_code.agent.session_list",
+}
+"""The names above that a session never needs, imported when a front end first asks."""
+
+
+def __getattr__(name: str) -> Any:
+    home = _LATER.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -349,3 +376,24 @@ def _announce(
                 "(run `git init` to enable it)."
             )
         )
+
+
+def host_command(
+    settings: Settings, cwd: Path, command: str, timeout: float
+) -> Callable[[Mapping[str, Any]], Awaitable[HookRun]]:
+    """A configured program the front end runs on the host (the app's status line),
+    as a function of the JSON it gets on stdin: checked like a hook before every
+    run (a workspace script only with the bytes the user trusted), run in the
+    workspace, its process group killed after ``timeout`` seconds."""
+    root, _ = find_root(cwd)
+    programs = HostPrograms(  # as a session's hooks are checked
+        root,
+        trusted=settings.project_trust.trusted_scripts() if settings.project_trust else {},
+        user_dir=user_config_path().parent,
+    )
+
+    async def run(payload: Mapping[str, Any]) -> HookRun:
+        config = HookConfig(command=command, timeout=timeout)  # run exactly as a hook is
+        return await run_program(config, payload, root=root, programs=programs, retrust=None)
+
+    return run

@@ -24,6 +24,7 @@ from clover_code.agent.checkpoints.session import (
 )
 from clover_code.agent.checkpoints.store import CheckpointError, CheckpointStore
 from clover_code.agent.extensions.commands import CustomCommand, ExpandedPrompt, prepare, read_rule
+from clover_code.agent.extensions.hooks import notification_hooks
 from clover_code.agent.extensions.skills import Skill, load_skills
 from clover_code.agent.extensions.subagents import SubagentRunner
 from clover_code.agent.permissions.approval import QueueApprover
@@ -148,6 +149,8 @@ class Session:
         self.wait_for_background = wait_for_background
         """Turns wait for background children before their final answer (headless)."""
         transcript.on_failure = self._transcript_failed
+        self._notifying: set[asyncio.Task[None]] = set()
+        """Notification hooks still running (a turn never waits for them)."""
 
     @property
     def settings(self) -> Settings:
@@ -284,6 +287,9 @@ class Session:
             CAUSE.reset(cause)
 
     async def _act(self, op: p.Op) -> None:
+        if isinstance(op, p.Notify):  # while a turn waits on an approval, too
+            self._notify(op)
+            return
         if not isinstance(op, p.Interrupt | p.ApprovalDecision):
             await self._wind_down()
         if isinstance(op, p.UserInput):
@@ -343,6 +349,16 @@ class Session:
         elif isinstance(op, p.Shutdown):
             await self.close()
 
+    def _notify(self, op: p.Notify) -> None:
+        hooks = self.agent.hooks
+        if hooks is None or not hooks.has("Notification"):
+            return
+        task = asyncio.create_task(
+            notification_hooks(hooks, op.message, op.notification_type, op.title)
+        )
+        self._notifying.add(task)
+        task.add_done_callback(self._notifying.discard)
+
     async def _wind_down(self) -> None:
         """A turn that already reported its end may still be saving its checkpoint: an op
         sent right after (a queued prompt, /undo) waits for that, instead of being refused."""
@@ -382,6 +398,9 @@ class Session:
         if self._turn is not None and self._turn is not asyncio.current_task():
             self._turn.cancel()
             await asyncio.gather(self._turn, return_exceptions=True)
+        for task in list(self._notifying):
+            task.cancel()
+        await asyncio.gather(*self._notifying, return_exceptions=True)
         steps: list[tuple[str, Step]] = [("background agents", self._stop_background)]
         if self.jobs is not None:
             ending = ("the session ended", "as the session ended")

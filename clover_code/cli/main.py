@@ -378,7 +378,12 @@ def run(argv: list[str], loaded: Callable[[], None] = lambda: None) -> int:
             def reload() -> Settings:
                 return load_settings(_cli_settings(args), repo_root=root)
 
-            return run_app(settings, cwd, resume=resume, reload=reload, loaded=loaded)
+            try:
+                return run_app(settings, cwd, resume=resume, reload=reload, loaded=loaded)
+            except CloverError as exc:  # the app's own settings (theme, [keys]), before it starts
+                return report_error(
+                    exc, args.output_format, sys.stdout, sys.stderr, started=started
+                )
         loaded()
         return asyncio.run(
             run_task(

@@ -129,9 +129,9 @@ class ProjectJudge:
 
 
 def _config_commands(data: Mapping[str, Any]) -> Iterator[tuple[str, Path]]:
-    """The host commands a settings file configures: hooks, MCP stdio servers and
-    language servers (as command lines, with the folder they start in relative to
-    the workspace)."""
+    """The host commands a settings file configures: hooks, MCP stdio servers, language
+    servers and the status line (as command lines, with the folder they start in
+    relative to the workspace)."""
     hooks = data.get("hooks")
     for configs in hooks.values() if isinstance(hooks, Mapping) else []:
         for config in configs if isinstance(configs, list) else []:
@@ -140,6 +140,8 @@ def _config_commands(data: Mapping[str, Any]) -> Iterator[tuple[str, Path]]:
     yield from _server_commands(data.get("mcp_servers"))
     # A language server runs on the host with --sandbox none; its scripts count too.
     yield from _server_commands(data.get("lsp"), cwd=False)
+    if isinstance(data.get("statusline_command"), str):
+        yield data["statusline_command"], Path(".")
 
 
 def _mcp_file_commands(raw: bytes) -> Iterator[tuple[str, Path]]:

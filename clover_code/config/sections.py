@@ -105,7 +105,7 @@ class McpServerConfig(BaseModel):
 HookEvent = Literal[
     "SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PreCompact", "Stop",
     "SessionEnd",
-    "PermissionRequest", "SubagentStart", "SubagentStop",
+    "PermissionRequest", "SubagentStart", "SubagentStop", "Notification",
 ]  # fmt: skip
 
 
@@ -115,8 +115,9 @@ class HookConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     matcher: str = ""
-    """Regular expression over tool names (PreToolUse, PostToolUse, PermissionRequest) or
-    agent names (SubagentStart, SubagentStop); empty means every one."""
+    """Regular expression over tool names (PreToolUse, PostToolUse, PermissionRequest),
+    agent names (SubagentStart, SubagentStop) or the notification's type (Notification:
+    permission_prompt, idle_prompt); empty means every one."""
 
     command: str = Field(min_length=1)
     """The program and its arguments, split like a shell would (no shell runs it)."""
@@ -163,7 +164,7 @@ class ModelPrice(BaseModel):
     The amounts are in whatever currency the price list is in (clover-code shows them
     with a $ sign); ``clover_code.agent.turn.cost`` prices each response with them."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
     input: float = Field(ge=0)
     """Per million prompt tokens the server did not report as cached."""

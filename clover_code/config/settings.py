@@ -36,6 +36,7 @@ from pydantic import (
 )
 
 from clover_code.config import trust
+from clover_code.config.app_settings import AppSettings
 from clover_code.config.engine import EngineKind as EngineKind
 from clover_code.config.engine import ModelSettings
 from clover_code.config.managed import ManagedPolicy
@@ -92,9 +93,9 @@ def trust_store() -> trust.TrustStore:
     return trust.TrustStore(user_data_dir() / "trusted-projects.json")
 
 
-class Settings(ModelSettings):
+class Settings(AppSettings, ModelSettings):
     """Everything clover-code can be told. Each field is documented below (the model
-    and engine fields in ``ModelSettings``)."""
+    and engine fields in ``ModelSettings``, the app's in ``AppSettings``)."""
 
     model_config = ConfigDict(
         extra="forbid",

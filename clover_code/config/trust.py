@@ -229,6 +229,8 @@ _LOOSER: dict[str, Callable[[Any, Any], bool]] = {
     "serve_api_key": _changed,  # a key the project's author knows would let them in
     "max_cost": _raised_limit,  # the user's money: a budget a project raises
     "pricing": _cheaper,  # a lower price makes the same budget buy more requests
+    "statusline_command": _any,  # a program the app runs on the host
+    "keys": _any,  # a remap could make a key you type often switch the approval mode
 }
 
 _SECRET_KEYS = frozenset({"serve_api_key"})
@@ -253,6 +255,8 @@ NEUTRAL_KEYS = frozenset(
         "search_provider", "search_api_key",
         "github_trigger", "github_max_review_comments",
         "checkpoint_max_files", "checkpoint_max_bytes", "lsp_severity", "lsp_wait",
+        "theme", "editor_mode", "notify", "notify_after", "statusline_interval",
+        "statusline_timeout",
     }
 )  # fmt: skip
 """Settings that never weaken safety (``permissions`` is split: allow rules

@@ -20,7 +20,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from clover_code import __version__
 from clover_code import protocol as p
@@ -30,10 +30,12 @@ from clover_code.errors import CloverError, ExitCode, LimitReached, SandboxUnava
 from clover_code.headless.embedding import Embedding
 from clover_code.headless.record import RunRecord
 from clover_code.headless.render import OutputFormat, StreamJsonRenderer, TextRenderer, renderer
-from clover_code.outcome.output_schema import MAX_RETRIES, OutputSchema, answer_to_schema
 from clover_code.outcome.result import STATUS_FOR_TURN, ExitReason, ResultStatus, TaskResult
 from clover_code.redact import redacting
 from clover_code.telemetry.spans import TelemetrySink, telemetry_from_environment
+
+if TYPE_CHECKING:
+    from clover_code.outcome.output_schema import OutputSchema
 
 __all__ = [
     "Embedding",
@@ -290,6 +292,8 @@ async def _run_task(
     try:
         finished = await session.run_turn(p.UserInput(text=prompt, images=images))
         if output_schema is not None:
+            from clover_code.outcome.output_schema import answer_to_schema
+
             outcome = await answer_to_schema(session, output_schema, finished)
             finished, structured, schema_problem = outcome.finished, outcome.value, outcome.problem
         if settings.auto_commit and finished.status == "completed" and schema_problem is None:
@@ -329,6 +333,8 @@ async def _run_task(
         error = f"the final answer was cut at the token limit ({cap}); raise it to go further."
         err.write(f"clover-code: {error}\n")
     elif schema_problem is not None:
+        from clover_code.outcome.output_schema import MAX_RETRIES
+
         error = (
             f"the final answer never matched --output-schema "
             f"(after {MAX_RETRIES} retries): {schema_problem}."

@@ -16,12 +16,15 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from clover_code.config.sections import HookConfig, HookEvent, McpServerConfig
 from clover_code.config.settings import Settings
 from clover_code.errors import PluginError
-from clover_code.plugins.manifest import Plugin, read_plugin
 from clover_code.plugins.store import InstalledPlugin, PluginStore, tree_digest
+
+if TYPE_CHECKING:
+    from clover_code.plugins.manifest import Plugin
 
 __all__ = ["ActivePlugins", "active_plugins", "load_installed"]
 
@@ -124,6 +127,9 @@ def load_installed(store: PluginStore, entry: InstalledPlugin, root: Path | None
             f"its files in {folder} changed since you installed it; review them, then "
             f"install it again (clover-code plugin remove {entry.name}, then install)."
         )
+    # The manifest's models load only when a plugin is in use.
+    from clover_code.plugins.manifest import read_plugin
+
     plugin = read_plugin(folder)
     if plugin.name != entry.name:
         raise PluginError(f"its plugin.toml now names it {plugin.name}.")

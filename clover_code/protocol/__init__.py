@@ -61,6 +61,8 @@ from clover_code.protocol.ops import Compact as Compact
 from clover_code.protocol.ops import ImageAttachment as ImageAttachment
 from clover_code.protocol.ops import ImageType as ImageType
 from clover_code.protocol.ops import Interrupt as Interrupt
+from clover_code.protocol.ops import NotificationType as NotificationType
+from clover_code.protocol.ops import Notify as Notify
 from clover_code.protocol.ops import Op as Op
 from clover_code.protocol.ops import RewindWhat as RewindWhat
 from clover_code.protocol.ops import SetApprovalMode as SetApprovalMode

@@ -289,7 +289,9 @@ class HookRan(_Event):
 
     type: Literal["hook_ran"] = "hook_ran"
     event: str
-    """The lifecycle point, e.g. ``PreToolUse``."""
+    """The lifecycle point: ``SessionStart``, ``UserPromptSubmit``, ``PreToolUse``,
+    ``PostToolUse``, ``PreCompact``, ``Stop``, ``SessionEnd`` or ``Notification`` (a
+    front end told the user that something waits for them)."""
     command: str
     outcome: Literal["ok", "blocked", "failed", "refused"]
     """ok: it let things go on; blocked: exit 2 or a block decision; failed: it

@@ -141,6 +141,21 @@ class ClearHistory(_Op):
     type: Literal["clear_history"] = "clear_history"
 
 
+NotificationType = Literal["permission_prompt", "idle_prompt"]
+"""Why the user is told: an approval waits, or the prompt waits after a turn ended."""
+
+
+class Notify(_Op):
+    """The front end told the user that something waits for them (the app's desktop
+    notification or bell, ACP's timer): the session runs the Notification hooks."""
+
+    type: Literal["notify"] = "notify"
+    message: str
+    """What the user is told, e.g. "clover-code needs your permission to use shell"."""
+    notification_type: NotificationType
+    title: str = "clover-code"
+
+
 class Shutdown(_Op):
     """End the session cleanly."""
 
@@ -159,6 +174,7 @@ Op = Annotated[
     | ShowDiff
     | Compact
     | ClearHistory
+    | Notify
     | Shutdown,
     Field(discriminator="type"),
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import BaseModel, Field
 
@@ -13,8 +13,10 @@ from clover_code.protocol import CommandRun
 from clover_code.tools.arguments import COMMAND_LIMIT
 from clover_code.tools.base import Tool, ToolContext, ToolKind, ToolResult
 from clover_code.tools.job_tools import job_report, job_text
-from clover_code.tools.sandbox.git_guard import GitGuard
 from clover_code.tools.sandbox.output import cap_head_tail
+
+if TYPE_CHECKING:
+    from clover_code.tools.sandbox.git_guard import GitGuard
 
 __all__ = ["FIRST_OUTPUT_WAIT", "ShellArgs", "ShellTool"]
 
@@ -100,7 +102,7 @@ class ShellTool(Tool[ShellArgs]):
             timeout = min(args.timeout, ctx.shell_timeout)
         # Every sandbox (the host and the editor's terminal too) passes here: .git is
         # checked after each command, and put back if the command changed it.
-        guard = await asyncio.to_thread(GitGuard.before_command, ctx.workspace.root)
+        guard = await asyncio.to_thread(_git_guard().before_command, ctx.workspace.root)
         try:
             result = await ctx.sandbox.exec(args.command, timeout=timeout, on_output=ctx.on_output)
         except ToolError as exc:
@@ -139,7 +141,7 @@ class ShellTool(Tool[ShellArgs]):
                 "background jobs are not available in this session; run the command "
                 "without background=true"
             )
-        guard = await asyncio.to_thread(GitGuard.before_command, ctx.workspace.root)
+        guard = await asyncio.to_thread(_git_guard().before_command, ctx.workspace.root)
         try:
             job = await ctx.jobs.start(args.command)
             await ctx.jobs.settle(job, FIRST_OUTPUT_WAIT, FIRST_OUTPUT_QUIET)
@@ -161,3 +163,10 @@ class ShellTool(Tool[ShellArgs]):
             notices.append(notice)
         failed = job.state == "exited" and job.exit_code != 0
         return ToolResult(text, is_error=failed, display=job_report(job, ctx), notices=notices)
+
+
+def _git_guard() -> type[GitGuard]:
+    """The guard of ``.git``, loaded with the first command (a run may have none)."""
+    from clover_code.tools.sandbox.git_guard import GitGuard
+
+    return GitGuard

@@ -19,12 +19,12 @@ from clover_code.net.convert import frame_untrusted, html_to_markdown
 from clover_code.net.domains import matching_rule
 from clover_code.net.fetch import Fetcher, FetchLimits
 from clover_code.net.guard import AddressGuard
-from clover_code.net.search import SearchProvider, search
 from clover_code.protocol import WebPage, WebSearch
 from clover_code.tools.base import Tool, ToolContext, ToolKind, ToolResult
 
 if TYPE_CHECKING:
     from clover_code.config.settings import Settings
+    from clover_code.net.search import SearchProvider
 
 __all__ = [
     "FETCH_TOOL",
@@ -130,6 +130,8 @@ class WebSearchTool(Tool[WebSearchArgs]):
         self.provider = provider
 
     async def run(self, args: WebSearchArgs, ctx: ToolContext) -> ToolResult:
+        from clover_code.net.search import search
+
         results = await search(self.provider, args.query, args.limit)
         if not results:
             return ToolResult(text=f"No results for {args.query!r}.")
@@ -169,6 +171,8 @@ def web_tools(settings: Settings) -> list[Tool[Any]]:
     if not managed.disables("web_fetch"):
         tools.append(WebFetchTool(Fetcher(guard, limits, follow)))
     if settings.search_url and not managed.disables("web_search"):
+        from clover_code.net.search import SearchProvider
+
         key = settings.search_api_key.get_secret_value() if settings.search_api_key else None
         provider = SearchProvider(
             settings.search_provider, settings.search_url, key, settings.web_timeout

@@ -15,12 +15,13 @@ import contextlib
 from pathlib import Path
 from typing import ClassVar
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.worker import Worker, WorkerState
 
 from clover_code import protocol as p
+from clover_code.ui.app_extras import AppExtras
 from clover_code.ui.bridge import EventBridge, SessionEvents, SessionFactory, SessionFailed
 from clover_code.ui.clock import Clock
 from clover_code.ui.commands import SlashCommandProvider
@@ -28,6 +29,7 @@ from clover_code.ui.custom import completions
 from clover_code.ui.file_index import FileIndex
 from clover_code.ui.host import Reviewer
 from clover_code.ui.images import attached_images
+from clover_code.ui.options import AppOptions
 from clover_code.ui.reports import alert
 from clover_code.ui.server_wait import delay, not_ready
 from clover_code.ui.slash import SlashCommands
@@ -54,18 +56,41 @@ class CloverApp(App[int]):
     TITLE = "clover-code"
     COMMANDS = App.COMMANDS | {SlashCommandProvider}
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "interrupt", "Interrupt", show=False),
-        Binding("ctrl+c", "ctrl_c", "Interrupt / quit", priority=True, show=False),
-        Binding("ctrl+q", "quit", "Quit", priority=True, show=False),
-        Binding("shift+tab", "cycle_approval", "Approval mode", show=False, priority=True),
-        Binding("f2", "toggle_denoise", "Denoising view", show=False),
-        Binding("f4", "toggle_confidence", "Confidence view", show=False),
-        Binding("alt+up", "edit_queued", "Edit queued prompt", show=False),
+        Binding("escape", "interrupt", "Interrupt", show=False, id="interrupt"),
+        Binding(
+            "ctrl+c",
+            "ctrl_c",
+            "Interrupt / quit",
+            priority=True,
+            show=False,
+            id="interrupt_or_quit",
+        ),
+        Binding("ctrl+q", "quit", "Quit", priority=True, show=False, id="quit"),
+        Binding(
+            "shift+tab",
+            "cycle_approval",
+            "Approval mode",
+            show=False,
+            priority=True,
+            id="approval_mode",
+        ),
+        Binding("f2", "toggle_denoise", "Denoising view", show=False, id="denoise_view"),
+        Binding("f4", "toggle_confidence", "Confidence view", show=False, id="confidence_view"),
+        Binding("alt+up", "edit_queued", "Edit queued prompt", show=False, id="edit_queued"),
+        Binding(
+            "ctrl+p",
+            "command_palette",
+            "Commands",
+            show=False,
+            priority=True,
+            id="command_palette",
+        ),
     ]
     """escape: interrupt the turn; ctrl+c: interrupt, twice to quit; ctrl+q: quit;
     shift+tab: next approval mode; f2: live denoising view on/off; f4: the answers and
     diffs shaded by fill confidence, on/off; ctrl+p: commands;
-    alt+up: take the last queued prompt back into the prompt."""
+    alt+up: take the last queued prompt back into the prompt. Each id is an action
+    ``[keys]`` can bind to other keys."""
 
     def __init__(
         self,
@@ -81,8 +106,11 @@ class CloverApp(App[int]):
         trust: TrustQuestion | None = None,
         reviewer: Reviewer | None = None,
         approval_modes: tuple[p.ApprovalMode, ...] = p.APPROVAL_MODES,
+        options: AppOptions | None = None,
     ) -> None:
         super().__init__()
+        self.options = options or AppOptions()
+        """Theme, keys, editor mode, notifications and status line (``ui/options.py``)."""
         self._trust = trust
         self.reviewer = reviewer
         """Runs ``/review`` in a read-only session of its own (None: not available)."""
@@ -121,7 +149,7 @@ class CloverApp(App[int]):
         self.transcript = Transcript(id="transcript")
         self.working = WorkingLine(id="working")
         self.queued = QueuedPrompts(id="queued")
-        self.composer = Composer(id="composer")
+        self.composer = Composer(id="composer", vim=self.options.editor_mode == "vim")
         self.status_bar = StatusBar(id="status")
         self.slash = SlashCommands(self, transcript=self.transcript, status_bar=self.status_bar)
         self.turn_events = TurnEvents(
@@ -132,6 +160,10 @@ class CloverApp(App[int]):
             queued=self.queued,
             prompt=self.composer.input,
         )
+        self.extras = AppExtras(
+            self, self.options, status_bar=self.status_bar, transcript=self.transcript
+        )
+        """Notifications, the status line and the saved theme."""
 
     def compose(self) -> ComposeResult:
         yield self.transcript
@@ -141,6 +173,7 @@ class CloverApp(App[int]):
         yield self.status_bar
 
     def on_mount(self) -> None:
+        self.extras.mount()
         self.transcript.denoise.enabled = self._show_denoising
         self.transcript.low_confidence = self._low_confidence
         self.transcript.shading = self._shade_confidence
@@ -193,6 +226,7 @@ class CloverApp(App[int]):
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._retry_now.wait(), wait)
         self.composer.custom = completions(self)
+        self.extras.session_opened()
         self._warm_renderers()
         if attempt:
             retries = "1 retry" if attempt == 1 else f"{attempt} retries"
@@ -272,10 +306,24 @@ class CloverApp(App[int]):
 
     @on(SessionEvents)
     def _session_events(self, message: SessionEvents) -> None:
+        queued = bool(self.queued.items)  # the next one starts when this turn ends
         try:
             self.turn_events.apply_events(message.events)
         finally:
             self.bridge.batch_handled()
+        self.extras.saw(message.events, queued=queued)
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key | events.Paste) and not event.is_forwarded:
+            self.extras.notifier.user_active()  # the user is here: the prompt's wait is over
+        await super().on_event(event)
+
+    def write_terminal(self, sequence: str) -> None:
+        """Write an escape sequence to the terminal, in order with the frames (the driver's
+        writer thread); nothing when there is no terminal (headless tests)."""
+        driver = self._driver
+        if driver is not None and not self.is_headless:
+            driver.write(sequence)
 
     def action_edit_queued(self) -> None:
         """Take the newest queued prompt back into the prompt (edit it, or clear it)."""
@@ -286,6 +334,10 @@ class CloverApp(App[int]):
     @on(PromptInput.Submitted)
     def _submitted(self, event: PromptInput.Submitted) -> None:
         self.send_text(event.text)
+
+    @on(PromptInput.EditorModeChanged)
+    def _editor_mode(self, event: PromptInput.EditorModeChanged) -> None:
+        self.status_bar.editor_mode = event.mode.upper()
 
     @on(PromptInput.ScrollTranscript)
     def _scroll_transcript(self, event: PromptInput.ScrollTranscript) -> None:
@@ -342,6 +394,8 @@ class CloverApp(App[int]):
 
     def send(self, op: p.Op) -> None:
         """Send an op to the core (in order, off the message handler)."""
+        if isinstance(op, p.ApprovalDecision):
+            self.extras.answered(op.request_id)
         self.run_worker(self.bridge.submit(op), group="ops")
 
     def action_interrupt(self) -> None:
@@ -381,6 +435,7 @@ class CloverApp(App[int]):
             )
             return
         self._quitting = True
+        self.extras.close()
         # Closing the session stops these; they are named once the app is gone.
         self.stopped_on_quit = [job for job in self.jobs if job.state == "running"]
         try:

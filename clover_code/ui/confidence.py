@@ -1,58 +1,54 @@
 """Shading text by the confidence each token was filled with (the confidence view).
 
-Only the background changes, so the theme's own text colour stays readable:
-tokens filled below the ``low_confidence`` threshold get a red tint, tokens
-under ``SURE`` a yellow one, the rest none. Dark and light themes get tints
-of their own (a dark tint under light text, a pale one under dark text).
+Only the background changes, and only to the theme's own muted colours, so
+the text stays readable in every theme: tokens filled below the
+``low_confidence`` threshold sit on its muted error colour, tokens under
+``SURE`` on its muted warning colour, the rest on nothing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rich.style import Style
-from rich.text import Text
+from textual.content import Content, Span
 
 from clover_code.protocol.confidence import TokenPiece
 from clover_code.ui.text import clean
 
-__all__ = ["SURE", "shade_style", "shaded_text", "unsure_rows"]
+__all__ = ["SURE", "shade_style", "shaded_content", "unsure_rows"]
 
 SURE = 0.9
 """At or above this a token is drawn without a tint."""
 
-_TINTS = {
-    (True, "low"): "on #5c1f1f",
-    (True, "mid"): "on #4a4114",
-    (False, "low"): "on #f4c7c3",
-    (False, "mid"): "on #f6ecbd",
-}
 
-
-def shade_style(confidence: float, *, dark: bool, below: float) -> Style:
-    """The style of a token filled with ``confidence`` (an empty style when sure)."""
+def shade_style(confidence: float, *, below: float) -> str:
+    """The style of a token filled with ``confidence`` ("" when sure)."""
     if confidence < below:
-        return Style.parse(_TINTS[(dark, "low")])
+        return "on $error-muted"
     if confidence < SURE:
-        return Style.parse(_TINTS[(dark, "mid")])
-    return Style()
+        return "on $warning-muted"
+    return ""
 
 
-def shaded_text(text: str, pieces: Sequence[TokenPiece], *, dark: bool, below: float) -> Text:
+def shaded_content(text: str, pieces: Sequence[TokenPiece], *, below: float) -> Content:
     """``text`` with each piece's characters shaded by its confidence (text past the
     pieces is left plain; control characters are cleaned piece by piece, so the pieces
     stay on their characters)."""
-    out = Text(no_wrap=False)
-    at = 0
+    plain: list[str] = []
+    spans: list[Span] = []
+    at = size = 0
     for piece in pieces:
-        part = text[at : at + piece.chars]
-        if not part:
+        part = clean(text[at : at + piece.chars])
+        if not part and at >= len(text):
             break
-        out.append(clean(part), style=shade_style(piece.confidence, dark=dark, below=below))
+        style = shade_style(piece.confidence, below=below)
+        if style and part:
+            spans.append(Span(size, size + len(part), style))
+        plain.append(part)
+        size += len(part)
         at += piece.chars
-    if at < len(text):
-        out.append(clean(text[at:]))
-    return out
+    plain.append(clean(text[at:]))
+    return Content("".join(plain), spans)
 
 
 def unsure_rows(diff: str, lines: Sequence[int]) -> list[int]:

@@ -13,16 +13,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.screen import Screen
+from textual.signal import Signal
+from textual.theme import Theme
 
 from clover_code import protocol as p
 from clover_code.ui.bridge import EventBridge
+from clover_code.ui.options import AppOptions
 from clover_code.ui.turn_stats import TurnStats
 
 if TYPE_CHECKING:
     from clover_code.review.diff import DiffTarget
     from clover_code.review.session import ReviewReport
 
-__all__ = ["Reviewer", "SessionHost", "SlashHost", "TurnHost"]
+__all__ = ["ExtrasHost", "Reviewer", "SessionHost", "SlashHost", "TurnHost"]
 
 Reviewer = Callable[["DiffTarget", Callable[[p.Event], None]], Awaitable["ReviewReport"]]
 """Runs ``/review`` on a target, telling its events to the callback (``review.session``'s
@@ -92,6 +95,8 @@ class SlashHost(SessionHost, Protocol):
     """The app as the slash commands see it."""
 
     cwd: Path
+    options: AppOptions
+    """The app's own settings (its keys and editor mode, for /help)."""
     sessions_dir: Path | None
     reviewer: Reviewer | None
     """Runs ``/review`` (None: reviews are not available)."""
@@ -106,6 +111,36 @@ class SlashHost(SessionHost, Protocol):
 
     async def action_quit(self) -> None:
         """Close the session and leave."""
+        ...
+
+    def run_worker(self, work: Coroutine[Any, Any, None]) -> object:
+        """Run ``work`` in the background."""
+        ...
+
+
+class ExtrasHost(SessionHost, Protocol):
+    """The app as its notifications, status line, theme and keys see it (``app_extras``)."""
+
+    cwd: Path
+    app_focus: bool
+    """Whether the terminal has focus (focus reporting)."""
+    theme: str
+    theme_changed_signal: Signal[Theme]
+
+    def set_keymap(self, keymap: dict[str, str]) -> None:
+        """Bind the actions named to these keys instead of their defaults."""
+        ...
+
+    def write_terminal(self, sequence: str) -> None:
+        """Write an escape sequence to the terminal (between frames)."""
+        ...
+
+    def notify(self, message: str, *, severity: Any = "information", timeout: float) -> None:
+        """Show a toast for ``timeout`` seconds."""
+        ...
+
+    def call_after_refresh(self, callback: Callable[[], None]) -> object:
+        """Call ``callback`` after the next repaint."""
         ...
 
     def run_worker(self, work: Coroutine[Any, Any, None]) -> object:

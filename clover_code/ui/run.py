@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from clover_code.review.session import ReviewReport
     from clover_code.ui.app import CloverApp
     from clover_code.ui.host import Reviewer
+    from clover_code.ui.options import AppOptions
+    from clover_code.ui.statusline import StatusLineConfig
     from clover_code.ui.widgets.trust import TrustQuestion
 
 
@@ -105,6 +107,40 @@ def trust_question(
     return TrustQuestion(files, accept), lambda: holder[0]
 
 
+def app_options(settings: Settings, cwd: Path, current: Callable[[], Settings]) -> AppOptions:
+    """The app's own settings (theme, keys, editor mode, notifications, status line), checked
+    (``check_options``: a ``ConfigError`` for a theme or keys the app cannot use)."""
+    from clover_code.config.settings import user_config_path
+    from clover_code.config.user_file import set_user_value
+    from clover_code.ui.app import CloverApp
+    from clover_code.ui.options import AppOptions, check_options
+
+    def statusline() -> StatusLineConfig | None:
+        from clover_code.agent.open import host_command, plugin_statusline
+        from clover_code.ui.statusline import StatusLineConfig
+
+        now = current()  # after the trust question: a project's command applies once trusted
+        command, note = now.statusline_command, None
+        if not command:  # yours wins over every plugin's
+            command, note = plugin_statusline(now, cwd)
+        if not command:
+            return None
+        run = host_command(now, cwd, command, now.statusline_timeout)
+        return StatusLineConfig(command, run, now.statusline_interval / 1000, note)
+
+    options = AppOptions(
+        theme=settings.theme,
+        keymap=dict(settings.keys),
+        editor_mode=settings.editor_mode,
+        notify=settings.notify,
+        notify_after=settings.notify_after,
+        statusline=statusline,
+        save_theme=lambda name: set_user_value(user_config_path(), "theme", name),
+    )
+    check_options(options, {"the app": CloverApp.BINDINGS})
+    return options
+
+
 def run_app(
     settings: Settings,
     cwd: Path,
@@ -117,13 +153,16 @@ def run_app(
 
     ``reload`` reads the settings again (after the user trusted the project's);
     ``loaded`` is called once the app's modules are loaded, before it starts.
+    Raises ``ConfigError`` before the app starts when its own settings cannot be
+    used (a theme it does not have, a key given to two actions).
     """
     from clover_code.agent.engines import Engines
     from clover_code.ui.app import CloverApp
 
     loaded()
-    engines = Engines()
     question, current = trust_question(settings, reload)
+    options = app_options(settings, cwd, current)
+    engines = Engines()
     app = CloverApp(
         session_factory(settings, cwd, engines, current=current),
         cwd=cwd,
@@ -135,6 +174,7 @@ def run_app(
         trust=question,
         reviewer=review_runner(cwd, engines, current),
         approval_modes=settings.managed.approval_modes(),
+        options=options,
     )
     try:
         code = app.run()
@@ -164,6 +204,7 @@ def resume_hint(app: CloverApp) -> str | None:
 
 
 __all__ = [
+    "app_options",
     "jobs_stopped",
     "resume_hint",
     "review_runner",

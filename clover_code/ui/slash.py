@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from clover_code import protocol as p
+from clover_code.config.app_settings import KEY_ACTIONS
 from clover_code.protocol import APPROVAL_MODES
 from clover_code.ui.command_table import CommandTable, SlashCommand
 from clover_code.ui.custom import run_custom, show_skills
@@ -15,6 +16,7 @@ from clover_code.ui.host import SlashHost
 from clover_code.ui.review import start_review
 from clover_code.ui.rewind import REWIND_CHOICES, fork, rewind
 from clover_code.ui.widgets.confirm import ConfirmScreen
+from clover_code.ui.widgets.help_table import Section
 from clover_code.ui.widgets.status_bar import StatusBar
 from clover_code.ui.widgets.transcript import Transcript
 
@@ -36,6 +38,15 @@ KEYS_HELP: list[tuple[str, str]] = [
     ("Ctrl+P", "commands"),
 ]
 """The keys /help lists, each with what it does."""
+
+VIM_HELP: list[tuple[str, str]] = [
+    ("Esc", "normal mode (in normal mode: interrupt)"),
+    ("i a I A o O", "insert before, after, at the line's start, at its end, on a new line"),
+    ("h j k l w b e 0 $ gg G", "move (a count first repeats: 3w)"),
+    ("d c y + a move, dd cc yy", "delete, change, copy (lines)"),
+    ("x p u", "delete a character, put, undo"),
+]
+"""What /help adds in vim mode."""
 
 TABLE: CommandTable[SlashCommands] = CommandTable()
 """The slash commands, filled by ``@TABLE.command`` on the methods below, in their order."""
@@ -101,7 +112,14 @@ class SlashCommands:
     @TABLE.command("help", "list the commands and keys")
     def _cmd_help(self, arg: str) -> None:
         commands = [(f"/{c.name} {c.args}".rstrip(), c.help) for c in TABLE.rows]
-        self.transcript.add_help([("Commands:", commands), ("Keys:", KEYS_HELP)])
+        sections: list[Section] = [("Commands:", commands), ("Keys:", KEYS_HELP)]
+        mine = self.app.options.keymap
+        if mine:
+            rows = [(keys, KEY_ACTIONS.get(action, action)) for action, keys in mine.items()]
+            sections.append(("Your keys ([keys], in place of the defaults above):", rows))
+        if self.app.options.editor_mode == "vim":
+            sections.append(("Vim mode:", VIM_HELP))
+        self.transcript.add_help(sections)
 
     @TABLE.command("model", "pick the model, or switch to NAME, from the next request on", "[NAME]")
     def _cmd_model(self, arg: str) -> None:

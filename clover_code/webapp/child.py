@@ -49,7 +49,11 @@ def main(argv: list[str]) -> int:
     def reload() -> Settings:
         return load_settings(_cli_settings(args), repo_root=root)
 
-    return run_app(settings, cwd, resume=None, reload=reload)
+    try:
+        return run_app(settings, cwd, resume=None, reload=reload)
+    except CloverError as exc:  # the app's own settings (theme, [keys]), before it starts
+        sys.stderr.write(f"clover-code: {exc}\n")
+        return int(exc.exit_code)
 
 
 if __name__ == "__main__":

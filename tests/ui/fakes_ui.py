@@ -18,6 +18,7 @@ from clover_code.engine import events as ev
 from clover_code.ui.app import CloverApp
 from clover_code.ui.bridge import Emit, SessionLike
 from clover_code.ui.host import Reviewer
+from clover_code.ui.options import AppOptions
 from tests.fakes import ScriptedBackend
 
 
@@ -89,9 +90,10 @@ def scripted_app(
     approval: str = "ask",
     show_denoising: bool = True,
     reviewer: Reviewer | None = None,
+    options: AppOptions | None = None,
 ) -> CloverApp:
     """The real app around a real Session whose model is ``backend`` (``reviewer``:
-    what runs ``/review``)."""
+    what runs ``/review``; ``options``: the app's own settings)."""
 
     async def factory(emit: Emit, resume: Path | None) -> SessionLike:
         return await open_session(
@@ -112,6 +114,7 @@ def scripted_app(
         show_denoising=show_denoising,
         git_status=True,
         reviewer=reviewer,
+        options=options,
     )
 
 
@@ -157,9 +160,11 @@ def replay_app(
     *,
     cwd: Path = Path("/work/demo"),
     approval_modes: tuple[p.ApprovalMode, ...] = p.APPROVAL_MODES,
+    options: AppOptions | None = None,
 ) -> CloverApp:
     """An app whose session replays events; ``app.replay`` is the session once open
-    (``approval_modes``: those an administrator allows)."""
+    (``approval_modes``: those an administrator allows; ``options``: the app's own
+    settings)."""
 
     async def factory(emit: Emit, resume: Path | None) -> SessionLike:
         session = ReplaySession(emit, on_open, turns or [])
@@ -167,7 +172,12 @@ def replay_app(
         return session
 
     app = CloverApp(
-        factory, cwd=cwd, sessions_dir=None, git_status=False, approval_modes=approval_modes
+        factory,
+        cwd=cwd,
+        sessions_dir=None,
+        git_status=False,
+        approval_modes=approval_modes,
+        options=options,
     )
     return app
 

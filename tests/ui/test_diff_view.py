@@ -1,10 +1,7 @@
-"""Diffs are highlighted for their file's language and stay cheap for huge lines."""
+"""Diffs are highlighted for their file's language in the theme's colours and stay cheap
+for huge lines."""
 
 from __future__ import annotations
-
-from rich.console import Console
-from rich.style import Style
-from rich.text import Text
 
 from clover_code.ui.widgets.diff_view import LINE_LIMIT, render_diff
 
@@ -17,13 +14,17 @@ DIFF = """--- a/app.py
 """
 
 
-def _style(text: Text, snippet: str) -> Style:
-    return text.get_style_at_offset(Console(), text.plain.index(snippet))
+def _styles(content: object, snippet: str) -> list[str]:
+    """The styles of the spans that cover the start of ``snippet``."""
+    plain: str = content.plain  # type: ignore[attr-defined]
+    at = plain.index(snippet)
+    spans = content.spans  # type: ignore[attr-defined]
+    return [str(span.style) for span in spans if span.start <= at < span.end]
 
 
-def test_code_is_highlighted_and_changes_are_marked() -> None:
-    text = render_diff(DIFF, 40)
-    assert text.plain.splitlines() == [
+def test_code_is_highlighted_and_changes_are_marked_in_theme_colours() -> None:
+    content = render_diff(DIFF, 40)
+    assert content.plain.splitlines() == [
         "--- a/app.py",
         "+++ b/app.py",
         "@@ -1,2 +1,2 @@",
@@ -31,19 +32,17 @@ def test_code_is_highlighted_and_changes_are_marked() -> None:
         "   2 -    return a - b",
         "   2 +    return a + b",
     ]
-    keyword = _style(text, "def")
-    assert keyword.color is not None and keyword.color.name != "default", "no syntax colour"
-    assert keyword.bgcolor is None or keyword.bgcolor.is_default
-    removed = _style(text, "return a - b").bgcolor
-    added = _style(text, "return a + b").bgcolor
-    assert removed is not None and removed.name == "#3a1414"
-    assert added is not None and added.name == "#12301a"
+    assert "bold $text-primary" in _styles(content, "def")  # a keyword, in the theme's colour
+    assert "on $error-muted" in _styles(content, "return a - b")
+    assert "on $success-muted" in _styles(content, "return a + b")
+    every = {str(span.style) for span in content.spans}
+    assert not any("#" in style for style in every), f"a fixed colour: {every}"
 
 
 def test_a_five_megabyte_line_is_cut() -> None:
     huge = "--- a/x.min.js\n+++ b/x.min.js\n@@ -1 +1 @@\n-" + "a" * 5_000_000 + "\n+b\n"
-    text = render_diff(huge, 40)
-    assert len(text.plain) < LINE_LIMIT + 200
+    content = render_diff(huge, 40)
+    assert len(content.plain) < LINE_LIMIT + 200
 
 
 def test_line_numbers_follow_each_hunk() -> None:

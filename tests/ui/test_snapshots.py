@@ -14,6 +14,7 @@ import pytest
 from textual.pilot import Pilot
 
 from clover_code.ui.app import CloverApp
+from clover_code.ui.options import AppOptions
 from clover_code.ui.widgets.answer import Answer
 from tests.ui import scenes
 from tests.ui.fakes_ui import replay_app
@@ -22,8 +23,10 @@ from tests.ui.test_flows import until
 SnapCompare = Callable[..., bool]
 
 
-def with_turn(events: list[Any], prompt: str = "fix add in calc.py") -> CloverApp:
-    app = replay_app(scenes.OPEN, [events])
+def with_turn(
+    events: list[Any], prompt: str = "fix add in calc.py", options: AppOptions | None = None
+) -> CloverApp:
+    app = replay_app(scenes.OPEN, [events], options=options)
     app._snapshot_prompt = prompt  # type: ignore[attr-defined]
     return app
 

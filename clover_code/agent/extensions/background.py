@@ -19,13 +19,15 @@ import logging
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from clover_code import protocol as p
 from clover_code.agent.extensions.agent_defs import AgentDefinition
-from clover_code.agent.extensions.isolation import ChildWorktree
 from clover_code.agent.extensions.subagent_report import ChildOutcome, ChildWatch, report
 from clover_code.tools.base import ToolResult
+
+if TYPE_CHECKING:
+    from clover_code.agent.extensions.isolation import ChildWorktree
 
 __all__ = ["BackgroundChildren", "ChildRun"]
 
@@ -33,7 +35,7 @@ log = logging.getLogger(__name__)
 
 ChildRun = Callable[
     [str, Callable[["asyncio.Task[p.TurnFinished]"], None]],
-    Coroutine[Any, Any, tuple[ChildOutcome, ChildWorktree | None]],
+    Coroutine[Any, Any, tuple[ChildOutcome, "ChildWorktree | None"]],
 ]
 """Runs one child to its end: given its task id and a hook that receives the child's
 turn task (to stop it), returns how it ended and its worktree, if it had one."""

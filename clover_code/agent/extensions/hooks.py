@@ -10,7 +10,12 @@ of tool names:
 - the program gets one JSON object on stdin: ``hook_event_name``,
   ``session_id``, ``transcript_path``, ``cwd`` and, per event, ``prompt``,
   ``tool_name``, ``tool_input``, ``tool_response``, ``agent_id``,
-  ``agent_type`` (``hook_calls`` builds those of the approval and child events);
+  ``agent_type`` (``hook_calls`` builds those of the approval and child events),
+  and for ``Notification`` ``message``, ``title`` and ``notification_type``
+  (``permission_prompt``: an approval waits; ``idle_prompt``: the prompt waits
+  after a turn), which its matcher is matched against (a front end sends
+  ``protocol.Notify`` when it tells the user, and the session runs these hooks
+  then);
 - exit 0 lets things go on; the stdout of ``UserPromptSubmit`` and
   ``SessionStart`` is added to the model's context;
 - exit 2 blocks: stderr is the reason (``PreToolUse``: the call is refused
@@ -63,7 +68,15 @@ from clover_code.agent.extensions.host_programs import HostPrograms
 from clover_code.config.settings import HookConfig, HookEvent
 from clover_code.protocol.json_text import loads_bounded
 
-__all__ = ["HOOK_EVENTS", "AnyHook", "HookOutcome", "HookRunner", "prompt_hooks", "stop_hooks"]
+__all__ = [
+    "HOOK_EVENTS",
+    "AnyHook",
+    "HookOutcome",
+    "HookRunner",
+    "notification_hooks",
+    "prompt_hooks",
+    "stop_hooks",
+]
 
 HOOK_EVENTS: tuple[HookEvent, ...] = (
     "SessionStart",
@@ -76,6 +89,7 @@ HOOK_EVENTS: tuple[HookEvent, ...] = (
     "PermissionRequest",
     "SubagentStart",
     "SubagentStop",
+    "Notification",
 )
 BLOCK_EXIT = 2
 """The exit status that blocks (Claude Code's)."""
@@ -84,6 +98,8 @@ MAX_CONTEXT_CHARS = 10_000
 _TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PermissionRequest"})
 _AGENT_EVENTS = frozenset({"SubagentStart", "SubagentStop"})
 """Events whose matcher is over agent names (the payload's ``agent_type``)."""
+_NOTIFICATION_EVENTS = frozenset({"Notification"})
+"""Events whose matcher is over the payload's ``notification_type``."""
 
 AnyHook = HookConfig | HookFunction
 """A configured hook program, or a function of the program that embeds the agent."""
@@ -167,7 +183,8 @@ class HookRunner:
         self, event: HookEvent, data: Mapping[str, Any] | None = None, *, tool: str | None = None
     ) -> HookOutcome:
         """Run the hooks of ``event`` (those whose matcher fits ``tool``, or the
-        payload's ``agent_type`` for the child agent events) in order.
+        payload's ``agent_type`` for the child agent events, its ``notification_type``
+        for Notification) in order.
 
         The first hook that blocks ends the run; a replaced ``tool_input`` is
         passed on to the hooks after it.
@@ -183,6 +200,8 @@ class HookRunner:
         subject = tool if event in _TOOL_EVENTS else None
         if event in _AGENT_EVENTS:
             subject = str(payload.get("agent_type", ""))
+        if event in _NOTIFICATION_EVENTS:
+            subject = str(payload.get("notification_type", ""))
         for config in self.hooks.get(event, []):
             if config.matcher and subject is not None and not re.fullmatch(config.matcher, subject):
                 continue
@@ -344,6 +363,17 @@ async def stop_hooks(hooks: HookRunner | None, active: bool, last: str) -> str |
         return None
     outcome = await hooks.run("Stop", {"stop_hook_active": active, "last_message": last})
     return f"[A Stop hook asks you to go on] {outcome.reason}" if outcome.blocked else None
+
+
+async def notification_hooks(
+    hooks: HookRunner | None, message: str, notification_type: str, title: str
+) -> None:
+    """Run the Notification hooks whose matcher fits ``notification_type`` (what they
+    print is not used: they route the notification, they decide nothing)."""
+    if hooks is None or not hooks.has("Notification"):
+        return
+    data = {"message": message, "title": title, "notification_type": notification_type}
+    await hooks.run("Notification", data)
 
 
 def _one_line(text: str) -> str:

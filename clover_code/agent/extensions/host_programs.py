@@ -30,7 +30,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from clover_code.agent.permissions.shell.parse import parse_shell
 from clover_code.fs.named_files import file_digest, inside, on_path, workspace_rel
 from clover_code.tools.mcp_config import DeclaredServer
 
@@ -92,6 +91,8 @@ class HostPrograms:
         resolved = self._resolved(list(argv), path_env)
         if isinstance(resolved, Refused):
             return resolved
+        from clover_code.agent.permissions.shell.parse import parse_shell
+
         parsed = parse_shell(shlex.join(resolved), script_files=True)
         # It starts in the workspace: what the parser cannot follow may read it.
         unclear = parsed.problem or parsed.opaque

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from clover_code import protocol as p
 from clover_code.agent.extensions.agent_defs import AgentDefinition
-from clover_code.git.worktree_merge import MergeBack
 from clover_code.protocol.cost import CostTally
 from clover_code.tools.base import ToolResult
+
+if TYPE_CHECKING:
+    from clover_code.git.worktree_merge import MergeBack
 
 __all__ = ["ChildOutcome", "ChildWatch", "SubagentStats", "report"]
 

@@ -39,7 +39,6 @@ from clover_code import protocol as p
 from clover_code.agent.extensions.agent_defs import READ_KINDS, AgentDefinition, Isolation
 from clover_code.agent.extensions.background import BackgroundChildren
 from clover_code.agent.extensions.hook_calls import child_run
-from clover_code.agent.extensions.isolation import ChildWorktree
 from clover_code.agent.extensions.subagent_report import (
     ChildOutcome,
     ChildWatch,
@@ -55,6 +54,7 @@ from clover_code.protocol import TASK_TOOL
 from clover_code.tools.base import Tool, ToolContext, ToolResult
 
 if TYPE_CHECKING:
+    from clover_code.agent.extensions.isolation import ChildWorktree
     from clover_code.agent.turn.loop import Agent
 
 __all__ = [
@@ -225,6 +225,10 @@ class SubagentRunner:
         return report(outcome, merge=merged, worktree_note=note)
 
     async def _worktree(self) -> ChildWorktree:
+        # Imported here: worktrees (and what they need of git and the sandbox) are only
+        # for a child that asks for one.
+        from clover_code.agent.extensions.isolation import ChildWorktree
+
         assert self.parent is not None
         context = self.parent.dispatch.context
         return await ChildWorktree.create(context.workspace.root, self.settings, context.sandbox)

@@ -53,13 +53,11 @@ import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clover_code.agent.permissions.approval import Verdict, verdict
 from clover_code.agent.permissions.session_rule import session_rule_prefix
-from clover_code.agent.permissions.shell.parse import Write, parse_shell
 from clover_code.agent.permissions.shell.rules import CommandPattern, allowed
-from clover_code.agent.permissions.shell.verdict import write_paths
 from clover_code.config.settings import ApprovalMode, PermissionRules
 from clover_code.config.trust import is_protected
 from clover_code.errors import ConfigError, ToolError
@@ -67,6 +65,9 @@ from clover_code.net.domains import host_of, matching_rule
 from clover_code.tools.base import ToolKind
 from clover_code.tools.globmatch import compile_glob
 from clover_code.tools.patch_parse import parse_patch
+
+if TYPE_CHECKING:
+    from clover_code.agent.permissions.shell.parse import Write
 
 __all__ = ["PermissionPolicy", "Ruling"]
 
@@ -171,6 +172,10 @@ class PermissionPolicy:
         asking, so a write there needs no allow rule of its own. ``runs_allowed``:
         the mode runs every command (full-auto), so what no rule covers runs.
         """
+        # The shell parser (tree-sitter and its tables) loads with the first command.
+        from clover_code.agent.permissions.shell.parse import parse_shell
+        from clover_code.agent.permissions.shell.verdict import write_paths
+
         parsed = parse_shell(command)
         deny = self._command_rules("deny", tool)
         for cmd in parsed.commands:
@@ -246,6 +251,8 @@ class PermissionPolicy:
         """What "allow for this session" would cover for ``command``, e.g. ``git status``
         or ``cd && pytest``; None when no safe prefix exists (wrappers that add power,
         interpreters not running a named module, programs only known at run time)."""
+        from clover_code.agent.permissions.shell.parse import parse_shell
+
         parsed = parse_shell(command)
         if parsed.problem is not None or parsed.opaque is not None or not parsed.commands:
             return None

@@ -40,8 +40,6 @@ from clover_code.config.project_definition import (
 )
 from clover_code.config.trust import TrustReport, digest
 from clover_code.errors import ToolError
-from clover_code.tools.sandbox.docker_setup import LABEL, short_error
-from clover_code.tools.sandbox.image import build_image, image_present
 from clover_code.tools.sandbox.policy import looks_secret, sandbox_user
 
 __all__ = [
@@ -124,6 +122,10 @@ def resolve_image(
 
     ``builtin`` is the built-in image's tag when the caller has built it already.
     """
+    # Docker's modules load only when Docker is the sandbox.
+    from clover_code.tools.sandbox.docker_setup import short_error
+    from clover_code.tools.sandbox.image import build_image, image_present
+
     say = progress or (lambda _line: None)
     builtin = builtin or build_image(client, progress=say)
     found = definition_file(root)
@@ -220,6 +222,8 @@ def _build_dockerfile(
 
 def _local_image(client: Any, image: str, say: Progress) -> str:
     """``image``, pulled first when this engine does not have it."""
+    from clover_code.tools.sandbox.image import image_present
+
     if image_present(client, image):
         return image
     say(f"pulling {image}")
@@ -243,6 +247,8 @@ def _run_setup(
 ) -> None:
     """Run the setup commands in a container from ``base`` and commit it as ``tag``."""
     from docker.types import Mount
+
+    from clover_code.tools.sandbox.docker_setup import LABEL
 
     uid, gid = sandbox_user(root)
     script = _setup_script(root, commands, (uid, gid))
@@ -305,6 +311,8 @@ def _setup_script(root: Path, commands: tuple[str, ...], owner: tuple[int, int])
 
 def _check_runnable(client: Any, tag: str) -> None:
     """The image has the ``python3`` the sandbox's command runner needs."""
+    from clover_code.tools.sandbox.docker_setup import short_error
+
     try:
         output = client.containers.run(
             tag, ["python3", "-c", "print('ok')"], entrypoint="", remove=True, network_mode="none"

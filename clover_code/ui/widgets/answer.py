@@ -34,7 +34,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from clover_code.protocol.confidence import TokenPiece
-from clover_code.ui.confidence import shaded_text
+from clover_code.ui.confidence import shaded_content
 from clover_code.ui.css import sibling_css
 from clover_code.ui.pacing import Pacer
 from clover_code.ui.text import clean
@@ -185,11 +185,11 @@ class Answer(Vertical):
         """The answer's tokens' fill confidences (shown once shading is on)."""
         self.pieces = pieces
 
-    def shade(self, on: bool, *, dark: bool, below: float) -> None:
+    def shade(self, on: bool, *, below: float) -> None:
         """Show the answer shaded by confidence (plain text), or as Markdown again."""
         shaded = on and self.pieces is not None
         if shaded and self.pieces is not None:
-            self._shaded.update(shaded_text(self.raw, self.pieces, dark=dark, below=below))
+            self._shaded.update(shaded_content(self.raw, self.pieces, below=below))
         self._shaded.display = shaded
         for part in [*self._parts, self._open]:
             part.display = not shaded

@@ -28,12 +28,12 @@ class Composer(Vertical):
 
     DEFAULT_CSS = sibling_css(__file__)
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, *, id: str | None = None, vim: bool = False) -> None:
         super().__init__(id=id)
         self.files = FileIndex()
         self.custom: list[SlashCommand] = []
         """The session's custom commands, completed after the built-in ones."""
-        self.input = PromptInput(id="prompt")
+        self.input = PromptInput(id="prompt", vim=vim)
         self.menu = OptionList(id="completion")
         self._replace: tuple[int, int] | None = None
         """Column range on the cursor's line that an accepted completion replaces."""

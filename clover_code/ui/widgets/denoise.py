@@ -15,7 +15,7 @@ these few lines and never re-lays-out the transcript above.
 
 from __future__ import annotations
 
-from rich.text import Text
+from textual.content import Content
 from textual.reactive import reactive
 from textual.widget import Widget
 
@@ -31,27 +31,28 @@ and the keys."""
 
 
 def _tint(confidence: float | None) -> str:
+    # Theme variables: readable on the theme's background, light or dark.
     if confidence is None or confidence >= 0.95:
         return ""
     if confidence >= 0.8:
-        return "#d7d787"
-    return "#d7875f"
+        return "$text-warning"
+    return "$text-error"
 
 
-def render_draft(draft: p.BlockDraft, *, tint: bool = True) -> Text:
+def render_draft(draft: p.BlockDraft, *, tint: bool = True) -> Content:
     """The draft as text: masks as placeholders, tokens tinted by confidence."""
-    out = Text()
+    parts: list[tuple[str, str]] = []
     confidences = draft.confidences if tint else None
     filled = 0
     for index, token in enumerate(draft.tokens):
         if token is None:
-            out.append(MASK * 2, style="dim")
+            parts.append((MASK * 2, "dim"))
             continue
         filled += 1
         conf = confidences[index] if confidences and index < len(confidences) else None
-        out.append(clean(token).replace("\n", "⏎ ") or "·", style=_tint(conf))
-    out.append(f"  step {draft.step} · {filled}/{len(draft.tokens)}", style="dim italic")
-    return out
+        parts.append((clean(token).replace("\n", "⏎ ") or "·", _tint(conf)))
+    parts.append((f"  step {draft.step} · {filled}/{len(draft.tokens)}", "dim italic"))
+    return Content.assemble(*parts)
 
 
 class DenoiseView(Widget):
@@ -103,7 +104,7 @@ class DenoiseView(Widget):
         if not self.enabled or (self.draft is None and self._height == 0):
             return
         width = max(1, self.content_region.width or self.app.size.width - 4)
-        lines = len(self._text().wrap(self.app.console, width)) if self.draft else 1
+        lines = len(self._text().wrap(width)) if self.draft else 1
         if lines > self._height or not self.display:
             self._height = max(lines, self._height)
             self.styles.height = self._height
@@ -112,8 +113,8 @@ class DenoiseView(Widget):
         else:
             self.refresh()
 
-    def _text(self) -> Text:
-        return render_draft(self.draft) if self.draft is not None else Text()
+    def _text(self) -> Content:
+        return render_draft(self.draft) if self.draft is not None else Content()
 
-    def render(self) -> Text:
+    def render(self) -> Content:
         return self._text()

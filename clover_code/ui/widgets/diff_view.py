@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import re
 
-from rich.style import Style
-from rich.text import Span, Text
+from textual.content import Content, Span
 from textual.widgets import Static
 
-from clover_code.ui.css import sibling_css
+from clover_code.ui.css import MUTED, sibling_css
 from clover_code.ui.text import clean, cut_lines
 
 LINE_LIMIT = 400
@@ -22,85 +21,106 @@ GUTTER = 4
 a removed line)."""
 _HUNK = re.compile(r"@@ -(\d+)(?:,\d+)? \+(\d+)")
 
-_STYLES = {
-    "+": "green",
-    "-": "red",
-    "@": "cyan",
-}
-_BACKGROUNDS = {"+": "on #12301a", "-": "on #3a1414"}
-_UNSURE = "on #5c4700"
-"""An added line holding tokens filled with low confidence: amber, apart from both (the
-diff's backgrounds are dark in every theme, under the highlighter's light colours)."""
-_THEME = "monokai"
+# Every colour is one of the theme's variables, so a diff stays readable in each
+# theme (and follows a change of theme without being drawn again).
+_BACKGROUNDS = {"+": "on $success-muted", "-": "on $error-muted"}
+_MARKS = {"+": "bold on $success-muted", "-": "bold on $error-muted", "@": "$text-accent"}
+_TOKENS: tuple[tuple[str, str], ...] = (
+    ("Token.Comment", f"italic {MUTED}"),
+    ("Token.Literal.String", "$text-success"),
+    ("Token.Literal.Number", "$text-warning"),
+    ("Token.Keyword", "bold $text-primary"),
+    ("Token.Operator.Word", "bold $text-primary"),
+    ("Token.Name.Builtin", "$text-secondary"),
+    ("Token.Name.Function", "$text-secondary"),
+    ("Token.Name.Class", "bold $text-secondary"),
+    ("Token.Name.Decorator", "$text-accent"),
+)
+"""The style of each kind of Pygments token, by the kind's dotted name (a kind is
+matched with the kinds below it: ``Token.Literal.String.Double`` is a string)."""
+_UNSURE = "on $warning-muted"
+"""An added line holding tokens the model filled with low confidence (the confidence view)."""
+_ON_TINT = frozenset({f"italic {MUTED}", "bold $text-primary"})
+"""The token styles kept on an added or removed line: the others are too close to the
+tinted background in some themes, so those tokens take the text colour there."""
 
 
-def render_diff(diff: str, max_lines: int, unsure: frozenset[int] = frozenset()) -> Text:
-    """The diff as styled text: code highlighted for its file's language, additions on
-    green, removals on red, hunk headers cyan; added lines whose new number is in
-    ``unsure`` (tokens the model filled with low confidence) tinted and marked ``?``."""
+def render_diff(diff: str, max_lines: int, unsure: frozenset[int] = frozenset()) -> Content:
+    """The diff as styled content: code highlighted for its file's language, additions
+    on the theme's muted success colour, removals on its muted error colour, hunk
+    headers in its accent; added lines whose new number is in ``unsure`` (they hold
+    tokens the model filled with low confidence) on its muted warning colour, marked
+    ``?``."""
     lines, left_out = cut_lines(clean(diff), max_lines, LINE_LIMIT)
-    out = Text(no_wrap=False)
+    parts: list[Content | tuple[str, str] | str] = []
     code = _highlight_code(lines)
     old_no = new_no = 0
     for index, line in enumerate(lines):
         if line.startswith(("+++", "---")):
-            out.append(line + "\n", style="bold")
+            parts.append((line + "\n", "bold"))
         elif index in code:
             mark = line[:1]
             number = old_no if mark == "-" else new_no
             old_no += mark != "+"
             new_no += mark != "-"
             flagged = mark == "+" and number in unsure
-            out.append(f"{number:>{GUTTER}}" + ("" if flagged else " "), style="dim")
-            body = code[index].copy()
-            if flagged:
-                body.stylize(_UNSURE)
-                out.append("?", style="bold")
-            elif mark in _BACKGROUNDS:
-                body.stylize(_BACKGROUNDS[mark])
-            out.append(mark or " ", style=_STYLES.get(mark, "dim"))
-            out.append_text(body)
-            out.append("\n")
+            parts.append((f"{number:>{GUTTER}}", MUTED))
+            parts.append(("?", "bold $text-warning") if flagged else " ")
+            body = code[index]
+            if mark in _BACKGROUNDS:
+                kept = [span for span in body.spans if span.style in _ON_TINT]
+                tint = _UNSURE if flagged else _BACKGROUNDS[mark]
+                body = Content(body.plain, kept).stylize_before(tint)
+            parts.append((mark or " ", _MARKS.get(mark, "dim")))
+            parts.append(body)
+            parts.append("\n")
         else:
             if hunk := _HUNK.match(line):
                 old_no, new_no = int(hunk.group(1)), int(hunk.group(2))
-            out.append(line + "\n", style=_STYLES.get(line[:1], ""))
+            parts.append((line + "\n", _MARKS.get(line[:1], "")))
     if left_out:
-        out.append(f"… {left_out:,} more diff lines not shown\n", style="dim italic")
-    out.rstrip()
-    return out
+        parts.append((f"… {left_out:,} more diff lines not shown\n", "dim italic"))
+    return Content.assemble(*parts).rstrip()
 
 
-def _foreground(style: str | Style) -> Style:
-    parsed = Style.parse(style) if isinstance(style, str) else style
-    return Style(color=parsed.color, bold=parsed.bold, italic=parsed.italic)
+def _token_style(kind: object) -> str:
+    name = str(kind)
+    for parent, style in _TOKENS:
+        if name == parent or name.startswith(parent + "."):
+            return style
+    return ""
 
 
-def _highlight_code(lines: list[str]) -> dict[int, Text]:
-    """Highlighted code of the context/added/removed lines, by line index; each file's
-    lines are highlighted together with the lexer its name suggests."""
-    result: dict[int, Text] = {}
-    path = ""
-    section: list[int] = []
-
+def _highlighted(source: str, path: str) -> list[Content]:
+    """``source`` highlighted for the language ``path`` suggests, one content per line."""
     # Imported at the first diff shown: Rich's Syntax brings Pygments, which the app
     # does not need to start.
     from rich.syntax import Syntax
 
+    lexer = Syntax(source, Syntax.guess_lexer(path or "x.txt")).lexer
+    spans: list[Span] = []
+    at = 0
+    for kind, value in lexer.get_tokens(source) if lexer is not None else ():
+        style = _token_style(kind)
+        end = min(len(source), at + len(value))
+        if style and value.strip() and end > at:
+            spans.append(Span(at, end, style))
+        at += len(value)
+    return list(Content(source, spans).split("\n"))
+
+
+def _highlight_code(lines: list[str]) -> dict[int, Content]:
+    """Highlighted code of the context/added/removed lines, by line index; each file's
+    lines are highlighted together with the lexer its name suggests."""
+    result: dict[int, Content] = {}
+    path = ""
+    section: list[int] = []
+
     def flush() -> None:
         if not section:
             return
-        lexer = Syntax.guess_lexer(path or "x.txt")
         source = "\n".join(lines[i][1:] for i in section)
-        highlighted = Syntax(source, lexer, theme=_THEME).highlight(source)
-        highlighted.remove_suffix("\n")
-        # Keep the theme's colours but not its background: the card's shows through,
-        # and added/removed lines get their own.
-        highlighted.style = ""
-        highlighted.spans = [
-            Span(span.start, span.end, _foreground(span.style)) for span in highlighted.spans
-        ]
-        for index, text in zip(section, highlighted.split("\n"), strict=False):
+        for index, text in zip(section, _highlighted(source, path), strict=False):
             result[index] = text
         section.clear()
 
@@ -139,20 +159,19 @@ class DiffView(Static):
         """New-file lines holding tokens filled with low confidence (marked when shown)."""
         self.marked = marked
         self._expanded = False
-        super().__init__(self._text(), classes=classes)
+        super().__init__(self._content(), classes=classes)
 
-    def _text(self) -> Text:
+    def _content(self) -> Content:
         lines = self.full_lines if self._expanded else self.short_lines
-        unsure = self.unsure if self.marked else frozenset()
-        return render_diff(self.diff, lines, unsure)
+        return render_diff(self.diff, lines, self.unsure if self.marked else frozenset())
 
     def toggle(self) -> None:
         """Switch between the short and the long view."""
         self._expanded = not self._expanded
-        self.update(self._text())
+        self.update(self._content())
 
     def mark(self, on: bool) -> None:
         """Show or hide the marks of the unsure lines."""
         if on != self.marked:
             self.marked = on
-            self.update(self._text())
+            self.update(self._content())

@@ -2,7 +2,9 @@
 Up/Down walk the history from the first/last line, and a huge paste becomes a
 placeholder that is expanded when the prompt is sent. Shift+PageUp/PageDown and
 Ctrl+Home/End scroll the transcript, and so do PageUp/PageDown unless the prompt
-itself is taller than its box (then they page through the prompt)."""
+itself is taller than its box (then they page through the prompt). With ``vim``,
+the prompt edits like Vim (``ui/vim.py``): Escape leaves insert mode, and in
+normal mode printable keys are commands; ``EditorModeChanged`` reports the mode."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from textual.message import Message
 from textual.widgets import TextArea
 
 from clover_code.ui.css import sibling_css
+from clover_code.ui.vim import Mode, VimEditor
 
 ScrollTo = Literal["page_up", "page_down", "home", "end"]
 
@@ -54,6 +57,13 @@ class PromptInput(TextArea):
             super().__init__()
             self.key = key
 
+    class EditorModeChanged(Message):
+        """Vim mode: the prompt is now in ``mode`` (normal or insert)."""
+
+        def __init__(self, mode: Mode) -> None:
+            super().__init__()
+            self.mode = mode
+
     class ScrollTranscript(Message):
         """A key asked to scroll the transcript (``where``: a page up or down, the top
         or the end)."""
@@ -62,7 +72,7 @@ class PromptInput(TextArea):
             super().__init__()
             self.where = where
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, *, id: str | None = None, vim: bool = False) -> None:
         super().__init__(
             id=id,
             soft_wrap=True,
@@ -77,12 +87,23 @@ class PromptInput(TextArea):
         self._draft = ""
         self.menu_open = False
         self._pastes: dict[int, str] = {}
+        self.vim = VimEditor(self, self._mode_changed) if vim else None
+        """Vim's modes on this prompt (None: plain editing)."""
+
+    def on_mount(self) -> None:
+        if self.vim is not None:
+            self.post_message(self.EditorModeChanged(self.vim.mode))
+
+    def _mode_changed(self, mode: Mode) -> None:
+        self.post_message(self.EditorModeChanged(mode))
 
     async def _on_key(self, event: events.Key) -> None:
         key = event.key
         if self.menu_open and key in ("up", "down", "tab", "enter", "escape"):
             self._consume(event)
             self.post_message(self.MenuKey(key))
+            return
+        if self.vim is not None and self._vim_key(event, self.vim):
             return
         if key == "enter":
             self._consume(event)
@@ -106,6 +127,23 @@ class PromptInput(TextArea):
             self._walk_history(1)
             return
         await super()._on_key(event)
+
+    def _vim_key(self, event: events.Key, vim: VimEditor) -> bool:
+        """Give ``event`` to Vim's modes; True when it was used."""
+        if event.key == "escape":
+            used = vim.escape()  # unused: it reaches the app (interrupt)
+            if used:
+                self._consume(event)
+            return used
+        if vim.mode != "normal":
+            return False
+        aliases = {"space": "l", "backspace": "h", "delete": "x"}
+        char = aliases.get(event.key) or (event.character if event.is_printable else None)
+        if not char:
+            return False  # Enter, arrows, Ctrl keys: as without Vim
+        self._consume(event)
+        vim.key(char)
+        return True
 
     @staticmethod
     def _consume(event: events.Key) -> None:
@@ -156,4 +194,6 @@ class PromptInput(TextArea):
             self.prompt_history.append(shown)
         self._history_at = None
         self.load_text("")
+        if self.vim is not None:
+            self.vim.insert_mode()  # a new prompt is typed
         self.post_message(self.Submitted(text))

@@ -10,17 +10,17 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.content import Content
 from textual.reactive import reactive
 from textual.timer import Timer
 from textual.widgets import Static
 
 from clover_code import protocol as p
 from clover_code.ui.clock import spinner_frame
-from clover_code.ui.css import sibling_css
+from clover_code.ui.css import MUTED, sibling_css
 from clover_code.ui.text import clean, cut_lines, looks_binary
 from clover_code.ui.widgets.diagnostic_lines import DiagnosticLines
 from clover_code.ui.widgets.diff_view import DiffView
@@ -30,8 +30,13 @@ LONG_LINES = 400
 LIVE_LINES = 6
 LIVE_CHARS = 20_000
 
-_ICONS = {"ok": ("✓", "green"), "error": ("✗", "red"), "denied": ("⊘", "yellow")}
-_ICONS["cancelled"] = ("■", "yellow")
+# Theme variables, so the card reads well in every theme.
+_ICONS = {
+    "ok": ("✓", "$text-success"),
+    "error": ("✗", "$text-error"),
+    "denied": ("⊘", "$text-warning"),
+}
+_ICONS["cancelled"] = ("■", "$text-warning")
 
 
 def failed(done: p.ToolCallFinished) -> bool:
@@ -92,18 +97,20 @@ class ToolCard(Vertical, can_focus=True):
             self._show_finished()
 
     def _render_title(self) -> None:
-        line = Text(no_wrap=True, overflow="ellipsis")
         if self.finished is None:
-            line.append(f"{spinner_frame()} ", style="bold cyan")
+            icon = (f"{spinner_frame()} ", "bold $text-accent")
         else:
             shown = "error" if failed(self.finished) else self.finished.status
-            icon, colour = _ICONS.get(shown, ("?", "white"))
-            line.append(f"{icon} ", style=f"bold {colour}")
-        line.append(self.tool_name, style="bold")
+            mark, colour = _ICONS.get(shown, ("?", "$text"))
+            icon = (f"{mark} ", f"bold {colour}")
         text = clean(headline(self.tool_name, self.started.summary, self.started.arguments))
-        line.append(" " + text.replace("\n", " ⏎ ")[:300])
-        if self.finished is not None:
-            line.append(self._footer(self.finished), style="dim")
+        footer = self._footer(self.finished) if self.finished is not None else ""
+        line = Content.assemble(
+            icon,
+            (self.tool_name, "bold"),
+            " " + text.replace("\n", " ⏎ ")[:300],
+            (footer, MUTED),
+        )
         self._title.update(line)
 
     @staticmethod
@@ -127,7 +134,7 @@ class ToolCard(Vertical, can_focus=True):
         """Live output of the running command: the last few lines are shown."""
         self.live = (self.live + text)[-LIVE_CHARS:]
         lines = clean(self.live).splitlines()[-LIVE_LINES:]
-        self._body.update(Text("\n".join(lines), style="dim"))
+        self._body.update(Content.styled("\n".join(lines), MUTED))
 
     def shade(self, on: bool) -> None:
         """Mark (or not) the diff's lines holding tokens filled with low confidence."""
@@ -166,19 +173,18 @@ class ToolCard(Vertical, can_focus=True):
         if self.finished.status == "ok" and self.started.kind in ("read", "search"):
             # the model reads these; the user only needs the one-line summary
             first = clean(result).strip().splitlines()
-            self._body.update(Text(first[0][:200] if first else "", style="dim"))
+            self._body.update(Content.styled(first[0][:200] if first else "", MUTED))
             return
         if looks_binary(result):
-            self._body.update(
-                Text(f"[binary output, {len(result):,} characters, not shown]", style="yellow")
-            )
+            binary = f"[binary output, {len(result):,} characters, not shown]"
+            self._body.update(Content.styled(binary, "$text-warning"))
             return
         limit = LONG_LINES if self.expanded else SHORT_LINES
         lines, left_out = cut_lines(clean(result).rstrip("\n"), limit)
-        body = Text("\n".join(lines), style="red" if failed(self.finished) else "")
+        body = Content.styled("\n".join(lines), "$text-error" if failed(self.finished) else "")
         if left_out:
             hint = "click or Enter to show more" if not self.expanded else "cut"
-            body.append(f"\n… {left_out:,} more lines ({hint})", style="dim italic")
+            body = body.append_text(f"\n… {left_out:,} more lines ({hint})", f"italic {MUTED}")
         self._body.update(body)
 
     def action_expand(self) -> None:

@@ -93,15 +93,14 @@ class Transcript(VerticalScroll, can_focus=False):
         if answer is not None:
             answer.set_confidence(pieces)
             if self.shading:
-                answer.shade(True, dark=self.app.current_theme.dark, below=self.low_confidence)
+                answer.shade(True, below=self.low_confidence)
         return True
 
     def shade(self, on: bool) -> None:
         """Turn the confidence view on or off for everything shown."""
         self.shading = on
-        dark = self.app.current_theme.dark
         for answer in self.query(Answer):
-            answer.shade(on, dark=dark, below=self.low_confidence)
+            answer.shade(on, below=self.low_confidence)
         for card in self.query(ToolCard):
             card.shade(on)
 

@@ -13,9 +13,12 @@ import os
 import re
 import shlex
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from clover_code.agent.permissions.shell.parse import Layer, SimpleCommand
 from clover_code.errors import ConfigError
+
+if TYPE_CHECKING:
+    from clover_code.agent.permissions.shell.parse import Layer, SimpleCommand
 
 __all__ = ["CommandPattern", "allowed"]
 

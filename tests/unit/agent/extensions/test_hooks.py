@@ -18,6 +18,7 @@ from clover_code.config.settings import HookConfig, Settings
 from clover_code.fs.named_files import snapshot
 from tests.fakes import ScriptedBackend, text_response
 from tests.unit.agent.turn.test_agent_loop import open_session
+from tests.waiting import async_wait_until
 
 SPAWNER = """\
 import subprocess, sys, time
@@ -180,3 +181,46 @@ async def test_a_post_tool_use_reason_reaches_the_model_and_the_event(
     (finished,) = [e for e in events if isinstance(e, p.ToolCallFinished)]
     assert "[PostToolUse hook] lint: x is unused" in seen
     assert "[PostToolUse hook] lint: x is unused" in finished.result
+
+
+async def test_a_notify_op_runs_the_notification_hooks_it_matches(
+    make_settings: Callable[..., Settings], repo: Path, tmp_path: Path
+) -> None:
+    log = tmp_path / "notified.jsonl"
+    (tmp_path / "log.py").write_text(
+        f"import sys\nopen({str(log)!r}, 'a').write(sys.stdin.read() + '\\n')\n"
+    )
+    command = f"{sys.executable} {tmp_path / 'log.py'}"
+    hooks = {
+        "Notification": [
+            {"matcher": "permission_prompt", "command": command},
+            {"command": command},  # no matcher: every notification
+        ]
+    }
+    backend = ScriptedBackend([text_response("done")])
+    events: list[p.Event] = []
+    session = await open_session(make_settings(hooks=hooks), backend, repo, events)
+    await session.submit(
+        p.Notify(message="clover-code is waiting for your input", notification_type="idle_prompt")
+    )
+    await session.submit(
+        p.Notify(message="clover-code needs your permission to use shell",
+                 notification_type="permission_prompt")
+    )  # fmt: skip
+
+    await async_wait_until(
+        lambda: len([e for e in events if isinstance(e, p.HookRan)]) == 3,
+        message="the three matching Notification hooks to run",
+    )
+    await session.close()
+    logged = [json.loads(line) for line in log.read_text().splitlines()]
+    assert sorted(entry["notification_type"] for entry in logged) == [
+        "idle_prompt",
+        "permission_prompt",
+        "permission_prompt",
+    ]
+    first = logged[0]
+    assert first["hook_event_name"] == "Notification" and first["title"] == "clover-code"
+    assert first["session_id"] == session.id and first["cwd"] == str(repo)
+    assert Path(first["transcript_path"]).is_file() and "message" in first
+    assert all(e.outcome == "ok" for e in events if isinstance(e, p.HookRan))
