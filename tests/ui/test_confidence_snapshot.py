@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from textual.content import Content
 from textual.pilot import Pilot
 
 from clover_code import protocol as p
@@ -111,13 +112,16 @@ async def test_f4_shades_the_answer_and_marks_the_diff() -> None:
         assert answer.pieces is not None and not diff.marked
         await pilot.press("f4")
         await until(pilot, lambda: diff.marked, message="the diff marked")
-        shaded = answer._shaded.render()
-        styles = {
-            str(span.style)
-            for span in shaded.spans  # type: ignore[attr-defined]
+        shaded = answer._shaded.content
+        assert isinstance(shaded, Content)
+        tinted = {(shaded.plain[s.start : s.end], str(s.style)) for s in shaded.spans}
+        assert tinted == {
+            (" I", "on $warning-muted"),
+            (" think", "on $warning-muted"),
+            (" one", "on $error-muted"),
+            (" sign", "on $error-muted"),
         }
-        assert len(styles) == 2  # one tint for the unsure tokens, one for the middling
-        assert "?" in str(diff.render())
+        assert isinstance(diff.content, Content) and "2?+" in diff.content.plain
         await pilot.press("f4")
         await until(pilot, lambda: not diff.marked, message="the marks gone")
         assert not answer._shaded.display
