@@ -119,10 +119,6 @@ class Settings(AppSettings, ModelSettings):
     draft_confidences: bool = True
     """hf engine: send each filled token's confidence with the drafts (tints the live view)."""
 
-    shade_confidence: bool = False
-    """Shade the answer and each edit's diff in the app by the confidence each token was
-    filled with (the hf engine or a clover-code serve; toggled with F4)."""
-
     low_confidence: float = Field(0.5, ge=0.0, le=1.0)
     """A token filled below this confidence counts as unsure: the approval of an edit and
     headless JSON count them and name their lines."""

@@ -100,8 +100,6 @@ class CloverApp(App[int]):
         sessions_dir: Path | None = None,
         resume: Path | None = None,
         show_denoising: bool = True,
-        shade_confidence: bool = False,
-        low_confidence: float = 0.5,
         git_status: bool = True,
         trust: TrustQuestion | None = None,
         reviewer: Reviewer | None = None,
@@ -134,8 +132,6 @@ class CloverApp(App[int]):
         """The jobs that were running when the user quit (closing the session stopped them)."""
         self._resume = resume
         self._show_denoising = show_denoising
-        self._shade_confidence = shade_confidence
-        self._low_confidence = low_confidence
         self.confidence_seen = False
         """Some answer carried fill confidences (the engine reports them)."""
         self._confidence_noted = False
@@ -175,8 +171,8 @@ class CloverApp(App[int]):
     def on_mount(self) -> None:
         self.extras.mount()
         self.transcript.denoise.enabled = self._show_denoising
-        self.transcript.low_confidence = self._low_confidence
-        self.transcript.shading = self._shade_confidence
+        self.transcript.low_confidence = self.options.low_confidence
+        self.transcript.shading = self.options.shade_confidence
         self.composer.input.focus()
         self.run_worker(self.bridge.pump(), name="bridge", group="bridge")
         # after the first paint: opening imports the engine and tools and starts the sandbox
