@@ -21,6 +21,8 @@ forward (block-causal attention):
     block's first forward, commits as forwards of their own, and expert
     selection at 0.9;
   * N = 1, 4, 8 sequences decoded together: aggregate tokens/s against N = 1;
+  * re-denoising (``remask.py``): extra forwards per block and the share of
+    remasked positions that change, against remasking off (no quality figure);
   * which Gated DeltaNet kernels ran (flash-linear-attention and causal-conv1d,
     or transformers' torch fallbacks, with one line saying why);
   * correctness in the run's dtype (``gpu_check_correct.py``).
@@ -180,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     table.add("model", f"{size} params", f"{str(dtype).removeprefix('torch.')}, random weights")
     table.add("build", f"{time.perf_counter() - start:.0f} s")
     from bench.gpu_check_correct import correctness
-    from bench.gpu_check_measure import batched, decode, forwards, rate_text
+    from bench.gpu_check_measure import batched, decode, forwards, rate_text, remasking
 
     failed: list[str] = []
     figures: dict[str, float] = {}
@@ -201,6 +203,10 @@ def main(argv: list[str] | None = None) -> int:
             (
                 "batched decode",
                 lambda: batched(model, config, args.prefix, sizes, sync, table, bs),
+            ),
+            (
+                "re-denoising",
+                lambda: checks.update(remasking(model, config, args.prefix, sync, table, bs)),
             ),
             ("correctness", lambda: checks.update(correctness(model, config, table, bs))),
         ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -131,6 +132,21 @@ def decode(
             f"{stats.tokens} tokens, {stats.experts_per_layer or 0:.0f} experts/layer/block",
         )
         assert committed == blocks and len(items) > blocks, "the decode did not reach its blocks"
+
+
+def remasking(
+    model: Any, config: Any, prefix: int, sync: Callable[[], None], table: Any, block: int = 32
+) -> dict[str, bool]:
+    """Re-denoising against remasking off on two blocks of two prompts (``remask.py``):
+    extra forwards per block, positions masked again, the share that changed."""
+    from bench.remask import measure
+
+    prompts = [random_ids(config, (1, prefix), seed)[0].tolist() for seed in (3, 4)]
+    options = replace(_options(config, block, 2), threshold=0.02)
+    sync()
+    sound = measure(model, prompts, options, table.add, ((0.0, 1), (0.3, 1), (0.5, 2)))
+    sync()
+    return {"re-denoising ran, and 0 decodes as off": sound}
 
 
 def batched(

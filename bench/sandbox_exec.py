@@ -39,7 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.targets import Targets
 from clover_code.tools.sandbox.base import Sandbox
-from clover_code.tools.sandbox.bwrap import BwrapSandbox, bwrap_problem
+from clover_code.tools.sandbox.bwrap import BwrapSandbox
+from clover_code.tools.sandbox.bwrap_identity import bwrap_problem
 from clover_code.tools.sandbox.docker import DockerSandbox
 from clover_code.tools.sandbox.docker_setup import docker_client
 from clover_code.tools.sandbox.host import HostSandbox

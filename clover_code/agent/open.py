@@ -41,7 +41,8 @@ from clover_code.agent.permissions.approval import (
     RefuseApprover,
     verdict,
 )
-from clover_code.agent.session import Session, repo_map_for
+from clover_code.agent.session import Session
+from clover_code.agent.session_repo_map import repo_map_for
 from clover_code.agent.steps import Steps
 from clover_code.agent.transcript import INTERRUPTED, LoadedSession, find_session, load
 from clover_code.agent.turn.cost import unpriced_budget

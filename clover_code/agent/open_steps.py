@@ -30,7 +30,7 @@ from clover_code.agent.extensions.skills import Skill, load_skills
 from clover_code.agent.extensions.subagents import SubagentRunner
 from clover_code.agent.extensions.task_tool import task_tools
 from clover_code.agent.permissions.approval import Approver
-from clover_code.agent.session import NOT_RECORDED, bulky_child_event, caused
+from clover_code.agent.session_events import NOT_RECORDED, bulky_child_event, caused
 from clover_code.agent.steps import Steps
 from clover_code.agent.transcript import Transcript, new_session_id
 from clover_code.config.settings import HookEvent, Settings, trust_store, user_config_path

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Sequence
-from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,15 +27,15 @@ from clover_code.agent.extensions.hooks import notification_hooks
 from clover_code.agent.extensions.skills import Skill, load_skills
 from clover_code.agent.extensions.subagents import SubagentRunner
 from clover_code.agent.permissions.approval import QueueApprover
+from clover_code.agent.session_events import CAUSE
 from clover_code.agent.session_model import SessionModel
 from clover_code.agent.steps import Step, run_all
 from clover_code.agent.transcript import Transcript, TranscriptError
 from clover_code.agent.turn.loop import Agent
 from clover_code.agent.turn.options import TurnOptions
-from clover_code.config.settings import Settings, user_config_path, user_data_dir
+from clover_code.config.settings import Settings, user_config_path
 from clover_code.engine.base import Backend
 from clover_code.errors import CloverError, EngineError
-from clover_code.repomap import RepoMap
 from clover_code.tools.jobs import JobTable
 from clover_code.tools.lsp.manager import LanguageServers
 from clover_code.tools.sandbox.base import Sandbox
@@ -45,58 +44,9 @@ if TYPE_CHECKING:
     from clover_code.agent.checkpoints.run_patch import RunPatch
     from clover_code.tools.mcp import McpManager
 
-CAUSE: ContextVar[str | None] = ContextVar("clover_op_id", default=None)
-"""The id of the op being acted on; the turn task it starts inherits it."""
-
-
-def caused(event: p.Event) -> p.Event:
-    """``event`` with the id of the op that caused it (as the session emits it)."""
-    cause = CAUSE.get()
-    if cause is None or event.op_id is not None:
-        return event
-    return event.model_copy(update={"op_id": cause})
-
-
-# Events too frequent or too bulky to be worth a durable line each.
-# Committed blocks are left out too: their text is in the assistant message, and
-# a durable write per block (up to ~200 a second) would hold up the front end.
-NOT_RECORDED = frozenset(
-    {"block_draft", "block_committed", "tool_output", "content_delta", "reasoning_delta"}
-)
-
-
-def bulky_child_event(event: p.Event) -> bool:
-    """A child agent's event of a kind that is not recorded for the parent either."""
-    return isinstance(event, p.SubagentEvent) and event.event.type in NOT_RECORDED
-
-
 INTERRUPT_WAIT = 5.0
 """Seconds an interrupt waits for the cancelled turn to end before it stops the background
 jobs (so that a job the turn was just starting is stopped with the others)."""
-
-REPO_MAP_WAIT = 10.0
-"""Seconds a session start waits for the repo map; a cold map of a large repo
-goes on building (and caching) in the background instead of holding up the start."""
-
-
-async def repo_map_for(root: Path, budget: int) -> tuple[RepoMap | None, str, list[str]]:
-    """The shared repo map, its text for the system prompt, and notes."""
-    if budget <= 0:
-        return None, "", []
-    repo_map = RepoMap(root, user_data_dir() / "repomap.sqlite3")
-    build = asyncio.ensure_future(asyncio.to_thread(repo_map.render, budget))
-    try:
-        text = await asyncio.wait_for(asyncio.shield(build), REPO_MAP_WAIT)
-    except TimeoutError:
-        return (
-            repo_map,
-            "",
-            [
-                "the repository map is still being built; it is left out of this session's "
-                "prompt (the repo_map tool will have it)."
-            ],
-        )
-    return repo_map, text, []
 
 
 class Session:

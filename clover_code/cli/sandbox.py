@@ -127,7 +127,7 @@ def _project(trust_project: bool = False) -> tuple[Path, Settings]:
 
 def _status() -> int:
     from clover_code.errors import ToolError
-    from clover_code.tools.sandbox.bwrap import bwrap_problem
+    from clover_code.tools.sandbox.bwrap_identity import bwrap_problem
     from clover_code.tools.sandbox.docker_setup import LABEL, docker_client
     from clover_code.tools.sandbox.image import image_tag
     from clover_code.tools.sandbox.policy import runs_as_root, sandbox_user

@@ -78,6 +78,14 @@ class ModelSettings(BaseModel):
     threshold: float = Field(0.95, gt=0.0, le=1.0)
     """Block diffusion: fill every masked position whose confidence exceeds this (hf, sglang)."""
 
+    remask_below: float = Field(0.0, ge=0.0, le=1.0)
+    """Block diffusion: once a block is fully denoised, mask again the positions filled
+    with a confidence below this and denoise them once more with the whole block as
+    context, before the block is committed (hf engine and clover-code serve; 0: off)."""
+
+    remask_rounds: int = Field(1, ge=1, le=8)
+    """Block diffusion, with remask_below: how many times a block may be re-denoised."""
+
     dtype: Literal["auto", "bfloat16", "float16", "float32"] = "auto"
     """Weight dtype for the hf engine; auto takes the checkpoint's."""
 

@@ -244,7 +244,7 @@ NEUTRAL_KEYS = frozenset(
         "frequency_penalty", "end_bias_after", "end_bias_per_1k", "think_bias_after",
         "think_bias_per_1k", "tp_size", "mem_fraction_static", "quantization",
         "serve_port", "serve_drafts", "serve_max_body_mb", "serve_read_timeout",
-        "response_reserve",
+        "response_reserve", "remask_below", "remask_rounds",
         "compact_threshold", "repo_map_tokens", "show_denoising", "draft_confidences",
         "shade_confidence", "low_confidence",
         "mcp_timeout", "auto_commit", "max_turns", "timeout", "shell_timeout",

@@ -65,7 +65,7 @@ def python_checks() -> list[Check]:
 def sandbox_checks(root: Path) -> list[Check]:
     """Docker (daemon and image), bubblewrap (and user namespaces), what auto picks."""
     from clover_code.errors import ToolError
-    from clover_code.tools.sandbox.bwrap import bwrap_problem
+    from clover_code.tools.sandbox.bwrap_identity import bwrap_problem
     from clover_code.tools.sandbox.docker_setup import docker_client
     from clover_code.tools.sandbox.image import image_present, image_tag
     from clover_code.tools.sandbox.policy import sandbox_user

@@ -84,6 +84,12 @@ class ChatRequest:
     controls: dict[str, float] = field(default_factory=dict)
     """Decoding controls for this request only: ``repetition_penalty``,
     ``presence_penalty``, ``frequency_penalty`` (a remote server gets them in the body)."""
+    remask_below: float | None = None
+    """Re-denoising for this request only (``serve``: a client's ``clover`` extension):
+    the confidence below which a finished block's positions are denoised again; None:
+    the engine's own."""
+    remask_rounds: int | None = None
+    """With ``remask_below``: rounds a block may take, at most; None: the engine's own."""
 
 
 @runtime_checkable

@@ -109,6 +109,7 @@ def build_backend(settings: Settings) -> Backend:
                 max_tokens=settings.max_tokens or 8192,
                 context_window=settings.context_window,
                 expert_mass=settings.expert_mass,
+                remask_below=settings.remask_below,
             ),
         )
     raise EngineUnavailable(f"unknown engine '{engine}'; use auto, remote, sglang or hf.")
@@ -141,6 +142,7 @@ def remote_backend(settings: Settings) -> OpenAIBackend:
         context_window=settings.context_window,
         controls={k: float(v) for k in CONTROL_KEYS if (v := getattr(settings, k)) is not None},
         local_only=tuple(k for k in LOCAL_ONLY if getattr(settings, k) is not None),
+        remask=(settings.remask_below, settings.remask_rounds) if settings.remask_below else None,
     )
 
 
@@ -166,6 +168,8 @@ def hf_options(settings: Settings) -> HFOptions:
         expert_select=settings.expert_select,
         prefill=settings.prefill,
         max_batch=settings.max_batch,
+        remask_below=settings.remask_below,
+        remask_rounds=settings.remask_rounds,
     )
 
 

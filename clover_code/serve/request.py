@@ -88,6 +88,8 @@ class _StreamOptions(_Open):
 
 class _CloverOptions(_Open):
     drafts: StrictBool = False
+    remask_below: Annotated[StrictFloat | StrictInt, Field(ge=0, le=1)] | None = None
+    remask_rounds: Annotated[StrictInt, Field(ge=1, le=8)] | None = None
 
 
 Tokens = Annotated[StrictInt, Field(ge=1, le=MAX_TOKENS)]
@@ -140,6 +142,8 @@ _SENTENCES = {
     "max_completion_tokens": f"max_completion_tokens must be a whole number from 1 to {MAX_TOKENS}",
     "temperature": "temperature must be a number from 0 to 2",
     "stop": "stop must be a non-empty string or a list of up to 4 non-empty strings",
+    "clover.remask_below": "clover.remask_below must be a number from 0 to 1",
+    "clover.remask_rounds": "clover.remask_rounds must be a whole number from 1 to 8",
 }
 
 
@@ -151,6 +155,8 @@ def _sentence(error: ValidationError) -> str:
         return f"the field '{loc[-1]}' is missing"
     if first["type"] == "value_error":
         return str(first["msg"]).removeprefix("Value error, ")
+    if ".".join(loc[:2]) in _SENTENCES:
+        return _SENTENCES[".".join(loc[:2])]
     if loc and loc[0] in _SENTENCES:
         return _SENTENCES[loc[0]]
     if loc == ["messages"] and first["type"] == "too_short":
@@ -217,6 +223,7 @@ def chat_request(body: ChatBody) -> ChatRequest:
         key: float(value) for key in CONTROL_KEYS if (value := getattr(body, key)) is not None
     }
     template = body.chat_template_kwargs or _TemplateOptions()
+    clover = body.clover or _CloverOptions()
     return ChatRequest(
         messages=[m.model_dump(exclude_unset=True) for m in body.messages],
         tools=tools,
@@ -225,4 +232,6 @@ def chat_request(body: ChatBody) -> ChatRequest:
         enable_thinking=template.enable_thinking,
         stop=tuple(stop or ()),
         controls=controls,
+        remask_below=None if clover.remask_below is None else float(clover.remask_below),
+        remask_rounds=clover.remask_rounds,
     )

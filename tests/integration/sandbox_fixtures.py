@@ -31,7 +31,8 @@ import pytest
 
 from clover_code.errors import ToolError
 from clover_code.tools.sandbox.base import Sandbox
-from clover_code.tools.sandbox.bwrap import BwrapSandbox, bwrap_problem
+from clover_code.tools.sandbox.bwrap import BwrapSandbox
+from clover_code.tools.sandbox.bwrap_identity import bwrap_problem
 from clover_code.tools.sandbox.docker import DockerSandbox
 from clover_code.tools.sandbox.docker_setup import docker_client
 from clover_code.tools.sandbox.image import image_present, image_tag

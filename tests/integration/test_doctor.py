@@ -139,7 +139,7 @@ async def test_config_problems_are_named(repo: Path, tmp_path: Path) -> None:
 
 
 async def test_the_sandbox_rows_match_the_machine(repo: Path, tmp_path: Path) -> None:
-    from clover_code.tools.sandbox.bwrap import bwrap_problem
+    from clover_code.tools.sandbox.bwrap_identity import bwrap_problem
     from clover_code.tools.sandbox.policy import sandbox_user
 
     _, report, _ = await doctor(repo, tmp_path, "--no-server")

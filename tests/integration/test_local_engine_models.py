@@ -36,13 +36,13 @@ async def test_the_local_engine_lists_its_checkpoint_refuses_a_switch_and_leaves
     backend = HFBackend(str(checkpoint), HFOptions(block_size=8))
     script_text(backend, "ok</think>\n\nI read the text.")
     seen: list[Any] = []
-    produce = backend._producer
+    stream = backend.stream
 
-    def producer(request: Any) -> Any:
-        seen.append(request)
-        return produce(request)
+    def recording(request: Any) -> Any:
+        seen.append(request)  # what the engine was asked to decode
+        return stream(request)
 
-    backend._producer = producer  # type: ignore[method-assign]
+    backend.stream = recording  # type: ignore[method-assign]
     values = {
         "engine": "hf",
         "model_path": str(checkpoint),

@@ -443,3 +443,27 @@ async def test_the_serve_command_streams_with_expert_selection(tmp_path: Path) -
         proc.send_signal(signal.SIGINT)
         code = await asyncio.wait_for(proc.wait(), 60)
     assert code in (0, 130), (code, "".join(lines))
+
+
+async def test_a_remote_client_asks_serve_to_re_denoise(checkpoint: Path) -> None:
+    backend = HFBackend(str(checkpoint), HFOptions(block_size=8, context_window=2048))
+    script_text(backend, TEXT, unsure=True)  # every other position below 0.95
+    async for url in _serving(backend, drafts=True):  # drafts: each block's steps
+        runs = []
+        for remask in (None, (0.95, 1)):
+            remote = OpenAIBackend(url, api_key=KEY, block_size=8, max_retries=0, remask=remask)
+            try:
+                await remote.check()
+                assert remote.notices == ()  # serve re-denoises: nothing is off
+                runs.append([e async for e in remote.stream(_list_src())])
+            finally:
+                await remote.aclose()
+    off, on = runs
+    text = [
+        [e.text for e in events if isinstance(e, ContentDelta | ReasoningDelta)] for events in runs
+    ]
+    assert text[0] == text[1] and "".join(text[0])
+    steps = [sum(e.steps or 0 for e in ev if isinstance(e, BlockCommitted)) for ev in runs]
+    # The script's unsure positions are masked again and denoised once more in each block.
+    assert steps[1] > steps[0], steps
+    assert off[-1] == on[-1] == Finished("tool_calls")

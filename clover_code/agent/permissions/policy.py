@@ -42,37 +42,36 @@ rule; a path outside the workspace is never allowed by a rule.
 Rules for ``fetch`` tools (``web_fetch``) are domain rules on the URL's host
 (``"docs.python.org"``, ``"*.readthedocs.io"``, see ``net.domains``); a
 fetch no rule covers is asked about in every mode but full-auto.
+
+The rule tables are read in ``rule_tables.py``, path rules and the paths a
+call names in ``path_rules.py``; the "allow for this session" prefix of a
+command line comes from ``session_rule.py``.
 """
 
 from __future__ import annotations
 
 import copy
-import fnmatch
 import os
 import shlex
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clover_code.agent.permissions.approval import Verdict, verdict
-from clover_code.agent.permissions.session_rule import session_rule_prefix
+from clover_code.agent.permissions.path_rules import locate, paths_of
+from clover_code.agent.permissions.rule_tables import SHELL_TOOL, RuleTables, matching_keys
+from clover_code.agent.permissions.session_rule import command_session_prefix
 from clover_code.agent.permissions.shell.rules import CommandPattern, allowed
 from clover_code.config.settings import ApprovalMode, PermissionRules
 from clover_code.config.trust import is_protected
-from clover_code.errors import ConfigError, ToolError
 from clover_code.net.domains import host_of, matching_rule
 from clover_code.tools.base import ToolKind
-from clover_code.tools.globmatch import compile_glob
-from clover_code.tools.patch_parse import parse_patch
 
 if TYPE_CHECKING:
     from clover_code.agent.permissions.shell.parse import Write
 
 __all__ = ["PermissionPolicy", "Ruling"]
-
-SHELL_TOOL = "shell"
-_GROUPS = ("edit", "read")
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,13 +84,6 @@ class Ruling:
     """The call writes a protected config file: only the user may approve it."""
 
 
-@dataclass(frozen=True, slots=True)
-class _PathRule:
-    text: str
-    where: str
-    matches: Callable[[str], bool]
-
-
 class PermissionPolicy:
     """The allow and deny rules of one session, plus what the user allowed in it;
     ``contained``: its commands run in a contained sandbox (``approval.verdict``)."""
@@ -99,17 +91,7 @@ class PermissionPolicy:
     def __init__(self, rules: PermissionRules, root: Path, *, contained: bool = False) -> None:
         self.root = Path(os.path.realpath(root))
         self.contained = contained
-        self._commands: dict[str, dict[str, list[CommandPattern]]] = {}
-        self._paths: dict[str, dict[str, list[_PathRule]]] = {}
-        for table, entries in (("allow", rules.allow), ("deny", rules.deny)):
-            self._commands[table] = {}
-            self._paths[table] = {}
-            for key, patterns in entries.items():
-                # A key's patterns are read both ways; which way applies depends
-                # on the tool a call goes to.
-                where = f"permissions.{table}.{key}"
-                self._commands[table][key] = [CommandPattern.parse(p, where) for p in patterns]
-                self._paths[table][key] = [_path_rule(p, where) for p in patterns]
+        self._rules = RuleTables(rules)
         self._session: list[CommandPattern] = []
 
     def rooted_at(self, root: Path, *, contained: bool) -> PermissionPolicy:
@@ -177,7 +159,7 @@ class PermissionPolicy:
         from clover_code.agent.permissions.shell.verdict import write_paths
 
         parsed = parse_shell(command)
-        deny = self._command_rules("deny", tool)
+        deny = self._rules.command_rules("deny", tool)
         for cmd in parsed.commands:
             for layer in cmd.layers:
                 for pattern in deny:
@@ -192,7 +174,7 @@ class PermissionPolicy:
                     return denied
         if parsed.problem is not None:
             return Ruling("ask", f"{parsed.problem}, so it needs approval.")
-        edit_denials = bool(self._path_rules("deny", "edit", SHELL_TOOL))
+        edit_denials = bool(self._rules.path_rules("deny", "edit", SHELL_TOOL))
         if parsed.opaque is not None and (deny or edit_denials):
             return Ruling(
                 "ask",
@@ -215,7 +197,7 @@ class PermissionPolicy:
         blocked = self._beyond_rules(parsed.opaque, writes)
         if blocked is not None:
             return None if runs_allowed else Ruling("ask", blocked)
-        allow = self._command_rules("allow", tool) + self._session
+        allow = self._rules.command_rules("allow", tool) + self._session
         if not parsed.commands or not all(allowed(cmd, allow) for cmd in parsed.commands):
             return None
         for _write, paths in writes:
@@ -240,7 +222,7 @@ class PermissionPolicy:
                     "run time, so it needs approval."
                 )
             for path in paths:
-                if self._locate(path)[1] is None:
+                if locate(self.root, path)[1] is None:
                     return (
                         f"the command writes (through {write.via}) to '{write.target}', "
                         "outside the workspace, so it needs approval whatever the rules say."
@@ -251,21 +233,7 @@ class PermissionPolicy:
         """What "allow for this session" would cover for ``command``, e.g. ``git status``
         or ``cd && pytest``; None when no safe prefix exists (wrappers that add power,
         interpreters not running a named module, programs only known at run time)."""
-        from clover_code.agent.permissions.shell.parse import parse_shell
-
-        parsed = parse_shell(command)
-        if parsed.problem is not None or parsed.opaque is not None or not parsed.commands:
-            return None
-        prefixes: list[str] = []
-        for cmd in parsed.commands:
-            program = cmd.program
-            if program.dynamic or any(not layer.transparent for layer in cmd.layers[:-1]):
-                return None
-            prefix = session_rule_prefix(program.argv)
-            if prefix is None or "&&" in prefix:
-                return None
-            prefixes.append(prefix)
-        return " && ".join(dict.fromkeys(prefixes))
+        return command_session_prefix(command)
 
     def allow_for_session(self, prefix: str) -> None:
         """Allow, for the rest of the session, commands starting with ``prefix`` (as
@@ -282,11 +250,11 @@ class PermissionPolicy:
         if kind == "fetch" and isinstance(arguments.get("url"), str):
             return self._check_domain(name, str(arguments["url"]))
         group = "edit" if kind == "edit" else "read" if kind in ("read", "search") else None
-        paths = _paths_of(name, arguments)
+        paths = paths_of(name, arguments)
         if not paths:
             for table in ("deny", "allow"):
                 rule = next(
-                    (r for r in self._path_rules(table, group, name) if r.text == "*"), None
+                    (r for r in self._rules.path_rules(table, group, name) if r.text == "*"), None
                 )
                 if rule is not None:
                     result: Verdict = "deny" if table == "deny" else "allow"
@@ -306,8 +274,8 @@ class PermissionPolicy:
         if host is None:
             return None  # the tool refuses it with its own sentence
         for table in ("deny", "allow"):
-            for key in self._keys(self._paths[table], None, name):
-                rule = matching_rule((r.text for r in self._paths[table][key]), host)
+            for key in matching_keys(self._rules.paths[table], None, name):
+                rule = matching_rule((r.text for r in self._rules.paths[table][key]), host)
                 if rule is not None:
                     result: Verdict = "deny" if table == "deny" else "allow"
                     return Ruling(
@@ -324,8 +292,8 @@ class PermissionPolicy:
         A sandboxed shell command can still write these files; the loader's trust
         check (a changed file is untrusted again) covers that path.
         """
-        for path in _paths_of(name, arguments):
-            if any(is_protected(form) for form in self._locate(path)[0]):
+        for path in paths_of(name, arguments):
+            if any(is_protected(form) for form in locate(self.root, path)[0]):
                 return Ruling(
                     "ask",
                     f"'{path}' is one of the project's own config files, which only the "
@@ -336,44 +304,9 @@ class PermissionPolicy:
 
     # ---------------------------------------------------------------- helpers
 
-    def _keys(self, table: Mapping[str, Any], group: str | None, name: str) -> list[str]:
-        return [
-            key
-            for key in table
-            if key in (name, group) or (key not in _GROUPS and fnmatch.fnmatchcase(name, key))
-        ]
-
-    def _command_rules(self, table: str, tool: str) -> list[CommandPattern]:
-        rules = self._commands[table]
-        return [p for key in self._keys(rules, None, tool) for p in rules[key]]
-
-    def _path_rules(self, table: str, group: str | None, name: str) -> list[_PathRule]:
-        rules = self._paths[table]
-        keys = self._keys(rules, group, name)
-        if name == SHELL_TOOL and group == "edit":
-            keys = ["edit"] if "edit" in rules else []
-        return [r for key in keys for r in rules[key]]
-
-    def _locate(self, path: str) -> tuple[list[str], str | None]:
-        """The forms of ``path`` rules are matched against, and its resolved form
-        relative to the root (None when it lies outside)."""
-        joined = os.path.join(self.root, os.path.expanduser(path))
-        forms: list[str] = []
-        inside: str | None = None
-        for index, candidate in enumerate((os.path.normpath(joined), os.path.realpath(joined))):
-            target = Path(candidate)
-            if target == self.root or target.is_relative_to(self.root):
-                rel = target.relative_to(self.root).as_posix()
-                forms.append(rel)
-                if index == 1:
-                    inside = rel
-            else:
-                forms.append(target.as_posix().lstrip("/"))
-        return forms, inside
-
     def _path_denied(self, path: str, group: str | None, name: str) -> Ruling | None:
-        forms, _ = self._locate(path)
-        for rule in self._path_rules("deny", group, name):
+        forms, _ = locate(self.root, path)
+        for rule in self._rules.path_rules("deny", group, name):
             if any(rule.matches(form) for form in forms):
                 return Ruling(
                     "deny", f"the deny rule '{rule.text}' in {rule.where} covers '{path}'."
@@ -381,35 +314,7 @@ class PermissionPolicy:
         return None
 
     def _path_allowed(self, path: str, group: str | None, name: str) -> bool:
-        _, inside = self._locate(path)
+        _, inside = locate(self.root, path)
         if inside is None:
             return False
-        return any(rule.matches(inside) for rule in self._path_rules("allow", group, name))
-
-
-def _path_rule(pattern: str, where: str) -> _PathRule:
-    if pattern == "*":
-        return _PathRule(pattern, where, lambda _path: True)
-    try:
-        matcher = compile_glob(pattern)
-    except ValueError as error:
-        raise ConfigError(f"{where} has a bad pattern: {error}.") from None
-    return _PathRule(pattern, where, matcher)
-
-
-def _paths_of(name: str, arguments: Mapping[str, Any]) -> list[str]:
-    """The paths a call names: ``path`` / ``paths`` arguments, or a patch's files."""
-    patch = arguments.get("patch")
-    if isinstance(patch, str):
-        try:
-            return [p for change in parse_patch(patch) for p in change.paths]
-        except ToolError:
-            return []
-    found: list[str] = []
-    value = arguments.get("path")
-    if isinstance(value, str) and value:
-        found.append(value)
-    many = arguments.get("paths")
-    if isinstance(many, list):
-        found.extend(p for p in many if isinstance(p, str) and p)
-    return found
+        return any(rule.matches(inside) for rule in self._rules.path_rules("allow", group, name))

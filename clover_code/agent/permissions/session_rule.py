@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from clover_code.agent.permissions.approval import SUBCOMMAND_TOOLS, command_prefix
 
-__all__ = ["session_rule_prefix"]
+__all__ = ["command_session_prefix", "session_rule_prefix"]
 
 _NO_SESSION_RULE = frozenset(
     {"bash", "sh", "zsh", "dash", "ksh", "ash", "eval", "exec", "source", ".", "sudo", "doas"}
@@ -58,3 +58,26 @@ def _module_prefix(argv: Sequence[str]) -> str | None:
     if module in SUBCOMMAND_TOOLS and len(argv) > 3 and not argv[3].startswith("-"):
         words.append(argv[3])
     return shlex.join(words)
+
+
+def command_session_prefix(command: str) -> str | None:
+    """What "allow for this session" would cover for the command line ``command``,
+    e.g. ``git status`` or ``cd && pytest``; None when no safe prefix exists (wrappers
+    that add power, interpreters not running a named module, programs only known at
+    run time)."""
+    # The shell parser (tree-sitter and its tables) loads with the first command.
+    from clover_code.agent.permissions.shell.parse import parse_shell
+
+    parsed = parse_shell(command)
+    if parsed.problem is not None or parsed.opaque is not None or not parsed.commands:
+        return None
+    prefixes: list[str] = []
+    for cmd in parsed.commands:
+        program = cmd.program
+        if program.dynamic or any(not layer.transparent for layer in cmd.layers[:-1]):
+            return None
+        prefix = session_rule_prefix(program.argv)
+        if prefix is None or "&&" in prefix:
+            return None
+        prefixes.append(prefix)
+    return " && ".join(dict.fromkeys(prefixes))

@@ -69,6 +69,10 @@ class HFOptions:
     (SGLang's dLLM extend mode); causal: left to right."""
     max_batch: int = 8
     """Responses decoded together in one forward."""
+    remask_below: float = 0.0
+    """Re-denoise a finished block's positions filled below this confidence (0: off)."""
+    remask_rounds: int = 1
+    """Re-denoising rounds a block may take, at most."""
 
 
 def find_mask_id(config: Any, tokenizer: Any) -> int | None:
@@ -122,6 +126,11 @@ class HFBackend:
             self.notices.append(
                 "Logits are read shifted by one (position i predicts token i + 1), as the "
                 f"{source} says."
+            )
+        if self.options.remask_below > 0 and self.decoder.kind != "builtin":
+            self.notices.append(
+                "Re-denoising (remask_below) is off: the checkpoint's own entry point "
+                "decodes this model, and only clover-code's loop re-denoises."
             )
         self._forward: Any = None
         if self.decoder.kind == "builtin":
@@ -266,6 +275,12 @@ class HFBackend:
             confidences=opts.confidences,
             logits_shift=self.logits_shift,
             prefill="causal" if opts.prefill == "causal" else "block",
+            remask_below=(
+                opts.remask_below if request.remask_below is None else request.remask_below
+            ),
+            remask_rounds=(
+                opts.remask_rounds if request.remask_rounds is None else request.remask_rounds
+            ),
         )
 
     def piece(self, token: int) -> str:

@@ -48,6 +48,8 @@ class SGLangOptions:
     expert_mass: float | None = None
     """Asked-for block-level expert selection: passed when the build takes it, else named
     in the notice."""
+    remask_below: float = 0.0
+    """Asked-for re-denoising: never applied (named in the notice)."""
 
 
 NOT_APPLIED = (
@@ -157,6 +159,9 @@ class SGLangBackend:
                 not_applied.append("block-level expert selection (expert_mass)")
             else:
                 extra[name] = self.options.expert_mass
+        if self.options.remask_below > 0:
+            # SGLang exposes no fill confidences to re-denoise by.
+            not_applied.append("re-denoising of low-confidence positions (remask_below)")
         self.notices = [
             "The sglang engine cannot apply "
             + ", ".join(not_applied[:-1])

@@ -29,6 +29,10 @@ penalties) are sent with every request: the configured ones, then a
 request's own. An SGLang server in dLLM mode skips its sampler, so they have
 no effect there; ``notices`` says so once, and names the settings that only
 a local engine applies, so nothing is dropped silently.
+
+Re-denoising (``remask``) is a ``clover-code serve`` extension: it is sent in
+the request's ``clover`` object only when the server lists its model as owned
+by clover-code; any other server cannot do it, and ``notices`` says it is off.
 """
 
 from __future__ import annotations
@@ -108,6 +112,7 @@ class OpenAIBackend:
         context_window: int | None = None,
         controls: dict[str, float] | None = None,
         local_only: tuple[str, ...] = (),
+        remask: tuple[float, int] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         if block_size < 1:
@@ -124,6 +129,10 @@ class OpenAIBackend:
         self.controls = {k: v for k, v in (controls or {}).items() if k in CONTROL_KEYS}
         """Penalties sent with every request (a request's own take their place)."""
         self.notices = _notices(self.controls, local_only)
+        self.remask = remask
+        """(remask_below, remask_rounds) asked of a ``clover-code serve`` server; None: off."""
+        self._remask_served = False
+        """Whether the server re-denoises (it is ``clover-code serve``)."""
         self.backoff = BackoffPolicy(max_retries, backoff_base, backoff_max)
         self.answered = False
         """Whether the server answered in this run (then losing it is not "no engine")."""
@@ -154,6 +163,16 @@ class OpenAIBackend:
         """Make sure the server is reachable and serves ``model`` (pick one if unset)."""
         self.model = await pick_model(self._client, self.base_url, self.model)
         self.answered = True
+        if self.remask is not None and not self._remask_served:
+            served = {m.id: m.owned_by for m in await self.served()}
+            self._remask_served = served.get(self.model) == SERVE_OWNER
+            if not self._remask_served:
+                self.notices = (
+                    *self.notices,
+                    f"Re-denoising (remask_below) is off: the server at {self.base_url} is "
+                    "not clover-code serve, and only clover-code serve or a local engine "
+                    "re-denoises.",
+                )
 
     async def aclose(self) -> None:
         """Close the HTTP connection pool."""
@@ -241,8 +260,13 @@ class OpenAIBackend:
         for key, value in {**self.controls, **request.controls}.items():
             if key in CONTROL_KEYS:
                 body[key] = value
+        clover: dict[str, Any] = {}
         if self.drafts:
-            body["clover"] = {"drafts": True}
+            clover["drafts"] = True
+        if self.remask is not None and self._remask_served:
+            clover["remask_below"], clover["remask_rounds"] = self.remask
+        if clover:
+            body["clover"] = clover
         return body
 
     async def _attempt(
@@ -403,6 +427,10 @@ class OpenAIBackend:
         events.append(Failed(error, partial=output_begun))
         events.append(Finished(reason))
         return events
+
+
+SERVE_OWNER = "clover-code"
+"""The ``owned_by`` of a ``clover-code serve`` server's models."""
 
 
 def _notices(controls: dict[str, float], local_only: tuple[str, ...]) -> tuple[str, ...]:

@@ -35,6 +35,8 @@ class ServedModel:
     id: str
     context_window: int | None = None
     """The window its entry reports (None: it does not say)."""
+    owned_by: str | None = None
+    """Its entry's ``owned_by`` (``clover-code`` for a ``clover-code serve`` server)."""
 
 
 async def pick_model(client: httpx.AsyncClient, base_url: str, model: str) -> str:
@@ -119,7 +121,9 @@ def served_list(content: bytes) -> list[ServedModel] | None:
     if not isinstance(entries, list):
         return None
     return [
-        ServedModel(e["id"], _window(e))
+        ServedModel(
+            e["id"], _window(e), e["owned_by"] if isinstance(e.get("owned_by"), str) else None
+        )
         for e in entries
         if isinstance(e, dict) and isinstance(e.get("id"), str)
     ]

@@ -42,6 +42,9 @@ outlives a command here (unlike Docker), except a background job
 (``start_job``), which is a ``bwrap`` process of its own that runs until it
 ends or is stopped (``local_job.py``). The working directory persists between
 commands through an ``EXIT`` trap; the environment does not.
+
+What is hidden is listed in ``bwrap_hide.py``; the identity flags, the setuid
+filter and the check that bubblewrap works here are in ``bwrap_identity.py``.
 """
 
 from __future__ import annotations
@@ -52,7 +55,6 @@ import os
 import shlex
 import shutil
 import signal
-import subprocess
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -61,6 +63,8 @@ from typing import Any
 from clover_code.errors import ToolError
 from clover_code.proc.children import signal_group
 from clover_code.tools.sandbox.base import ExecResult, JobFeed, SerialSandbox
+from clover_code.tools.sandbox.bwrap_hide import HIDDEN, data_tops, root_hidden, under
+from clover_code.tools.sandbox.bwrap_identity import identity_args, with_seccomp
 from clover_code.tools.sandbox.bwrap_net import SharedNetwork
 from clover_code.tools.sandbox.control_files import outside_paths, protected_paths
 from clover_code.tools.sandbox.host_view import HostView, host_view
@@ -68,122 +72,14 @@ from clover_code.tools.sandbox.local_job import LocalJob
 from clover_code.tools.sandbox.output import OutputSink, PipeReader
 from clover_code.tools.sandbox.policy import (
     DEFAULT_PASSTHROUGH,
-    INNER_ID,
     SandboxLimits,
-    needs_setuid_filter,
     runs_as_root,
     sandbox_env,
     sandbox_user,
 )
 from clover_code.tools.sandbox.process import PipedProcess, start_piped
-from clover_code.tools.sandbox.seccomp import setuid_filter_fd
 
-__all__ = ["BwrapSandbox", "bwrap_problem", "identity_args"]
-
-_HIDDEN = ("/home", "/root", "/run", "/var/run")
-"""Host directories replaced by an empty read-only tmpfs (plus the user's home)."""
-
-_SYSTEM_TOP = frozenset(
-    {"bin", "boot", "dev", "etc", "lib", "lib32", "lib64", "libx32", "opt", "proc", "run"}
-    | {"sbin", "sys", "tmp", "usr", "var", "home", "root", "snap", "nix", "gnu"}
-)
-"""Top-level directories of the system and its toolchains. Every other one (``/srv``,
-``/mnt``, ``/media``, ``/work``...) holds someone's data and is hidden like /home; the
-workspace and the PATH entries and toolchains in it are bound back in."""
-
-
-def _data_tops() -> list[str]:
-    """The top-level directories that are neither system nor toolchain."""
-    try:
-        entries = list(os.scandir("/"))
-    except OSError:
-        return []
-    tops = []
-    for entry in entries:
-        with contextlib.suppress(OSError):
-            if entry.name not in _SYSTEM_TOP and entry.is_dir(follow_symlinks=False):
-                tops.append(entry.path)
-    return sorted(tops)
-
-
-_ROOT_SECRETS = (
-    "/etc/shadow",
-    "/etc/shadow-",
-    "/etc/gshadow",
-    "/etc/gshadow-",
-    "/etc/sudoers",
-    "/etc/sudoers.d",
-    "/etc/ssh",
-    "/etc/docker",
-    "/etc/kubernetes",
-    "/var/lib/docker",
-    "/var/lib/containerd",
-    "/var/lib/kubelet",
-)
-"""Hidden too when commands act as host root, whose owner bits would let them read these."""
-
-
-def identity_args(user: tuple[int, int]) -> list[str]:
-    """The namespace and identity flags for commands that write as host ``user``.
-
-    A regular user gets every namespace bubblewrap makes for it (its user
-    namespace maps the user to itself). Host root gets an explicit user
-    namespace in which it is ``INNER_ID`` and cannot make another one.
-    """
-    args = ["--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
-    if runs_as_root(user) and os.getuid() == 0:
-        args += ["--unshare-user", "--disable-userns"]
-        args += ["--uid", str(INNER_ID), "--gid", str(INNER_ID)]
-    return args
-
-
-def _with_seccomp(argv: list[str], user: tuple[int, int]) -> tuple[list[str], tuple[int, ...]]:
-    """``argv`` with the setuid filter (``seccomp.py``) when commands write as host root
-    or its group, and the file descriptors to pass to bwrap (close them once it started)."""
-    if not (needs_setuid_filter(user) and os.getuid() == 0):
-        return argv, ()
-    fd = setuid_filter_fd()
-    if fd is None:
-        return argv, ()
-    return [argv[0], "--seccomp", str(fd), *argv[1:]], (fd,)
-
-
-def _root_hidden() -> tuple[list[str], list[str]]:
-    """The root-only secrets present here: (directories, files)."""
-    dirs = [p for p in _ROOT_SECRETS if os.path.isdir(p) and not os.path.islink(p)]
-    files = [p for p in _ROOT_SECRETS if os.path.isfile(p) and not os.path.islink(p)]
-    return dirs, files
-
-
-def bwrap_problem(bwrap: str = "bwrap", user: tuple[int, int] | None = None) -> str | None:
-    """Why bubblewrap cannot sandbox here (one phrase), or None when it works.
-
-    ``user`` is the uid:gid it will run as (root only can switch to it).
-    """
-    path = shutil.which(bwrap)
-    if path is None:
-        return "bubblewrap (bwrap) is not installed"
-    probe = [path, *identity_args(user or (os.getuid(), os.getgid()))]
-    probe += ["--ro-bind", "/", "/", "--proc", "/proc", "true"]
-    extra: dict[str, Any] = {}
-    if user is not None and os.getuid() == 0 and not runs_as_root(user):
-        extra = {"user": user[0], "group": user[1], "extra_groups": []}
-    probe, fds = _with_seccomp(probe, user or (os.getuid(), os.getgid()))
-    try:
-        proc = subprocess.run(
-            probe, capture_output=True, text=True, timeout=10, check=False, pass_fds=fds, **extra
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"bubblewrap does not run ({exc})"
-    finally:
-        for fd in fds:
-            os.close(fd)
-    if proc.returncode != 0:
-        why = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "no message"
-        if "disable-userns" in why:
-            return "this bubblewrap is too old to run commands for root unprivileged (0.8 needed)"
-        return f"bubblewrap cannot create its namespaces here ({why})"
-    return None
+__all__ = ["BwrapSandbox"]
 
 
 class BwrapSandbox(SerialSandbox):
@@ -237,16 +133,16 @@ class BwrapSandbox(SerialSandbox):
         if self.network or self._net.ready:
             args.append("--share-net")  # the host's network, or the one nsenter joined
         args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-        hidden = [h for h in _HIDDEN if os.path.isdir(h) and not os.path.islink(h)]
-        hidden += _data_tops()
+        hidden = [h for h in HIDDEN if os.path.isdir(h) and not os.path.islink(h)]
+        hidden += data_tops()
         home = os.path.realpath(os.path.expanduser("~"))
-        if home != "/" and os.path.isdir(home) and not any(_under(home, h) for h in hidden):
+        if home != "/" and os.path.isdir(home) and not any(under(home, h) for h in hidden):
             hidden.append(home)
         secret_files: list[str] = []
         concealed = [*hidden, "/tmp"]  # where the user's tools may need binding back in
         if as_root:
-            secret_dirs, secret_files = _root_hidden()
-            hidden += [d for d in secret_dirs if not any(_under(d, h) for h in hidden)]
+            secret_dirs, secret_files = root_hidden()
+            hidden += [d for d in secret_dirs if not any(under(d, h) for h in hidden)]
         for path in hidden:
             args += ["--tmpfs", path]
         for path in secret_files:
@@ -344,7 +240,7 @@ class BwrapSandbox(SerialSandbox):
         extra: dict[str, Any] = {}
         if os.getuid() == 0 and not runs_as_root(self._user):
             extra = {"user": self._user[0], "group": self._user[1], "extra_groups": []}
-        argv, own_fds = _with_seccomp(argv, self._user)
+        argv, own_fds = with_seccomp(argv, self._user)
         argv, fds = self._net.wrap(argv, own_fds)
         try:
             return await asyncio.create_subprocess_exec(
@@ -413,7 +309,7 @@ class BwrapSandbox(SerialSandbox):
         extra: dict[str, Any] = {}
         if os.getuid() == 0 and not runs_as_root(self._user):
             extra = {"user": self._user[0], "group": self._user[1], "extra_groups": []}
-        command, fds = _with_seccomp(command, self._user)
+        command, fds = with_seccomp(command, self._user)
         try:
             proc = await start_piped(
                 command,
@@ -440,7 +336,3 @@ class BwrapSandbox(SerialSandbox):
         spawned, self._spawned = list(self._spawned), set()
         await asyncio.gather(*(proc.kill() for proc in spawned))
         self._net.close()
-
-
-def _under(path: str, parent: str) -> bool:
-    return path == parent or path.startswith(parent.rstrip("/") + "/")

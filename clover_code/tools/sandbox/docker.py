@@ -42,7 +42,6 @@ import asyncio
 import contextlib
 import itertools
 import os
-import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -50,6 +49,7 @@ from typing import Any
 from clover_code.errors import ToolError
 from clover_code.tools.sandbox.base import ExecResult, JobFeed, SerialSandbox
 from clover_code.tools.sandbox.control_files import outside_paths, protected_paths
+from clover_code.tools.sandbox.docker_exec import exec_program, kill_command, remove_soon
 from clover_code.tools.sandbox.docker_job import DockerJob
 from clover_code.tools.sandbox.docker_link import (
     RunnerGone,
@@ -57,11 +57,9 @@ from clover_code.tools.sandbox.docker_link import (
     RunnerRefused,
     open_attach_stream,
 )
-from clover_code.tools.sandbox.docker_process import ExecProcess, open_exec_stream
+from clover_code.tools.sandbox.docker_process import ExecProcess
 from clover_code.tools.sandbox.docker_setup import (
     DOCKER_DOWN,
-    FILTER_PATH,
-    RUNNER_COMMAND,
     clean_stale_containers,
     container_spec,
     docker_client,
@@ -79,9 +77,6 @@ from clover_code.tools.sandbox.policy import (
 from clover_code.tools.sandbox.project_image import image_env
 
 __all__ = ["DockerSandbox"]
-
-MARKER = "CLOVER_SANDBOX_CMD"
-"""The environment variable ``runner.py`` finds a command's processes by (its ``MARKER``)."""
 
 _GRACE = 0.8
 """Seconds past the timeout to wait for the runner's own report before killing from outside."""
@@ -233,48 +228,20 @@ class DockerSandbox(SerialSandbox):
     # -- long-lived programs ------------------------------------------------
 
     async def spawn(self, argv: Sequence[str], *, cwd: Path | None = None) -> ExecProcess:
-        """Start ``argv`` in the container with ``docker exec`` (``docker_process``), as
+        """Start ``argv`` in the container with ``docker exec`` (``docker_exec``), as
         commands run: same user, environment, filter and mounts. It ends with the
         container (when ``.git`` changes or the sandbox closes)."""
         if self._link is None or self._link.closed:
             async with self._lock:
                 await self._ensure()
-        client, container_id = self._client, self.container_id
-        token = os.urandom(8).hex()
-        command = [*RUNNER_COMMAND, "--exec"]
-        if root_filter(self.user) is not None:
-            command.append(FILTER_PATH)
-        command += ["--", *argv]
-        env = {**self.env, MARKER: token}
-
-        api = client.api
-
-        def start() -> tuple[str, tuple[Any, Any, Any]] | str:
-            try:
-                exec_id = api.exec_create(
-                    container_id,
-                    command,
-                    stdin=True,
-                    stdout=True,
-                    stderr=True,
-                    tty=False,
-                    user=f"{self.user[0]}:{self.user[1]}",
-                    environment=env,
-                    workdir=str(cwd or self.root),
-                )["Id"]
-                return exec_id, open_exec_stream(api, exec_id)
-            except Exception as exc:  # Docker's and the connection's errors alike
-                return short_error(exc)
-
-        def kill() -> None:
-            kill_id = api.exec_create(container_id, [*RUNNER_COMMAND, "--kill", token])["Id"]
-            api.exec_start(kill_id)
-
-        started = await asyncio.to_thread(start)
-        if isinstance(started, str):
-            raise ToolError(f"{argv[0]} could not start in the Docker sandbox ({started}).")
-        exec_id, stream = started
-        return ExecProcess(api, exec_id, stream, kill)
+        return await exec_program(
+            self._client,
+            self.container_id,
+            argv,
+            user=self.user,
+            env=self.env,
+            workdir=str(cwd or self.root),
+        )
 
     # -- commands ----------------------------------------------------------
 
@@ -387,22 +354,11 @@ class DockerSandbox(SerialSandbox):
         """Kill the command's processes through a second exec (the runner's ``--kill``),
         then (``replace``) replace the container."""
         client, container_id = self._client, self.container_id
-
-        def kill() -> None:
-            with contextlib.suppress(Exception):
-                api = client.api
-                argv = [*RUNNER_COMMAND, "--kill", token]
-                exec_id = api.exec_create(container_id, argv)["Id"]
-                api.exec_start(exec_id)
-
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.to_thread(kill), 0.8)
+        await kill_command(client, container_id, token)
         if not replace:
             return
         # Whatever still runs goes with the container; the next command starts a fresh one.
         if self._link is not None:
             self._link.close()
         if client is not None and container_id is not None:
-            threading.Thread(
-                target=remove_container, args=(client, container_id), daemon=True
-            ).start()
+            remove_soon(client, container_id)

@@ -11,8 +11,8 @@
   to run commands as root without it. Docker's default seccomp profile stays
   in force: the two filters stack.
 - ``RUNNER_COMMAND``: how the container runs ``runner.py``, mounted read-only
-  at ``RUNNER_DIR`` with the one module of clover-code it imports
-  (``proc/children.py``).
+  at ``RUNNER_DIR`` with the modules of clover-code it imports
+  (``proc/children.py``, ``runner_procs.py``, ``runner_filter.py``).
 - owner labels and ``clean_stale_containers``: every sandbox container is
   labelled ``host:pid:start-time`` of the clover-code process that made it;
   one whose owner is gone on this host is removed by the next session.
@@ -61,12 +61,23 @@ RUNNER_COMMAND = (
     f"import sys; sys.path.insert(0, {RUNNER_DIR!r}); import clover_runner; clover_runner.main()",
 )
 """What runs ``runner.py`` in the container (its arguments follow)."""
+
+
+def _part(name: str) -> str:
+    """The text of the runner's file ``name`` in this package."""
+    return Path(__file__).with_name(name).read_text(encoding="utf-8")
+
+
 _RUNNER_FILES = {
-    "clover_runner.py": Path(__file__).with_name("runner.py").read_text(encoding="utf-8"),
-    # Only the module it imports: the image may hold a clover-code of its own.
+    "clover_runner.py": _part("runner.py"),
+    # Only the modules it imports: the image may hold a clover-code of its own.
     "clover_code/__init__.py": "",
     "clover_code/proc/__init__.py": "",
     "clover_code/proc/children.py": Path(children.__file__).read_text(encoding="utf-8"),
+    "clover_code/tools/__init__.py": "",
+    "clover_code/tools/sandbox/__init__.py": "",
+    "clover_code/tools/sandbox/runner_procs.py": _part("runner_procs.py"),
+    "clover_code/tools/sandbox/runner_filter.py": _part("runner_filter.py"),
 }
 """``RUNNER_DIR``'s files."""
 _RUNNER = "runner"

@@ -4,9 +4,11 @@
 command (``docker_setup.RUNNER_COMMAND [FILTER]``) and talks to it over the
 container's attach stream, so running a command costs a fork inside the
 container rather than a ``docker exec`` (tens of milliseconds each). It runs
-on the image's Python: standard library only, besides ``proc/children.py``,
-which ``docker_setup`` mounts beside it (``python3 -I <this file>`` runs it
-on the host, where clover-code is installed).
+on the image's Python: standard library only, besides ``proc/children.py``
+and its own parts, ``runner_procs.py`` (finding and killing a command's
+processes) and ``runner_filter.py`` (the setuid filter), which
+``docker_setup`` mounts beside it (``python3 -I <this file>`` runs it on the
+host, where clover-code is installed).
 
 FILTER, given when commands run as uid 0, is the seccomp program of
 ``seccomp.py`` (no setuid or setgid modes): before anything else the runner
@@ -56,25 +58,19 @@ import os
 import selectors
 import shlex
 import signal
-import stat
 import struct
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from typing import Any
 
 from clover_code.proc.children import exited_children, signal_group
+from clover_code.tools.sandbox.runner_filter import REFUSED, lock_setuid
+from clover_code.tools.sandbox.runner_procs import MARKER, kill_holders, kill_marked
 
 FRAME = struct.Struct(">cII")
 DRAIN = 0.3
 CHUNK = 65536
-MARKER = "CLOVER_SANDBOX_CMD"
-REFUSED = (
-    "the Docker sandbox will not run commands as root: it could not install its filter "
-    "against setuid files ({why}); run clover-code as a regular user, or on a workspace "
-    "a regular user owns."
-)
 
 
 def send(kind: bytes, cid: int, payload: bytes = b"") -> None:
@@ -85,100 +81,6 @@ def send(kind: bytes, cid: int, payload: bytes = b"") -> None:
 
 def send_json(kind: bytes, cid: int, obj: dict[str, Any]) -> None:
     send(kind, cid, json.dumps(obj).encode())
-
-
-def pids() -> Iterator[int]:
-    for name in os.listdir("/proc"):
-        if name.isdigit() and int(name) != os.getpid():
-            yield int(name)
-
-
-def kill(pid: int) -> None:
-    with contextlib.suppress(OSError):
-        os.kill(pid, signal.SIGKILL)
-
-
-def kill_marked(token: str) -> None:
-    """SIGKILL every process whose environment carries ``token``, until none is left."""
-    needle = f"{MARKER}={token}".encode()
-    for _ in range(50):
-        found = False
-        for pid in pids():
-            try:
-                with open(f"/proc/{pid}/environ", "rb") as fh:
-                    env = fh.read().split(b"\0")
-            except OSError:
-                continue
-            if needle in env:
-                kill(pid)
-                found = True
-        if not found:
-            return
-
-
-def kill_holders(inode: int) -> int:
-    """SIGKILL every process with a descriptor on the pipe ``inode``; returns how many."""
-    count = 0
-    for pid in pids():
-        try:
-            fds = os.listdir(f"/proc/{pid}/fd")
-        except OSError:
-            continue
-        for fd in fds:
-            try:
-                st = os.stat(f"/proc/{pid}/fd/{fd}")
-            except OSError:
-                continue
-            if stat.S_ISFIFO(st.st_mode) and st.st_ino == inode:
-                kill(pid)
-                count += 1
-                break
-    return count
-
-
-def lock_setuid(path: str | None) -> str | None:
-    """Install the seccomp filter at ``path`` on this process; children inherit it.
-
-    Returns why that failed (a phrase), or None when it holds or, not being
-    root and given no filter, the runner needs none.
-    """
-    if path is None:
-        return "no filter was given" if 0 in (os.getuid(), os.geteuid()) else None
-    try:
-        import ctypes
-
-        with open(path, "rb") as fh:
-            program = fh.read()
-        if not program or len(program) % 8 or len(program) > 8 * 4096:
-            return f"{path} is not a seccomp program"
-
-        class Prog(ctypes.Structure):  # struct sock_fprog
-            _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-        code = ctypes.create_string_buffer(program, len(program))
-        prog = Prog(len(program) // 8, ctypes.cast(code, ctypes.c_void_p))
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-        one, zero = ctypes.c_ulong(1), ctypes.c_ulong(0)
-        # PR_SET_NO_NEW_PRIVS (no-new-privileges set it already), then
-        # PR_SET_SECCOMP with SECCOMP_MODE_FILTER.
-        if prctl(38, one, zero, zero, zero) or prctl(
-            22, ctypes.c_ulong(2), ctypes.byref(prog), zero, zero
-        ):
-            return f"prctl: {os.strerror(ctypes.get_errno())}"
-    except (ImportError, OSError, AttributeError) as exc:
-        return f"{type(exc).__name__}: {exc}"
-    try:  # check that it holds
-        fd, probe = tempfile.mkstemp(prefix="clover-setuid-probe-")
-    except OSError as exc:
-        return f"cannot check it: {exc.strerror}"
-    try:
-        os.fchmod(fd, 0o4700)
-    except PermissionError:
-        return None
-    finally:
-        os.close(fd)
-        os.unlink(probe)
-    return "a setuid chmod still succeeded with it"
 
 
 class Command:

@@ -258,7 +258,8 @@ def _docker(root: Path, opts: _Options) -> tuple[Sandbox | None, str]:
 
 def _bwrap(root: Path, opts: _Options) -> tuple[Sandbox | None, str]:
     """A BwrapSandbox when bubblewrap works here; or None and why not."""
-    from clover_code.tools.sandbox.bwrap import BwrapSandbox, bwrap_problem
+    from clover_code.tools.sandbox.bwrap import BwrapSandbox
+    from clover_code.tools.sandbox.bwrap_identity import bwrap_problem
 
     problem = bwrap_problem(user=sandbox_user(root))
     if problem is not None:

@@ -13,7 +13,7 @@ import pytest
 
 from clover_code import protocol as p
 from clover_code.agent import open as factory
-from clover_code.agent.session import NOT_RECORDED
+from clover_code.agent.session_events import NOT_RECORDED
 from clover_code.agent.transcript import Transcript, load
 from clover_code.agent.transcript_load import read_records
 from clover_code.config.settings import Settings

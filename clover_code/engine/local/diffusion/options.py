@@ -49,6 +49,12 @@ class DecodeOptions:
     merge_commit: bool = True
     """Write a finished block into the cache with the next block's first forward (False:
     with a forward of its own, as a separate commit)."""
+    remask_below: float = 0.0
+    """Re-denoising: once a block is fully denoised, its positions filled with a
+    confidence below this are masked again and denoised once more before the commit
+    (``remask.py``); 0: off."""
+    remask_rounds: int = 1
+    """How many times a block may be re-denoised, at most."""
 
 
 @dataclass(slots=True)
@@ -87,6 +93,14 @@ class DecodeStats:
     step_forwards: int = 0
     commit_forwards: int = 0
     tokens: int = 0
+    remask_rounds: int = 0
+    """Times a block's low-confidence positions were masked again."""
+    remasked_tokens: int = 0
+    """Positions masked again, over every round."""
+    remask_changed: int = 0
+    """Of those, the positions denoised again to a different token."""
+    remask_forwards: int = 0
+    """Denoising steps spent re-denoising (counted in ``step_forwards`` too)."""
     experts: list[list[int]] = field(default_factory=list)
     """Per block, the distinct routed experts each MoE layer used (empty when the model's
     routers are not hooked)."""

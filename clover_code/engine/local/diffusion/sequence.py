@@ -17,6 +17,7 @@ from typing import Literal
 import torch
 
 from clover_code.engine.local.diffusion.options import Block, DecodeOptions, DecodeStats, Step
+from clover_code.engine.local.diffusion.remask import Remask
 from clover_code.engine.local.diffusion.rule import low_confidence_step
 
 __all__ = ["Sequence", "SequenceState"]
@@ -74,10 +75,13 @@ class Sequence:
     commit_cost: int = 0
     """Forwards a finished block costs after its steps: 1 when its commit is a forward of
     its own, 0 when it rides on the next block's first forward."""
+    remask: Remask = field(init=False, repr=False)
+    """Re-denoising of the current block's low-confidence positions (``remask.py``)."""
 
     def __post_init__(self) -> None:
         self.thinking = 0 if self.options.starts_in_reasoning else None
         self._one = torch.ones((), dtype=torch.float32, device=self.device)
+        self.remask = Remask(self.options.remask_below, self.options.remask_rounds)
 
     @property
     def mask_id(self) -> int:
@@ -97,6 +101,7 @@ class Sequence:
         self.steps = 0
         self.fill_confidence = [1.0] * len(self.ids)
         self.fill_step = [0] * len(self.ids)
+        self.remask.start()
         self.state = "denoising"
 
     @property
@@ -117,6 +122,7 @@ class Sequence:
         opts = self.options
         self.steps += 1
         self.stats.step_forwards += 1
+        self.stats.remask_forwards += self.remask.active
         counts = self._counts()
         logits = opts.controls.apply(
             logits.float(),
@@ -129,6 +135,7 @@ class Sequence:
         mask = opts.mask_id
         fill = low_confidence_step(self.ids, logits, mask, opts.threshold)
         self.ids = fill.ids
+        self.remask.record(fill)
         # The draft's new tokens count from the next step on (so the block cannot repeat
         # itself while it denoises), and stay counted once the block is committed.
         new = fill.ids[self.fixed :][fill.filled[self.fixed :]]
@@ -142,11 +149,25 @@ class Sequence:
         shown = confidence[self.fixed :] if confidences else None
         self.sink(Step(self.index, self.steps, gen, masked, shown))
         end = _stop_position(gen, masked, opts.stop_ids)
+        if (end is not None or not any(masked)) and self._mask_again(end, counts):
+            return
         if end is not None:
             self._emit(gen[:end], "stop")
         elif not any(masked):
             room = self.budget - len(self.generated)
             self._emit(gen, "length" if len(gen) >= room else None)
+
+    def _mask_again(self, end: int | None, counts: torch.Tensor) -> bool:
+        """Mask the block's low-confidence positions again, up to the stop token at ``end``
+        (None: the whole block); False when the block is to be committed as it is."""
+        span = self.length if end is None else self.fixed + end + 1
+        again = self.remask.again(self.ids, self.fixed, span, self.mask_id, self.stats)
+        if again is None:
+            return False
+        # The tokens taken back no longer count towards the penalties.
+        counts.index_put_((self.ids[again],), -self._one, accumulate=True)
+        self.ids = self.ids.masked_fill(again, self.mask_id)
+        return True
 
     def count_commit(self) -> None:
         """The finished block was written with a forward of its own."""

@@ -54,6 +54,8 @@ def test_the_whole_check_runs_shrunk_on_the_cpu(capsys: pytest.CaptureFixture[st
         "tokens per forward for 515 tok/s",
         "merged commit vs commit forward (state split)",
         "batched row vs the sequence alone",
+        "remasking off (peer)",
+        "remask_below 0.5, rounds 2",
         "GDN kernel chunk_gated_delta_rule",
         "whole run",
     ):
@@ -63,7 +65,8 @@ def test_the_whole_check_runs_shrunk_on_the_cpu(capsys: pytest.CaptureFixture[st
     assert "experts/layer of 8" in out
     # Every check has its verdict after the table (no time target at 1% on a CPU).
     assert "target a merged commit leaves the state a commit forward leaves: met" in out
-    assert "all 5 targets met" in out
+    assert "target re-denoising ran, and 0 decodes as off: met" in out
+    assert "all 6 targets met" in out
 
 
 @pytest.mark.slow

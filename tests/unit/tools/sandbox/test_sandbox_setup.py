@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -97,6 +99,27 @@ def test_docker_gets_the_setuid_filter_only_when_commands_run_as_root(
         ToolError, match=r"^the Docker sandbox cannot run commands as root on riscv64"
     ):
         root_filter((0, 0), "riscv64")
+
+
+def test_the_runner_imports_only_the_files_mounted_beside_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The image may hold no clover-code, or another one: every module of clover-code
+    # the runner imports must come from its own mounted folder.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    folder = support_files((4242, 4242)) / "runner"
+    probe = (
+        f"import json, sys; sys.path.insert(0, {str(folder)!r}); import clover_runner; "
+        "print(json.dumps({m: getattr(sys.modules[m], '__file__', None) "
+        "for m in sys.modules if m.startswith('clover')}))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", probe], capture_output=True, text=True, check=True
+    )
+    modules = json.loads(done.stdout)
+    assert "clover_code.tools.sandbox.runner_procs" in modules
+    outside = {m: f for m, f in modules.items() if not str(f).startswith(str(folder) + "/")}
+    assert outside == {}
 
 
 def _owned(path: Path, uid: int) -> Path:
