@@ -64,8 +64,11 @@ def render_diff(diff: str, max_lines: int, unsure: frozenset[int] = frozenset())
             old_no += mark != "+"
             new_no += mark != "-"
             flagged = mark == "+" and number in unsure
-            parts.append((f"{number:>{GUTTER}}", MUTED))
-            parts.append(("?", "bold $text-warning") if flagged else " ")
+            if flagged:
+                parts.append((f"{number:>{GUTTER}}", MUTED))
+                parts.append(("?", "bold $text-warning"))
+            else:
+                parts.append((f"{number:>{GUTTER}} ", MUTED))
             body = code[index]
             if mark in _BACKGROUNDS:
                 kept = [span for span in body.spans if span.style in _ON_TINT]
