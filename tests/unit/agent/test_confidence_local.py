@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -79,3 +80,27 @@ async def test_confidences_reach_the_edit_and_the_json_result(
             "confidence_known": True,
         }
     ]
+
+
+async def test_a_re_denoised_token_keeps_its_last_fill(checkpoint: Path) -> None:
+    from clover_code.engine.base import ChatRequest
+    from clover_code.engine.events import BlockCommitted
+
+    text = "ok</think>\n\nalpha beta gamma"
+
+    async def unsure_steps(**options: Any) -> list[int]:
+        backend = HFBackend(str(checkpoint), HFOptions(block_size=8, max_tokens=64, **options))
+        start = len(backend.tokenizer(text[: text.index("beta")])["input_ids"])
+        script_text(backend, text, confidence=lambda i: 0.3 if start <= i < start + 4 else 0.99)
+        request = ChatRequest([{"role": "user", "content": "hi"}])
+        blocks = [e async for e in backend.stream(request) if isinstance(e, BlockCommitted)]
+        pieces = [piece for b in blocks for piece in b.pieces or []]
+        assert sum(piece.chars for piece in pieces) == len(text)
+        return [piece.step for piece in pieces if piece.confidence < 0.5]
+
+    plain = await unsure_steps()
+    again = await unsure_steps(remask_below=0.5, remask_rounds=1)
+    # Masked again after the block's first full denoise and filled anew: the step of
+    # the second fill is kept, later than the first.
+    assert len(plain) == len(again) == 4
+    assert all(a > b for a, b in zip(again, plain, strict=True)), (plain, again)
