@@ -81,6 +81,8 @@ class AppSettings(BaseModel):
         extra="forbid",
         validate_default=True,
         protected_namespaces=(),
+        # Built when first used: only Settings, which inherits these fields, is.
+        defer_build=True,
     )
 
     theme: str = Field("textual-dark", min_length=1)

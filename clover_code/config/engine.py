@@ -25,6 +25,8 @@ class ModelSettings(BaseModel):
         extra="forbid",
         validate_default=True,
         protected_namespaces=(),
+        # Built when first used: only Settings, which inherits these fields, is.
+        defer_build=True,
     )
 
     engine: EngineKind = "auto"

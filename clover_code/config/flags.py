@@ -25,7 +25,6 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import SecretStr
 
-from clover_code.config.field_docs import field_docs
 from clover_code.config.settings import Settings
 
 __all__ = [
@@ -124,15 +123,14 @@ def add_setting_flags(
         field = Settings.model_fields[flag.setting]
         kind = _unwrap(field.annotation)
         option = flag.flag or "--" + flag.setting.replace("_", "-")
-        doc = flag.help or _help_case(_first_sentence(field_docs(Settings).get(flag.setting, "")))
-        help_text = _escape(doc)
+        help_text = None if flag.help is None else _escape(flag.help)
         if kind is bool:
             # A switch sets the value its default is not: --x for off-by-default, --no-x otherwise.
             on = field.default is not True
             if not on and flag.flag is None:
                 option = "--no-" + flag.setting.replace("_", "-")
             parser.add_argument(
-                option, dest=flag.setting, action="store_const", const=on, help=help_text
+                option, dest=flag.setting, action=_SettingFlag, nargs=0, const=on, help=help_text
             )
             continue
         extra: dict[str, Any] = {}
@@ -145,8 +143,44 @@ def add_setting_flags(
         if metavar:
             extra["metavar"] = metavar
         parser.add_argument(
-            option, dest=flag.setting, choices=choices, default=None, help=help_text, **extra
+            option,
+            dest=flag.setting,
+            action=_SettingFlag,
+            choices=choices,
+            default=None,
+            help=help_text,
+            **extra,
         )
+
+
+class _SettingFlag(argparse.Action):
+    """A setting's flag: stores its value (a switch, ``nargs=0``: its ``const``). Its help
+    is the first sentence of the setting's docstring, read from the source when the help
+    is shown: every start would otherwise parse the settings' modules for it."""
+
+    _help: str | None
+
+    @property
+    def help(self) -> str | None:
+        if self._help is None:
+            from clover_code.config.field_docs import field_docs
+
+            doc = field_docs(Settings).get(self.dest, "")
+            self._help = _escape(_help_case(_first_sentence(doc)))
+        return self._help
+
+    @help.setter
+    def help(self, value: str | None) -> None:
+        self._help = value
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        setattr(namespace, self.dest, self.const if self.nargs == 0 else values)
 
 
 _METAVARS: dict[Any, str] = {int: "N", float: "X", Path: "DIR"}

@@ -21,7 +21,15 @@ __all__ = [
     "McpServerConfig",
     "ModelPrice",
     "PermissionRules",
+    "empty_list",
 ]
+
+
+def empty_list() -> list[Any]:
+    """A new empty list: the default factory of the models' list fields. Given ``list``
+    itself, pydantic reads the builtin's signature from its text, which compiles the
+    tokenizer's patterns (a few ms of every start)."""
+    return []
 
 
 class PermissionRules(BaseModel):
@@ -47,7 +55,8 @@ class McpServerConfig(BaseModel):
     """One MCP server: a program to start (stdio) or a URL to reach (http, sse);
     the ``.mcp.json`` entry shape."""
 
-    model_config = ConfigDict(extra="forbid")
+    # Built when first used: a run without such a section validates none.
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     type: Literal["stdio", "http", "sse"] = "stdio"
     """Transport: stdio (a program), http (streamable HTTP) or sse (the older SSE
@@ -67,7 +76,7 @@ class McpServerConfig(BaseModel):
     """Sign in with OAuth when the server asks for it (http, sse): the SDK's OAuth
     client opens the browser and waits for the sign-in on a loopback port."""
 
-    args: list[str] = Field(default_factory=list)
+    args: list[str] = Field(default_factory=empty_list)
     """Its command-line arguments."""
 
     env: dict[str, str] = Field(default_factory=dict)
@@ -112,7 +121,8 @@ HookEvent = Literal[
 class HookConfig(BaseModel):
     """One hook: a program run at a lifecycle point (see ``clover_code.agent.extensions.hooks``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    # Built when first used: a run without such a section validates none.
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     matcher: str = ""
     """Regular expression over tool names (PreToolUse, PostToolUse, PermissionRequest),
@@ -140,15 +150,16 @@ class LspServerConfig(BaseModel):
     files. A built-in language (python, typescript, go, rust) needs none of the fields:
     unset ones keep the built-in values."""
 
-    model_config = ConfigDict(extra="forbid")
+    # Built when first used: a run without such a section validates none.
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     command: str | None = Field(None, min_length=1)
     """The server's program, e.g. pylsp; unset: the first built-in one found in the sandbox."""
 
-    args: list[str] = Field(default_factory=list)
+    args: list[str] = Field(default_factory=empty_list)
     """Its command-line arguments, e.g. ["--stdio"] (with command only)."""
 
-    patterns: list[str] = Field(default_factory=list)
+    patterns: list[str] = Field(default_factory=empty_list)
     """File names it checks, as globs, e.g. ["*.py", "*.pyi"]; unset: the built-in ones."""
 
     init_options: dict[str, Any] = Field(default_factory=dict)

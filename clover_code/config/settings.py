@@ -49,6 +49,7 @@ from clover_code.config.sections import LspServerConfig as LspServerConfig
 from clover_code.config.sections import McpServerConfig as McpServerConfig
 from clover_code.config.sections import ModelPrice as ModelPrice
 from clover_code.config.sections import PermissionRules as PermissionRules
+from clover_code.config.sections import empty_list
 from clover_code.config.sources import (
     ENV_PREFIX,
     check_base_url,
@@ -144,7 +145,7 @@ class Settings(AppSettings, ModelSettings):
     sandbox_image: str | None = None
     """Docker image for the sandbox; unset means clover-code's own, built on first use."""
 
-    sandbox_setup: list[str] = Field(default_factory=list)
+    sandbox_setup: list[str] = Field(default_factory=empty_list)
     """Shell commands run once per Docker sandbox image, as root with the network on and
     the workspace mounted (e.g. ``pip install -e '.[test]'``); the result is cached."""
 
@@ -166,11 +167,11 @@ class Settings(AppSettings, ModelSettings):
     hooks: dict[HookEvent, list[HookConfig]] = Field(default_factory=dict)
     """Programs run at lifecycle points, e.g. [[hooks.PreToolUse]] command = "./check"."""
 
-    plugins: list[str] = Field(default_factory=list)
+    plugins: list[str] = Field(default_factory=empty_list)
     """Installed plugins to use besides the enabled ones (clover-code plugin enable), by
     name, e.g. ["lint-kit"]; a project file names them only once you trusted it."""
 
-    mcp_read_only: list[str] = Field(default_factory=list)
+    mcp_read_only: list[str] = Field(default_factory=empty_list)
     """MCP tools you vouch for as read-only, by name or glob (mcp__docs__search,
     mcp__docs__*): they count as reading, so plan and read-only modes run them. A
     server's own readOnlyHint is a claim and never counts; a project file sets this

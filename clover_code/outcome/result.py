@@ -70,8 +70,9 @@ Text = Annotated[str, BeforeValidator(_printable_value)]
 
 class _Frozen(BaseModel):
     # The field docstrings document the published schema (``result_models`` and
-    # clover_code.config.field_docs put them there when it is generated).
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # clover_code.config.field_docs put them there when it is generated). Built when
+    # first used: a run without subagents never makes a SubagentUsage.
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class ResultUsage(_Frozen):

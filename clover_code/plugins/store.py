@@ -51,7 +51,8 @@ def plugins_dir() -> Path:
 class InstalledPlugin(BaseModel):
     """One plugin as ``installed.json`` records it."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Built when first used: a session without plugins reads no record.
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     name: str
     source: str
@@ -66,7 +67,7 @@ class InstalledPlugin(BaseModel):
 
 
 class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     version: Literal[1] = 1
     plugins: dict[str, InstalledPlugin] = {}

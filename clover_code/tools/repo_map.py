@@ -16,6 +16,7 @@ from typing import ClassVar
 
 from pydantic import BaseModel, Field
 
+from clover_code.config.sections import empty_list
 from clover_code.protocol import RepoMapBuilt
 from clover_code.repomap import RepoMap
 from clover_code.tools.base import Tool, ToolContext, ToolKind, ToolResult
@@ -37,7 +38,7 @@ class RepoMapArgs(BaseModel):
     """Arguments of repo_map."""
 
     focus: list[str] = Field(
-        default_factory=list,
+        default_factory=empty_list,
         description=(
             "Files (paths relative to the workspace root) or identifiers to centre the map "
             "on; their neighbours in the reference graph rank higher."

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import ClassVar, Protocol
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from clover_code.errors import ToolError
 from clover_code.protocol import SkillLoaded
@@ -41,6 +41,9 @@ class LoadedSkill(Protocol):
 
 class SkillArgs(BaseModel):
     """Arguments of skill."""
+
+    # Built when first used: a session without skills never validates one.
+    model_config = ConfigDict(defer_build=True)
 
     name: str = Field(description="The skill's name, as the system prompt lists it.")
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from clover_code.errors import ToolError
 from clover_code.protocol import TodoItem, TodoList, ToolDisplay
@@ -39,6 +39,9 @@ _MARKS: dict[str, str] = {"pending": "[ ]", "in_progress": "[>]", "done": "[x]"}
 
 class TodoEntry(BaseModel):
     """One step of the plan."""
+
+    # Built when first used: TodoArgs builds its items' schema within its own.
+    model_config = ConfigDict(defer_build=True)
 
     text: str = Field(min_length=1, max_length=500, description="What the step is, in a few words.")
     status: Status = Field(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from clover_code.errors import ToolError
 from clover_code.net.convert import frame_untrusted, html_to_markdown
@@ -109,6 +109,9 @@ async def _to_text(text: str, is_html: bool) -> str:
 
 class WebSearchArgs(BaseModel):
     """Arguments of web_search."""
+
+    # Built when first used: a session without web search never validates one.
+    model_config = ConfigDict(defer_build=True)
 
     query: str = Field(description="What to search the web for.")
     limit: int = Field(8, ge=1, le=20, description="How many results to return.")

@@ -223,7 +223,9 @@ class CloverApp(App[int]):
                     await asyncio.wait_for(self._retry_now.wait(), wait)
         self.composer.custom = completions(self)
         self.extras.session_opened()
-        self._warm_renderers()
+        # After the paint that shows the open session: the warm-up thread holds the
+        # interpreter for a while, and the first paint should not wait for it.
+        self.call_after_refresh(self._warm_renderers)
         if attempt:
             retries = "1 retry" if attempt == 1 else f"{attempt} retries"
             self.transcript.waiting_done(f"The model server answered after {retries}.")
@@ -253,8 +255,8 @@ class CloverApp(App[int]):
     def _warm_renderers(self) -> None:
         # The first answer and the first diff would otherwise pay the Markdown parser's
         # and the highlighter's imports (markdown-it, lexer tables, the theme) on the
-        # event loop, a visible pause mid-turn. Done once the session is open, so that
-        # it does not compete with opening it.
+        # event loop, a visible pause mid-turn. Done once the session is open and shown,
+        # so that it competes with neither.
         from clover_code.ui.widgets.answer import markdown
         from clover_code.ui.widgets.diff_view import render_diff
 

@@ -11,12 +11,9 @@ from clover_code.ui.widgets.transcript import Transcript
 
 CARRY_OUT = "Carry out the plan."
 """The prompt sent when the user accepts the plan."""
-CARRY_OUT_MODES: dict[str, p.SetApprovalMode] = {
-    "a": p.SetApprovalMode(mode="ask"),
-    "e": p.SetApprovalMode(mode="auto-edit"),
-    "f": p.SetApprovalMode(mode="full-auto"),
-}
-"""The keys of the plan question that carry the plan out, and the mode each switches to."""
+CARRY_OUT_MODES: dict[str, p.ApprovalMode] = {"a": "ask", "e": "auto-edit", "f": "full-auto"}
+"""The keys of the plan question that carry the plan out, and the mode each switches to
+(the op is made when sent: making one at import would build its model at every start)."""
 
 
 def ask_about_plan(
@@ -33,7 +30,7 @@ def ask_about_plan(
             Choice("e", "Carry it out, editing without asking (auto-edit)"),
             Choice("f", "Carry it out without asking at all (full-auto)"),
         )
-        if CARRY_OUT_MODES[choice.key].mode in app.approval_modes  # an administrator's limit
+        if CARRY_OUT_MODES[choice.key] in app.approval_modes  # an administrator's limit
     ]
 
     def answered(answer: tuple[str, str] | None) -> None:
@@ -44,7 +41,7 @@ def ask_about_plan(
         if key == "text":
             app.send_prompt(text)
             return
-        op = CARRY_OUT_MODES[key]
+        op = p.SetApprovalMode(mode=CARRY_OUT_MODES[key])
         app.send(op)
         status_bar.approval = op.mode
         app.send_prompt(CARRY_OUT)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from clover_code import protocol as p
 from clover_code.ui.host import SessionHost
-from clover_code.ui.rewind import rewound
 from clover_code.ui.widgets.prompt_input import PromptInput
 from clover_code.ui.widgets.status_bar import StatusBar
 from clover_code.ui.widgets.transcript import Transcript
@@ -42,6 +41,8 @@ class Reports:
             t.add_diff(f"Changes this session ({files}):", event.diff)
         elif isinstance(event, p.UndoDone):
             t.add_note(undo_text(event))
+            from clover_code.ui.rewind import rewound  # loaded with the first rewind
+
             rewound(self.app, self.prompt, event)
             self.app.refresh_git()
         elif isinstance(event, p.Compacted):

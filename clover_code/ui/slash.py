@@ -13,8 +13,6 @@ from clover_code.ui.command_table import CommandTable, SlashCommand
 from clover_code.ui.custom import run_custom, show_skills
 from clover_code.ui.export import export
 from clover_code.ui.host import SlashHost
-from clover_code.ui.review import start_review
-from clover_code.ui.rewind import REWIND_CHOICES, fork, rewind
 from clover_code.ui.widgets.confirm import ConfirmScreen
 from clover_code.ui.widgets.help_table import Section
 from clover_code.ui.widgets.status_bar import StatusBar
@@ -186,6 +184,10 @@ class SlashCommands:
 
     @TABLE.command("rewind", "go back N turns (asks first)", "N [files|conversation|both]")
     def _cmd_rewind(self, arg: str) -> None:
+        # Loaded on first use (as are /fork's and /review's): few sessions need them,
+        # and every start would pay their modules.
+        from clover_code.ui.rewind import REWIND_CHOICES, rewind
+
         words = arg.split()
         count = words[0] if words else ""
         what = [w for w in words[1:] if w != "--force"]
@@ -346,6 +348,8 @@ class SlashCommands:
 
     @TABLE.command("fork", "continue in a copy of this session (the original stays)")
     def _cmd_fork(self, arg: str) -> None:
+        from clover_code.ui.rewind import fork
+
         fork(self.app, self.transcript, self.open_path)
 
     @TABLE.command("export", "save this session as Markdown or HTML", "[md|html] [FILE]")
@@ -364,6 +368,8 @@ class SlashCommands:
 
     @TABLE.command("review", "review the changes since BASE (default branch), read-only", "[BASE]")
     def _cmd_review(self, arg: str) -> None:
+        from clover_code.ui.review import start_review
+
         start_review(self.app, self.transcript, arg)
 
     @TABLE.command("skills", "list the skills the model can load")

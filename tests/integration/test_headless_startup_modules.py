@@ -51,7 +51,7 @@ NEVER_LOADED = (
     "docker",
     # What only a feature this run does not use needs: the shell parser (a command to
     # check), worktrees (a child agent in one), Docker's image building, installed
-    # plugins, web search, --output-schema, export, fork, the session list.
+    # plugins, web search, --output-schema, export, fork, the session list, the flags' help.
     "tree_sitter_bash",
     "clover_code.agent.permissions.shell.parse",
     "clover_code.agent.extensions.isolation",
@@ -66,6 +66,8 @@ NEVER_LOADED = (
     "clover_code.agent.export",
     "clover_code.agent.fork",
     "clover_code.agent.session_list",
+    # The settings' field docstrings, read from their source for --help.
+    "clover_code.config.field_docs",
 )
 
 _RUN = """\

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from typing import ClassVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from clover_code.errors import ToolError
 from clover_code.tools.base import Tool, ToolContext, ToolKind, ToolResult
@@ -29,6 +29,9 @@ MAX_LISTED = 200
 
 class DiagnosticsArgs(BaseModel):
     """Arguments of diagnostics."""
+
+    # Built when first used: a session without language servers never validates one.
+    model_config = ConfigDict(defer_build=True)
 
     path: str = Field(description="The file to check, relative to the workspace root.")
 
