@@ -5,8 +5,9 @@
     python bench/transcript_session.py resume TRANSCRIPT WORK REPEATS [--copy]
 
 ``write`` runs a scripted session (a fake model: the answers are fixed, so both
-trees record the same conversation) through the session factory in
-``WORK/repo`` and prints, as JSON, the transcript's bytes, the conversation's
+trees record the same conversation; where a tree's committed blocks carry fill
+confidences, the fake model gives them, one token per four characters) through
+the session factory in ``WORK/repo`` and prints, as JSON, the transcript's bytes, the conversation's
 bytes, the model requests (steps) and those whose calls may change
 something, the turns, and the transcript's fsyncs during the turns (and the
 seconds they took). ``resume`` times ``REPEATS`` reopenings of a transcript
@@ -18,6 +19,7 @@ a fresh copy (a newer tree marks an older file's format when it reopens it).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import shutil
@@ -31,6 +33,7 @@ import clover_code
 from clover_code.agent import open_steps
 from clover_code.agent.steps import Steps
 from clover_code.config.settings import Settings, load_settings
+from clover_code.engine import events as ev
 from tests.fakes import ScriptedBackend, text_response, tool_response
 from tests.sessions import open_session
 
@@ -78,6 +81,24 @@ def _script() -> list[list[Any]]:
     return script
 
 
+def _with_confidences(response: list[Any]) -> list[Any]:
+    """The response's committed blocks with their tokens' fill confidences, where this
+    tree's engine events carry them (a token per four characters, varied confidences)."""
+    if "pieces" not in {f.name for f in dataclasses.fields(ev.BlockCommitted)}:
+        return response
+    from clover_code.protocol.confidence import TokenPiece
+
+    out: list[Any] = []
+    for event in response:
+        if isinstance(event, ev.BlockCommitted):
+            sizes = [min(4, len(event.text) - at) for at in range(0, len(event.text), 4)]
+            pieces = [TokenPiece(n, 0.3 + 0.7 * ((k * 37) % 100) / 100, 1 + k % 3)
+                      for k, n in enumerate(sizes)]  # fmt: skip
+            event = dataclasses.replace(event, pieces=pieces)
+        out.append(event)
+    return out
+
+
 async def write(work: Path) -> dict[str, Any]:
     """Record the scripted session; what it cost."""
     repo = _workspace(work)
@@ -93,7 +114,7 @@ async def write(work: Path) -> dict[str, Any]:
             syncs.append(time.perf_counter() - started)
 
     os.fsync = counted_fsync  # the real fsync, counted (ours and the baseline's alike)
-    backend = ScriptedBackend(_script())
+    backend = ScriptedBackend([_with_confidences(response) for response in _script()])
     session = await open_session(_settings(work), backend, repo, [], approval_mode="full-auto")
     opened = len(syncs)
     for turn in range(TURNS):

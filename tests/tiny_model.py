@@ -207,13 +207,20 @@ def peaked(vocab: int, rows: Sequence[tuple[int, float]]) -> torch.Tensor:
     return out
 
 
-def script_text(backend: Any, text: str, *, unsure: bool = False) -> None:
+def script_text(
+    backend: Any,
+    text: str,
+    *,
+    unsure: bool = False,
+    confidence: Callable[[int], float] | None = None,
+) -> None:
     """Make the loaded model 'say' ``text`` then stop, one confident block per step.
 
     The real model still runs; its logits are replaced by rows peaked on the
     token ``text`` has at each position (read from the forward's position ids,
     counted from the end of the latest prompt the backend rendered). ``unsure``:
     every other position is below the threshold, so a block takes several steps.
+    ``confidence``: the probability of the token at each index of the response.
     """
     target = backend.tokenizer(text, add_special_tokens=False)["input_ids"]
     target.append(backend.tokenizer.convert_tokens_to_ids("<|im_end|>"))
@@ -231,7 +238,11 @@ def script_text(backend: Any, text: str, *, unsure: bool = False) -> None:
             [
                 (
                     target[min(max(p - prompt_len["n"], 0), len(target) - 1)],
-                    0.9 if unsure and p % 2 else 0.99,
+                    confidence(p - prompt_len["n"])
+                    if confidence is not None
+                    else 0.9
+                    if unsure and p % 2
+                    else 0.99,
                 )
                 for p in row
             ]

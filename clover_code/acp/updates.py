@@ -206,7 +206,7 @@ class EventMapper:
                 self._text.append((kind, event.text))
             return []
         if isinstance(event, p.BlockCommitted):
-            return self.flush()
+            return self._with_confidence(self.flush(), event)
         if isinstance(event, p.BlockDraft):
             return []
         if isinstance(event, p.SubagentEvent):
@@ -266,6 +266,16 @@ class EventMapper:
             for kind, text in self._text
         ]
         self._text = []
+        return updates
+
+    @staticmethod
+    def _with_confidence(updates: list[Update], block: p.BlockCommitted) -> list[Update]:
+        """The block's token confidences, as metadata on its last message chunk."""
+        if block.confidence is None or not updates:
+            return updates
+        last = updates[-1]
+        meta = {"clover": {"block": block.block, "confidence": block.confidence}}
+        updates[-1] = last.model_copy(update={"field_meta": meta})
         return updates
 
     def acp_id(self, call_id: str) -> str:

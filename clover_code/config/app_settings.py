@@ -26,6 +26,7 @@ KEY_ACTIONS: dict[str, str] = {
     "quit": "save and leave (Ctrl+Q)",
     "approval_mode": "next approval mode (Shift+Tab)",
     "denoise_view": "denoising view on/off (F2)",
+    "confidence_view": "answers and diffs shaded by fill confidence, on/off (F4)",
     "edit_queued": "take the last queued prompt back (Alt+Up)",
     "command_palette": "the command palette (Ctrl+P)",
 }
@@ -95,6 +96,10 @@ class AppSettings(BaseModel):
 
     editor_mode: EditorMode = "default"
     """How the prompt edits: default, or vim (normal and insert modes)."""
+
+    shade_confidence: bool = False
+    """Shade the answer and each edit's diff in the app by the confidence each token was
+    filled with (the hf engine or a clover-code serve; toggled with F4)."""
 
     notify: NotifyMode = "auto"
     """How the terminal tells you a turn ended or an approval waits while you are away:

@@ -68,6 +68,7 @@ ENGINE_FLAGS: tuple[FlagSpec, ...] = (
     Flag("remask_below", metavar="F"),
     "sandbox",
     Flag("early_tools", help="run no tool call before the whole response has arrived"),
+    Flag("low_confidence", metavar="F"),
 )
 """The engine and sandbox flags of every front end that runs the agent."""
 

@@ -120,6 +120,10 @@ class Settings(AppSettings, ModelSettings):
     draft_confidences: bool = True
     """hf engine: send each filled token's confidence with the drafts (tints the live view)."""
 
+    low_confidence: float = Field(0.5, ge=0.0, le=1.0)
+    """A token filled below this confidence counts as unsure: the approval of an edit and
+    headless JSON count them and name their lines."""
+
     sandbox: SandboxKind = "auto"
     """Where shell commands run: auto, docker, bwrap, or none (the host, only when chosen)."""
 

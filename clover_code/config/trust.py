@@ -246,6 +246,7 @@ NEUTRAL_KEYS = frozenset(
         "serve_port", "serve_drafts", "serve_max_body_mb", "serve_read_timeout",
         "response_reserve", "remask_below", "remask_rounds",
         "compact_threshold", "repo_map_tokens", "show_denoising", "draft_confidences",
+        "shade_confidence", "low_confidence",
         "mcp_timeout", "auto_commit", "max_turns", "timeout", "shell_timeout",
         "output_limit", "tool_retries", "early_tools", "max_retries", "request_timeout",
         "max_subagents", "subagent_max_turns", "subagent_timeout", "subagent_max_tokens", "decoder",

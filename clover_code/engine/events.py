@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from clover_code.errors import EngineError
+from clover_code.protocol.confidence import TokenPiece
 
 FinishReason = Literal["stop", "tool_calls", "length", "cancelled", "interrupted", "error"]
 
@@ -33,12 +34,16 @@ class BlockDraft:
 
 @dataclass(slots=True)
 class BlockCommitted:
-    """A finished block: its raw text, token count and denoising steps."""
+    """A finished block: its raw text, token count and denoising steps.
+
+    ``pieces`` cut ``text`` into its tokens with the confidence and step each was
+    filled with (None: the engine does not know them)."""
 
     block: int
     text: str
     token_count: int
     steps: int | None = None
+    pieces: list[TokenPiece] | None = None
 
 
 @dataclass(slots=True)

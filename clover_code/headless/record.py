@@ -7,6 +7,7 @@ from typing import Any
 from clover_code import protocol as p
 from clover_code.outcome.result import (
     REASON_FOR_EXIT,
+    EditReport,
     ExitReason,
     ResultStatus,
     ResultUsage,
@@ -36,6 +37,7 @@ class RunRecord:
         self._forward_tokens = 0.0
         self._forwards = 0.0
         self.subagents: list[SubagentUsage] = []
+        self.edits: list[EditReport] = []
         self._blocks = 0
         self._steps = 0
         self._cached_tokens = 0
@@ -58,6 +60,8 @@ class RunRecord:
             self.warnings.append(event.text)
         elif isinstance(event, p.ToolCallFinished):
             self.tool_calls += 1
+            if isinstance(event.display, p.FileEdit) and event.status == "ok":
+                self.edits.append(_edit_report(event.display, event.low_confidence))
             if isinstance(event.display, p.SubagentRun):
                 self._child(event.display)
         elif isinstance(event, p.BackgroundTaskFinished):
@@ -150,9 +154,19 @@ class RunRecord:
             files_changed=files_changed or [],
             structured_output=structured_output,
             subagents=list(self.subagents),
+            edits=list(self.edits),
         )
 
     def _reason(self, exit_code: int) -> ExitReason:
         if exit_code == 4 and self._turn_status in ("max_turns", "max_cost"):
             return self._turn_status
         return REASON_FOR_EXIT.get(exit_code, "agent_error")
+
+
+def _edit_report(edit: p.FileEdit, low: p.EditConfidence | None) -> EditReport:
+    return EditReport(
+        path=edit.path,
+        low_confidence_tokens=low.tokens if low else 0,
+        low_confidence_lines=list(low.lines) if low else [],
+        confidence_known=low is not None,
+    )

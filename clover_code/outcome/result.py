@@ -130,6 +130,22 @@ class SubagentUsage(_Frozen):
     """What its requests cost (part of usage.cost); null when its model has no price."""
 
 
+class EditReport(_Frozen):
+    """One edit the run made, with the tokens of it the model filled with low confidence."""
+
+    path: Text
+    """The file edited (as the tool reported it)."""
+
+    low_confidence_tokens: int
+    """Changed tokens filled below ``low_confidence`` (0 when none, or not known)."""
+
+    low_confidence_lines: list[int]
+    """Line numbers (in the file after the edit) holding them, ascending."""
+
+    confidence_known: bool
+    """Whether the engine reported fill confidences (the hf engine or a clover-code serve)."""
+
+
 class TaskResult(_Frozen):
     """What a headless run ended with; one shape for success and failure."""
 
@@ -196,6 +212,10 @@ class TaskResult(_Frozen):
 
     subagents: list[SubagentUsage] = []
     """One entry per child agent the run started (empty when none)."""
+
+    edits: list[EditReport] = []
+    """One entry per file edit that ran, in order, with its low-confidence tokens (so a
+    bot can ask for review where the model was unsure)."""
 
 
 STATUS_EXIT_CODES: dict[ResultStatus, frozenset[int]] = {

@@ -16,7 +16,9 @@ details of tool results; their names are re-exported here, so front ends use
 from __future__ import annotations
 
 from clover_code.protocol.base import new_op_id as new_op_id
+from clover_code.protocol.confidence import EditConfidence as EditConfidence
 from clover_code.protocol.events import EVENT_ADAPTER as EVENT_ADAPTER
+from clover_code.protocol.events import AnswerConfidence as AnswerConfidence
 from clover_code.protocol.events import ApprovalModeChanged as ApprovalModeChanged
 from clover_code.protocol.events import ApprovalRequested as ApprovalRequested
 from clover_code.protocol.events import AutoCommitted as AutoCommitted

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field, TypeAdapter, field_validator
 
 from clover_code.protocol.base import _Event, _Message
+from clover_code.protocol.confidence import EditConfidence
 from clover_code.protocol.ops import ApprovalMode, RewindWhat
 from clover_code.protocol.tool_display import (
     JobState,
@@ -66,6 +67,17 @@ class BlockCommitted(_Event):
     """The block's raw text (headless stream-json leaves it out: the deltas carry the text)."""
     token_count: int
     steps: int | None = None
+    confidence: str | None = None
+    """Each token's fill confidence, step and length in the text, compactly
+    (``protocol/confidence.py``); None where the engine does not know them."""
+
+
+class AnswerConfidence(_Event):
+    """After a response: the fill confidence of each token of its answer text (the
+    response's ``ContentDelta`` texts joined), compactly (``protocol/confidence.py``)."""
+
+    type: Literal["answer_confidence"] = "answer_confidence"
+    confidence: str
 
 
 class ReasoningDelta(_Event):
@@ -112,6 +124,9 @@ class ToolCallFinished(_Event):
     display: ToolDisplay | None = None
     """What a front end may show besides ``result``, typed by kind; None when nothing."""
     duration: float = 0.0
+    low_confidence: EditConfidence | None = None
+    """For an edit: its changed tokens the model filled with low confidence (engines that
+    report fill confidences)."""
 
     @field_validator("display", mode="before")
     @classmethod
@@ -135,6 +150,8 @@ class ApprovalRequested(_Event):
     """The command prefix an ``allow_prefix`` decision would cover."""
     diff: str | None = None
     """For an edit: the unified diff it would make to the file as it is now."""
+    low_confidence: EditConfidence | None = None
+    """For an edit: its changed tokens filled with low confidence, and their lines."""
 
 
 class UsageReport(_Event):
@@ -371,6 +388,7 @@ Event = Annotated[
     | TurnStarted
     | BlockDraft
     | BlockCommitted
+    | AnswerConfidence
     | ReasoningDelta
     | ContentDelta
     | ToolCallStarted

@@ -50,6 +50,7 @@ from clover_code.engine.base import (
     Usage,
 )
 from clover_code.errors import ContextOverflow, EngineError, EngineUnavailable
+from clover_code.protocol.confidence import encode_pieces
 from clover_code.serve.request import BadRequest, BodyLimits, parse_body, read_body
 from clover_code.serve.request import chat_request as request_for
 
@@ -183,6 +184,11 @@ async def _stream(
                     }
                     yield json.dumps({"id": cid, "choices": [], "clover_draft": draft})
             elif isinstance(event, BlockCommitted):
+                if drafts and event.pieces is not None:
+                    block = {"text": event.text, "confidence": encode_pieces(event.pieces)}
+                    yield json.dumps(
+                        {"id": cid, "choices": [], "clover_block": block}, ensure_ascii=False
+                    )
                 delta = pending.delta()
                 if first:
                     delta = {"role": "assistant", **delta}

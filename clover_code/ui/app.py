@@ -75,6 +75,7 @@ class CloverApp(App[int]):
             id="approval_mode",
         ),
         Binding("f2", "toggle_denoise", "Denoising view", show=False, id="denoise_view"),
+        Binding("f4", "toggle_confidence", "Confidence view", show=False, id="confidence_view"),
         Binding("alt+up", "edit_queued", "Edit queued prompt", show=False, id="edit_queued"),
         Binding(
             "ctrl+p",
@@ -86,7 +87,8 @@ class CloverApp(App[int]):
         ),
     ]
     """escape: interrupt the turn; ctrl+c: interrupt, twice to quit; ctrl+q: quit;
-    shift+tab: next approval mode; f2: live denoising view on/off; ctrl+p: commands;
+    shift+tab: next approval mode; f2: live denoising view on/off; f4: the answers and
+    diffs shaded by fill confidence, on/off; ctrl+p: commands;
     alt+up: take the last queued prompt back into the prompt. Each id is an action
     ``[keys]`` can bind to other keys."""
 
@@ -130,6 +132,9 @@ class CloverApp(App[int]):
         """The jobs that were running when the user quit (closing the session stopped them)."""
         self._resume = resume
         self._show_denoising = show_denoising
+        self.confidence_seen = False
+        """Some answer carried fill confidences (the engine reports them)."""
+        self._confidence_noted = False
         self._git_status = git_status
         self._last_ctrl_c = -1e9
         self._quitting = False
@@ -166,6 +171,8 @@ class CloverApp(App[int]):
     def on_mount(self) -> None:
         self.extras.mount()
         self.transcript.denoise.enabled = self._show_denoising
+        self.transcript.low_confidence = self.options.low_confidence
+        self.transcript.shading = self.options.shade_confidence
         self.composer.input.focus()
         self.run_worker(self.bridge.pump(), name="bridge", group="bridge")
         # after the first paint: opening imports the engine and tools and starts the sandbox
@@ -441,6 +448,27 @@ class CloverApp(App[int]):
             self.screen.focus_previous()
         else:
             self.slash.cycle_approval()
+
+    def action_toggle_confidence(self) -> None:
+        """F4: shade the answers and diffs by the confidence each token was filled with."""
+        on = not self.transcript.shading
+        self.transcript.shade(on)
+        self.notify(f"Confidence view {'on' if on else 'off'}.", timeout=2)
+        if on:
+            self.note_no_confidence()
+
+    def note_no_confidence(self) -> None:
+        """Say once that the engine reports no fill confidences, when the view is on and
+        no answer so far carried any."""
+        if not self.transcript.shading or self.confidence_seen or self._confidence_noted:
+            return
+        self._confidence_noted = True
+        self.notify(
+            "The confidence view is off for this engine: only the hf engine and a "
+            "clover-code serve (with drafts) report fill confidences, not other servers "
+            "or SGLang.",
+            timeout=6,
+        )
 
     def action_toggle_denoise(self) -> None:
         """F2: show or hide the live denoising view."""

@@ -74,6 +74,13 @@ class SessionHost(Protocol):
 class TurnHost(SessionHost, Protocol):
     """The app as the session's events see it."""
 
+    confidence_seen: bool
+    """Some answer carried fill confidences (the engine reports them)."""
+
+    def note_no_confidence(self) -> None:
+        """Say once that the engine reports no fill confidences, if the view is on."""
+        ...
+
     @property
     def screen_stack(self) -> list[Screen[Any]]:
         """The screens shown, the main one first."""

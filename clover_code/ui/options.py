@@ -35,6 +35,10 @@ class AppOptions:
     """Key bindings by action (``[keys]``), over the defaults."""
     editor_mode: EditorMode = "default"
     """default, or vim (the prompt's modal editing)."""
+    shade_confidence: bool = False
+    """Start with the confidence view on (F4 toggles it)."""
+    low_confidence: float = 0.5
+    """Tokens filled below this are tinted as unsure."""
     notify: NotifyMode = "auto"
     notify_after: float = 60.0
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))

@@ -132,6 +132,8 @@ def app_options(settings: Settings, cwd: Path, current: Callable[[], Settings]) 
         theme=settings.theme,
         keymap=dict(settings.keys),
         editor_mode=settings.editor_mode,
+        shade_confidence=settings.shade_confidence,
+        low_confidence=settings.low_confidence,
         notify=settings.notify,
         notify_after=settings.notify_after,
         statusline=statusline,

@@ -100,6 +100,8 @@ class TurnEvents:
             t.add_answer(event.text)
         elif isinstance(event, p.ReasoningDelta):
             t.add_reasoning(event.text)
+        elif isinstance(event, p.AnswerConfidence):
+            app.confidence_seen = t.answer_confidence(event) or app.confidence_seen
         elif isinstance(event, p.ToolCallStarted):
             t.add_tool(event)
         elif isinstance(event, p.SubagentEvent):
@@ -130,6 +132,7 @@ class TurnEvents:
             app.turn_prompts.append(sent[-1].text if sent else event.text)
         elif isinstance(event, p.TurnFinished):
             self._turn_finished(event)
+            app.note_no_confidence()
         elif isinstance(event, p.UsageReport):
             app.stats.usage(event)
             bar.speed = app.stats.speed()

@@ -184,9 +184,21 @@ async def test_drafts_give_each_remote_block_its_denoising_steps(served: str) ->
     blocks = [e for e in events if isinstance(e, BlockCommitted)]
     assert all(b.steps for b in blocks), blocks
     # The last block holds only the tool call's closing tags, which the server
-    # parses away: it still arrives, textless, with its tokens and steps.
+    # parses away: it still arrives, with its tokens and steps (and, from the
+    # block's clover_block, its raw text).
     assert sum(b.steps or 0 for b in blocks) == len(drafts)
-    assert blocks[-1].text == "" and blocks[-1].token_count > 0
+    assert blocks[-1].text == "</tool_call>" and blocks[-1].token_count > 0
+
+
+@pytest.mark.parametrize("served", [True], indirect=True)
+async def test_drafts_bring_each_blocks_raw_text_and_fill_confidences(served: str) -> None:
+    events = await _remote_events(served, _list_src())
+    blocks = [e for e in events if isinstance(e, BlockCommitted)]
+    # The model's own text, block by block, each cut into its tokens' pieces.
+    assert "".join(b.text for b in blocks) == TEXT
+    for block in blocks:
+        assert block.pieces is not None and sum(p.chars for p in block.pieces) == len(block.text)
+        assert all(p.step == 1 and abs(p.confidence - 0.99) < 0.01 for p in block.pieces)
 
 
 async def test_request_stop_strings_end_the_answer_through_serve(served: str) -> None:

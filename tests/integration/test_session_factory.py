@@ -211,6 +211,7 @@ async def test_close_runs_every_step_when_one_fails(
         "MCP servers",
         "language servers",
         "sandbox",
+        "earlier engines",
         "end event",
         "transcript",
     ]

@@ -86,3 +86,31 @@ async def test_resume_in_the_app_reuses_the_loaded_checkpoint(
     await second.close()
     await engines.close()
     assert inner._model is None
+
+
+async def test_the_answers_fill_confidences_reach_the_screen(
+    checkpoint: Path, repo: Path, settings: Settings
+) -> None:
+    from textual.content import Content
+
+    from clover_code.ui.widgets.answer import Answer
+
+    backend = HFBackend(str(checkpoint), HFOptions(block_size=8))
+    text = "ok</think>\n\nThe fix is one sign."
+    tokens = backend.tokenizer
+    start = len(tokens(text[: text.index("one")], add_special_tokens=False)["input_ids"])
+    # "one" (three byte tokens) is filled with probability 0.3, the rest with 0.99.
+    script_text(backend, text, confidence=lambda i: 0.3 if start <= i < start + 3 else 0.99)
+    app = scripted_app(backend, repo, settings)  # type: ignore[arg-type]
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot, lambda: app.started is not None)
+        await type_and_send(pilot, "hello")
+        await until(pilot, lambda: "one sign" in answers(app) and not app.turn_running)
+        answer = app.query(Answer).last()
+        await until(pilot, lambda: answer.pieces is not None, message="the confidences")
+        await pilot.press("f4")
+        await until(pilot, lambda: bool(answer._shaded.display), message="the shaded answer")
+        shaded = answer._shaded.content
+        assert isinstance(shaded, Content)
+        low = [shaded.plain[s.start : s.end] for s in shaded.spans if s.style == "on $error-muted"]
+        assert "".join(low) == "one"

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 from clover_code import protocol as p
 from clover_code.config.settings import ApprovalMode
+from clover_code.protocol.confidence import EditConfidence
 from clover_code.tools.base import ToolKind
 
 if TYPE_CHECKING:
@@ -106,6 +107,8 @@ class ApprovalRequest:
     """It writes one of the project's own config files (headless never does)."""
     diff: str | None = None
     """The unified diff an edit would make (approvers with ``shows_diff``)."""
+    low_confidence: EditConfidence | None = None
+    """The diff's changed tokens the model filled with low confidence."""
     preview: EditPreview | None = None
     """The same change as whole-file text, before and after."""
     mode_allows: bool = False
@@ -198,6 +201,7 @@ class QueueApprover:
                 arguments=request.arguments,
                 prefix=request.prefix,
                 diff=request.diff,
+                low_confidence=request.low_confidence,
             )
         )
         try:

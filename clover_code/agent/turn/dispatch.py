@@ -30,12 +30,14 @@ from clover_code.agent.permissions.approval import ApprovalRequest, Approver
 from clover_code.agent.permissions.edit_preview import EditAllowance, preview_edit
 from clover_code.agent.permissions.policy import PermissionPolicy
 from clover_code.agent.turn.call_text import printable_result, problem
+from clover_code.agent.turn.confidence import EditRater
 from clover_code.agent.turn.early import EarlyCalls, Slot
 from clover_code.agent.turn.options import TurnOptions
 from clover_code.agent.turn.plan import PLAN_MODE, plan_tools
 from clover_code.agent.turn.plan import refusal as plan_refusal
 from clover_code.config.settings import ApprovalMode
 from clover_code.errors import CloverError, WorkspaceError
+from clover_code.protocol.confidence import EditConfidence
 from clover_code.protocol.json_text import printable
 from clover_code.tools.arguments import CONTENT_LIMIT, screen_arguments
 from clover_code.tools.base import Tool, ToolContext, ToolResult
@@ -57,6 +59,8 @@ class ToolCall:
     problem: str | None = None
     """What ``ToolDispatcher.screen`` found wrong with the arguments."""
     screened: bool = False
+    confidence: EditRater | None = None
+    """Rates an edit's diff by the fill confidences of the tokens that wrote it."""
 
 
 class ToolDispatcher:
@@ -353,6 +357,7 @@ class ToolDispatcher:
                 protected=ruling.protected,
                 diff=preview.diff if preview else None,
                 preview=preview,
+                low_confidence=_rated(call, preview.diff if preview else None),
                 mode_allows=self.approval_mode == "full-auto" and not ruling.protected,
             )
         )
@@ -429,6 +434,9 @@ class ToolDispatcher:
                 result=text,
                 display=display,
                 duration=time.monotonic() - started,
+                low_confidence=_rated(
+                    call, display.diff if isinstance(display, p.FileEdit) else None
+                ),
             )
         )
 
@@ -437,3 +445,13 @@ class ToolDispatcher:
         return f"The arguments of '{tool.name}' must match this JSON schema: " + json.dumps(
             tool.spec().parameters
         )
+
+
+def _rated(call: ToolCall, diff: str | p.ToolDisplay | None) -> EditConfidence | None:
+    """The low-confidence tokens of the edit ``call`` made as ``diff`` (or as the diff of
+    its ``FileEdit`` display); None when not known."""
+    if isinstance(diff, p.FileEdit):
+        diff = diff.diff
+    if call.confidence is None or not isinstance(diff, str) or not diff:
+        return None
+    return call.confidence.rate(diff)

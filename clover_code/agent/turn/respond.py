@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from clover_code import protocol as p
+from clover_code.agent.turn.confidence import ResponseConfidence
 from clover_code.agent.turn.context import TokenCounter
 from clover_code.agent.turn.cost import Spend
 from clover_code.agent.turn.dispatch import ToolCall
@@ -24,6 +25,7 @@ from clover_code.config.settings import Settings
 from clover_code.engine import events as ev
 from clover_code.engine.base import AssistantMessage, Backend, ChatRequest, Message
 from clover_code.errors import CloverError
+from clover_code.protocol.confidence import encode_pieces
 
 
 @dataclass(slots=True)
@@ -67,6 +69,7 @@ async def stream_response(
     prompt_tokens = completion_tokens = cached_tokens = 0
     experts: float | None = None
     arrived = False  # anything came back: the request was read, and is paid for
+    confidence = ResponseConfidence(settings.low_confidence)
     # Left "streaming" if cancelled mid-stream, so _close_partial knows.
     state.phase = "streaming"
     state.token_limit = False
@@ -77,6 +80,7 @@ async def stream_response(
                 arrived = True
                 if isinstance(event, ev.BlockCommitted):
                     first_block = first_block or time.monotonic()
+                    confidence.committed(event)
                     tokens += event.token_count
                     blocks += 1
                     if event.steps:
@@ -88,17 +92,27 @@ async def stream_response(
                             text=event.text,
                             token_count=event.token_count,
                             steps=event.steps,
+                            confidence=(
+                                encode_pieces(event.pieces) if event.pieces is not None else None
+                            ),
                         )
                     )
                     block += 1
                 elif isinstance(event, ev.ContentDelta):
                     state.content.append(event.text)
+                    confidence.content(event)
                     emit(p.ContentDelta(text=event.text))
                 elif isinstance(event, ev.ReasoningDelta):
                     state.reasoning.append(event.text)
                     emit(p.ReasoningDelta(text=event.text))
                 elif isinstance(event, ev.ToolCallEnd):
-                    call = ToolCall(event.id, event.name, event.arguments, parse_error=event.error)
+                    call = ToolCall(
+                        event.id,
+                        event.name,
+                        event.arguments,
+                        parse_error=event.error,
+                        confidence=confidence.call(),
+                    )
                     state.calls.append(call)
                     if on_call is not None:
                         on_call(call)
@@ -137,6 +151,9 @@ async def stream_response(
             emit(_usage_report(usage, cost, settings.context_window))
         raise
     state.phase = "idle"
+    answer = confidence.answer_event()
+    if answer is not None:
+        emit(answer)
     elapsed = time.monotonic() - first_block if first_block else 0.0
     usage = ev.Usage(
         prompt_tokens or estimated_prompt, completion_tokens or tokens, cached_tokens=cached_tokens

@@ -45,7 +45,7 @@ class ResponseOutput:
         from clover_code.engine.local.diffusion.chat import draft_texts
 
         if isinstance(item, Block):
-            self.emit(self.assembler.block(item.ids, item.steps))
+            self.emit(self.assembler.block(item.ids, item.steps, item.confidences, item.fill_steps))
             if item.finish == "length":
                 self.reason = "length"
         elif self.backend.options.drafts and not self.assembler.stopped:

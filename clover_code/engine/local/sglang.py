@@ -165,7 +165,9 @@ class SGLangBackend:
         self.notices = [
             "The sglang engine cannot apply "
             + ", ".join(not_applied[:-1])
-            + f" or {not_applied[-1]}: SGLang's diffusion path decodes without them."
+            + f" or {not_applied[-1]}: SGLang's diffusion path decodes without them.",
+            "SGLang reports no fill confidences: the confidence view and the low-confidence "
+            "counts of edits are off with this engine.",
         ]
         """Said once at load: what this path does not do."""
         self.failure: EngineError | None = None

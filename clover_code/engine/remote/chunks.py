@@ -40,6 +40,7 @@ from clover_code.engine.events import (
 )
 from clover_code.engine.qwen3.parser import Qwen3StreamParser
 from clover_code.engine.remote.blocks import BlockGrouper, estimate_tokens
+from clover_code.protocol.confidence import TokenPiece, decode_pieces
 from clover_code.protocol.json_text import JSONLimitError, loads_bounded, printable
 
 __all__ = ["ChunkDecoder", "RawParsing", "ServerStreamError"]
@@ -108,6 +109,8 @@ class ChunkDecoder:
         self.server_finish: str | None = None
         """The ``finish_reason`` the server sent, once it has."""
         self._draft_steps = 0  # drafts seen since the last committed block
+        self._raw_text = ""  # clover_block text not yet given to a committed block
+        self._raw_pieces: list[TokenPiece] = []
         self.saw_tool_call = False
 
     # -- the hot path ---------------------------------------------------------
@@ -124,6 +127,9 @@ class ChunkDecoder:
             if draft:
                 events.append(_draft_event(draft))
                 self._draft_steps += 1
+            block = chunk.get("clover_block")
+            if isinstance(block, dict):
+                self._note_block(block)
             if "error" in chunk:
                 raise ServerStreamError(_stream_error_message(chunk["error"]))
             return events
@@ -175,6 +181,19 @@ class ChunkDecoder:
         }
         return self.feed(chunk)
 
+    def _note_block(self, block: dict[str, Any]) -> None:
+        """A ``clover_block``: a committed block's raw text and its tokens' confidences,
+        sent before the chunk with its parsed text (ignored when malformed)."""
+        text, encoded = block.get("text"), block.get("confidence")
+        if not isinstance(text, str) or not isinstance(encoded, str):
+            return
+        try:
+            pieces = decode_pieces(encoded)
+        except ValueError:
+            return
+        self._raw_text += text
+        self._raw_pieces += pieces
+
     def _commit(self, committed: list[BlockCommitted], events: list[EngineEvent]) -> None:
         """Add ``committed`` blocks; the drafts seen since the last one are its steps."""
         if committed and self._draft_steps:
@@ -183,6 +202,11 @@ class ChunkDecoder:
             # no text fall to the next one, as its tokens do).
             committed[-1].steps = self._draft_steps
             self._draft_steps = 0
+        if committed and self._raw_pieces:
+            # The server's raw text and confidences replace the parsed text the block was
+            # grouped from, so offsets into it are the model's own (as with a local engine).
+            committed[-1].text, committed[-1].pieces = self._raw_text, self._raw_pieces
+            self._raw_text, self._raw_pieces = "", []
         events.extend(committed)
 
     def _note_usage(self, usage: dict[str, Any]) -> None:

@@ -31,7 +31,10 @@ from textual.containers import Vertical
 from textual.geometry import Size
 from textual.strip import Strip
 from textual.widget import Widget
+from textual.widgets import Static
 
+from clover_code.protocol.confidence import TokenPiece
+from clover_code.ui.confidence import shaded_content
 from clover_code.ui.css import sibling_css
 from clover_code.ui.pacing import Pacer
 from clover_code.ui.text import clean
@@ -166,10 +169,30 @@ class Answer(Vertical):
         self._unmounted: list[AnswerPart] = []
         self._open = AnswerPart()
         self._pacer = Pacer(self, self._paint, 1 / PAINTS_PER_SECOND, gap=PAINT_GAP)
+        self.raw = ""
+        """The text as it arrived (what the confidence pieces cover)."""
+        self.pieces: list[TokenPiece] | None = None
+        """Each token's fill confidence (None: not known)."""
+        self._shaded = Static(classes="shaded")
+        self._shaded.display = False
         self.write(text)
 
     def compose(self) -> ComposeResult:
         yield self._open
+        yield self._shaded
+
+    def set_confidence(self, pieces: list[TokenPiece]) -> None:
+        """The answer's tokens' fill confidences (shown once shading is on)."""
+        self.pieces = pieces
+
+    def shade(self, on: bool, *, below: float) -> None:
+        """Show the answer shaded by confidence (plain text), or as Markdown again."""
+        shaded = on and self.pieces is not None
+        if shaded and self.pieces is not None:
+            self._shaded.update(shaded_content(self.raw, self.pieces, below=below))
+        self._shaded.display = shaded
+        for part in [*self._parts, self._open]:
+            part.display = not shaded
 
     def on_mount(self) -> None:
         for part in self._unmounted:
@@ -183,6 +206,7 @@ class Answer(Vertical):
 
     def write(self, fragment: str) -> None:
         """Add text; it is drawn with the next paint."""
+        self.raw += fragment
         fragment = clean(fragment)
         if not fragment:
             return

@@ -24,6 +24,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
 from clover_code import protocol as p
+from clover_code.ui.confidence import unsure_rows
 from clover_code.ui.css import sibling_css
 from clover_code.ui.text import clean, cut_lines
 from clover_code.ui.widgets.diff_view import DiffView
@@ -51,10 +52,12 @@ def proposed_diff(request: p.ApprovalRequested) -> str | None:
 
 def request_body(request: p.ApprovalRequested) -> Static:
     """The widget showing what would run or change (for an edit, the core's diff of the
-    file as it is now, the one the card shows after)."""
+    file as it is now, the one the card shows after, its unsure lines marked)."""
     diff = request.diff or proposed_diff(request)
     if diff is not None:
-        return DiffView(diff, short_lines=300)
+        low = request.low_confidence
+        unsure = frozenset(low.lines if low else ())
+        return DiffView(diff, short_lines=300, unsure=unsure, marked=bool(unsure))
     if request.name == "shell":
         command = clean(str(request.arguments.get("command", request.summary)))
         lines, left = cut_lines(command, 60, 2000)
@@ -100,6 +103,25 @@ def key_hints(request: p.ApprovalRequested) -> Text:
     return out
 
 
+def unsure_line(low: p.EditConfidence) -> Text:
+    """How many changed tokens the model filled below the threshold, and where."""
+    out = Text(no_wrap=True, overflow="ellipsis")
+    if not low.tokens:
+        out.append(f"No changed token was filled below {low.below:.2f}.", style="dim")
+        return out
+    lines = ", ".join(str(n) for n in low.lines[:12]) + (" …" if len(low.lines) > 12 else "")
+    noun = "token" if low.tokens == 1 else "tokens"
+    out.append(f"{low.tokens} of {low.changed} changed {noun}", style="bold")
+    out.append(f" filled below {low.below:.2f}, on line{'s' if len(low.lines) > 1 else ''} ")
+    out.append(lines, style="bold")
+    out.append(" · ")
+    out.append("F3", style="bold")
+    out.append("/")
+    out.append("Shift+F3", style="bold")
+    out.append(" next/previous")
+    return out
+
+
 FEEDBACK_HINT = "Feedback with a denial: type any other key, then Enter"
 """The feedback field's placeholder: how to reach it from anywhere in the modal."""
 
@@ -117,12 +139,16 @@ class ApprovalScreen(ModalScreen[p.ApprovalDecision]):
         Binding("A", "decide('allow_edits')", "Allow all edits"),
         Binding("n", "decide('deny')", "Deny"),
         Binding("escape", "decide('deny')", "Deny", priority=True),
+        Binding("f3", "jump(1)", "Next unsure line", show=False),
+        Binding("shift+f3", "jump(-1)", "Previous unsure line", show=False),
     ]
 
     def __init__(self, request: p.ApprovalRequested) -> None:
         super().__init__()
         self.request = request
         self._allow = Button("Allow once (y)", id="allow_once", variant="success", compact=True)
+        self._jump = -1
+        """Index of the unsure line jumped to last (F3)."""
 
     def compose(self) -> ComposeResult:
         r = self.request
@@ -131,6 +157,8 @@ class ApprovalScreen(ModalScreen[p.ApprovalDecision]):
             title.append(r.name, style="bold yellow")
             title.append(f"?  {clean(r.summary).splitlines()[0][:200] if r.summary else ''}")
             yield Static(title, id="title")
+            if r.low_confidence is not None:
+                yield Static(unsure_line(r.low_confidence), id="unsure")
             with VerticalScroll(id="body"):
                 yield request_body(r)
             with Horizontal(id="buttons"):
@@ -155,7 +183,8 @@ class ApprovalScreen(ModalScreen[p.ApprovalDecision]):
 
     def _fit(self) -> None:
         # The body takes what is left, so the buttons and hints are never pushed off.
-        self.query_one("#body").styles.max_height = max(3, self.size.height - FIXED_ROWS)
+        fixed = FIXED_ROWS + (2 if self.request.low_confidence is not None else 0)
+        self.query_one("#body").styles.max_height = max(3, self.size.height - fixed)
 
     def on_key(self, event: Key) -> None:
         # Typed feedback goes to its field whatever has focus (after Tab to a button,
@@ -171,6 +200,19 @@ class ApprovalScreen(ModalScreen[p.ApprovalDecision]):
             event.prevent_default()
             field.focus()
             field.insert_text_at_cursor(char)
+
+    def action_jump(self, step: int) -> None:
+        """Scroll the diff to the next (1) or previous (-1) line holding unsure tokens."""
+        low = self.request.low_confidence
+        views = self.query(DiffView)
+        if low is None or not low.lines or not views:
+            return
+        rows = unsure_rows(views.first().diff, low.lines)
+        if not rows:
+            return
+        self._jump = (self._jump + step) % len(rows)
+        body = self.query_one("#body", VerticalScroll)
+        body.scroll_to(y=max(0, rows[self._jump] - 2), animate=False)
 
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:

@@ -38,15 +38,19 @@ _TOKENS: tuple[tuple[str, str], ...] = (
 )
 """The style of each kind of Pygments token, by the kind's dotted name (a kind is
 matched with the kinds below it: ``Token.Literal.String.Double`` is a string)."""
+_UNSURE = "on $warning-muted"
+"""An added line holding tokens the model filled with low confidence (the confidence view)."""
 _ON_TINT = frozenset({f"italic {MUTED}", "bold $text-primary"})
 """The token styles kept on an added or removed line: the others are too close to the
 tinted background in some themes, so those tokens take the text colour there."""
 
 
-def render_diff(diff: str, max_lines: int) -> Content:
+def render_diff(diff: str, max_lines: int, unsure: frozenset[int] = frozenset()) -> Content:
     """The diff as styled content: code highlighted for its file's language, additions
     on the theme's muted success colour, removals on its muted error colour, hunk
-    headers in its accent."""
+    headers in its accent; added lines whose new number is in ``unsure`` (they hold
+    tokens the model filled with low confidence) on its muted warning colour, marked
+    ``?``."""
     lines, left_out = cut_lines(clean(diff), max_lines, LINE_LIMIT)
     parts: list[Content | tuple[str, str] | str] = []
     code = _highlight_code(lines)
@@ -59,11 +63,17 @@ def render_diff(diff: str, max_lines: int) -> Content:
             number = old_no if mark == "-" else new_no
             old_no += mark != "+"
             new_no += mark != "-"
-            parts.append((f"{number:>{GUTTER}} ", MUTED))
+            flagged = mark == "+" and number in unsure
+            if flagged:
+                parts.append((f"{number:>{GUTTER}}", MUTED))
+                parts.append(("?", "bold $text-warning"))
+            else:
+                parts.append((f"{number:>{GUTTER}} ", MUTED))
             body = code[index]
             if mark in _BACKGROUNDS:
                 kept = [span for span in body.spans if span.style in _ON_TINT]
-                body = Content(body.plain, kept).stylize_before(_BACKGROUNDS[mark])
+                tint = _UNSURE if flagged else _BACKGROUNDS[mark]
+                body = Content(body.plain, kept).stylize_before(tint)
             parts.append((mark or " ", _MARKS.get(mark, "dim")))
             parts.append(body)
             parts.append("\n")
@@ -136,15 +146,35 @@ class DiffView(Static):
     DEFAULT_CSS = sibling_css(__file__)
 
     def __init__(
-        self, diff: str, *, short_lines: int = 40, full_lines: int = 2000, classes: str = ""
+        self,
+        diff: str,
+        *,
+        short_lines: int = 40,
+        full_lines: int = 2000,
+        classes: str = "",
+        unsure: frozenset[int] = frozenset(),
+        marked: bool = False,
     ) -> None:
         self.diff = diff
         self.short_lines = short_lines
         self.full_lines = full_lines
+        self.unsure = unsure
+        """New-file lines holding tokens filled with low confidence (marked when shown)."""
+        self.marked = marked
         self._expanded = False
-        super().__init__(render_diff(diff, short_lines), classes=classes)
+        super().__init__(self._content(), classes=classes)
+
+    def _content(self) -> Content:
+        lines = self.full_lines if self._expanded else self.short_lines
+        return render_diff(self.diff, lines, self.unsure if self.marked else frozenset())
 
     def toggle(self) -> None:
         """Switch between the short and the long view."""
         self._expanded = not self._expanded
-        self.update(render_diff(self.diff, self.full_lines if self._expanded else self.short_lines))
+        self.update(self._content())
+
+    def mark(self, on: bool) -> None:
+        """Show or hide the marks of the unsure lines."""
+        if on != self.marked:
+            self.marked = on
+            self.update(self._content())

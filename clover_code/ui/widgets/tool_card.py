@@ -81,6 +81,8 @@ class ToolCard(Vertical, can_focus=True):
         self._title = Static("", classes="tool-title", markup=False)
         self._body = Static("", classes="tool-body", markup=False)
         self._diff: DiffView | None = None
+        self.shaded = False
+        """The confidence view is on (the diff marks its unsure lines)."""
         self._spin: Timer | None = None
 
     def compose(self) -> ComposeResult:
@@ -134,6 +136,12 @@ class ToolCard(Vertical, can_focus=True):
         lines = clean(self.live).splitlines()[-LIVE_LINES:]
         self._body.update(Content.styled("\n".join(lines), MUTED))
 
+    def shade(self, on: bool) -> None:
+        """Mark (or not) the diff's lines holding tokens filled with low confidence."""
+        self.shaded = on
+        if self._diff is not None:
+            self._diff.mark(on)
+
     def finish(self, done: p.ToolCallFinished) -> None:
         """The call ended: show its status and result."""
         self.finished = done
@@ -150,7 +158,9 @@ class ToolCard(Vertical, can_focus=True):
         diff = diff_of(done.display)
         if diff and done.status == "ok":
             self._body.display = False
-            self._diff = DiffView(diff, short_lines=40)
+            low = done.low_confidence
+            unsure = frozenset(low.lines if low else ())
+            self._diff = DiffView(diff, short_lines=40, unsure=unsure, marked=self.shaded)
             self.mount(self._diff)
             if isinstance(done.display, p.FileEdit | p.PatchApplied) and done.display.diagnostics:
                 self.mount(DiagnosticLines(done.display.diagnostics))

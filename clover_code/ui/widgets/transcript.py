@@ -11,6 +11,7 @@ from textual.containers import VerticalScroll
 from textual.widget import Widget
 
 from clover_code import protocol as p
+from clover_code.protocol.confidence import LOW_CONFIDENCE, decode_pieces
 from clover_code.ui.css import sibling_css
 from clover_code.ui.text import clean
 from clover_code.ui.widgets.answer import Answer
@@ -40,6 +41,11 @@ class Transcript(VerticalScroll, can_focus=False):
         self.background_calls: set[str] = set()
         """The tool calls those children made (their approvals outlive the parent's turn)."""
         self._waiting: NoticeLine | None = None
+        self.shading = False
+        """The confidence view: answers and diffs shaded by fill confidence."""
+        self.low_confidence = LOW_CONFIDENCE
+        self.last_answer: Answer | None = None
+        """The latest answer (the next ``answer_confidence`` is its)."""
 
     def on_mount(self) -> None:
         self.mount(self.denoise)
@@ -65,7 +71,7 @@ class Transcript(VerticalScroll, can_focus=False):
         if self.reasoning is not None:
             self.reasoning.finish()
         if self.answer is None:
-            self.answer = Answer()
+            self.answer = self.last_answer = Answer()
             self._add(self.answer)
         self.answer.write(text)
 
@@ -73,8 +79,30 @@ class Transcript(VerticalScroll, can_focus=False):
         """A tool call card (the answer so far is closed first)."""
         self._close_stream()
         card = SubagentCard(started) if started.name == p.TASK_TOOL else ToolCard(started)
+        card.shaded = self.shading
         self.cards[started.call_id] = card
         self._add(card)
+
+    def answer_confidence(self, event: p.AnswerConfidence) -> bool:
+        """The latest answer's fill confidences; False when they cannot be read."""
+        answer = self.last_answer
+        try:
+            pieces = decode_pieces(event.confidence)
+        except ValueError:
+            return False
+        if answer is not None:
+            answer.set_confidence(pieces)
+            if self.shading:
+                answer.shade(True, below=self.low_confidence)
+        return True
+
+    def shade(self, on: bool) -> None:
+        """Turn the confidence view on or off for everything shown."""
+        self.shading = on
+        for answer in self.query(Answer):
+            answer.shade(on, below=self.low_confidence)
+        for card in self.query(ToolCard):
+            card.shade(on)
 
     def tool_output(self, event: p.ToolOutput) -> None:
         """Live output for a running call."""

@@ -77,6 +77,17 @@ def test_text_is_sent_once_per_committed_block_thought_before_message() -> None:
     assert m.feed(p.BlockCommitted(block=1, text="", token_count=1)) == []
 
 
+def test_a_blocks_fill_confidences_ride_on_its_last_chunk_as_metadata() -> None:
+    m = mapper()
+    m.feed(p.ReasoningDelta(text="hm"))
+    m.feed(p.ContentDelta(text="Hi"))
+    out = dumped(
+        m.feed(p.BlockCommitted(block=3, text="hm</think>Hi", token_count=4, confidence="f38B"))
+    )
+    assert "_meta" not in out[0]
+    assert out[1]["_meta"] == {"clover": {"block": 3, "confidence": "f38B"}}
+
+
 def test_tool_call_lifecycle_with_approval_and_diff() -> None:
     edits = {ROOT / "a.py": ("old\n", "new\n")}
     m = mapper(asks=True, edits=edits)

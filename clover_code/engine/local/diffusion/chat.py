@@ -25,6 +25,7 @@ from clover_code.engine.events import (
 )
 from clover_code.engine.qwen3.parser import Qwen3StreamParser
 from clover_code.errors import EngineError
+from clover_code.protocol.confidence import TokenPiece
 
 __all__ = ["OutputAssembler", "draft_texts", "render_prompt", "stop_token_ids", "token_id"]
 
@@ -121,6 +122,9 @@ class OutputAssembler:
         self.prompt_tokens = prompt_tokens
         self.stop_strings = [s for s in stop_strings if s]
         self.ids: list[int] = []
+        self.fills: list[tuple[float, int]] | None = []
+        """Per id, its fill confidence and step (None once an entry point gave none)."""
+        self._pieces: list[TokenPiece] | None = []  # the pieces of text not yet emitted
         self._read = 0  # ids[:_read] are fully emitted as text
         self._held = ""  # text not yet emitted because it may begin a stop string
         self._longest = max((len(s) for s in self.stop_strings), default=0)
@@ -128,13 +132,25 @@ class OutputAssembler:
         self.stopped = False
         """A stop string was found; the response is over."""
 
-    def block(self, ids: list[int], steps: int | None) -> list[EngineEvent]:
-        """Events for one committed block of ``ids``."""
+    def block(
+        self,
+        ids: list[int],
+        steps: int | None,
+        confidences: Sequence[float] | None = None,
+        fill_steps: Sequence[int] | None = None,
+    ) -> list[EngineEvent]:
+        """Events for one committed block of ``ids`` (with each id's fill confidence and
+        step where the decoder recorded them)."""
         self.ids.extend(ids)
+        if self.fills is not None and confidences is not None and fill_steps is not None:
+            self.fills.extend(zip(confidences, fill_steps, strict=True))
+        else:
+            self.fills = None
         text = self._new_text(final=False)
         text = self._cut_at_stop(text)
         events: list[EngineEvent] = list(self.parser.feed(text)) if text else []
-        events.append(BlockCommitted(self.blocks, text, len(ids), steps))
+        pieces = self._emitted_pieces(len(text))
+        events.append(BlockCommitted(self.blocks, text, len(ids), steps, pieces))
         self.blocks += 1
         return events
 
@@ -158,8 +174,50 @@ class OutputAssembler:
         full = self.tokenizer.decode(self.ids[start:])
         if not final and full.endswith("\ufffd"):
             return ""  # a character split across blocks: wait for the rest
+        new = str(full[len(before) :]) if full.startswith(before) else str(full)
+        self._note_pieces(start, before, new)
         self._read = len(self.ids)
-        return str(full[len(before) :]) if full.startswith(before) else str(full)
+        return new
+
+    def _note_pieces(self, start: int, before: str, new: str) -> None:
+        """Cut ``new`` (the text of ids[_read:]) into one piece per token, kept until emitted."""
+        if self.fills is None or self._pieces is None:
+            self._pieces = None
+            return
+        if self._read == len(self.ids):
+            return  # nothing new (the end of a response that is already all out)
+        lengths: list[int] = []
+        last = 0
+        for end in range(self._read + 1, len(self.ids) + 1):
+            part = self.tokenizer.decode(self.ids[start:end])
+            if not part.endswith("\ufffd") and part.startswith(before):
+                last = max(last, min(len(part) - len(before), len(new)))
+            lengths.append(last)
+        lengths[-1] = len(new)
+        previous = 0
+        low: float | None = None
+        for k, length in enumerate(lengths):
+            confidence, step = self.fills[self._read + k]
+            low = confidence if low is None else min(low, confidence)
+            if length > previous:
+                # a character split over byte tokens is one piece, as sure as its least sure byte
+                self._pieces.append(TokenPiece(length - previous, low, step))
+                previous, low = length, None
+
+    def _emitted_pieces(self, size: int) -> list[TokenPiece] | None:
+        """The pieces of the next ``size`` emitted characters (the rest stay pending)."""
+        if self._pieces is None:
+            return None
+        out: list[TokenPiece] = []
+        while size > 0 and self._pieces:
+            piece = self._pieces.pop(0)
+            if piece.chars > size:
+                rest = TokenPiece(piece.chars - size, piece.confidence, piece.step)
+                self._pieces.insert(0, rest)
+                piece = TokenPiece(size, piece.confidence, piece.step)
+            out.append(piece)
+            size -= piece.chars
+        return out if size == 0 else None
 
     def _cut_at_stop(self, text: str, *, final: bool = False) -> str:
         """``text`` up to the first stop string; a tail that could begin one is held back."""

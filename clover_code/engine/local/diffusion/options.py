@@ -79,6 +79,10 @@ class Block:
     the commit is not merged into the next block's first forward (None: not known, an
     entry point that reports no steps)."""
     finish: BlockFinish | None
+    confidences: list[float] | None = None
+    """Per generated id, the probability it was filled with (None: not recorded)."""
+    fill_steps: list[int] | None = None
+    """Per generated id, the denoising step (from 1) that filled it."""
 
 
 @dataclass(slots=True)

@@ -50,6 +50,10 @@ class Sequence:
     """The current block: fixed positions, then the generated ones (masked until filled)."""
     steps: int = 0
     """Forwards spent on the current block."""
+    fill_confidence: list[float] = field(default_factory=list)
+    """Per position of the current block, the probability it was filled with."""
+    fill_step: list[int] = field(default_factory=list)
+    """Per position of the current block, the step that filled it (0: not yet)."""
     generated: list[int] = field(default_factory=list)
     counts: dict[int, int] = field(default_factory=dict)
     """How often each token appears in the response so far: the committed blocks and the
@@ -90,6 +94,8 @@ class Sequence:
         self.fixed = len(head)
         self.ids = torch.tensor(head + [opts.mask_id] * free, dtype=torch.long, device=self.device)
         self.steps = 0
+        self.fill_confidence = [1.0] * len(self.ids)
+        self.fill_step = [0] * len(self.ids)
         self.remask.start()
         self.state = "denoising"
 
@@ -133,7 +139,10 @@ class Sequence:
                 counts[token] = counts.get(token, 0) + 1
         gen = fill.tokens[self.fixed :]
         masked = [t == mask for t in gen]
-        shown = fill.scores[self.fixed :] if confidences else None
+        confidence = fill.scores
+        for k in fill.positions:
+            self.fill_confidence[k], self.fill_step[k] = confidence[k], self.steps
+        shown = confidence[self.fixed :] if confidences else None
         self.sink(Step(self.index, self.steps, gen, masked, shown))
         end = _stop_position(gen, masked, opts.stop_ids)
         if (end is not None or not any(masked)) and self._mask_again(end, counts):
@@ -167,7 +176,10 @@ class Sequence:
 
     def _emit(self, ids: list[int], finish: Literal["stop", "length"] | None) -> None:
         cost = self.steps + (self.commit_cost if finish is None else 0)
-        block = Block(self.index, ids, cost, finish)
+        kept = slice(self.fixed, self.fixed + len(ids))
+        block = Block(
+            self.index, ids, cost, finish, self.fill_confidence[kept], self.fill_step[kept]
+        )
         self.generated.extend(ids)
         self.stats.tokens += len(ids)
         if self.thinking is not None:

@@ -113,9 +113,10 @@ def test_a_listed_architecture_starts_and_names_what_it_cannot_apply(
     path = _as(qwen, tmp_path, "SDARMoeForCausalLM")
     backend = SGLangBackend(str(path), SGLangOptions(expert_mass=0.9), cuda_available=lambda: True)
     assert len(stub.STARTED) == 1
-    [notice] = backend.notices
+    notice, confidences = backend.notices
     assert "penalties" in notice and "biases" in notice
     assert "expert selection" in notice
+    assert "no fill confidences" in confidences and "confidence view" in confidences
     plain = SGLangBackend(str(path), cuda_available=lambda: True)
     assert "expert selection" not in plain.notices[0]
 

@@ -1,0 +1,111 @@
+"""Fill confidences from a scripted ``clover-code serve`` draft stream, through the
+remote client's decoder and the turn's ``ResponseConfidence``: the exact pieces of
+the answer and the exact counts and lines of an edit."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from clover_code.agent.turn.confidence import ResponseConfidence
+from clover_code.engine import events as ev
+from clover_code.engine.remote.chunks import ChunkDecoder
+from clover_code.protocol.confidence import (
+    TokenPiece,
+    added_lines,
+    decode_pieces,
+    encode_pieces,
+)
+
+
+def _draft(block: int) -> dict[str, Any]:
+    draft = {"block": block, "step": 1, "tokens": ["x"], "masked": [False], "confidences": [1.0]}
+    return {"choices": [], "clover_draft": draft}
+
+
+def _block(parts: list[tuple[str, float]]) -> dict[str, Any]:
+    """A clover_block of one token per part, filled at step 1 or (unsure ones) 2."""
+    pieces = [TokenPiece(len(t), c, 1 if c >= 0.5 else 2) for t, c in parts]
+    text = "".join(t for t, _ in parts)
+    return {"choices": [], "clover_block": {"text": text, "confidence": encode_pieces(pieces)}}
+
+
+def _delta(**delta: Any) -> dict[str, Any]:
+    return {"choices": [{"delta": delta}]}
+
+
+def _events() -> list[ev.EngineEvent]:
+    decoder = ChunkDecoder(block_size=32, raw_parsing="never")
+    arguments = json.dumps({"path": "a.py", "content": "x = 1\ny = 2\n"})
+    call = {"index": 0, "id": "c1", "function": {"name": "write_file", "arguments": arguments}}
+    chunks = [
+        _draft(0),
+        _block([("Sure", 0.99), (", ", 0.97), ("done", 0.4), (".", 0.99)]),
+        _delta(content="Sure, done."),
+        _draft(1),
+        _block(
+            [
+                ("<tool_call>\n<function=write_file>\n<parameter=path>\na.py\n</parameter>\n", 1.0),
+                ("<parameter=content>\n", 1.0),
+                ("x = ", 0.9),
+                ("1", 0.2),
+                ("\ny", 0.99),
+                (" = 2", 0.3),
+                ("\n</parameter>\n</function>\n</tool_call>", 1.0),
+            ]
+        ),
+        _delta(tool_calls=[call]),
+        {"choices": [{"delta": {}, "finish_reason": "tool_calls"}]},
+    ]
+    events: list[ev.EngineEvent] = []
+    for chunk in chunks:
+        events += decoder.feed(chunk)
+    return events + decoder.finish()
+
+
+def test_a_draft_stream_gives_the_answers_pieces_and_the_edits_counts() -> None:
+    confidence = ResponseConfidence(below=0.5)
+    raters = []
+    for event in _events():
+        if isinstance(event, ev.BlockCommitted):
+            assert event.pieces is not None and event.steps == 1
+            confidence.committed(event)
+        elif isinstance(event, ev.ContentDelta):
+            confidence.content(event)
+        elif isinstance(event, ev.ToolCallEnd):
+            raters.append(confidence.call())
+    answer = confidence.answer_event()
+    assert answer is not None
+    shades = [(p.chars, round(p.confidence, 2), p.step) for p in decode_pieces(answer.confidence)]
+    assert shades == [(4, 0.99, 1), (2, 0.97, 1), (4, 0.4, 2), (1, 0.99, 1)]
+    (rater,) = raters
+    diff = "--- /dev/null\n+++ b/a.py\n@@ -0,0 +1,2 @@\n+x = 1\n+y = 2\n"
+    rated = rater.rate(diff)
+    assert rated is not None
+    # "1" on line 1; " = 2" on line 2, and "\ny" (which starts line 2's text) is sure.
+    assert (rated.tokens, rated.lines, rated.changed) == (2, [1, 2], 4)
+
+
+def test_a_stream_without_confidences_rates_nothing() -> None:
+    confidence = ResponseConfidence(below=0.5)
+    confidence.committed(ev.BlockCommitted(0, "<tool_call>x</tool_call>", 5))
+    assert confidence.answer_event() is None
+    assert confidence.call().rate("@@ -1 +1 @@\n+x\n") is None
+
+
+def test_pieces_round_trip_in_three_bytes_each() -> None:
+    pieces = [TokenPiece(3, 0.5, 1), TokenPiece(300, 1.0, 7)]
+    encoded = encode_pieces(pieces)
+    assert len(encoded) == 4 * 3  # a long piece is two entries
+    back = decode_pieces(encoded)
+    assert [(p.chars, p.step) for p in back] == [(3, 1), (255, 7), (45, 7)]
+    assert abs(back[0].confidence - 0.5) < 1 / 255
+    with pytest.raises(ValueError, match="three bytes"):
+        decode_pieces("AAAA" + "AA==")
+
+
+def test_added_lines_are_numbered_in_the_new_file() -> None:
+    diff = "--- a/f\n+++ b/f\n@@ -3,3 +3,4 @@\n a\n-b\n+B\n+++c\n d\n"
+    assert added_lines(diff) == [(4, "B"), (5, "++c")]
