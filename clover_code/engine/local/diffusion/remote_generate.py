@@ -125,8 +125,8 @@ class _Cutter:
                 self.done = True
 
 
-class HookedGenerate:
-    """Runs ``model.diffusion_generate`` and reports its steps as ``Step``/``Block``."""
+class _EntryPoint:
+    """What both ways of calling ``model.diffusion_generate`` hold."""
 
     def __init__(
         self,
@@ -144,6 +144,10 @@ class HookedGenerate:
         self.stats = DecodeStats()
         self.arguments: dict[str, Any] = {}
         """The keyword arguments of the latest call (tests and ``--verbose`` read them)."""
+
+
+class HookedGenerate(_EntryPoint):
+    """Runs ``model.diffusion_generate`` and reports its steps as ``Step``/``Block``."""
 
     def run(
         self,
@@ -189,24 +193,8 @@ class HookedGenerate:
             cutter.commit_ready(_generated(out, start, budget), final=True)
 
 
-class PlainGenerate:
+class PlainGenerate(_EntryPoint):
     """Runs ``model.diffusion_generate`` without a hook: no drafts, blocks at the end."""
-
-    def __init__(
-        self,
-        model: Any,
-        options: DecodeOptions,
-        choice: DecoderChoice,
-        stop_strings: Sequence[str] = (),
-        expert_mass: float | None = None,
-    ) -> None:
-        self.model = model
-        self.options = options
-        self.choice = choice
-        self.stop_strings = tuple(stop_strings)
-        self.expert_mass = expert_mass
-        self.stats = DecodeStats()
-        self.arguments: dict[str, Any] = {}
 
     def run(
         self,
