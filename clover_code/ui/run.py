@@ -1,12 +1,14 @@
 """``clover-code`` without ``--task``: build the app around a real session and run it.
 
-Only the app module is imported here; the engine, sandbox and tools are
-imported when the session opens, after the first paint.
+The app's modules and the session factory's (the agent, its tools) are imported
+here, before the app starts; the engine's (the HTTP client, a local model) and
+the sandbox's when the session opens, after the first paint.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -161,6 +163,9 @@ def run_app(
     from clover_code.agent.engines import Engines
     from clover_code.ui.app import CloverApp
 
+    # The session's modules load now, with the app's: what loading made is frozen
+    # (``loaded``), and the collector would otherwise scan it as the session opens.
+    importlib.import_module("clover_code.agent.open")
     loaded()
     question, current = trust_question(settings, reload)
     options = app_options(settings, cwd, current)

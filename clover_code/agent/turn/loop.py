@@ -9,6 +9,7 @@ tool call answered) so the session can go on or be resumed.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -34,7 +35,7 @@ from clover_code.agent.turn.respond import (
     wire_messages,
 )
 from clover_code.config.settings import ApprovalMode, Settings
-from clover_code.engine.base import Backend, ChatRequest, Message
+from clover_code.engine.base import Backend, ChatRequest, Message, ToolSpec
 from clover_code.engine.messages import text_only
 from clover_code.errors import CloverError, ContextOverflow
 from clover_code.tools.base import Tool, ToolContext
@@ -100,7 +101,7 @@ class Agent:
         """Child agents running in the background, whose reports join the conversation."""
         self.nested = NestedInstructions(context.workspace.root)
         self.turn = sum(1 for m in self.messages if m.get("role") == "user")
-        self._specs = [tool.spec() for tool in tools]
+        self._tools = tuple(tools)
         self._block = 0
         self._record_history = record_history
         self.counter = TokenCounter(count_text) if count_text else TokenCounter()
@@ -114,6 +115,13 @@ class Agent:
         self._turn_starts: dict[int, int] = dict(enumerate(users, 1))
         """Where each turn begins in ``messages`` (until history is rewritten); a resumed
         history's turns are numbered by its user messages, as ``turn`` counts them."""
+
+    @functools.cached_property
+    def _specs(self) -> list[ToolSpec]:
+        """What the model is told of the tools, made for the first request: their JSON
+        Schemas cost ~10 ms, which an app's session, open and waiting for the first
+        prompt, does not need to pay before it is shown."""
+        return [tool.spec() for tool in self._tools]
 
     def switch_engine(self, backend: Backend, settings: Settings) -> None:
         """Ask ``backend`` (another model) from the next request on, with ``settings``
