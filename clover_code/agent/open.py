@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 from clover_code import protocol as p
 from clover_code.agent import open_steps as step
-from clover_code.agent.checkpoints.run_patch import RunPatch
 from clover_code.agent.checkpoints.session import open_checkpoints
 from clover_code.agent.checkpoints.workspace_check import refuse_workspace, workspace_refusal
 from clover_code.agent.engines import Engines
@@ -69,6 +68,7 @@ from clover_code.tools.spill import OutputSpill
 from clover_code.tools.workspace import Workspace
 
 if TYPE_CHECKING:
+    from clover_code.agent.checkpoints.run_patch import RunPatch
     from clover_code.agent.export import EXPORT_FORMATS, ExportFormat, format_for, write_export
     from clover_code.agent.fork import fork_session
     from clover_code.agent.session_list import SessionInfo, iter_infos, list_sessions
@@ -112,6 +112,7 @@ __all__ = [
 # plug in.
 
 _LATER = {
+    "RunPatch": "clover_code.agent.checkpoints.run_patch",
     "EXPORT_FORMATS": "clover_code.agent.export",
     "ExportFormat": "clover_code.agent.export",
     "format_for": "clover_code.agent.export",
@@ -121,7 +122,8 @@ _LATER = {
     "iter_infos": "clover_code.agent.session_list",
     "list_sessions": "clover_code.agent.session_list",
 }
-"""The names above that a session never needs, imported when a front end first asks."""
+"""The names above that a session never needs, imported when a front end first asks (the
+run's patch: only the headless runner reports it)."""
 
 
 def __getattr__(name: str) -> Any:

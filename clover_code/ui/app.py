@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import events, on, work
 from textual.app import App, ComposeResult
@@ -40,8 +40,10 @@ from clover_code.ui.widgets.prompt_input import PromptInput
 from clover_code.ui.widgets.queued import QueuedPrompts
 from clover_code.ui.widgets.status_bar import StatusBar
 from clover_code.ui.widgets.transcript import Transcript
-from clover_code.ui.widgets.trust import TrustQuestion, TrustScreen
 from clover_code.ui.widgets.working_line import WorkingLine
+
+if TYPE_CHECKING:
+    from clover_code.ui.widgets.trust import TrustQuestion
 
 QUIT_WINDOW = 2.0
 """Seconds within which a second Ctrl+C quits."""
@@ -177,6 +179,8 @@ class CloverApp(App[int]):
         self.run_worker(self.bridge.pump(), name="bridge", group="bridge")
         # after the first paint: opening imports the engine and tools and starts the sandbox
         if self._trust is not None:  # the session's settings depend on the answer
+            from clover_code.ui.widgets.trust import TrustScreen
+
             self.push_screen(TrustScreen(self._trust.files), self._trust_answered)
         else:
             self.call_after_refresh(self.open_session, self._resume)

@@ -86,14 +86,14 @@ def trust_question(
     """The question to ask when the project's files have untrusted loosening
     settings, and where the session takes its settings from (they are read
     again once the user trusts)."""
-    from clover_code.config.settings import trust_store
-    from clover_code.ui.widgets.trust import TrustQuestion
-
     holder = [settings]
     report = settings.project_trust
     untrusted = report.untrusted() if report is not None else []
     if report is None or not untrusted or reload is None:
         return None, lambda: holder[0]
+    from clover_code.config.settings import trust_store
+    from clover_code.ui.widgets.trust import TrustQuestion
+
     root = report.root
 
     def accept() -> str | None:
