@@ -14,7 +14,8 @@ with a confidence per character; ``locate`` finds a piece of parsed output
 made of the text still knows which tokens it came from.
 """
 
-from __future__ import annotations
+# Annotations are objects here, not text (no ``from __future__ import annotations``):
+# pydantic reads every field's, and text would be compiled and evaluated at each start.
 
 import base64
 import binascii
