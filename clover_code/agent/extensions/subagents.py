@@ -38,7 +38,6 @@ from typing import TYPE_CHECKING, Any
 from clover_code import protocol as p
 from clover_code.agent.extensions.agent_defs import READ_KINDS, AgentDefinition, Isolation
 from clover_code.agent.extensions.background import BackgroundChildren
-from clover_code.agent.extensions.hook_calls import child_run
 from clover_code.agent.extensions.subagent_report import (
     ChildOutcome,
     ChildWatch,
@@ -344,6 +343,8 @@ class SubagentRunner:
         started = time.monotonic()
         # Its own task: a child's turn handles its own interruption, and must not
         # swallow the parent's (the parent's cancel goes on up after the child stops).
+        from clover_code.agent.extensions.hook_calls import child_run
+
         run = child_run(
             child.run_turn,
             prompt,
