@@ -49,6 +49,8 @@ QUIT_WINDOW = 2.0
 """Seconds within which a second Ctrl+C quits."""
 QUIT_TIMEOUT = 15.0
 """Longest wait for the session to close (sandbox, engine) before leaving anyway."""
+WARM_AFTER = 0.3
+"""Seconds after the open session is shown before the Markdown and diff renderers warm up."""
 
 
 class CloverApp(App[int]):
@@ -227,9 +229,12 @@ class CloverApp(App[int]):
                     await asyncio.wait_for(self._retry_now.wait(), wait)
         self.composer.custom = completions(self)
         self.extras.session_opened()
-        # After the paint that shows the open session: the warm-up thread holds the
-        # interpreter for a while, and the first paint should not wait for it.
-        self.call_after_refresh(self._warm_renderers)
+        # After the paint that shows the open session, once the writer thread has had a
+        # moment to put it on the terminal: the warm-up thread holds the interpreter for
+        # some 50 ms, and neither that paint nor the frame's writing should wait for it.
+        # A prompt typed meanwhile is about to be answered: then at once.
+        wait = 0.0 if self._early else WARM_AFTER
+        self.call_after_refresh(self.set_timer, wait, self._warm_renderers)
         if attempt:
             retries = "1 retry" if attempt == 1 else f"{attempt} retries"
             self.transcript.waiting_done(f"The model server answered after {retries}.")
