@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -267,11 +268,15 @@ class CloverApp(App[int]):
     @work(thread=True, group="warm", exclusive=True)
     def _warm_renderers(self) -> None:
         # The first answer and the first diff would otherwise pay the Markdown parser's
-        # and the highlighter's imports (markdown-it, lexer tables, the theme) on the
-        # event loop, a visible pause mid-turn. Done once the session is open and shown,
-        # so that it competes with neither.
+        # and the highlighter's imports (markdown-it, lexer tables, the theme), and the
+        # first turn the transcript's entries (``Transcript`` loads them when first
+        # added), on the event loop: a visible pause mid-turn. Done once the session is
+        # open and shown, so that it competes with neither.
         from clover_code.ui.widgets.answer import markdown
         from clover_code.ui.widgets.diff_view import render_diff
+
+        for entry in ("reasoning", "subagent_card", "user_message"):  # the card: tool_card
+            importlib.import_module(f"clover_code.ui.widgets.{entry}")
 
         markdown("*warm*")
         render_diff("--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n", 8)
