@@ -119,7 +119,6 @@ def app_options(settings: Settings, cwd: Path, current: Callable[[], Settings]) 
 
     def statusline() -> StatusLineConfig | None:
         from clover_code.agent.open import host_command, plugin_statusline
-        from clover_code.ui.statusline import StatusLineConfig
 
         now = current()  # after the trust question: a project's command applies once trusted
         command, note = now.statusline_command, None
@@ -127,6 +126,8 @@ def app_options(settings: Settings, cwd: Path, current: Callable[[], Settings]) 
             command, note = plugin_statusline(now, cwd)
         if not command:
             return None
+        from clover_code.ui.statusline import StatusLineConfig
+
         run = host_command(now, cwd, command, now.statusline_timeout)
         return StatusLineConfig(command, run, now.statusline_interval / 1000, note)
 

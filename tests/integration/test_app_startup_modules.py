@@ -68,12 +68,14 @@ NEVER_LOADED = (
     "clover_code.tools.grep_backends",
     "clover_code.net.fetch",
     "clover_code.tools.lsp.client",
-    # Dialogs nobody opened, and Vim's modes (the prompt edits plainly).
+    # Dialogs nobody opened, Vim's modes (the prompt edits plainly), the status-line command's
+    # runner (none is configured).
     "clover_code.ui.widgets.trust",
     "clover_code.ui.widgets.choice",
     "clover_code.ui.widgets.approval",
     "clover_code.ui.widgets.confirm",
     "clover_code.ui.vim",
+    "clover_code.ui.statusline",
     "clover_code.ui.review",
     "clover_code.ui.rewind",
 )
