@@ -116,6 +116,9 @@ class ShadowStore(ShadowGit):
         self._cache: dict[str, tuple[_Stat, str]] = {}
         self._git_too_big = False
         self._skipped: set[str] = set()
+        self.files_digest = b""
+        """A digest of the last capture's ``files/`` part (its paths, modes and blobs): two
+        captures with the same digest have the same files."""
         self.notices: list[str] = []
         """Things the user should know (``.git`` too large to snapshot); drain it."""
         try:
@@ -148,6 +151,11 @@ class ShadowStore(ShadowGit):
             items += [(DOTGIT + rel, path, None) for rel, path in self._list_dotgit()]
         entries = self._hash(items)
         lines = [index_line(name, *entries[name]) for name in sorted(entries)]
+        files = hashlib.sha256()
+        for name, line in zip(sorted(entries), lines, strict=True):
+            if name.startswith(FILES):
+                files.update(line)
+        self.files_digest = files.digest()
         self._index.unlink(missing_ok=True)
         try:
             self.git("update-index", "-z", "--index-info", input=b"".join(lines), index=True)

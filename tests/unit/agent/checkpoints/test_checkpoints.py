@@ -388,3 +388,29 @@ def test_a_snapshot_works_out_the_store_hardening_once(
     monkeypatch.setattr(shadow_git, "repo_driver_overrides", counting)
     store.snapshot(1)
     assert read == [repo]
+
+
+def test_the_diff_of_unchanged_files_asks_git_nothing(
+    repo: Path, store: CheckpointStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The session's first and last snapshots hold the same files: no diff to run. Once a
+    # file differs, git is asked and the change shows.
+    asked: list[str] = []
+    real = store.shadow.git
+
+    def counting(*args: str, **kwargs: Any) -> str:
+        asked.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(store.shadow, "git", counting)
+    store.snapshot(1)
+    store.end_turn(1)
+    assert store.diff_since_session_start(as_turn_left=True) == ("", [])
+    assert "diff" not in asked
+
+    (repo / "app.py").write_text("def add(a, b):\n    return a + b\n")
+    store.snapshot(2)
+    store.end_turn(2)
+    diff, files = store.diff_since_session_start(as_turn_left=True)
+    assert files == ["app.py"] and "+    return a + b" in diff
+    assert "diff" in asked
