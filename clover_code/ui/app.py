@@ -146,6 +146,7 @@ class CloverApp(App[int]):
         self._quit_warned = -1e9
         self._open_failed = False
         self._early: list[p.UserInput] = []
+        self._warming = False
         self._retry_now = asyncio.Event()
         self.transcript = Transcript(id="transcript")
         self.working = WorkingLine(id="working")
@@ -233,9 +234,9 @@ class CloverApp(App[int]):
         # After the paint that shows the open session, once the writer thread has had a
         # moment to put it on the terminal: the warm-up thread holds the interpreter for
         # some 50 ms, and neither that paint nor the frame's writing should wait for it.
-        # A prompt typed meanwhile is about to be answered: then at once.
+        # A prompt sent before then is about to be answered: then at once (``send_prompt``).
         wait = 0.0 if self._early else WARM_AFTER
-        self.call_after_refresh(self.set_timer, wait, self._warm_renderers)
+        self.call_after_refresh(self.set_timer, wait, self._warm)
         if attempt:
             retries = "1 retry" if attempt == 1 else f"{attempt} retries"
             self.transcript.waiting_done(f"The model server answered after {retries}.")
@@ -264,6 +265,12 @@ class CloverApp(App[int]):
         # A method, not ``setattr``: Textual counts a callback's parameters, and for a
         # builtin that means parsing its text signature (the tokenizer's patterns, ~3 ms).
         self.composer.files = index
+
+    def _warm(self) -> None:
+        """Warm the renderers, once."""
+        if not self._warming:
+            self._warming = True
+            self._warm_renderers()
 
     @work(thread=True, group="warm", exclusive=True)
     def _warm_renderers(self) -> None:
@@ -398,6 +405,7 @@ class CloverApp(App[int]):
         if self.bridge.session is None:
             self._early.append(op)  # typed while the session opens: sent once it is open
             return
+        self._warm()
         self.send(op)
 
     def _workspace(self) -> Path:
