@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict
 
 __all__ = [
     "LOW_CONFIDENCE",
+    "NO_CONFIDENCE",
     "ConfidenceText",
     "EditConfidence",
     "TokenPiece",
@@ -35,6 +36,13 @@ __all__ = [
 
 LOW_CONFIDENCE = 0.5
 """Below this a token counts as filled with low confidence (the setting's default)."""
+
+NO_CONFIDENCE = (
+    "Fill confidences are off: this engine reports none, so answers are not shaded and "
+    "edits carry no low-confidence counts; only the hf engine and a clover-code serve "
+    "server with drafts (remote_drafts = true) report them, not SGLang or other servers."
+)
+"""Said once where confidences would show, when the engine reports none."""
 
 _MAX_CHARS = 255
 
