@@ -12,12 +12,7 @@ import pytest
 from clover_code.agent.turn.confidence import ResponseConfidence
 from clover_code.engine import events as ev
 from clover_code.engine.remote.chunks import ChunkDecoder
-from clover_code.protocol.confidence import (
-    TokenPiece,
-    added_lines,
-    decode_pieces,
-    encode_pieces,
-)
+from clover_code.protocol.confidence import TokenPiece, decode_pieces, encode_pieces
 
 
 def _draft(block: int) -> dict[str, Any]:
@@ -104,8 +99,3 @@ def test_pieces_round_trip_in_three_bytes_each() -> None:
     assert abs(back[0].confidence - 0.5) < 1 / 255
     with pytest.raises(ValueError, match="three bytes"):
         decode_pieces("AAAA" + "AA==")
-
-
-def test_added_lines_are_numbered_in_the_new_file() -> None:
-    diff = "--- a/f\n+++ b/f\n@@ -3,3 +3,4 @@\n a\n-b\n+B\n+++c\n d\n"
-    assert added_lines(diff) == [(4, "B"), (5, "++c")]
