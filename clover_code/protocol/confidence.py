@@ -28,6 +28,7 @@ __all__ = [
     "LOW_CONFIDENCE",
     "ConfidenceText",
     "EditConfidence",
+    "FileLowConfidence",
     "TokenPiece",
     "decode_pieces",
     "encode_pieces",
@@ -48,6 +49,17 @@ class TokenPiece:
     step: int
 
 
+class FileLowConfidence(BaseModel):
+    """One file's share of a patch's low-confidence tokens."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tokens: int
+    """Changed tokens of this file filled below the threshold."""
+    lines: list[int]
+    """1-based line numbers (in the file after the patch) holding them, ascending."""
+
+
 class EditConfidence(BaseModel):
     """The low-confidence tokens of an edit: how many, the new file's lines holding them,
     and the fill confidence of each token of each added line."""
@@ -62,6 +74,9 @@ class EditConfidence(BaseModel):
     """Changed tokens whose confidence is known."""
     below: float
     """The threshold they were filled below."""
+    files: dict[str, FileLowConfidence] = Field(default_factory=dict)
+    """Per file the diff names (its ``+++`` header, without ``b/``) with rated lines:
+    its share of ``tokens`` and ``lines`` (a patch touches several files)."""
     row_pieces: dict[int, str] = Field(default_factory=dict)
     """Per added line rated, keyed by its row in the diff (0-based; the diff split at
     newlines): the pieces (``encode_pieces``) of the line's text after its ``+``, from

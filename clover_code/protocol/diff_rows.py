@@ -23,6 +23,9 @@ class AddedRow(NamedTuple):
     """Its 1-based line number in the file after the edit."""
     text: str
     """The line without its leading ``+``."""
+    path: str = ""
+    """The file it is added to, from the last ``+++`` header before its hunk (without
+    git's ``b/``; "" when the diff names none)."""
 
 
 _HUNK = re.compile(r"@@ -\d+(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
@@ -34,16 +37,20 @@ def added_rows(diff: str) -> list[AddedRow]:
     are told apart."""
     out: list[AddedRow] = []
     number = old_left = new_left = 0
+    path = ""
     for row, line in enumerate(diff.split("\n")):
         if old_left <= 0 and new_left <= 0:
-            if hunk := _HUNK.match(line):
+            if line.startswith("+++ "):
+                name = line[4:].split("\t", 1)[0]
+                path = name[2:] if name.startswith("b/") else name
+            elif hunk := _HUNK.match(line):
                 old_left = int(hunk.group(1) or 1)
                 number = int(hunk.group(2))
                 new_left = int(hunk.group(3) or 1)
             continue
         mark = line[:1]
         if mark == "+":
-            out.append(AddedRow(row, number, line[1:]))
+            out.append(AddedRow(row, number, line[1:], path))
             number += 1
             new_left -= 1
         elif mark == "-":

@@ -17,6 +17,7 @@ from clover_code.agent.turn.json_offsets import OffsetText, json_string_values
 from clover_code.protocol.confidence import (
     ConfidenceText,
     EditConfidence,
+    FileLowConfidence,
     TokenPiece,
     encode_pieces,
 )
@@ -87,7 +88,8 @@ def rate_edit(
     cursor = low = changed = 0
     lines: list[int] = []
     rows: dict[int, str] = {}
-    for row, number, line in added_rows(diff):
+    per_file: dict[str, tuple[int, set[int]]] = {}
+    for row, number, line, path in added_rows(diff):
         if not line.strip():
             continue
         at = source.text.find(line, cursor)
@@ -100,15 +102,26 @@ def rate_edit(
             continue
         changed += known
         count = text.low_tokens(raw_begin, raw_end, below)
+        file_low, file_lines = per_file.setdefault(path, (0, set()))
         if count:
             low += count
             lines.append(number)
+            file_lines.add(number)
+            per_file[path] = (file_low + count, file_lines)
         rows[row] = encode_pieces(_pieces(text, source, at, cursor))
     if not changed:
         return None
-    # A patch's files each number their lines from 1: a line number is listed once.
+    # A patch's files each number their lines from 1: a line number is listed once,
+    # and each file's own share is kept.
     numbers = sorted(set(lines))
-    return EditConfidence(tokens=low, lines=numbers, changed=changed, below=below, row_pieces=rows)
+    files = {
+        name: FileLowConfidence(tokens=n, lines=sorted(at))
+        for name, (n, at) in per_file.items()
+        if name and name != "/dev/null"
+    }
+    return EditConfidence(
+        tokens=low, lines=numbers, changed=changed, below=below, files=files, row_pieces=rows
+    )
 
 
 def _pieces(text: ConfidenceText, source: OffsetText, start: int, stop: int) -> list[TokenPiece]:

@@ -99,6 +99,11 @@ async def test_a_json_patch_of_two_files_keys_each_line_by_its_row(
     rows = diff.split("\n")
     assert [rows[row] for row in sorted(low.row_pieces)] == ["+x = 1", "+x = 2"]
     assert (low.tokens, low.lines, low.changed) == (1, [1], 6)
+    # Each file keeps its own share: the low token is in one.py's line 1.
+    assert {name: (share.tokens, share.lines) for name, share in low.files.items()} == {
+        "one.py": (1, [1]),
+        "two.py": (0, []),
+    }
     assert _row_pieces(diff, low, "x = 1") == _codec([(1, 0.99, 1), (2, 0.99, 1), (2, 0.2, 2)])
     assert _row_pieces(diff, low, "x = 2") == _codec([(1, 0.99, 1), (2, 0.7, 1), (2, 0.99, 1)])
 
