@@ -12,12 +12,7 @@ import pytest
 from clover_code.agent.turn.confidence import ResponseConfidence
 from clover_code.engine import events as ev
 from clover_code.engine.remote.chunks import ChunkDecoder
-from clover_code.protocol.confidence import (
-    TokenPiece,
-    added_lines,
-    decode_pieces,
-    encode_pieces,
-)
+from clover_code.protocol.confidence import TokenPiece, decode_pieces, encode_pieces
 from clover_code.protocol.confidence_codec import level
 
 
@@ -120,8 +115,3 @@ def test_a_bad_clover_block_leaves_the_confidences_unknown(confidence: str) -> N
     response.committed(block)
     response.content(ev.ContentDelta("Sure."))
     assert response.answer_event() is None
-
-
-def test_added_lines_are_numbered_in_the_new_file() -> None:
-    diff = "--- a/f\n+++ b/f\n@@ -3,3 +3,4 @@\n a\n-b\n+B\n+++c\n d\n"
-    assert added_lines(diff) == [(4, "B"), (5, "++c")]
