@@ -4,9 +4,10 @@ A block-diffusion model fills each position of a block with some probability
 at some denoising step. A committed block's text is cut into pieces, one per
 token (a character split over several byte tokens is one piece), and each
 piece keeps its fill confidence, the step that filled it and its length in
-characters. On the wire and in the transcript the pieces are one base64
-string of three bytes per piece: the confidence quantised to 0..255, the
-step, the length (a piece longer than 255 characters is split in two).
+characters. On the wire and in the transcript the pieces are one compact
+string of about one byte per token (``confidence_codec.py``: the confidence in
+levels of 0.05, step and length exact), made and read by ``encode_pieces`` and
+``decode_pieces``.
 
 ``ConfidenceText`` gathers a response's committed blocks into its raw text
 with a confidence per character; ``locate`` finds a piece of parsed output
@@ -17,12 +18,11 @@ which tokens it came from (an edit's lines are found by
 
 from __future__ import annotations
 
-import base64
-import binascii
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from clover_code.protocol.confidence_codec import TokenPiece, decode_pieces, encode_pieces
 
 __all__ = [
     "LOW_CONFIDENCE",
@@ -36,17 +36,6 @@ __all__ = [
 
 LOW_CONFIDENCE = 0.5
 """Below this a token counts as filled with low confidence (the setting's default)."""
-
-_MAX_CHARS = 255
-
-
-@dataclass(slots=True, frozen=True)
-class TokenPiece:
-    """One committed token's text length, fill confidence and fill step."""
-
-    chars: int
-    confidence: float
-    step: int
 
 
 class FileLowConfidence(BaseModel):
@@ -82,33 +71,6 @@ class EditConfidence(BaseModel):
     newlines): the pieces (``encode_pieces``) of the line's text after its ``+``, from
     column 0 to its end; a span the model's tokens did not write is a piece of
     confidence 1.0 at step 0. Empty in records written before rows were kept."""
-
-
-def encode_pieces(pieces: Sequence[TokenPiece]) -> str:
-    """The compact form: base64 of (confidence byte, step byte, length byte) per piece."""
-    out = bytearray()
-    for piece in pieces:
-        q = min(255, max(0, round(piece.confidence * 255)))
-        step = min(255, max(0, piece.step))
-        left = piece.chars
-        while True:
-            size = min(left, _MAX_CHARS)
-            out += bytes((q, step, size))
-            left -= size
-            if left <= 0:
-                break
-    return base64.b64encode(bytes(out)).decode("ascii")
-
-
-def decode_pieces(text: str) -> list[TokenPiece]:
-    """The pieces of an ``encode_pieces`` string; ValueError when it is not one."""
-    try:
-        raw = base64.b64decode(text, validate=True)
-    except binascii.Error as exc:
-        raise ValueError(f"confidence is not base64: {exc}") from exc
-    if len(raw) % 3:
-        raise ValueError("confidence must hold three bytes per token")
-    return [TokenPiece(raw[i + 2], raw[i] / 255, raw[i + 1]) for i in range(0, len(raw), 3)]
 
 
 class ConfidenceText:

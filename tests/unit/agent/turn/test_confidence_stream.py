@@ -13,6 +13,7 @@ from clover_code.agent.turn.confidence import ResponseConfidence
 from clover_code.engine import events as ev
 from clover_code.engine.remote.chunks import ChunkDecoder
 from clover_code.protocol.confidence import TokenPiece, decode_pieces, encode_pieces
+from clover_code.protocol.confidence_codec import level
 
 
 def _draft(block: int) -> dict[str, Any]:
@@ -73,8 +74,9 @@ def test_a_draft_stream_gives_the_answers_pieces_and_the_edits_counts() -> None:
             raters.append(confidence.call())
     answer = confidence.answer_event()
     assert answer is not None
-    shades = [(p.chars, round(p.confidence, 2), p.step) for p in decode_pieces(answer.confidence)]
-    assert shades == [(4, 0.99, 1), (2, 0.97, 1), (4, 0.4, 2), (1, 0.99, 1)]
+    shades = [(p.chars, level(p.confidence), p.step) for p in decode_pieces(answer.confidence)]
+    # levels of 0.05: 0.99 and 0.97 are both in the top one (19), 0.4 in [0.4, 0.45)
+    assert shades == [(4, 19, 1), (2, 19, 1), (4, 8, 2), (1, 19, 1)]
     (rater,) = raters
     diff = "--- /dev/null\n+++ b/a.py\n@@ -0,0 +1,2 @@\n+x = 1\n+y = 2\n"
     rated = rater.rate(diff)
@@ -90,12 +92,26 @@ def test_a_stream_without_confidences_rates_nothing() -> None:
     assert confidence.call().rate("@@ -1 +1 @@\n+x\n") is None
 
 
-def test_pieces_round_trip_in_three_bytes_each() -> None:
-    pieces = [TokenPiece(3, 0.5, 1), TokenPiece(300, 1.0, 7)]
-    encoded = encode_pieces(pieces)
-    assert len(encoded) == 4 * 3  # a long piece is two entries
-    back = decode_pieces(encoded)
-    assert [(p.chars, p.step) for p in back] == [(3, 1), (255, 7), (45, 7)]
-    assert abs(back[0].confidence - 0.5) < 1 / 255
-    with pytest.raises(ValueError, match="three bytes"):
-        decode_pieces("AAAA" + "AA==")
+@pytest.mark.parametrize(
+    "confidence",
+    [
+        "~" + "0" * 10,  # refused by decode_pieces (bytes after its last token)
+        "not base64!",  # refused too
+        encode_pieces([TokenPiece(2, 0.9, 1)]),  # read, but does not cover the block's text
+    ],
+)
+def test_a_bad_clover_block_leaves_the_confidences_unknown(confidence: str) -> None:
+    decoder = ChunkDecoder(block_size=32, raw_parsing="never")
+    chunks = [
+        _draft(0),
+        {"choices": [], "clover_block": {"text": "Sure.", "confidence": confidence}},
+        _delta(content="Sure."),
+        {"choices": [{"delta": {}, "finish_reason": "stop"}]},
+    ]
+    events = [e for chunk in chunks for e in decoder.feed(chunk)] + decoder.finish()
+    (block,) = [e for e in events if isinstance(e, ev.BlockCommitted)]
+    assert block.text == "Sure." and block.pieces is None
+    response = ResponseConfidence(below=0.5)
+    response.committed(block)
+    response.content(ev.ContentDelta("Sure."))
+    assert response.answer_event() is None
