@@ -3,19 +3,23 @@
 Only the background changes, and only to the theme's own muted colours, so
 the text stays readable in every theme: tokens filled below the
 ``low_confidence`` threshold sit on its muted error colour, tokens under
-``SURE`` on its muted warning colour, the rest on nothing.
+``SURE`` on its muted warning colour, the rest on nothing (an added diff line's
+sure tokens keep the line's own tint). ``DiffShading`` is what an edit's
+``EditConfidence`` says about the rows of its diff.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from textual.content import Content, Span
 
-from clover_code.protocol.confidence import TokenPiece
+from clover_code.protocol.confidence import EditConfidence, TokenPiece, decode_pieces
+from clover_code.protocol.diff_rows import added_rows
 from clover_code.ui.text import clean
 
-__all__ = ["SURE", "ShadedStream", "shade_style", "shaded_content", "unsure_rows"]
+__all__ = ["SURE", "DiffShading", "ShadedStream", "shade_style", "shaded_content"]
 
 SURE = 0.9
 """At or above this a token is drawn without a tint."""
@@ -145,21 +149,32 @@ class ShadedStream:
         self._open, self._spans = text[start:], rest
 
 
-def unsure_rows(diff: str, lines: Sequence[int]) -> list[int]:
-    """The rows of ``diff`` (its lines, 0-based) adding the new file's ``lines``."""
-    wanted = set(lines)
-    rows: list[int] = []
-    number = 0
-    for row, line in enumerate(diff.splitlines()):
-        if line.startswith("@@"):
-            head = line.split("+", 1)[1].split(" ", 1)[0] if "+" in line else "1"
-            number = int(head.split(",", 1)[0] or 1)
-        elif number == 0:
-            continue
-        elif line.startswith("+"):
-            if number in wanted:
-                rows.append(row)
-            number += 1
-        elif line.startswith(" "):
-            number += 1
-    return rows
+@dataclass(frozen=True, slots=True)
+class DiffShading:
+    """How an edit's diff is shaded by the fill confidences of the tokens that wrote it."""
+
+    pieces: Mapping[int, Sequence[TokenPiece]]
+    """Per added row of the diff (0-based), the pieces of its text after the ``+``."""
+    unsure: tuple[int, ...]
+    """The added rows holding a token filled below ``below``, ascending (marked ``?``)."""
+    below: float
+
+    @classmethod
+    def of(cls, diff: str, low: EditConfidence) -> DiffShading:
+        """The shading ``low`` gives ``diff``. Without pieces (a record written before rows
+        were kept) the rows of its unsure lines are marked whole; a row whose pieces
+        cannot be read is left plain."""
+        pieces: dict[int, list[TokenPiece]] = {}
+        for row, encoded in low.row_pieces.items():
+            try:
+                pieces[row] = decode_pieces(encoded)
+            except ValueError:
+                continue
+        if pieces:
+            unsure = sorted(
+                row for row, line in pieces.items() if any(p.confidence < low.below for p in line)
+            )
+        else:
+            wanted = set(low.lines)
+            unsure = [added.row for added in added_rows(diff) if added.number in wanted]
+        return cls(pieces, tuple(unsure), low.below)

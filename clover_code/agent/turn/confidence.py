@@ -4,7 +4,8 @@ The engine's committed blocks hold the raw text and each token's confidence;
 the parser turns that text into answer deltas and tool calls. ``ResponseConfidence``
 keeps the raw text with a confidence per character, finds each answer delta
 in it (in order), and rates an edit's added lines inside the raw text of the
-call that made it, so a diff line knows its tokens' confidences.
+call that made it (``edit_confidence``), so a diff line knows its tokens'
+confidences.
 
 Answer deltas are found as the response streams: a delta is looked for when
 it arrives and again after each committed block (a server may send a block's
@@ -20,13 +21,13 @@ streamed, in order, and then the rest.
 from __future__ import annotations
 
 from clover_code import protocol as p
+from clover_code.agent.turn.edit_confidence import rate_edit
 from clover_code.engine import events as ev
 from clover_code.protocol.confidence import (
     NO_CONFIDENCE,
     ConfidenceText,
     EditConfidence,
     TokenPiece,
-    added_lines,
     encode_pieces,
 )
 
@@ -41,9 +42,10 @@ class EditRater:
         self.index = index
         self.below = below
 
-    def rate(self, diff: str) -> EditConfidence | None:
-        """The low-confidence tokens of the lines ``diff`` adds (None: not known)."""
-        return self.text.edit_confidence(self.index, added_lines(diff), self.below)
+    def rate(self, diff: str, written: frozenset[str] = frozenset()) -> EditConfidence | None:
+        """The low-confidence tokens of the lines ``diff`` adds, and each one's pieces,
+        looked for in the call's ``written`` arguments (all: empty); None: not known."""
+        return rate_edit(self.text, self.index, diff, written, self.below)
 
 
 class ResponseConfidence:

@@ -75,6 +75,15 @@ class Transcript(VerticalScroll, can_focus=False):
             self._add(self.answer)
         self.answer.write(text)
 
+    def add_past_answer(self, text: str, confidence: str | None) -> None:
+        """A resumed session's earlier answer, whole, with its recorded fill confidences
+        (the compact form; None or unreadable: not known)."""
+        self._close_stream()
+        self.last_answer = Answer(text)
+        self._add(self.last_answer)
+        if confidence is not None:
+            self.answer_confidence(p.AnswerConfidence(confidence=confidence))
+
     def add_tool(self, started: p.ToolCallStarted) -> None:
         """A tool call card (the answer so far is closed first)."""
         self._close_stream()

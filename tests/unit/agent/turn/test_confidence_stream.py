@@ -17,10 +17,10 @@ from clover_code.engine.remote.chunks import ChunkDecoder
 from clover_code.protocol.confidence import (
     NO_CONFIDENCE,
     TokenPiece,
-    added_lines,
     decode_pieces,
     encode_pieces,
 )
+from clover_code.protocol.confidence_codec import level
 
 
 def _draft(block: int) -> dict[str, Any]:
@@ -81,8 +81,9 @@ def test_a_draft_stream_gives_the_answers_pieces_and_the_edits_counts() -> None:
             raters.append(confidence.call())
     answer = confidence.answer_event()
     assert answer is not None
-    shades = [(p.chars, round(p.confidence, 2), p.step) for p in decode_pieces(answer.confidence)]
-    assert shades == [(4, 0.99, 1), (2, 0.97, 1), (4, 0.4, 2), (1, 0.99, 1)]
+    shades = [(p.chars, level(p.confidence), p.step) for p in decode_pieces(answer.confidence)]
+    # levels of 0.05: 0.99 and 0.97 are both in the top one (19), 0.4 in [0.4, 0.45)
+    assert shades == [(4, 19, 1), (2, 19, 1), (4, 8, 2), (1, 19, 1)]
     (rater,) = raters
     diff = "--- /dev/null\n+++ b/a.py\n@@ -0,0 +1,2 @@\n+x = 1\n+y = 2\n"
     rated = rater.rate(diff)
@@ -98,27 +99,41 @@ def test_a_stream_without_confidences_rates_nothing() -> None:
     assert confidence.call().rate("@@ -1 +1 @@\n+x\n") is None
 
 
-def test_pieces_round_trip_in_three_bytes_each() -> None:
-    pieces = [TokenPiece(3, 0.5, 1), TokenPiece(300, 1.0, 7)]
-    encoded = encode_pieces(pieces)
-    assert len(encoded) == 4 * 3  # a long piece is two entries
-    back = decode_pieces(encoded)
-    assert [(p.chars, p.step) for p in back] == [(3, 1), (255, 7), (45, 7)]
-    assert abs(back[0].confidence - 0.5) < 1 / 255
-    with pytest.raises(ValueError, match="three bytes"):
-        decode_pieces("AAAA" + "AA==")
+@pytest.mark.parametrize(
+    "confidence",
+    [
+        "~" + "0" * 10,  # refused by decode_pieces (bytes after its last token)
+        "not base64!",  # refused too
+        encode_pieces([TokenPiece(2, 0.9, 1)]),  # read, but does not cover the block's text
+    ],
+)
+def test_a_bad_clover_block_leaves_the_confidences_unknown(confidence: str) -> None:
+    decoder = ChunkDecoder(block_size=32, raw_parsing="never")
+    chunks = [
+        _draft(0),
+        {"choices": [], "clover_block": {"text": "Sure.", "confidence": confidence}},
+        _delta(content="Sure."),
+        {"choices": [{"delta": {}, "finish_reason": "stop"}]},
+    ]
+    events = [e for chunk in chunks for e in decoder.feed(chunk)] + decoder.finish()
+    (block,) = [e for e in events if isinstance(e, ev.BlockCommitted)]
+    assert block.text == "Sure." and block.pieces is None
+    response = ResponseConfidence(below=0.5)
+    response.committed(block)
+    response.content(ev.ContentDelta("Sure."))
+    assert response.answer_event() is None
 
 
-def test_added_lines_are_numbered_in_the_new_file() -> None:
-    diff = "--- a/f\n+++ b/f\n@@ -3,3 +3,4 @@\n a\n-b\n+B\n+++c\n d\n"
-    assert added_lines(diff) == [(4, "B"), (5, "++c")]
-
-
-Shade = list[tuple[int, float]]
+Shade = list[tuple[int, int]]
 
 
 def _shades(pieces: list[TokenPiece]) -> Shade:
-    return [(piece.chars, round(piece.confidence, 2)) for piece in pieces]
+    """Each piece's length and confidence level (the compact form keeps levels of 0.05)."""
+    return [(piece.chars, level(piece.confidence)) for piece in pieces]
+
+
+def _levels(*pieces: tuple[int, float]) -> Shade:
+    return [(chars, level(confidence)) for chars, confidence in pieces]
 
 
 def _streamed(events: list[ev.EngineEvent]) -> tuple[list[str | Shade], ResponseConfidence]:
@@ -149,7 +164,7 @@ def test_the_answers_pieces_stream_as_each_block_commits() -> None:
     # the pieces of "Sure, done." go out as soon as its block commits, before the end.
     out, confidence = _streamed(_events())
     shades = [item for item in out if isinstance(item, list)]
-    assert shades == [[(4, 0.99), (2, 0.97), (4, 0.4), (1, 0.99)]]  # the call has no answer
+    assert shades == [_levels((4, 0.99), (2, 0.97), (4, 0.4), (1, 0.99))]  # the call: no answer
     first = out.index(shades[0])
     assert out[first - 1] == "BlockCommitted"
     assert "BlockCommitted" in out[first:]  # before the call's block
@@ -172,7 +187,7 @@ def test_text_found_after_its_block_streams_at_once_and_the_whole_is_the_same() 
     kinds = [item if isinstance(item, str) else "shade" for item in out]
     assert kinds == ["BlockCommitted", *["ContentDelta", "shade"] * 2] * 2  # each at once
     streamed = [piece for item in out if isinstance(item, list) for piece in item]
-    assert streamed == [(3, 0.99), (2, 0.99), (4, 0.3), (2, 0.8), (3, 0.99), (3, 0.6)]
+    assert streamed == _levels((3, 0.99), (2, 0.99), (4, 0.3), (2, 0.8), (3, 0.99), (3, 0.6))
     assert _final(confidence) == streamed
 
 
@@ -182,7 +197,7 @@ def test_a_delta_not_found_holds_the_rest_back_and_counts_as_sure_at_the_end() -
     assert confidence.committed(ev.BlockCommitted(0, "abcdef", 2, 1, pieces=pieces)) is None
     assert confidence.content(ev.ContentDelta("xyz")) is None  # not in the raw text
     assert confidence.content(ev.ContentDelta("abc")) is None  # waits behind it
-    assert _final(confidence) == [(3, 1.0), (3, 0.2)]
+    assert _final(confidence) == _levels((3, 1.0), (3, 0.2))
 
 
 def test_no_confidences_streams_nothing_and_the_notice_is_said_once() -> None:
