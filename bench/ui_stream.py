@@ -1,7 +1,7 @@
 """UI streaming benchmark: the real clover-code app against Textual's own ``MarkdownStream``.
 
-Three apps run one after another in this process, several rounds, the order of
-the first two swapped every other round, each fed the same stream of 32-token
+Four apps run one after another in this process, several rounds, clover-code
+and the peer swapping places every other round, each fed the same stream of 32-token
 blocks shaped like Clover's (each block comes after 4-8 denoising drafts, then
 its text is committed):
 
