@@ -26,6 +26,7 @@ from clover_code.protocol.confidence_codec import TokenPiece, decode_pieces, enc
 
 __all__ = [
     "LOW_CONFIDENCE",
+    "NO_CONFIDENCE",
     "ConfidenceText",
     "EditConfidence",
     "FileLowConfidence",
@@ -36,6 +37,13 @@ __all__ = [
 
 LOW_CONFIDENCE = 0.5
 """Below this a token counts as filled with low confidence (the setting's default)."""
+
+NO_CONFIDENCE = (
+    "Fill confidences are off: this engine reports none, so answers are not shaded and "
+    "edits carry no low-confidence counts; only the hf engine and a clover-code serve "
+    "server with drafts (remote_drafts = true) report them, not SGLang or other servers."
+)
+"""Said once where confidences would show, when the engine reports none."""
 
 
 class FileLowConfidence(BaseModel):

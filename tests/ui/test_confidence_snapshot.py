@@ -140,7 +140,7 @@ async def test_f4_shades_the_answer_and_marks_the_diff() -> None:
         assert answer.pieces is not None and not diff.marked
         await pilot.press("f4")
         await until(pilot, lambda: diff.marked, message="the diff marked")
-        shaded = answer._shaded.content
+        shaded = answer.shaded_text
         assert isinstance(shaded, Content)
         tinted = {(shaded.plain[s.start : s.end], str(s.style)) for s in shaded.spans}
         assert tinted == {
@@ -152,4 +152,4 @@ async def test_f4_shades_the_answer_and_marks_the_diff() -> None:
         assert isinstance(diff.content, Content) and "2?+" in diff.content.plain
         await pilot.press("f4")
         await until(pilot, lambda: not diff.marked, message="the marks gone")
-        assert not answer._shaded.display
+        assert not answer.shaded
