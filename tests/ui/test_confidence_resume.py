@@ -46,10 +46,10 @@ async def _shown(app: CloverApp, pilot: Any) -> tuple[list[list[TokenPiece] | No
     answers = list(app.query(Answer))
     pieces = [answer.pieces for answer in answers]
     await pilot.press("f4")
-    await until(pilot, lambda: all(a._shaded.display for a in answers), message="shading")
+    await until(pilot, lambda: all(a.shaded for a in answers), message="shading")
     shading: Shading = []
     for answer in answers:
-        content = answer._shaded.content
+        content = answer.shaded_text
         assert isinstance(content, Content)
         shading.append((content.plain, [(s.start, s.end, str(s.style)) for s in content.spans]))
     await pilot.press("f4")
