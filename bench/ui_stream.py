@@ -1,13 +1,16 @@
 """UI streaming benchmark: the real clover-code app against Textual's own ``MarkdownStream``.
 
-Three apps run one after another in this process, several rounds, the order of
-the first two swapped every other round, each fed the same stream of 32-token
+Four apps run one after another in this process, several rounds, clover-code
+and the peer swapping places every other round, each fed the same stream of 32-token
 blocks shaped like Clover's (each block comes after 4-8 denoising drafts, then
 its text is committed):
 
 * clover-code: the real ``CloverApp`` around a real ``Session`` (agent loop,
   transcript file, event bridge) whose backend replays the stream, with the
   live denoising view on;
+* clover-code shaded (for information): the same, with each committed block
+  carrying its tokens' fill confidences and the confidence view on, so the
+  answer is drawn shaded as it streams;
 * MarkdownStream (the peer the targets name): a minimal Textual app, an
   ``Input`` under a ``Markdown`` widget in an anchored scroll view, that
   writes each committed block to ``Markdown.get_stream`` (drafts ignored);
@@ -44,7 +47,10 @@ app's. Targets (exit 1 on a miss):
 * key echo p95, unpaced and at 680 tokens/s loaded, <= 1.2x MarkdownStream's;
 * clover-code has the whole answer in every round (680 tokens/s and
   unpaced), and its widgets draw it line for line as a one-shot render of
-  the text.
+  the text; so does clover-code shaded (a one-shot shaded render).
+
+The targets are clover-code's with the confidence view off; the shaded row's
+figures are reported beside them, with its ratios to ``MarkdownStream``.
 
     python bench/ui_stream.py [--seconds 8] [--rounds 3] [--unpaced-blocks 400]
                               [--phases 680,loaded,unpaced]
@@ -78,6 +84,7 @@ sys.path.insert(0, str(_ROOT))
 importlib.import_module("clover_code.ui")
 from textual.app import App, ComposeResult  # noqa: E402
 from textual.containers import VerticalScroll  # noqa: E402
+from textual.visual import Visual  # noqa: E402
 from textual.widgets import Input, Markdown  # noqa: E402
 
 from bench.targets import Targets, machine_load  # noqa: E402
@@ -94,7 +101,11 @@ from clover_code.config.settings import load_settings  # noqa: E402
 from clover_code.engine import events as ev  # noqa: E402
 from clover_code.engine.base import ChatRequest  # noqa: E402
 from clover_code.errors import EngineError  # noqa: E402
-from clover_code.ui.widgets.answer import Answer, AnswerPart, render_plain  # noqa: E402
+from clover_code.protocol.confidence import TokenPiece  # noqa: E402
+from clover_code.ui.confidence import shaded_content  # noqa: E402
+from clover_code.ui.options import AppOptions  # noqa: E402
+from clover_code.ui.widgets.answer import Answer, render_plain  # noqa: E402
+from clover_code.ui.widgets.answer_parts import AnswerPart, ShadedPart  # noqa: E402
 
 BLOCK_TOKENS = 32
 CLOVER_TOKENS_PER_SECOND = 680
@@ -149,8 +160,19 @@ def marker_at(block: list[str]) -> int:
     return next(i for i, token in enumerate(block) if MARKER.fullmatch(token.strip()))
 
 
+def confidences(blocks: list[list[str]], seed: int = 11) -> list[list[TokenPiece]]:
+    """A fill confidence per token of each block: most sure, some unsure, a few low."""
+    rng = random.Random(seed)
+    return [
+        [TokenPiece(len(token), rng.choice((0.99, 0.99, 0.97, 0.95, 0.8, 0.6, 0.3)), 1)
+         for token in block]
+        for block in blocks
+    ]  # fmt: skip
+
+
 class BenchBackend:
-    """Replays the document: drafts, then the committed block, at ``rate`` blocks/s."""
+    """Replays the document: drafts, then the committed block, at ``rate`` blocks/s
+    (with ``pieces``, each block carries its tokens' fill confidences)."""
 
     name = "bench"
     model = "clover-bench"
@@ -158,8 +180,15 @@ class BenchBackend:
     notices: tuple[str, ...] = ()
     failure: EngineError | None = None  # it never fails
 
-    def __init__(self, blocks: list[list[str]], rate: float | None, run: Run) -> None:
+    def __init__(
+        self,
+        blocks: list[list[str]],
+        rate: float | None,
+        run: Run,
+        pieces: list[list[TokenPiece]] | None = None,
+    ) -> None:
         self.blocks, self.rate, self.run = blocks, rate, run
+        self.pieces = pieces
         self.rng = random.Random(3)
 
     async def stream(self, request: ChatRequest) -> AsyncGenerator[ev.EngineEvent, None]:
@@ -182,7 +211,8 @@ class BenchBackend:
             text = "".join(tokens)
             self.run.arrivals.append(time.perf_counter())
             yield ev.ContentDelta(text)
-            yield ev.BlockCommitted(index, text, len(tokens), steps)
+            pieces = self.pieces[index] if self.pieces is not None else None
+            yield ev.BlockCommitted(index, text, len(tokens), steps, pieces=pieces)
         yield ev.Usage(100, len(self.blocks) * BLOCK_TOKENS)
         yield ev.Finished("stop")
 
@@ -233,7 +263,10 @@ async def measure(
     return alphabet
 
 
-async def run_clover(blocks: list[list[str]], rate: float | None, limit: float) -> Run:
+async def run_clover(
+    blocks: list[list[str]], rate: float | None, limit: float, *, shaded: bool = False
+) -> Run:
+    """The real app; ``shaded``: the blocks carry confidences and the view is on."""
     from clover_code.agent.open import SessionOptions, open_session
     from clover_code.ui.app import CloverApp
 
@@ -245,14 +278,17 @@ async def run_clover(blocks: list[list[str]], rate: float | None, limit: float) 
             user_config=Path(tmp) / "none.toml",
             env={},
         )
-        backend = BenchBackend(blocks, rate, run)
+        backend = BenchBackend(blocks, rate, run, confidences(blocks) if shaded else None)
 
         async def factory(emit: Any, resume: Path | None) -> Any:
             return await open_session(
                 settings, Path(tmp), SessionOptions(emit=emit, backend=backend)
             )
 
-        app = CloverApp(factory, cwd=Path(tmp), sessions_dir=None, git_status=False)
+        options = AppOptions(shade_confidence=shaded)
+        app = CloverApp(
+            factory, cwd=Path(tmp), sessions_dir=None, git_status=False, options=options
+        )
         app.driver_class = FrameDriver
 
         def done() -> bool:
@@ -269,9 +305,35 @@ async def run_clover(blocks: list[list[str]], rate: float | None, limit: float) 
             await pilot.pause()  # the keys still queued, before the app closes
             answer = app.query(Answer).last()
             width = answer.content_region.width
-            run.equal = answer.text == whole and drawn(answer) == render_plain([whole], width)
+            if shaded:
+                below = app.options.low_confidence
+                run.equal = answer.text == whole and answer.shaded
+                run.equal = run.equal and drawn_shaded(answer) == one_shot_shaded(answer, below)
+            else:
+                run.equal = answer.text == whole and drawn(answer) == render_plain([whole], width)
     analyse(run, alphabet, SIZE)
     return run
+
+
+def drawn_shaded(answer: Answer) -> list[list[tuple[str, Any]]]:
+    """The lines the shaded answer's widgets draw: each cell's character and background."""
+    lines: list[list[tuple[str, Any]]] = []
+    for part in answer.query_children(ShadedPart):
+        lines += [_cells(part.render_line(y)) for y in range(part.size.height)]
+    return lines
+
+
+def one_shot_shaded(answer: Answer, below: float) -> list[list[tuple[str, Any]]]:
+    """The lines of the whole answer shaded at once, as a ``Static`` draws it."""
+    assert answer.pieces is not None
+    part = answer.query_children(ShadedPart).last()
+    whole = shaded_content(answer.raw, answer.pieces, below=below)
+    strips = Visual.to_strips(part, whole, part.size.width, None, part.visual_style)
+    return [_cells(strip) for strip in strips]
+
+
+def _cells(strip: Any) -> list[tuple[str, Any]]:
+    return [(c, seg.style.bgcolor if seg.style else None) for seg in strip for c in seg.text]
 
 
 def drawn(answer: Answer) -> list[str]:
@@ -358,8 +420,9 @@ async def run_peer(
 
 # ---------------------------------------------------------------- report
 
-APPS = ("clover-code", "MarkdownStream", "Markdown.append")
+APPS = ("clover-code", "clover-code shaded", "MarkdownStream", "Markdown.append")
 PEER = "MarkdownStream"
+OURS = ("clover-code", "clover-code shaded")
 COLUMNS = ("blocks shown", "lag p50", "lag p95", "echo p50", "echo p95", "CPU")
 
 
@@ -399,11 +462,15 @@ def print_phase(title: str, table: dict[str, dict[str, float]]) -> None:
     """The apps' medians, then clover-code's ratio to each of the others."""
     print(f"\n== {title}")
     rows = [[name, *(_cell(c, table[name][c]) for c in COLUMNS)] for name in APPS]
-    for other in APPS[1:]:
-        ratios = [
-            table["clover-code"][c] / table[other][c] if table[other][c] else 0.0 for c in COLUMNS
-        ]
-        rows.append([f"clover-code / {other}", *(f"{r:.2f}x" for r in ratios)])
+    pairs = [
+        ("clover-code", PEER),
+        ("clover-code", "Markdown.append"),
+        ("clover-code shaded", PEER),
+        ("clover-code shaded", "clover-code"),
+    ]
+    for ours, other in pairs:
+        ratios = [table[ours][c] / table[other][c] if table[other][c] else 0.0 for c in COLUMNS]
+        rows.append([f"{ours} / {other}", *(f"{r:.2f}x" for r in ratios)])
     widths = [max(len(row[i]) for row in [["", *COLUMNS], *rows]) for i in range(len(COLUMNS) + 1)]
     for row in [["", *COLUMNS], *rows]:
         print(
@@ -447,13 +514,14 @@ class Load:
 async def one_round(
     order: int, blocks: list[list[str]], rate: float | None, limit: float
 ) -> dict[str, Run]:
-    """Each app once; the first two swap places every other round."""
+    """Each app once; clover-code and the peer swap places every other round."""
     makers: dict[str, Callable[[], Awaitable[Run]]] = {
         "clover-code": lambda: run_clover(blocks, rate, limit),
+        "clover-code shaded": lambda: run_clover(blocks, rate, limit, shaded=True),
         "MarkdownStream": lambda: run_peer(blocks, rate, limit, stream=True),
         "Markdown.append": lambda: run_peer(blocks, rate, limit, stream=False),
     }
-    names = list(APPS)
+    names = ["clover-code", PEER, "clover-code shaded", "Markdown.append"]
     if order % 2:
         names[0], names[1] = names[1], names[0]
     return {name: await makers[name]() for name in names}
@@ -508,24 +576,27 @@ async def main() -> int:
             verdict(targets, "block-to-screen lag p95", clover["lag p95"], peer["lag p95"])
         else:
             verdict(targets, f"key echo p95, {key},", clover["echo p95"], peer["echo p95"])
-        finished = [run for run in runs["clover-code"] if run.finished]
         peer_done = sum(run.finished for run in runs[PEER])
-        line = (
-            f"clover-code had the whole answer within {limit:.0f} s in {len(finished)} "
-            f"of {args.rounds} rounds ({PEER}: {peer_done})"
-        )
-        if loaded:  # a loaded machine may starve any app: there only the keys are a target
-            print(f"{line} (for information)")
-        else:
-            targets.check(
-                f"{key}: the whole answer in every round", len(finished) == args.rounds, line
+        for ours in OURS:
+            finished = [run for run in runs[ours] if run.finished]
+            line = (
+                f"{ours} had the whole answer within {limit:.0f} s in {len(finished)} "
+                f"of {args.rounds} rounds ({PEER}: {peer_done})"
             )
-        unequal = sum(run.equal is not True for run in finished)
-        targets.check(
-            f"{key}: the streamed answer drawn as a one-shot render",
-            not unequal,
-            f"differs in {unequal} of {len(finished)} rounds" if unequal else "equal",
-        )
+            if loaded:  # a loaded machine may starve any app: there only keys are a target
+                print(f"{line} (for information)")
+            else:
+                targets.check(
+                    f"{key}: {ours} has the whole answer in every round",
+                    len(finished) == args.rounds,
+                    line,
+                )
+            unequal = sum(run.equal is not True for run in finished)
+            targets.check(
+                f"{key}: {ours}'s streamed answer drawn as a one-shot render",
+                not unequal,
+                f"differs in {unequal} of {len(finished)} rounds" if unequal else "equal",
+            )
     print()
     return targets.exit_status()
 

@@ -189,6 +189,10 @@ class LiveSession:
                 terminal=live.terminal,
                 terminal_notice=_TERMINAL_NOTICE,
                 files=live.files,
+                # What the engine cannot do (remask_below on a server that cannot), and
+                # that it reports no fill confidences (the updates' metadata carries them).
+                engine_notices=True,
+                confidence_notice=True,
             ),
         )
         live.outbox.start(live._session.id)

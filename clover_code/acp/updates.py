@@ -207,8 +207,8 @@ class EventMapper:
             return []
         if isinstance(event, p.BlockCommitted):
             return self._with_confidence(self.flush(), event)
-        if isinstance(event, p.BlockDraft):
-            return []
+        if isinstance(event, p.BlockDraft | p.AnswerConfidenceDelta):
+            return []  # a block's confidences go with its last chunk (``_with_confidence``)
         if isinstance(event, p.SubagentEvent):
             return self._child(event)
         updates = self.flush()

@@ -167,6 +167,9 @@ class SessionOptions:
     engine_notices: bool = False
     """Without ``loading``, what a local engine says once it is loaded (its decoder
     choice) is still said, as notices."""
+    confidence_notice: bool = False
+    """The front end's output carries fill confidences: a warning says once when the
+    engine reports none (the app says it itself, when its confidence view is on)."""
     strict_sandbox: bool = False
     """A ``docker`` or ``bwrap`` sandbox asked for explicitly is opened before the
     engine, and ``SandboxUnavailable`` (exit 3) is raised when it cannot run,
@@ -312,6 +315,7 @@ async def _assemble(
         spill=spill,
         messages=record.messages,
         background=subagents.background,
+        confidence_notice=options.confidence_notice,
     )
     subagents.attach(agent)
     session = Session(

@@ -33,7 +33,7 @@ from clover_code.agent.session_events import NOT_RECORDED, bulky_child_event, ca
 from clover_code.agent.steps import Steps
 from clover_code.agent.transcript import Transcript, new_session_id
 from clover_code.config.settings import HookEvent, Settings, trust_store, user_config_path
-from clover_code.engine.base import Backend, Message
+from clover_code.engine.base import Backend, EngineWarning, Message
 from clover_code.engine.select import open_backend
 from clover_code.errors import ConfigError, SandboxUnavailable
 from clover_code.fs.named_files import on_path
@@ -138,7 +138,7 @@ async def engine(
     opened.add("engine", backend.aclose)
     if notices and loading is None:
         for line in backend.notices:  # a local engine's, said once
-            emit(p.Notice(text=line))
+            emit(p.Notice(level=EngineWarning.level_of(line), text=line))
     return backend
 
 

@@ -31,7 +31,15 @@ def caused(event: p.Event) -> p.Event:
 # Committed blocks are left out too: their text is in the assistant message, and
 # a durable write per block (up to ~200 a second) would hold up the front end.
 NOT_RECORDED = frozenset(
-    {"block_draft", "block_committed", "tool_output", "content_delta", "reasoning_delta"}
+    {
+        "block_draft",
+        "block_committed",
+        "tool_output",
+        "content_delta",
+        "reasoning_delta",
+        # The answer's confidences as it streams; ``answer_confidence`` records them all.
+        "answer_confidence_delta",
+    }
 )
 
 

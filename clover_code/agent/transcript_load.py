@@ -30,6 +30,9 @@ class LoadedSession:
     model: str | None = None
     """The model the session last switched to (a ``[models]`` name or an id); None
     when it never switched."""
+    answer_confidence: dict[int, str] = field(default_factory=dict)
+    """The recorded fill confidences of answers: index in ``messages`` of an assistant
+    message -> its content's ``answer_confidence`` (the compact form)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +98,26 @@ def read_records(data: bytes, path: Path) -> Reading:
     recorded = expander.messages
     messages, interrupted = answer_interrupted(recorded)
     session = LoadedSession(meta, messages, expander.events, dropped, interrupted, model)
+    session.answer_confidence = _answer_confidence(expander.timeline, messages)
     return Reading(session, recorded, kept, size, found_format, expander.timeline)
+
+
+def _answer_confidence(timeline: list[Entry], messages: list[Message]) -> dict[int, str]:
+    """Which of ``messages`` have recorded confidences: a response's ``answer_confidence``
+    is recorded just before the assistant message holding that answer. (A message
+    rewritten by a compaction is a new one, and has none.)"""
+    found: dict[int, str] = {}
+    pending: str | None = None
+    for kind, item in timeline:
+        if kind == "event":
+            if item.get("type") == "answer_confidence":
+                confidence = item.get("confidence")
+                pending = confidence if isinstance(confidence, str) else None
+            continue
+        if kind == "message" and item.get("role") == "assistant" and pending is not None:
+            found[id(item)] = pending
+        pending = None
+    return {index: found[id(m)] for index, m in enumerate(messages) if id(m) in found}
 
 
 def _damaged(path: Path, number: int) -> UsageError:

@@ -401,6 +401,8 @@ def run(argv: list[str], loaded: Callable[[], None] = lambda: None) -> int:
                 output_schema=output_schema,
                 own_process=True,
                 images=images,
+                # json and stream-json carry fill confidences: say once when there are none.
+                confidence_notice=args.output_format != "text",
             )
         )
     finally:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from clover_code.engine.events import BlockCommitted as BlockCommitted
 from clover_code.engine.events import BlockDraft as BlockDraft
@@ -33,6 +33,20 @@ from clover_code.engine.messages import content_text as content_text
 from clover_code.engine.messages import image_count as image_count
 from clover_code.engine.messages import tool_calls as tool_calls
 from clover_code.errors import EngineError
+
+
+class EngineWarning(str):
+    """A line of ``Backend.notices`` saying that something asked for is not done (a
+    setting this engine cannot apply): the session says it as a warning, which
+    headless JSON keeps among its ``warnings``."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def level_of(line: str) -> Literal["info", "warning"]:
+        """How a notice line is said: as a warning when it is an ``EngineWarning``."""
+        return "warning" if isinstance(line, EngineWarning) else "info"
+
 
 CONTROL_KEYS = ("repetition_penalty", "presence_penalty", "frequency_penalty")
 """Decoding controls a request (or a checkpoint's generation_config.json) may set."""
@@ -108,7 +122,8 @@ class Backend(Protocol):
     @property
     def notices(self) -> Sequence[str]:
         """What the engine says once, when it is loaded (a local engine's decoder
-        choice, what its path cannot do); empty for most."""
+        choice, what its path cannot do: an ``EngineWarning`` when a setting asked for
+        it); empty for most."""
         ...
 
     @property

@@ -61,7 +61,9 @@ class RunRecord:
         elif isinstance(event, p.ToolCallFinished):
             self.tool_calls += 1
             if isinstance(event.display, p.FileEdit) and event.status == "ok":
-                self.edits.append(_edit_report(event.display, event.low_confidence))
+                self.edits.append(_edit_report(event.display.path, event.low_confidence))
+            if isinstance(event.display, p.PatchApplied) and event.status == "ok":
+                self.edits += _patch_reports(event.display, event.low_confidence)
             if isinstance(event.display, p.SubagentRun):
                 self._child(event.display)
         elif isinstance(event, p.BackgroundTaskFinished):
@@ -163,10 +165,29 @@ class RunRecord:
         return REASON_FOR_EXIT.get(exit_code, "agent_error")
 
 
-def _edit_report(edit: p.FileEdit, low: p.EditConfidence | None) -> EditReport:
+def _edit_report(path: str, low: p.EditConfidence | None) -> EditReport:
     return EditReport(
-        path=edit.path,
+        path=path,
         low_confidence_tokens=low.tokens if low else 0,
         low_confidence_lines=list(low.lines) if low else [],
         confidence_known=low is not None,
     )
+
+
+def _patch_reports(patch: p.PatchApplied, low: p.EditConfidence | None) -> list[EditReport]:
+    """One report per file a patch touched, each with its own share of the low-confidence
+    tokens (a file whose added lines were not rated, or that lost lines only, has none)."""
+    if low is None or not low.files:
+        return [_edit_report(path, low if len(patch.paths) == 1 else None) for path in patch.paths]
+    out: list[EditReport] = []
+    for path in patch.paths:
+        share = low.files.get(path)
+        out.append(
+            EditReport(
+                path=path,
+                low_confidence_tokens=share.tokens if share else 0,
+                low_confidence_lines=list(share.lines) if share else [],
+                confidence_known=True,
+            )
+        )
+    return out

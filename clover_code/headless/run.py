@@ -168,13 +168,16 @@ async def run_task(
     own_process: bool = False,
     embedding: Embedding | None = None,
     images: tuple[p.ImageAttachment, ...] = (),
+    confidence_notice: bool = False,
 ) -> int:
     """Run one task to its end and return the process exit code.
 
     ``own_process``: the task is the process's whole run, so SIGTERM ends it as
     Ctrl+C does (exit 143); a server running tasks leaves its signals alone.
     ``embedding``: what a program running the task in-process adds; ``images``:
-    attached to the task (``--image``)."""
+    attached to the task (``--image``); ``confidence_notice``: the output carries
+    fill confidences (the result's ``edits``), so a warning says once when the
+    engine reports none."""
     # Every line of every format passes through redact: no secret reaches stdout or stderr.
     out = redacting(out or sys.stdout)
     err = redacting(err or sys.stderr)
@@ -204,6 +207,7 @@ async def run_task(
                 termination,
                 embedding or Embedding(),
                 images,
+                confidence_notice=confidence_notice,
             )
     except Exception as exc:  # a bug: still end with one result object, never a bare traceback
         traceback.print_exception(exc, file=err)
@@ -233,6 +237,8 @@ async def _run_task(
     termination: _Termination,
     embedding: Embedding,
     images: tuple[p.ImageAttachment, ...],
+    *,
+    confidence_notice: bool,
 ) -> int:
     def emit(event: p.Event) -> None:
         nonlocal telemetry
@@ -264,6 +270,7 @@ async def _run_task(
                     resume=resume,
                     strict_sandbox=True,
                     engine_notices=True,
+                    confidence_notice=confidence_notice,
                     # The time spent opening the session counts against the task's limit.
                     deadline=deadline,
                     # The final answer comes after every background child agent's report.

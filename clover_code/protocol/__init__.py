@@ -19,6 +19,7 @@ from clover_code.protocol.base import new_op_id as new_op_id
 from clover_code.protocol.confidence import EditConfidence as EditConfidence
 from clover_code.protocol.events import EVENT_ADAPTER as EVENT_ADAPTER
 from clover_code.protocol.events import AnswerConfidence as AnswerConfidence
+from clover_code.protocol.events import AnswerConfidenceDelta as AnswerConfidenceDelta
 from clover_code.protocol.events import ApprovalModeChanged as ApprovalModeChanged
 from clover_code.protocol.events import ApprovalRequested as ApprovalRequested
 from clover_code.protocol.events import AutoCommitted as AutoCommitted

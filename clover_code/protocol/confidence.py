@@ -4,32 +4,34 @@ A block-diffusion model fills each position of a block with some probability
 at some denoising step. A committed block's text is cut into pieces, one per
 token (a character split over several byte tokens is one piece), and each
 piece keeps its fill confidence, the step that filled it and its length in
-characters. On the wire and in the transcript the pieces are one base64
-string of three bytes per piece: the confidence quantised to 0..255, the
-step, the length (a piece longer than 255 characters is split in two).
+characters. On the wire and in the transcript the pieces are one compact
+string of about one byte per token (``confidence_codec.py``: the confidence in
+levels of 0.05, step and length exact), made and read by ``encode_pieces`` and
+``decode_pieces``.
 
 ``ConfidenceText`` gathers a response's committed blocks into its raw text
 with a confidence per character; ``locate`` finds a piece of parsed output
-(an answer delta, a line of an edit's new text) in it, so what the parser
-made of the text still knows which tokens it came from.
+(an answer delta) in it, so what the parser made of the text still knows
+which tokens it came from (an edit's lines are found by
+``agent/turn/edit_confidence.py``, which also reads JSON-escaped calls).
 """
 
 # Annotations are objects here, not text (no ``from __future__ import annotations``):
 # pydantic reads every field's, and text would be compiled and evaluated at each start.
 
-import base64
-import binascii
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
+
+from clover_code.protocol.confidence_codec import TokenPiece, decode_pieces, encode_pieces
 
 __all__ = [
     "LOW_CONFIDENCE",
+    "NO_CONFIDENCE",
     "ConfidenceText",
     "EditConfidence",
+    "FileLowConfidence",
     "TokenPiece",
-    "added_lines",
     "decode_pieces",
     "encode_pieces",
 ]
@@ -37,20 +39,28 @@ __all__ = [
 LOW_CONFIDENCE = 0.5
 """Below this a token counts as filled with low confidence (the setting's default)."""
 
-_MAX_CHARS = 255
+NO_CONFIDENCE = (
+    "Fill confidences are off: this engine reports none, so answers are not shaded and "
+    "edits carry no low-confidence counts; only the hf engine and a clover-code serve "
+    "server with drafts (remote_drafts = true) report them, not SGLang or other servers."
+)
+"""Said once where confidences would show, when the engine reports none."""
 
 
-@dataclass(slots=True, frozen=True)
-class TokenPiece:
-    """One committed token's text length, fill confidence and fill step."""
+class FileLowConfidence(BaseModel):
+    """One file's share of a patch's low-confidence tokens."""
 
-    chars: int
-    confidence: float
-    step: int
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tokens: int
+    """Changed tokens of this file filled below the threshold."""
+    lines: list[int]
+    """1-based line numbers (in the file after the patch) holding them, ascending."""
 
 
 class EditConfidence(BaseModel):
-    """The low-confidence tokens of an edit: how many, and the new file's lines holding them."""
+    """The low-confidence tokens of an edit: how many, the new file's lines holding them,
+    and the fill confidence of each token of each added line."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -62,33 +72,14 @@ class EditConfidence(BaseModel):
     """Changed tokens whose confidence is known."""
     below: float
     """The threshold they were filled below."""
-
-
-def encode_pieces(pieces: Sequence[TokenPiece]) -> str:
-    """The compact form: base64 of (confidence byte, step byte, length byte) per piece."""
-    out = bytearray()
-    for piece in pieces:
-        q = min(255, max(0, round(piece.confidence * 255)))
-        step = min(255, max(0, piece.step))
-        left = piece.chars
-        while True:
-            size = min(left, _MAX_CHARS)
-            out += bytes((q, step, size))
-            left -= size
-            if left <= 0:
-                break
-    return base64.b64encode(bytes(out)).decode("ascii")
-
-
-def decode_pieces(text: str) -> list[TokenPiece]:
-    """The pieces of an ``encode_pieces`` string; ValueError when it is not one."""
-    try:
-        raw = base64.b64decode(text, validate=True)
-    except binascii.Error as exc:
-        raise ValueError(f"confidence is not base64: {exc}") from exc
-    if len(raw) % 3:
-        raise ValueError("confidence must hold three bytes per token")
-    return [TokenPiece(raw[i + 2], raw[i] / 255, raw[i + 1]) for i in range(0, len(raw), 3)]
+    files: dict[str, FileLowConfidence] = Field(default_factory=dict)
+    """Per file the diff names (its ``+++`` header, without ``b/``) with rated lines:
+    its share of ``tokens`` and ``lines`` (a patch touches several files)."""
+    row_pieces: dict[int, str] = Field(default_factory=dict)
+    """Per added line rated, keyed by its row in the diff (0-based; the diff split at
+    newlines): the pieces (``encode_pieces``) of the line's text after its ``+``, from
+    column 0 to its end; a span the model's tokens did not write is a piece of
+    confidence 1.0 at step 0. Empty in records written before rows were kept."""
 
 
 class ConfidenceText:
@@ -142,60 +133,3 @@ class ConfidenceText:
     def known_tokens(self, begin: int, end: int) -> int:
         """Tokens with a known confidence overlapping text[begin:end]."""
         return len({t for t in self.token[max(0, begin) : end] if t >= 0})
-
-    def call_region(self, index: int) -> tuple[int, int]:
-        """The raw text of the ``index``-th tool call of the answer (after the reasoning)."""
-        begin = self.text.rfind("</think>")
-        begin = begin + len("</think>") if begin >= 0 else 0
-        for _ in range(index + 1):
-            found = self.text.find("<tool_call>", begin)
-            if found < 0:
-                return (len(self.text), len(self.text))
-            begin = found + len("<tool_call>")
-        end = self.text.find("</tool_call>", begin)
-        return (begin, end if end >= 0 else len(self.text))
-
-    def edit_confidence(
-        self, index: int, added: Sequence[tuple[int, str]], below: float
-    ) -> EditConfidence | None:
-        """The low-confidence tokens of the ``index``-th call's added lines (line number,
-        text), found in order inside the call's raw text; None when nothing is known."""
-        if not self.known:
-            return None
-        begin, end = self.call_region(index)
-        cursor = begin
-        low = changed = 0
-        lines: list[int] = []
-        for number, line in added:
-            if not line.strip():
-                continue
-            at = self.text.find(line, cursor, end)
-            if at < 0:
-                continue
-            cursor = at + len(line)
-            changed += self.known_tokens(at, cursor)
-            count = self.low_tokens(at, cursor, below)
-            if count:
-                low += count
-                lines.append(number)
-        if not changed:
-            return None
-        return EditConfidence(tokens=low, lines=lines, changed=changed, below=below)
-
-
-def added_lines(diff: str) -> list[tuple[int, str]]:
-    """The lines a unified diff adds, each with its 1-based number in the new file."""
-    out: list[tuple[int, str]] = []
-    number = 0
-    for line in diff.splitlines():
-        if line.startswith("@@"):
-            head = line.split("+", 1)[1].split(" ", 1)[0] if "+" in line else "1"
-            number = int(head.split(",", 1)[0] or 1)
-        elif number == 0:
-            continue  # the file header, before the first hunk
-        elif line.startswith("+"):
-            out.append((number, line[1:]))
-            number += 1
-        elif line.startswith(" "):
-            number += 1
-    return out

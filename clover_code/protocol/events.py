@@ -81,6 +81,15 @@ class AnswerConfidence(_Event):
     confidence: str
 
 
+class AnswerConfidenceDelta(_Event):
+    """While a response streams: the fill confidences of the answer text found in its
+    committed blocks since the last one, compactly; each continues where the one before
+    ended (``AnswerConfidence`` holds them all once the response is over)."""
+
+    type: Literal["answer_confidence_delta"] = "answer_confidence_delta"
+    confidence: str
+
+
 class ReasoningDelta(_Event):
     """Thinking text."""
 
@@ -390,6 +399,7 @@ Event = Annotated[
     | BlockDraft
     | BlockCommitted
     | AnswerConfidence
+    | AnswerConfidenceDelta
     | ReasoningDelta
     | ContentDelta
     | ToolCallStarted

@@ -68,6 +68,7 @@ async def arun(
         embedding=Embedding(
             approver=read.approver, approval=read.approval, tools=read.tools, hooks=read.hooks
         ),
+        confidence_notice=True,  # the result's edits carry fill confidences
     )
     return TaskResult.model_validate_json(out.getvalue().strip().splitlines()[-1])
 

@@ -44,6 +44,7 @@ class ApplyPatchTool(Tool[ApplyPatchArgs]):
         "@@ -l,n +l,n @@ hunks) works too. Paths are relative to the workspace root."
     )
     kind: ClassVar[ToolKind] = "edit"
+    written_arguments: ClassVar[frozenset[str]] = frozenset({"patch"})
     Args = ApplyPatchArgs
     argument_limits: ClassVar[Mapping[str, int]] = {"patch": CONTENT_LIMIT}
 

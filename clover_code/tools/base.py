@@ -102,6 +102,10 @@ class Tool(ABC, Generic[ArgsT]):
     concurrent: ClassVar[bool] = False
     """Calls of this tool may run at the same time as their neighbours in one
     response (read and search tools always may)."""
+    written_arguments: ClassVar[frozenset[str]] = frozenset()
+    """For an edit tool: the arguments holding the text it writes into files, where the
+    confidence view looks for the lines its diff adds among the tokens the model wrote
+    (empty: every argument)."""
     runs_on_host: ClassVar[bool] = False
     """Its calls run in clover-code's own process on the host (a function of the
     program that embeds the agent), never in the sandbox: a contained sandbox does

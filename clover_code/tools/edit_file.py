@@ -200,6 +200,7 @@ class EditFileTool(Tool[EditFileArgs]):
         "it unique, or set replace_all to change every occurrence. Read the file first."
     )
     kind: ClassVar[ToolKind] = "edit"
+    written_arguments: ClassVar[frozenset[str]] = frozenset({"new_string"})
     Args = EditFileArgs
     argument_limits: ClassVar[Mapping[str, int]] = {
         "old_string": CONTENT_LIMIT,

@@ -78,6 +78,7 @@ class WriteFileTool(Tool[WriteFileArgs]):
         "keeps the file's permissions; parent directories are created as needed."
     )
     kind: ClassVar[ToolKind] = "edit"
+    written_arguments: ClassVar[frozenset[str]] = frozenset({"content"})
     Args = WriteFileArgs
     argument_limits: ClassVar[Mapping[str, int]] = {"content": CONTENT_LIMIT}
 

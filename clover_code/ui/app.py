@@ -22,6 +22,7 @@ from textual.binding import Binding, BindingType
 from textual.worker import Worker, WorkerState
 
 from clover_code import protocol as p
+from clover_code.protocol.confidence import NO_CONFIDENCE
 from clover_code.ui.app_extras import AppExtras
 from clover_code.ui.bridge import EventBridge, SessionEvents, SessionFactory, SessionFailed
 from clover_code.ui.clock import Clock
@@ -279,10 +280,10 @@ class CloverApp(App[int]):
         # first turn the transcript's entries (``Transcript`` loads them when first
         # added), on the event loop: a visible pause mid-turn. Done once the session is
         # open and shown, so that it competes with neither.
-        from clover_code.ui.widgets.answer import markdown
+        from clover_code.ui.widgets.answer_parts import markdown
         from clover_code.ui.widgets.diff_view import render_diff
 
-        for entry in ("reasoning", "subagent_card", "user_message"):  # the card: tool_card
+        for entry in ("answer", "reasoning", "subagent_card", "user_message"):  # +tool_card
             importlib.import_module(f"clover_code.ui.widgets.{entry}")
 
         markdown("*warm*")
@@ -489,12 +490,7 @@ class CloverApp(App[int]):
         if not self.transcript.shading or self.confidence_seen or self._confidence_noted:
             return
         self._confidence_noted = True
-        self.notify(
-            "The confidence view is off for this engine: only the hf engine and a "
-            "clover-code serve (with drafts) report fill confidences, not other servers "
-            "or SGLang.",
-            timeout=6,
-        )
+        self.notify(NO_CONFIDENCE, timeout=6)
 
     def action_toggle_denoise(self) -> None:
         """F2: show or hide the live denoising view."""

@@ -51,6 +51,7 @@ def session_factory(
     async def _open(settings: Settings, emit: Emit, resume: Path | None) -> SessionLike:
         from clover_code import protocol as p
         from clover_code.agent.open import SessionOptions, open_session
+        from clover_code.engine.base import EngineWarning
         from clover_code.telemetry.spans import observed
 
         return await open_session(
@@ -61,7 +62,7 @@ def session_factory(
                 approval_mode=settings.approval_or("ask"),
                 resume=resume,
                 engines=engines,
-                loading=lambda text: emit(p.Notice(text=text)),
+                loading=lambda text: emit(p.Notice(level=EngineWarning.level_of(text), text=text)),
             ),
         )
 

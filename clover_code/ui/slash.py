@@ -430,7 +430,7 @@ class SlashCommands:
         except CloverError as exc:
             self.transcript.add_note(str(exc), "error")
             return
-        for message in loaded.messages:
+        for index, message in enumerate(loaded.messages):
             role, content = message.get("role"), message.get("content") or ""
             if role == "user" and isinstance(content, str):
                 self.transcript.add_user(content)
@@ -440,7 +440,8 @@ class SlashCommands:
                 self.transcript.add_note(f"({images} image{'s' if images > 1 else ''} attached)")
             elif role == "assistant":
                 if isinstance(content, str) and content:
-                    self.transcript.add_answer(content)
+                    confidence = loaded.answer_confidence.get(index)
+                    self.transcript.add_past_answer(content, confidence)
                 for call in tool_calls(message):
                     name = call.get("function", {}).get("name", "?")
                     self.transcript.add_note(f"(called {name})")

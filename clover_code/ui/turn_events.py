@@ -104,7 +104,7 @@ class TurnEvents:
             t.add_answer(event.text)
         elif isinstance(event, p.ReasoningDelta):
             t.add_reasoning(event.text)
-        elif isinstance(event, p.AnswerConfidence):
+        elif isinstance(event, p.AnswerConfidence | p.AnswerConfidenceDelta):
             app.confidence_seen = t.answer_confidence(event) or app.confidence_seen
         elif isinstance(event, p.ToolCallStarted):
             t.add_tool(event)
@@ -139,7 +139,8 @@ class TurnEvents:
         elif isinstance(event, p.TurnFinished):
             self._turn_finished(event)
             app.note_no_confidence()
-        elif isinstance(event, p.UsageReport):
+        elif isinstance(event, p.UsageReport):  # a model response is over
+            t.response_ended()
             app.stats.usage(event)
             bar.speed = app.stats.speed()
             bar.context_used = event.prompt_tokens + event.completion_tokens

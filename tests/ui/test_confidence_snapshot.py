@@ -1,6 +1,6 @@
-"""Snapshots of the confidence view: an answer shaded by fill confidence and an edit's
-unsure diff lines marked (dark and light themes), and the edit approval modal that
-counts the unsure tokens and jumps to them."""
+"""Snapshots of the confidence view: an answer and an edit's added lines shaded token by
+token by fill confidence (dark and light themes), and the edit approval modal that
+shades them the same way, counts the unsure tokens and jumps to them."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from textual.pilot import Pilot
 
 from clover_code import protocol as p
 from clover_code.protocol.confidence import TokenPiece, encode_pieces
+from clover_code.protocol.diff_rows import added_rows
 from clover_code.ui.app import CloverApp
 from clover_code.ui.widgets.answer import Answer
 from clover_code.ui.widgets.approval import ApprovalScreen
@@ -31,7 +32,30 @@ DIFF = (
     "--- a/calc.py\n+++ b/calc.py\n@@ -1,3 +1,3 @@\n def add(a, b):\n"
     "-    return a - b\n+    return a + b\n # end\n"
 )
-LOW = p.EditConfidence(tokens=2, lines=[2], changed=6, below=0.5)
+# The added line "    return a + b" as its tokens: "+" unsure, " b" not quite sure.
+ADDED = [("    return", 0.99), (" a", 0.97), (" +", 0.2), (" b", 0.7)]
+LOW = p.EditConfidence(
+    tokens=1, lines=[2], changed=4, below=0.5,
+    row_pieces={DIFF.split("\n").index("+    return a + b"): encode_pieces(
+        [TokenPiece(len(t), c, 1) for t, c in ADDED]
+    )},
+)  # fmt: skip
+
+
+def long_edit_confidence(diff: str, lines: list[int]) -> p.EditConfidence:
+    """Each added line of ``diff`` as its tokens; on ``lines`` " fast" was filled unsure."""
+    rows: dict[int, str] = {}
+    low = changed = 0
+    for added in added_rows(diff):
+        name, call = added.text.split(" = ")
+        unsure = added.number in lines
+        parts = [(name, 0.99), (" =", 0.99), (" " + call[:-12], 0.95), (",", 0.8),
+                 (" fast", 0.3 if unsure else 0.99), ("=True", 0.6), (")", 0.99)]  # fmt: skip
+        assert "".join(t for t, _ in parts) == added.text
+        rows[added.row] = encode_pieces([TokenPiece(len(t), c, 1) for t, c in parts])
+        low += unsure
+        changed += len(parts)
+    return p.EditConfidence(tokens=low, lines=lines, changed=changed, below=0.5, row_pieces=rows)
 
 
 def shaded_turn() -> list[Any]:
@@ -54,7 +78,7 @@ def shaded_turn() -> list[Any]:
 
 def edit_approval() -> list[Any]:
     args = {"path": "src/engine.py", "old_string": "x", "new_string": "y"}
-    low = p.EditConfidence(tokens=5, lines=[43, 66], changed=120, below=0.5)
+    low = long_edit_confidence(scenes.long_edit_diff(), [43, 66])
     return [
         p.TurnStarted(turn=1, text="make it fast"),
         p.ToolCallStarted(
@@ -88,10 +112,14 @@ def test_answer_and_diff_shaded_by_confidence(snap_compare: SnapCompare, theme: 
     assert snap_compare(app, terminal_size=(100, 24), run_before=run)
 
 
-def test_edit_approval_counts_unsure_tokens_and_jumps(snap_compare: SnapCompare) -> None:
+@pytest.mark.parametrize("theme", ["textual-dark", "textual-light"])
+def test_edit_approval_counts_unsure_tokens_and_jumps(
+    snap_compare: SnapCompare, theme: str
+) -> None:
     app = with_turn(edit_approval(), "make it fast")
 
     async def jump(pilot: Pilot[Any]) -> None:
+        pilot.app.theme = theme
         await send_prompt(pilot)
         await until(
             pilot, lambda: isinstance(pilot.app.screen, ApprovalScreen), message="the modal"
@@ -112,7 +140,7 @@ async def test_f4_shades_the_answer_and_marks_the_diff() -> None:
         assert answer.pieces is not None and not diff.marked
         await pilot.press("f4")
         await until(pilot, lambda: diff.marked, message="the diff marked")
-        shaded = answer._shaded.content
+        shaded = answer.shaded_text
         assert isinstance(shaded, Content)
         tinted = {(shaded.plain[s.start : s.end], str(s.style)) for s in shaded.spans}
         assert tinted == {
@@ -124,4 +152,4 @@ async def test_f4_shades_the_answer_and_marks_the_diff() -> None:
         assert isinstance(diff.content, Content) and "2?+" in diff.content.plain
         await pilot.press("f4")
         await until(pilot, lambda: not diff.marked, message="the marks gone")
-        assert not answer._shaded.display
+        assert not answer.shaded

@@ -109,8 +109,8 @@ async def test_the_answers_fill_confidences_reach_the_screen(
         answer = app.query(Answer).last()
         await until(pilot, lambda: answer.pieces is not None, message="the confidences")
         await pilot.press("f4")
-        await until(pilot, lambda: bool(answer._shaded.display), message="the shaded answer")
-        shaded = answer._shaded.content
+        await until(pilot, lambda: answer.shaded, message="the shaded answer")
+        shaded = answer.shaded_text
         assert isinstance(shaded, Content)
         low = [shaded.plain[s.start : s.end] for s in shaded.spans if s.style == "on $error-muted"]
         assert "".join(low) == "one"

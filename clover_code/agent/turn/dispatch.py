@@ -358,7 +358,7 @@ class ToolDispatcher:
                 protected=ruling.protected,
                 diff=preview.diff if preview else None,
                 preview=preview,
-                low_confidence=_rated(call, preview.diff if preview else None),
+                low_confidence=_rated(call, tool, preview.diff if preview else None),
                 mode_allows=self.approval_mode == "full-auto" and not ruling.protected,
             )
         )
@@ -435,9 +435,7 @@ class ToolDispatcher:
                 result=text,
                 display=display,
                 duration=time.monotonic() - started,
-                low_confidence=_rated(
-                    call, display.diff if isinstance(display, p.FileEdit) else None
-                ),
+                low_confidence=_rated(call, self.tools.get(call.name), display),
             )
         )
 
@@ -448,11 +446,15 @@ class ToolDispatcher:
         )
 
 
-def _rated(call: ToolCall, diff: str | p.ToolDisplay | None) -> EditConfidence | None:
+def _rated(
+    call: ToolCall, tool: Tool[Any] | None, diff: str | p.ToolDisplay | None
+) -> EditConfidence | None:
     """The low-confidence tokens of the edit ``call`` made as ``diff`` (or as the diff of
-    its ``FileEdit`` display); None when not known."""
-    if isinstance(diff, p.FileEdit):
+    its ``FileEdit`` or ``PatchApplied`` display), looked for in the arguments ``tool``
+    writes; None when not known."""
+    if isinstance(diff, p.FileEdit | p.PatchApplied):
         diff = diff.diff
     if call.confidence is None or not isinstance(diff, str) or not diff:
         return None
-    return call.confidence.rate(diff)
+    written = tool.written_arguments if tool is not None else frozenset()
+    return call.confidence.rate(diff, written)

@@ -18,6 +18,7 @@ from clover_code.agent.extensions.hooks import HookRunner, prompt_hooks, stop_ho
 from clover_code.agent.permissions.approval import Approver
 from clover_code.agent.permissions.policy import PermissionPolicy
 from clover_code.agent.turn.background import BackgroundWork
+from clover_code.agent.turn.confidence import NoConfidenceNotice
 from clover_code.agent.turn.context import Budget, TokenCounter
 from clover_code.agent.turn.cost import Metered, Spend
 from clover_code.agent.turn.dispatch import ToolCall, ToolDispatcher
@@ -65,6 +66,7 @@ class Agent:
         spend: Spend | None = None,
         background: BackgroundWork | None = None,
         commit: Callable[[], None] | None = None,
+        confidence_notice: bool = False,
     ) -> None:
         self.backend = backend
         self.settings = settings
@@ -105,6 +107,8 @@ class Agent:
         self.budget = _budget(settings)
         self.vision = Vision()
         """Which models take the images of the conversation."""
+        self.no_confidence = NoConfidenceNotice(emit if confidence_notice else None)
+        """Says once that the engine reports no fill confidences (``confidence_notice``)."""
         self.todo: list[dict[str, Any]] = []
         self.stopped: str | None = None
         """Why the session cannot go on (see ``stop``), if it cannot."""
@@ -370,6 +374,7 @@ class Agent:
             block=self._block,
             spend=self.spend,
             on_call=early.offer,
+            no_confidence=self.no_confidence,
         )
         if state.images_refused:
             self.vision.refused.add(self.backend.model)

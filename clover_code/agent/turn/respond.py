@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from clover_code import protocol as p
-from clover_code.agent.turn.confidence import ResponseConfidence
+from clover_code.agent.turn.confidence import NoConfidenceNotice, ResponseConfidence
 from clover_code.agent.turn.context import TokenCounter
 from clover_code.agent.turn.cost import Spend
 from clover_code.agent.turn.dispatch import ToolCall
@@ -59,10 +59,12 @@ async def stream_response(
     block: int,
     spend: Spend,
     on_call: Callable[[ToolCall], None] | None = None,
+    no_confidence: NoConfidenceNotice | None = None,
 ) -> tuple[CloverError | None, int]:
     """Stream one model response into ``state``, its cost charged to ``spend``; return the
     failure, if any, and the number of the next diffusion block (``block`` is the first
-    one's). ``on_call`` is given each tool call as soon as its arguments are complete."""
+    one's). ``on_call`` is given each tool call as soon as its arguments are complete;
+    ``no_confidence`` hears whether the engine reported confidences."""
     failure: CloverError | None = None
     tokens = blocks = steps = step_tokens = 0
     first_block: float | None = None
@@ -80,7 +82,7 @@ async def stream_response(
                 arrived = True
                 if isinstance(event, ev.BlockCommitted):
                     first_block = first_block or time.monotonic()
-                    confidence.committed(event)
+                    shade = confidence.committed(event)
                     tokens += event.token_count
                     blocks += 1
                     if event.steps:
@@ -98,10 +100,14 @@ async def stream_response(
                         )
                     )
                     block += 1
+                    if shade is not None:
+                        emit(shade)
                 elif isinstance(event, ev.ContentDelta):
                     state.content.append(event.text)
-                    confidence.content(event)
                     emit(p.ContentDelta(text=event.text))
+                    shade = confidence.content(event)
+                    if shade is not None:
+                        emit(shade)
                 elif isinstance(event, ev.ReasoningDelta):
                     state.reasoning.append(event.text)
                     emit(p.ReasoningDelta(text=event.text))
@@ -154,6 +160,8 @@ async def stream_response(
     answer = confidence.answer_event()
     if answer is not None:
         emit(answer)
+    if no_confidence is not None:
+        no_confidence.response_ended(confidence)
     elapsed = time.monotonic() - first_block if first_block else 0.0
     usage = ev.Usage(
         prompt_tokens or estimated_prompt, completion_tokens or tokens, cached_tokens=cached_tokens

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from clover_code.engine.base import ChatRequest
+from clover_code.engine.base import ChatRequest, EngineWarning
 from clover_code.engine.events import EngineEvent, Failed, Finished
 from clover_code.engine.local.hf_output import BatchedResponse, ResponseOutput
 from clover_code.errors import EngineError, EngineUnavailable, missing_extra
@@ -129,8 +129,10 @@ class HFBackend:
             )
         if self.options.remask_below > 0 and self.decoder.kind != "builtin":
             self.notices.append(
-                "Re-denoising (remask_below) is off: the checkpoint's own entry point "
-                "decodes this model, and only clover-code's loop re-denoises."
+                EngineWarning(
+                    "Re-denoising (remask_below) is off: the checkpoint's own entry point "
+                    "decodes this model, and only clover-code's loop re-denoises."
+                )
             )
         self._forward: Any = None
         if self.decoder.kind == "builtin":

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from clover_code.engine.base import ChatRequest
+from clover_code.engine.base import ChatRequest, EngineWarning
 from clover_code.engine.events import EngineEvent, Failed, Finished, FinishReason
 from clover_code.errors import EngineError, EngineUnavailable, missing_extra
 
@@ -159,17 +159,20 @@ class SGLangBackend:
                 not_applied.append("block-level expert selection (expert_mass)")
             else:
                 extra[name] = self.options.expert_mass
-        if self.options.remask_below > 0:
-            # SGLang exposes no fill confidences to re-denoise by.
-            not_applied.append("re-denoising of low-confidence positions (remask_below)")
-        self.notices = [
+        self.notices: list[str] = [
             "The sglang engine cannot apply "
             + ", ".join(not_applied[:-1])
-            + f" or {not_applied[-1]}: SGLang's diffusion path decodes without them.",
-            "SGLang reports no fill confidences: the confidence view and the low-confidence "
-            "counts of edits are off with this engine.",
+            + f" or {not_applied[-1]}: SGLang's diffusion path decodes without them."
         ]
-        """Said once at load: what this path does not do."""
+        """Said once at load: what this path does not do (that it reports no fill
+        confidences is said by the session, where they would show)."""
+        if self.options.remask_below > 0:
+            self.notices.append(
+                EngineWarning(
+                    "Re-denoising (remask_below) is off: SGLang exposes no fill confidences "
+                    "to re-denoise by; only clover-code serve or the hf engine re-denoises."
+                )
+            )
         self.failure: EngineError | None = None
         """The error the last failed response ended with."""
         from transformers import AutoTokenizer

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from clover_code.engine.base import CONTROL_KEYS, ChatRequest
+from clover_code.engine.base import CONTROL_KEYS, ChatRequest, EngineWarning
 from clover_code.engine.events import EngineEvent, Failed, Finished, FinishReason, ImagesDropped
 from clover_code.engine.messages import image_count, text_only
 from clover_code.engine.remote.endpoint import (
@@ -172,9 +172,11 @@ class OpenAIBackend:
             if not self._remask_served:
                 self.notices = (
                     *self.notices,
-                    f"Re-denoising (remask_below) is off: the server at {self.base_url} is "
-                    "not clover-code serve, and only clover-code serve or a local engine "
-                    "re-denoises.",
+                    EngineWarning(
+                        f"Re-denoising (remask_below) is off: the server at {self.base_url} "
+                        "is not clover-code serve, and only clover-code serve or a local "
+                        "engine re-denoises."
+                    ),
                 )
 
     async def aclose(self) -> None:

@@ -183,13 +183,16 @@ class ChunkDecoder:
 
     def _note_block(self, block: dict[str, Any]) -> None:
         """A ``clover_block``: a committed block's raw text and its tokens' confidences,
-        sent before the chunk with its parsed text (ignored when malformed)."""
+        sent before the chunk with its parsed text (ignored when malformed, or when the
+        pieces do not cover the text: that block's confidences are then unknown)."""
         text, encoded = block.get("text"), block.get("confidence")
         if not isinstance(text, str) or not isinstance(encoded, str):
             return
         try:
             pieces = decode_pieces(encoded)
         except ValueError:
+            return
+        if sum(piece.chars for piece in pieces) != len(text):
             return
         self._raw_text += text
         self._raw_pieces += pieces

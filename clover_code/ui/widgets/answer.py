@@ -18,29 +18,32 @@ the layout a few widgets, not one per paragraph. Paints are paced
 (``ui/pacing.py``): on an idle machine each block is painted with the next
 frame; on a saturated one blocks are folded together and keys keep their
 frames.
+
+With the confidence view on (and fill confidences known), the answer is drawn
+instead as plain text shaded by confidence, the same way: the pieces that
+arrive as each block commits are shaded into the open segment, which is cut
+at a newline once it is long enough (``ui/confidence.py``'s ``ShadedStream``),
+so a paint re-renders the open segment only and the answer is shaded while it
+streams. The pieces of a response start where the answer's text stood when
+the response began (an answer can span several responses).
 """
 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 from rich.console import Console
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.geometry import Size
-from textual.strip import Strip
+from textual.content import Content
 from textual.widget import Widget
-from textual.widgets import Static
 
 from clover_code.protocol.confidence import TokenPiece
-from clover_code.ui.confidence import shaded_content
+from clover_code.ui.confidence import ShadedStream
 from clover_code.ui.css import sibling_css
 from clover_code.ui.pacing import Pacer
 from clover_code.ui.text import clean
-
-if TYPE_CHECKING:
-    from rich.markdown import Markdown as RichMarkdown
+from clover_code.ui.widgets.answer_parts import AnswerPart, SegmentPart, ShadedPart, markdown
 
 SEGMENT_CHARS = 200
 """An open segment longer than this is closed at the next safe paragraph break (a short
@@ -54,7 +57,6 @@ faster and put the blocks later; not waiting let keys wait behind paints.)"""
 PART_CHARS = 2000
 """Closed segments go to one widget until it holds this many characters, then to a new
 one: adding to a part redraws it, so parts stay about a screen long."""
-CODE_THEME = "monokai"
 
 _FENCE = re.compile(r"^ {0,3}(```|~~~)", re.MULTILINE)
 _BREAK = re.compile(r"\n\n(?=[^\s\-*+>|\d#=])")
@@ -73,15 +75,6 @@ def safe_split(source: str, start: int, segment_start: int = 0) -> int | None:
     return best
 
 
-def markdown(source: str) -> RichMarkdown:
-    """The renderable for one segment."""
-    # Imported at the first answer: Rich's Markdown brings markdown-it and Pygments,
-    # which the app does not need to start.
-    from rich.markdown import Markdown as RichMarkdown
-
-    return RichMarkdown(source, code_theme=CODE_THEME, hyperlinks=False)
-
-
 def render_plain(sources: list[str], width: int) -> list[str]:
     """Plain lines of segments rendered one under the other (a blank line between), as
     the answer draws them; one source gives the one-shot render."""
@@ -93,61 +86,6 @@ def render_plain(sources: list[str], width: int) -> list[str]:
         rendered = console.render_lines(markdown(source), console.options, pad=False)
         lines += ["".join(seg.text for seg in line).rstrip() for line in rendered]
     return lines
-
-
-class AnswerPart(Widget):
-    """Consecutive segments of an answer, drawn one under the other with a blank line
-    between; each is rendered once per width (the last again when it is replaced)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.sources: list[str] = []
-        self.chars = 0
-        self._lines_width = -1
-        self._rendered: list[list[Strip]] = []
-
-    def add(self, source: str) -> None:
-        """Draw another segment under the others."""
-        self.sources.append(source)
-        self.chars += len(source)
-        self.refresh(layout=True)
-
-    def replace_last(self, source: str) -> None:
-        """Draw the last segment with this text instead (it grew)."""
-        if not self.sources:
-            self.add(source)
-            return
-        self.chars += len(source) - len(self.sources[-1])
-        self.sources[-1] = source
-        del self._rendered[len(self.sources) - 1 :]
-        self.refresh(layout=True)
-
-    def _lines(self, width: int) -> list[list[Strip]]:
-        width = max(1, width)
-        if width != self._lines_width:
-            self._lines_width = width
-            self._rendered = []
-        console = self.app.console
-        options = console.options.update_width(width)
-        while len(self._rendered) < len(self.sources):
-            source = self.sources[len(self._rendered)]
-            lines = console.render_lines(markdown(source), options, style=self.rich_style)
-            self._rendered.append([Strip(line, width) for line in lines])
-        return self._rendered
-
-    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        rendered = self._lines(width)
-        return sum(len(lines) for lines in rendered) + max(0, len(rendered) - 1)
-
-    def render_line(self, y: int) -> Strip:
-        width = self.size.width
-        for lines in self._lines(width):
-            if y < len(lines):
-                return lines[y]
-            if y == len(lines):
-                break  # the blank line between two segments
-            y -= len(lines) + 1
-        return Strip.blank(width, self.rich_style)
 
 
 class Answer(Vertical):
@@ -166,38 +104,109 @@ class Answer(Vertical):
         """The parts drawing the closed segments (a new one after ``PART_CHARS``)."""
         self._given = 0
         """How many closed segments the parts have."""
-        self._unmounted: list[AnswerPart] = []
+        self._unmounted: list[tuple[SegmentPart[str] | SegmentPart[Content], Widget]] = []
+        """Parts made before the answer was mounted, each with the widget it goes before."""
         self._open = AnswerPart()
         self._pacer = Pacer(self, self._paint, 1 / PAINTS_PER_SECOND, gap=PAINT_GAP)
         self.raw = ""
         """The text as it arrived (what the confidence pieces cover)."""
         self.pieces: list[TokenPiece] | None = None
-        """Each token's fill confidence (None: not known)."""
-        self._shaded = Static(classes="shaded")
-        self._shaded.display = False
+        """Each token's fill confidence, as far as known (None: none known)."""
+        self._covered = 0
+        """The characters of ``raw`` that ``pieces`` cover."""
+        self._response_chars = 0
+        """Where the current response's text starts in ``raw`` (its pieces start there)."""
+        self._response_at = 0
+        """Where the current response's pieces start in ``pieces``."""
+        self._shading: ShadedStream | None = None
+        """The shaded text while the confidence view shows this answer (None: Markdown)."""
+        self._shaded_parts: list[ShadedPart] = []
+        self._shaded_given = 0
+        self._shaded_open = ShadedPart()
+        self._shaded_open.display = False
         self.write(text)
 
     def compose(self) -> ComposeResult:
         yield self._open
-        yield self._shaded
+        yield self._shaded_open
+
+    def on_mount(self) -> None:
+        for part, before in self._unmounted:
+            self.mount(part, before=before)
+        self._unmounted = []
+
+    # ------------------------------------------------------------ fill confidences
+
+    def add_confidence(self, pieces: list[TokenPiece]) -> None:
+        """More of the current response's pieces, continuing those that came before."""
+        self._response_pieces().extend(pieces)
+        self._covered += sum(piece.chars for piece in pieces)
+        if self._shading is not None:
+            self._pacer.request()
 
     def set_confidence(self, pieces: list[TokenPiece]) -> None:
-        """The answer's tokens' fill confidences (shown once shading is on)."""
-        self.pieces = pieces
+        """All the pieces of the current response, once it is over (drawn anew only when
+        they differ from those that streamed)."""
+        known = self._response_pieces()
+        whole = known[: self._response_at] + pieces
+        if whole == known:
+            return
+        self.pieces = whole
+        self._covered = sum(piece.chars for piece in whole)
+        if self._shading is not None:
+            self.shade(True, below=self._shading.below)
+
+    def response_ended(self) -> None:
+        """A model response is over: the next one's pieces start after its text."""
+        self._response_chars = len(self.raw)
+        if self.pieces is not None:
+            self._response_at = len(self._response_pieces())
+
+    def _response_pieces(self) -> list[TokenPiece]:
+        """``pieces``, covering all the text before the current response (text no piece
+        covered counts as sure)."""
+        if self.pieces is None:
+            self.pieces = []
+        gap = self._response_chars - self._covered
+        if gap > 0:
+            self.pieces.append(TokenPiece(gap, 1.0, 0))
+            self._covered = self._response_chars
+            self._response_at = len(self.pieces)
+        return self.pieces
+
+    @property
+    def shaded(self) -> bool:
+        """The answer is drawn shaded by confidence."""
+        return self._shading is not None
 
     def shade(self, on: bool, *, below: float) -> None:
-        """Show the answer shaded by confidence (plain text), or as Markdown again."""
+        """Draw the answer shaded by confidence (plain text), or as Markdown again."""
+        dropped = set(self._shaded_parts)
+        for shaded_part in self._shaded_parts:
+            if shaded_part.parent is not None:
+                shaded_part.remove()
+        self._unmounted = [(part, at) for part, at in self._unmounted if part not in dropped]
+        self._shaded_parts, self._shaded_given = [], 0
+        self._shaded_open.clear()
         shaded = on and self.pieces is not None
-        if shaded and self.pieces is not None:
-            self._shaded.update(shaded_content(self.raw, self.pieces, below=below))
-        self._shaded.display = shaded
+        self._shading = ShadedStream(below=below, segment_chars=SEGMENT_CHARS) if shaded else None
+        if shaded:
+            self._paint_shaded()
+        else:
+            self._paint_markdown()
+        self._shaded_open.display = shaded
         for part in [*self._parts, self._open]:
             part.display = not shaded
 
-    def on_mount(self) -> None:
-        for part in self._unmounted:
-            self.mount(part, before=self._open)
-        self._unmounted = []
+    @property
+    def shaded_text(self) -> Content | None:
+        """The whole shaded text, as drawn (None: not shaded)."""
+        if self._shading is None:
+            return None
+        segments = [*self._shading.sealed, self._shading.open_segment(self.raw)]
+        return Content("\n").join(segments)
+
+    # ------------------------------------------------------------ streaming
 
     @property
     def pending(self) -> bool:
@@ -220,18 +229,44 @@ class Answer(Vertical):
         self._pacer.request()
 
     def _paint(self) -> None:
-        """Hand what arrived since the last paint to the parts (they render at the frame)."""
+        """Hand what arrived since the last paint to the parts (they render at the frame):
+        the shaded ones while shaded, else the Markdown ones (which catch up when shading
+        ends)."""
+        if self._shading is not None:
+            self._paint_shaded()
+        else:
+            self._paint_markdown()
+
+    def _paint_markdown(self) -> None:
+        """Hand the Markdown parts the text they do not have yet."""
         for source in self._sealed[self._given :]:
             if not self._parts or self._parts[-1].chars >= PART_CHARS:
                 part = AnswerPart()
                 self._parts.append(part)
-                if self.is_mounted:
-                    self.mount(part, before=self._open)
-                else:
-                    self._unmounted.append(part)
+                self._mount_part(part, before=self._open)
             self._parts[-1].add(source)
         self._given = len(self._sealed)
         self._open.replace_last(self.text[self._open_at :])
+
+    def _paint_shaded(self) -> None:
+        """Shade the pieces that arrived and hand the closed segments to the shaded parts."""
+        shading = self._shading
+        assert shading is not None and self.pieces is not None
+        shading.take(self.raw, self.pieces)
+        for content in shading.sealed[self._shaded_given :]:
+            if not self._shaded_parts or self._shaded_parts[-1].chars >= PART_CHARS:
+                part = ShadedPart()
+                self._shaded_parts.append(part)
+                self._mount_part(part, before=self._shaded_open)
+            self._shaded_parts[-1].add(content)
+        self._shaded_given = len(shading.sealed)
+        self._shaded_open.replace_last(shading.open_segment(self.raw))
+
+    def _mount_part(self, part: SegmentPart[str] | SegmentPart[Content], before: Widget) -> None:
+        if self.is_mounted:
+            self.mount(part, before=before)
+        else:
+            self._unmounted.append((part, before))
 
     @property
     def segments(self) -> list[str]:

@@ -24,7 +24,6 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
 from clover_code import protocol as p
-from clover_code.ui.confidence import unsure_rows
 from clover_code.ui.css import sibling_css
 from clover_code.ui.text import clean, cut_lines
 from clover_code.ui.widgets.diff_view import DiffView
@@ -52,12 +51,12 @@ def proposed_diff(request: p.ApprovalRequested) -> str | None:
 
 def request_body(request: p.ApprovalRequested) -> Static:
     """The widget showing what would run or change (for an edit, the core's diff of the
-    file as it is now, the one the card shows after, its unsure lines marked)."""
+    file as it is now, the one the card shows after; when some of its tokens were filled
+    below the threshold, its added lines shaded token by token)."""
     diff = request.diff or proposed_diff(request)
     if diff is not None:
         low = request.low_confidence
-        unsure = frozenset(low.lines if low else ())
-        return DiffView(diff, short_lines=300, unsure=unsure, marked=bool(unsure))
+        return DiffView(diff, short_lines=300, confidence=low, marked=bool(low and low.lines))
     if request.name == "shell":
         command = clean(str(request.arguments.get("command", request.summary)))
         lines, left = cut_lines(command, 60, 2000)
@@ -203,11 +202,9 @@ class ApprovalScreen(ModalScreen[p.ApprovalDecision]):
 
     def action_jump(self, step: int) -> None:
         """Scroll the diff to the next (1) or previous (-1) line holding unsure tokens."""
-        low = self.request.low_confidence
         views = self.query(DiffView)
-        if low is None or not low.lines or not views:
-            return
-        rows = unsure_rows(views.first().diff, low.lines)
+        shading = views.first().shading if views else None
+        rows = shading.unsure if shading is not None else ()
         if not rows:
             return
         self._jump = (self._jump + step) % len(rows)

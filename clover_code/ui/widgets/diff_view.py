@@ -12,8 +12,10 @@ import re
 from textual.content import Content, Span
 from textual.widgets import Static
 
+from clover_code.protocol.confidence import EditConfidence
+from clover_code.ui.confidence import DiffShading, shaded_content
 from clover_code.ui.css import MUTED, sibling_css
-from clover_code.ui.text import clean, cut_lines
+from clover_code.ui.text import clean, cut_line, cut_lines
 
 LINE_LIMIT = 400
 GUTTER = 4
@@ -39,21 +41,26 @@ _TOKENS: tuple[tuple[str, str], ...] = (
 """The style of each kind of Pygments token, by the kind's dotted name (a kind is
 matched with the kinds below it: ``Token.Literal.String.Double`` is a string)."""
 _UNSURE = "on $warning-muted"
-"""An added line holding tokens the model filled with low confidence (the confidence view)."""
+"""An added line holding tokens the model filled with low confidence, when its tokens
+cannot be placed on the line drawn (a record without pieces, an escape sequence the
+line drops cut between two tokens): the whole line is tinted."""
 _ON_TINT = frozenset({f"italic {MUTED}", "bold $text-primary"})
 """The token styles kept on an added or removed line: the others are too close to the
 tinted background in some themes, so those tokens take the text colour there."""
 
 
-def render_diff(diff: str, max_lines: int, unsure: frozenset[int] = frozenset()) -> Content:
+def render_diff(diff: str, max_lines: int, shading: DiffShading | None = None) -> Content:
     """The diff as styled content: code highlighted for its file's language, additions
     on the theme's muted success colour, removals on its muted error colour, hunk
-    headers in its accent; added lines whose new number is in ``unsure`` (they hold
-    tokens the model filled with low confidence) on its muted warning colour, marked
-    ``?``."""
+    headers in its accent. With ``shading`` (the confidence view), each token of an
+    added line is tinted by the confidence the model filled it with, as an answer's
+    are, and the rows holding a token below the threshold are marked ``?`` (a marked
+    row whose tokens cannot be placed on what is drawn is tinted whole)."""
     lines, left_out = cut_lines(clean(diff), max_lines, LINE_LIMIT)
     parts: list[Content | tuple[str, str] | str] = []
     code = _highlight_code(lines)
+    unsure = frozenset(shading.unsure) if shading is not None else frozenset()
+    raw = diff.split("\n") if shading is not None and shading.pieces else []
     old_no = new_no = 0
     for index, line in enumerate(lines):
         if line.startswith(("+++", "---")):
@@ -63,7 +70,7 @@ def render_diff(diff: str, max_lines: int, unsure: frozenset[int] = frozenset())
             number = old_no if mark == "-" else new_no
             old_no += mark != "+"
             new_no += mark != "-"
-            flagged = mark == "+" and number in unsure
+            flagged = mark == "+" and index in unsure
             if flagged:
                 parts.append((f"{number:>{GUTTER}}", MUTED))
                 parts.append(("?", "bold $text-warning"))
@@ -72,8 +79,12 @@ def render_diff(diff: str, max_lines: int, unsure: frozenset[int] = frozenset())
             body = code[index]
             if mark in _BACKGROUNDS:
                 kept = [span for span in body.spans if span.style in _ON_TINT]
-                tint = _UNSURE if flagged else _BACKGROUNDS[mark]
-                body = Content(body.plain, kept).stylize_before(tint)
+                body = Content(body.plain, kept)
+                tokens = _token_tints(body.plain, raw, index, shading) if mark == "+" else None
+                if tokens is not None:
+                    body = body.add_spans(tokens)
+                tint = _UNSURE if flagged and tokens is None else _BACKGROUNDS[mark]
+                body = body.stylize_before(tint)
             parts.append((mark or " ", _MARKS.get(mark, "dim")))
             parts.append(body)
             parts.append("\n")
@@ -84,6 +95,26 @@ def render_diff(diff: str, max_lines: int, unsure: frozenset[int] = frozenset())
     if left_out:
         parts.append((f"… {left_out:,} more diff lines not shown\n", "dim italic"))
     return Content.assemble(*parts).rstrip()
+
+
+def _token_tints(
+    shown: str, raw: list[str], row: int, shading: DiffShading | None
+) -> list[Span] | None:
+    """The tint of each token of added row ``row`` drawn as ``shown`` (its code after the
+    ``+``, cleaned and maybe cut); None when its tokens are not known or the row drawn is
+    not the row rated."""
+    pieces = shading.pieces.get(row) if shading is not None else None
+    if shading is None or pieces is None or row >= len(raw):
+        return None
+    shaded = shaded_content(raw[row][1:], pieces, below=shading.below)
+    if cut_line("+" + shaded.plain, LINE_LIMIT)[1:] != shown:
+        return None
+    limit = min(len(shaded.plain), LINE_LIMIT - 1)  # the part of a long line drawn
+    return [
+        Span(span.start, min(span.end, limit), span.style)
+        for span in shaded.spans
+        if span.start < limit
+    ]
 
 
 def _token_style(kind: object) -> str:
@@ -141,7 +172,9 @@ def _highlight_code(lines: list[str]) -> dict[int, Content]:
 
 
 class DiffView(Static):
-    """Shows one diff; ``expanded`` shows up to ``full_lines`` instead of ``short_lines``."""
+    """Shows one diff; ``expanded`` shows up to ``full_lines`` instead of ``short_lines``.
+    With ``confidence`` (the edit's fill confidences), ``marked`` shades its added
+    lines token by token."""
 
     DEFAULT_CSS = sibling_css(__file__)
 
@@ -152,21 +185,21 @@ class DiffView(Static):
         short_lines: int = 40,
         full_lines: int = 2000,
         classes: str = "",
-        unsure: frozenset[int] = frozenset(),
+        confidence: EditConfidence | None = None,
         marked: bool = False,
     ) -> None:
         self.diff = diff
         self.short_lines = short_lines
         self.full_lines = full_lines
-        self.unsure = unsure
-        """New-file lines holding tokens filled with low confidence (marked when shown)."""
+        self.shading = DiffShading.of(diff, confidence) if confidence is not None else None
+        """How the confidence view shades the diff (None: no confidences known)."""
         self.marked = marked
         self._expanded = False
         super().__init__(self._content(), classes=classes)
 
     def _content(self) -> Content:
         lines = self.full_lines if self._expanded else self.short_lines
-        return render_diff(self.diff, lines, self.unsure if self.marked else frozenset())
+        return render_diff(self.diff, lines, self.shading if self.marked else None)
 
     def toggle(self) -> None:
         """Switch between the short and the long view."""
@@ -174,7 +207,7 @@ class DiffView(Static):
         self.update(self._content())
 
     def mark(self, on: bool) -> None:
-        """Show or hide the marks of the unsure lines."""
+        """Show or hide the confidence shading."""
         if on != self.marked:
             self.marked = on
             self.update(self._content())

@@ -82,7 +82,7 @@ class ToolCard(Vertical, can_focus=True):
         self._body = Static("", classes="tool-body", markup=False)
         self._diff: DiffView | None = None
         self.shaded = False
-        """The confidence view is on (the diff marks its unsure lines)."""
+        """The confidence view is on (the diff's added lines are shaded token by token)."""
         self._spin: Timer | None = None
 
     def compose(self) -> ComposeResult:
@@ -137,7 +137,7 @@ class ToolCard(Vertical, can_focus=True):
         self._body.update(Content.styled("\n".join(lines), MUTED))
 
     def shade(self, on: bool) -> None:
-        """Mark (or not) the diff's lines holding tokens filled with low confidence."""
+        """Shade (or not) the diff's added tokens by the confidence they were filled with."""
         self.shaded = on
         if self._diff is not None:
             self._diff.mark(on)
@@ -158,9 +158,9 @@ class ToolCard(Vertical, can_focus=True):
         diff = diff_of(done.display)
         if diff and done.status == "ok":
             self._body.display = False
-            low = done.low_confidence
-            unsure = frozenset(low.lines if low else ())
-            self._diff = DiffView(diff, short_lines=40, unsure=unsure, marked=self.shaded)
+            self._diff = DiffView(
+                diff, short_lines=40, confidence=done.low_confidence, marked=self.shaded
+            )
             self.mount(self._diff)
             if isinstance(done.display, p.FileEdit | p.PatchApplied) and done.display.diagnostics:
                 self.mount(DiagnosticLines(done.display.diagnostics))

@@ -86,6 +86,15 @@ class Transcript(VerticalScroll, can_focus=False):
             self._add(self.answer)
         self.answer.write(text)
 
+    def add_past_answer(self, text: str, confidence: str | None) -> None:
+        """A resumed session's earlier answer, whole, with its recorded fill confidences
+        (the compact form; None or unreadable: not known)."""
+        self._close_stream()
+        self.last_answer = Answer(text)
+        self._add(self.last_answer)
+        if confidence is not None:
+            self.answer_confidence(p.AnswerConfidence(confidence=confidence))
+
     def add_tool(self, started: p.ToolCallStarted) -> None:
         """A tool call card (the answer so far is closed first)."""
         from clover_code.ui.widgets.subagent_card import SubagentCard
@@ -97,18 +106,28 @@ class Transcript(VerticalScroll, can_focus=False):
         self.cards[started.call_id] = card
         self._add(card)
 
-    def answer_confidence(self, event: p.AnswerConfidence) -> bool:
-        """The latest answer's fill confidences; False when they cannot be read."""
+    def answer_confidence(self, event: p.AnswerConfidence | p.AnswerConfidenceDelta) -> bool:
+        """Fill confidences of the latest answer's text: more of them as it streams (a
+        delta), or all of the response's once it is over; False when they cannot be read."""
         answer = self.last_answer
         try:
             pieces = decode_pieces(event.confidence)
         except ValueError:
             return False
-        if answer is not None:
+        if answer is None:
+            return True
+        if isinstance(event, p.AnswerConfidenceDelta):
+            answer.add_confidence(pieces)
+        else:
             answer.set_confidence(pieces)
-            if self.shading:
-                answer.shade(True, below=self.low_confidence)
+        if self.shading and not answer.shaded:
+            answer.shade(True, below=self.low_confidence)
         return True
+
+    def response_ended(self) -> None:
+        """A model response is over (the next one's confidences start after its text)."""
+        if self.answer is not None:
+            self.answer.response_ended()
 
     def shade(self, on: bool) -> None:
         """Turn the confidence view on or off for everything shown."""

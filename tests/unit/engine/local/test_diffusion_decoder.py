@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from clover_code.engine.base import ChatRequest
+from clover_code.engine.base import ChatRequest, EngineWarning
 from clover_code.engine.events import BlockCommitted, BlockDraft, Failed, Finished
 from clover_code.engine.local.hf import HFBackend, HFOptions
 from clover_code.errors import EngineUnavailable
@@ -230,3 +230,15 @@ def test_a_remote_forward_that_fails_it_with_nothing_else_is_one_sentence(
     assert "\n" not in str(info.value) and "cached block forward" in str(info.value)
     with pytest.raises(EngineUnavailable, match="decoder = builtin, but"):
         HFBackend(str(cacheless_generate), HFOptions(block_size=4, decoder="builtin"))
+
+
+def test_remask_below_on_the_checkpoints_entry_point_is_a_warning(shipped: Path) -> None:
+    backend = HFBackend(str(shipped), HFOptions(block_size=4, max_tokens=8, remask_below=0.5))
+    assert backend.decoder.kind == "checkpoint"
+    off = [line for line in backend.notices if line.startswith("Re-denoising (remask_below)")]
+    assert len(off) == 1 and EngineWarning.level_of(off[0]) == "warning"
+    assert EngineWarning.level_of(backend.notices[0]) == "info"  # the decoder's choice
+    builtin = HFBackend(
+        str(shipped), HFOptions(block_size=4, max_tokens=8, remask_below=0.5, decoder="builtin")
+    )
+    assert not [line for line in builtin.notices if "remask_below" in line]

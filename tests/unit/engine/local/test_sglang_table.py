@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from clover_code.engine.base import EngineWarning
 from clover_code.engine.local.sglang import SGLangBackend, SGLangOptions
 from clover_code.engine.local.sglang_table import dllm_architectures
 from clover_code.errors import EngineUnavailable
@@ -113,12 +114,17 @@ def test_a_listed_architecture_starts_and_names_what_it_cannot_apply(
     path = _as(qwen, tmp_path, "SDARMoeForCausalLM")
     backend = SGLangBackend(str(path), SGLangOptions(expert_mass=0.9), cuda_available=lambda: True)
     assert len(stub.STARTED) == 1
-    notice, confidences = backend.notices
+    (notice,) = backend.notices  # that it reports no confidences: the session says it
     assert "penalties" in notice and "biases" in notice
     assert "expert selection" in notice
-    assert "no fill confidences" in confidences and "confidence view" in confidences
+    assert EngineWarning.level_of(notice) == "info"
     plain = SGLangBackend(str(path), cuda_available=lambda: True)
     assert "expert selection" not in plain.notices[0]
+    remask = SGLangBackend(str(path), SGLangOptions(remask_below=0.5), cuda_available=lambda: True)
+    assert remask.notices[0] == plain.notices[0]
+    (off,) = remask.notices[1:]
+    assert off.startswith("Re-denoising (remask_below) is off: SGLang exposes no fill confidences")
+    assert EngineWarning.level_of(off) == "warning"  # a setting asked for is not applied
 
 
 def test_a_build_that_takes_expert_selection_gets_it(
