@@ -89,6 +89,8 @@ class Transcript(VerticalScroll, can_focus=False):
     def add_past_answer(self, text: str, confidence: str | None) -> None:
         """A resumed session's earlier answer, whole, with its recorded fill confidences
         (the compact form; None or unreadable: not known)."""
+        from clover_code.ui.widgets.answer import Answer
+
         self._close_stream()
         self.last_answer = Answer(text)
         self._add(self.last_answer)
