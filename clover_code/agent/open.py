@@ -21,14 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 from clover_code import protocol as p
 from clover_code.agent import open_steps as step
-from clover_code.agent.checkpoints.run_patch import RunPatch
 from clover_code.agent.checkpoints.session import open_checkpoints
 from clover_code.agent.checkpoints.workspace_check import refuse_workspace, workspace_refusal
 from clover_code.agent.engines import Engines
 from clover_code.agent.extensions.agent_defs import agents_prompt
 from clover_code.agent.extensions.commands import CustomCommand
-from clover_code.agent.extensions.hook_functions import HookFunction, HookReply
-from clover_code.agent.extensions.hook_process import HookRun, run_program
 from clover_code.agent.extensions.host_programs import HostPrograms
 from clover_code.agent.extensions.skills import skills_prompt
 from clover_code.agent.extensions.subagents import SubagentRunner
@@ -69,7 +66,10 @@ from clover_code.tools.spill import OutputSpill
 from clover_code.tools.workspace import Workspace
 
 if TYPE_CHECKING:
+    from clover_code.agent.checkpoints.run_patch import RunPatch
     from clover_code.agent.export import EXPORT_FORMATS, ExportFormat, format_for, write_export
+    from clover_code.agent.extensions.hook_functions import HookFunction, HookReply
+    from clover_code.agent.extensions.hook_process import HookRun
     from clover_code.agent.fork import fork_session
     from clover_code.agent.session_list import SessionInfo, iter_infos, list_sessions
 
@@ -112,6 +112,10 @@ __all__ = [
 # plug in.
 
 _LATER = {
+    "RunPatch": "clover_code.agent.checkpoints.run_patch",
+    "HookFunction": "clover_code.agent.extensions.hook_functions",
+    "HookReply": "clover_code.agent.extensions.hook_functions",
+    "HookRun": "clover_code.agent.extensions.hook_process",
     "EXPORT_FORMATS": "clover_code.agent.export",
     "ExportFormat": "clover_code.agent.export",
     "format_for": "clover_code.agent.export",
@@ -121,7 +125,9 @@ _LATER = {
     "iter_infos": "clover_code.agent.session_list",
     "list_sessions": "clover_code.agent.session_list",
 }
-"""The names above that a session never needs, imported when a front end first asks."""
+"""The names above that a session never needs, imported when a front end first asks (the
+run's patch: only the headless runner reports it; hook functions: only a program that
+embeds the agent gives them)."""
 
 
 def __getattr__(name: str) -> Any:
@@ -398,6 +404,8 @@ def host_command(
     )
 
     async def run(payload: Mapping[str, Any]) -> HookRun:
+        from clover_code.agent.extensions.hook_process import run_program
+
         config = HookConfig(command=command, timeout=timeout)  # run exactly as a hook is
         return await run_program(config, payload, root=root, programs=programs, retrust=None)
 

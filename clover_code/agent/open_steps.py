@@ -25,7 +25,6 @@ from clover_code.agent.extensions.host_programs import (
     Prepared,
     checked_servers,
 )
-from clover_code.agent.extensions.script_retrust import ScriptRetrust, snapshot_bytes
 from clover_code.agent.extensions.skills import Skill, load_skills
 from clover_code.agent.extensions.subagents import SubagentRunner
 from clover_code.agent.extensions.task_tool import task_tools
@@ -254,16 +253,20 @@ def hooks(
     """The configured hooks, then those ``more`` adds (the plugins', the front end's
     functions), in that order (None: none); when the front end ``can_ask`` (the app),
     a trusted hook script that changed is asked about again before it runs."""
-    retrust = None
-    report = settings.project_trust
-    if can_ask and report is not None:
-        retrust = ScriptRetrust(
-            root, report, trust_store(), approver, programs, snapshot_bytes(root, programs.trusted)
-        ).ask
     joined: dict[HookEvent, list[AnyHook]] = {e: list(h) for e, h in settings.hooks.items()}
     for table in more:
         for event, added in table.items():
             joined.setdefault(event, []).extend(added)
+    if not any(joined.values()):
+        return None  # no hook: no script to snapshot for the question either
+    retrust = None
+    report = settings.project_trust
+    if can_ask and report is not None:
+        from clover_code.agent.extensions.script_retrust import ScriptRetrust, snapshot_bytes
+
+        retrust = ScriptRetrust(
+            root, report, trust_store(), approver, programs, snapshot_bytes(root, programs.trusted)
+        ).ask
     return HookRunner.create(
         joined, root, record.session_id, record.transcript.path, emit, programs, retrust
     )

@@ -321,7 +321,6 @@ def run(argv: list[str], loaded: Callable[[], None] = lambda: None) -> int:
     from clover_code.agent.transcript import find_session
     from clover_code.config.settings import load_settings
     from clover_code.fs.workspace_root import find_root
-    from clover_code.headless.run import report_error, run_task
 
     cwd = (args.cd or Path.cwd()).resolve()
     session_tree: SessionWorktree | None = None
@@ -367,6 +366,8 @@ def run(argv: list[str], loaded: Callable[[], None] = lambda: None) -> int:
                 'with --task "..." (see --help).'
             )
     except CloverError as exc:
+        from clover_code.headless.run import report_error
+
         code = report_error(exc, args.output_format, sys.stdout, sys.stderr, started=started)
         if session_tree is not None:
             session_tree.farewell(sys.stderr)
@@ -381,9 +382,13 @@ def run(argv: list[str], loaded: Callable[[], None] = lambda: None) -> int:
             try:
                 return run_app(settings, cwd, resume=resume, reload=reload, loaded=loaded)
             except CloverError as exc:  # the app's own settings (theme, [keys]), before it starts
+                from clover_code.headless.run import report_error
+
                 return report_error(
                     exc, args.output_format, sys.stdout, sys.stderr, started=started
                 )
+        from clover_code.headless.run import run_task
+
         loaded()
         return asyncio.run(
             run_task(

@@ -8,7 +8,8 @@ either a single character, a named key (``escape``, ``f5``, ``pageup``) or a
 character's Unicode name in Textual's spelling (``question_mark``).
 """
 
-from __future__ import annotations
+# Annotations are objects here, not text (no ``from __future__ import annotations``):
+# pydantic reads every field's, and text would be compiled and evaluated at each start.
 
 import unicodedata
 from typing import Literal

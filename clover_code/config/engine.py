@@ -4,7 +4,8 @@
 them (they come first in its field order) and adds the rest.
 """
 
-from __future__ import annotations
+# Annotations are objects here, not text (no ``from __future__ import annotations``):
+# pydantic reads every field's, and text would be compiled and evaluated at each start.
 
 from typing import Literal, Self
 

@@ -7,7 +7,8 @@ of a session into those of one model: its id, its context window and how its
 tool calls are read.
 """
 
-from __future__ import annotations
+# Annotations are objects here, not text (no ``from __future__ import annotations``):
+# pydantic reads every field's, and text would be compiled and evaluated at each start.
 
 from dataclasses import dataclass
 from typing import Literal

@@ -6,7 +6,8 @@ Each is a table in the config files (``[permissions]``, ``[mcp_servers.NAME]``,
 ``clover_code.config.settings.Settings``, which names them too.
 """
 
-from __future__ import annotations
+# Annotations are objects here, not text (no ``from __future__ import annotations``):
+# pydantic reads every field's, and text would be compiled and evaluated at each start.
 
 import re
 from typing import Any, Literal
@@ -99,7 +100,7 @@ class McpServerConfig(BaseModel):
         return data
 
     @model_validator(mode="after")
-    def _transport_needs(self) -> McpServerConfig:
+    def _transport_needs(self) -> "McpServerConfig":
         if self.type == "stdio" and not self.command:
             raise ValueError("a stdio server needs a command")
         if self.type != "stdio":

@@ -18,7 +18,8 @@ value from any source that they forbid is refused with one sentence naming
 the managed file.
 """
 
-from __future__ import annotations
+# Annotations are objects here, not text (no ``from __future__ import annotations``):
+# pydantic reads every field's, and text would be compiled and evaluated at each start.
 
 import os
 from collections.abc import Mapping

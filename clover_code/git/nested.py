@@ -64,6 +64,12 @@ def _gitlinks(
     git: Sequence[str], git_dir: Path, work_tree: Path, env: Mapping[str, str]
 ) -> list[Path]:
     """Work trees of the gitlinks in this repository's index."""
+    try:
+        os.stat(work_tree / env.get("GIT_INDEX_FILE", git_dir / "index"))
+    except FileNotFoundError:
+        return []  # no index, no gitlink (git would list nothing): one process fewer
+    except OSError:
+        pass  # git says
     argv = [*git, f"--git-dir={git_dir}", f"--work-tree={work_tree}", "ls-files", "-s", "-z"]
     found = []
     for record in _run(argv, work_tree, env).split(b"\0"):

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from clover_code.agent.open import Approver, HookFunction
+from clover_code.agent.open import Approver
 from clover_code.config.settings import ApprovalMode, HookEvent
 from clover_code.tools.base import Tool
+
+if TYPE_CHECKING:
+    from clover_code.agent.open import HookFunction
 
 __all__ = ["Embedding"]
 

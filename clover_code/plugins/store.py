@@ -9,7 +9,8 @@ enabled, and the fingerprint of its files when the user said yes to it
 (``tree_digest``); a plugin whose files changed since is not used.
 """
 
-from __future__ import annotations
+# Annotations are objects here, not text (no ``from __future__ import annotations``):
+# pydantic reads every field's, and text would be compiled and evaluated at each start.
 
 import hashlib
 import os

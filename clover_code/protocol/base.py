@@ -4,7 +4,8 @@ An op carries an ``id``; the events it causes carry it back as ``op_id``.
 This module imports nothing else of clover-code.
 """
 
-from __future__ import annotations
+# Annotations are objects here, not text (no ``from __future__ import annotations``):
+# pydantic reads every field's, and text would be compiled and evaluated at each start.
 
 import uuid
 from typing import Any

@@ -16,7 +16,8 @@ which tokens it came from (an edit's lines are found by
 ``agent/turn/edit_confidence.py``, which also reads JSON-escaped calls).
 """
 
-from __future__ import annotations
+# Annotations are objects here, not text (no ``from __future__ import annotations``):
+# pydantic reads every field's, and text would be compiled and evaluated at each start.
 
 from collections.abc import Sequence
 

@@ -4,7 +4,8 @@ Re-exported by ``clover_code.protocol``. This module imports nothing else of
 clover-code but the protocol's own modules.
 """
 
-from __future__ import annotations
+# Annotations are objects here, not text (no ``from __future__ import annotations``):
+# pydantic reads every field's, and text would be compiled and evaluated at each start.
 
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
@@ -341,7 +342,7 @@ class SubagentEvent(_Event):
     parent_call_id: str
     agent: str
     """The child's agent definition, e.g. ``explore``."""
-    event: Event
+    event: "Event"
 
 
 class JobInfo(_Message):

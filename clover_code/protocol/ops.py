@@ -4,7 +4,8 @@ Re-exported by ``clover_code.protocol``. This module imports nothing else of
 clover-code but the protocol's own base models.
 """
 
-from __future__ import annotations
+# Annotations are objects here, not text (no ``from __future__ import annotations``):
+# pydantic reads every field's, and text would be compiled and evaluated at each start.
 
 import base64
 from typing import Annotated, Literal, get_args
@@ -38,7 +39,7 @@ class ImageAttachment(_Message):
     """Where it came from, for the sentences about it: a path, or ``image 1``."""
 
     @classmethod
-    def of(cls, media_type: str, data: bytes, source: str = "") -> ImageAttachment:
+    def of(cls, media_type: str, data: bytes, source: str = "") -> "ImageAttachment":
         """The attachment of an image's bytes (``media_type`` one of ``ImageType``)."""
         encoded = base64.b64encode(data).decode("ascii")
         return cls.model_validate({"media_type": media_type, "data": encoded, "source": source})

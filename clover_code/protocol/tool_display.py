@@ -12,7 +12,8 @@ wrote into transcripts, so old sessions still load and replay.
 This module imports nothing else of clover-code.
 """
 
-from __future__ import annotations
+# Annotations are objects here, not text (no ``from __future__ import annotations``):
+# pydantic reads every field's, and text would be compiled and evaluated at each start.
 
 from collections.abc import Mapping
 from typing import Annotated, Literal

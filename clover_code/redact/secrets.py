@@ -31,23 +31,31 @@ _CREDENTIAL_NAME = re.compile(
     r"KEY|TOKEN|SECRET|PASSW|PASSPHRASE|CREDENTIAL|COOKIE|AUTH(?!ORITY)", re.IGNORECASE
 )
 
-_PATTERNS = (
+_RULES: tuple[tuple[tuple[str, ...], str, str], ...] = (
     # URL userinfo: scheme://user:password@host (the user alone may be a token too).
-    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@\"'<>]+@"), rf"\1{MASK}@"),
+    (("://",), r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@\"'<>]+@", rf"\1{MASK}@"),
     # Header values, as HTTP, curl -H or a JSON dump of headers shows them.
     (
-        re.compile(
-            r"(?i)\b((?:proxy-)?authorization|x-api-key|api-key)(\"?\s*[:=]\s*\"?)"
-            r"(?:(?:bearer|basic|token|digest)\s+)?[^\s\"',;]+"
-        ),
+        ("authorization", "api-key"),
+        r"(?i)\b((?:proxy-)?authorization|x-api-key|api-key)(\"?\s*[:=]\s*\"?)"
+        r"(?:(?:bearer|basic|token|digest)\s+)?[^\s\"',;]+",
         rf"\1\2{MASK}",
     ),
-    (re.compile(r"(?i)\b((?:set-)?cookie)(\"?\s*:\s*\"?)[^\r\n\"]+"), rf"\1\2{MASK}"),
-    (re.compile(r"\b(Bearer|bearer|BEARER)(\s+)[A-Za-z0-9._~+/=-]{8,}"), rf"\1\2{MASK}"),
+    (("cookie",), r"(?i)\b((?:set-)?cookie)(\"?\s*:\s*\"?)[^\r\n\"]+", rf"\1\2{MASK}"),
+    (("bearer",), r"\b(Bearer|bearer|BEARER)(\s+)[A-Za-z0-9._~+/=-]{8,}", rf"\1\2{MASK}"),
     # GitHub tokens and API keys in the shapes their issuers give them.
-    (re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"), MASK),
-    (re.compile(r"\bsk-[A-Za-z0-9_-]{16,}"), MASK),
+    (("gh",), r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})", MASK),
+    (("sk-",), r"\bsk-[A-Za-z0-9_-]{16,}", MASK),
 )
+"""Credential-shaped strings: (what a text holds, lowercased, wherever the pattern can
+match, the pattern, its replacement). Most texts hold none of those words, so the
+patterns are compiled when a text first could match (``_pattern``), not at every start."""
+
+
+@functools.cache
+def _pattern(source: str) -> re.Pattern[str]:
+    return re.compile(source)
+
 
 _GITHUB_CREDENTIALS = frozenset(
     {
@@ -135,8 +143,12 @@ def redact(text: str, env: Mapping[str, str] | None = None) -> str:
     for secret in known_secrets(env):
         if secret in text:
             text = text.replace(secret, MASK)
-    for pattern, replacement in _PATTERNS:
-        text = pattern.sub(replacement, text)
+    # Where a pattern can match (a masking only ever takes words out, so the one lowered
+    # text stays a fair guide); IGNORECASE also matches the dotless ı with i.
+    lowered = text.lower().replace("\u0131", "i")
+    for needles, source, replacement in _RULES:
+        if any(needle in lowered for needle in needles):
+            text = _pattern(source).sub(replacement, text)
     return text
 
 

@@ -16,7 +16,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
@@ -26,14 +26,10 @@ from clover_code.protocol import SearchResult
 from clover_code.tools.base import Tool, ToolContext, ToolKind, ToolResult
 from clover_code.tools.fileio import missing_path_error
 from clover_code.tools.globmatch import compile_glob
-from clover_code.tools.grep_backends import (
-    Collector,
-    SearchPlan,
-    python_search,
-    rg_search,
-    rg_view_matches,
-)
 from clover_code.tools.workspace import Workspace
+
+if TYPE_CHECKING:
+    from clover_code.tools.grep_backends import SearchPlan
 
 __all__ = ["Backend", "GrepArgs", "GrepTool", "grep_files"]
 
@@ -84,6 +80,8 @@ def _file_filter(ws: Workspace, start: Path, glob: str | None) -> Callable[[str]
 
 
 def _plan(ws: Workspace, args: GrepArgs) -> SearchPlan:
+    from clover_code.tools.grep_backends import SearchPlan
+
     start = ws.resolve(args.path)
     if not start.exists():
         raise missing_path_error(ws, args.path, start, what="path")
@@ -105,6 +103,9 @@ async def grep_files(
     ws: Workspace, args: GrepArgs, *, backend: Backend = "auto", output_limit: int = 30_000
 ) -> ToolResult:
     """Run a search and format its result; ``backend`` forces ripgrep or Python."""
+    # The searches are loaded by the first one: most sessions search with other tools.
+    from clover_code.tools.grep_backends import Collector, python_search, rg_search, rg_view_matches
+
     plan = _plan(ws, args)
     collector = Collector(args.context, args.max_results, output_limit)
     rg = host_program("rg", ws.root) if backend != "python" else None

@@ -41,7 +41,7 @@ __all__ = ["PROJECT_FILE", "DeclaredServer", "declared_servers", "read_project_s
 
 PROJECT_FILE = MCP_FILE
 
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_VAR = r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}"  # compiled by ``re`` on first use
 _KNOWN = frozenset(McpServerConfig.model_fields)
 
 
@@ -210,7 +210,7 @@ def _expand(value: Any, env: Mapping[str, str]) -> Any:
                 raise _MissingVariable(name)
             return default
 
-        return _VAR.sub(sub, value)
+        return re.sub(_VAR, sub, value)
     if isinstance(value, list):
         return [_expand(v, env) for v in value]
     if isinstance(value, dict):

@@ -10,6 +10,8 @@ output spill, with the whole saved for ``read_output``.
 from __future__ import annotations
 
 import asyncio
+import functools
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -17,13 +19,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from clover_code.errors import ToolError
 from clover_code.net.convert import frame_untrusted, html_to_markdown
 from clover_code.net.domains import matching_rule
-from clover_code.net.fetch import Fetcher, FetchLimits
 from clover_code.net.guard import AddressGuard
 from clover_code.protocol import WebPage, WebSearch
 from clover_code.tools.base import Tool, ToolContext, ToolKind, ToolResult
 
 if TYPE_CHECKING:
     from clover_code.config.settings import Settings
+    from clover_code.net.fetch import Fetcher
     from clover_code.net.search import SearchProvider
 
 __all__ = [
@@ -63,8 +65,13 @@ class WebFetchTool(Tool[WebFetchArgs]):
     Args = WebFetchArgs
     argument_limits: ClassVar[dict[str, int]] = {"url": 4096, "prompt": 4096}
 
-    def __init__(self, fetcher: Fetcher) -> None:
-        self.fetcher = fetcher
+    def __init__(self, fetcher: Callable[[], Fetcher]) -> None:
+        self._make_fetcher = fetcher
+
+    @functools.cached_property
+    def fetcher(self) -> Fetcher:
+        """What fetches the pages, made for the first fetch (most sessions make none)."""
+        return self._make_fetcher()
 
     def summary(self, args: WebFetchArgs) -> str:
         return args.url[:120]
@@ -164,15 +171,22 @@ def web_tools(settings: Settings) -> list[Tool[Any]]:
         guard = AddressGuard(private)
     except ValueError as exc:  # validated with the settings; kept as a sentence
         raise ToolError(f"web_allow_private has a bad entry ({exc}).") from None
-    limits = FetchLimits(
-        max_bytes=settings.web_max_bytes,
-        timeout=settings.web_timeout,
-        max_redirects=settings.web_max_redirects,
+    max_bytes, timeout, max_redirects = (
+        settings.web_max_bytes,
+        settings.web_timeout,
+        settings.web_max_redirects,
     )
+
+    def fetcher() -> Fetcher:
+        from clover_code.net.fetch import Fetcher, FetchLimits
+
+        limits = FetchLimits(max_bytes=max_bytes, timeout=timeout, max_redirects=max_redirects)
+        return Fetcher(guard, limits, follow)
+
     managed = settings.managed
     tools: list[Tool[Any]] = []
     if not managed.disables("web_fetch"):
-        tools.append(WebFetchTool(Fetcher(guard, limits, follow)))
+        tools.append(WebFetchTool(fetcher))
     if settings.search_url and not managed.disables("web_search"):
         from clover_code.net.search import SearchProvider
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import events, on, work
 from textual.app import App, ComposeResult
@@ -41,13 +42,17 @@ from clover_code.ui.widgets.prompt_input import PromptInput
 from clover_code.ui.widgets.queued import QueuedPrompts
 from clover_code.ui.widgets.status_bar import StatusBar
 from clover_code.ui.widgets.transcript import Transcript
-from clover_code.ui.widgets.trust import TrustQuestion, TrustScreen
 from clover_code.ui.widgets.working_line import WorkingLine
+
+if TYPE_CHECKING:
+    from clover_code.ui.widgets.trust import TrustQuestion
 
 QUIT_WINDOW = 2.0
 """Seconds within which a second Ctrl+C quits."""
 QUIT_TIMEOUT = 15.0
 """Longest wait for the session to close (sandbox, engine) before leaving anyway."""
+WARM_AFTER = 0.3
+"""Seconds after the open session is shown before the Markdown and diff renderers warm up."""
 
 
 class CloverApp(App[int]):
@@ -142,6 +147,7 @@ class CloverApp(App[int]):
         self._quit_warned = -1e9
         self._open_failed = False
         self._early: list[p.UserInput] = []
+        self._warming = False
         self._retry_now = asyncio.Event()
         self.transcript = Transcript(id="transcript")
         self.working = WorkingLine(id="working")
@@ -178,6 +184,8 @@ class CloverApp(App[int]):
         self.run_worker(self.bridge.pump(), name="bridge", group="bridge")
         # after the first paint: opening imports the engine and tools and starts the sandbox
         if self._trust is not None:  # the session's settings depend on the answer
+            from clover_code.ui.widgets.trust import TrustScreen
+
             self.push_screen(TrustScreen(self._trust.files), self._trust_answered)
         else:
             self.call_after_refresh(self.open_session, self._resume)
@@ -224,9 +232,12 @@ class CloverApp(App[int]):
                     await asyncio.wait_for(self._retry_now.wait(), wait)
         self.composer.custom = completions(self)
         self.extras.session_opened()
-        # After the paint that shows the open session: the warm-up thread holds the
-        # interpreter for a while, and the first paint should not wait for it.
-        self.call_after_refresh(self._warm_renderers)
+        # After the paint that shows the open session, once the writer thread has had a
+        # moment to put it on the terminal: the warm-up thread holds the interpreter for
+        # some 50 ms, and neither that paint nor the frame's writing should wait for it.
+        # A prompt sent before then is about to be answered: then at once (``send_prompt``).
+        wait = 0.0 if self._early else WARM_AFTER
+        self.call_after_refresh(self.set_timer, wait, self._warm)
         if attempt:
             retries = "1 retry" if attempt == 1 else f"{attempt} retries"
             self.transcript.waiting_done(f"The model server answered after {retries}.")
@@ -249,17 +260,31 @@ class CloverApp(App[int]):
         from clover_code.fs.workspace_root import find_root
 
         root, _ = find_root(self.cwd)
-        index = FileIndex.build(root)
-        self.call_from_thread(setattr, self.composer, "files", index)
+        self.call_from_thread(self._set_files, FileIndex.build(root))
+
+    def _set_files(self, index: FileIndex) -> None:
+        # A method, not ``setattr``: Textual counts a callback's parameters, and for a
+        # builtin that means parsing its text signature (the tokenizer's patterns, ~3 ms).
+        self.composer.files = index
+
+    def _warm(self) -> None:
+        """Warm the renderers, once."""
+        if not self._warming:
+            self._warming = True
+            self._warm_renderers()
 
     @work(thread=True, group="warm", exclusive=True)
     def _warm_renderers(self) -> None:
         # The first answer and the first diff would otherwise pay the Markdown parser's
-        # and the highlighter's imports (markdown-it, lexer tables, the theme) on the
-        # event loop, a visible pause mid-turn. Done once the session is open and shown,
-        # so that it competes with neither.
+        # and the highlighter's imports (markdown-it, lexer tables, the theme), and the
+        # first turn the transcript's entries (``Transcript`` loads them when first
+        # added), on the event loop: a visible pause mid-turn. Done once the session is
+        # open and shown, so that it competes with neither.
         from clover_code.ui.widgets.answer_parts import markdown
         from clover_code.ui.widgets.diff_view import render_diff
+
+        for entry in ("answer", "reasoning", "subagent_card", "user_message"):  # +tool_card
+            importlib.import_module(f"clover_code.ui.widgets.{entry}")
 
         markdown("*warm*")
         render_diff("--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n", 8)
@@ -381,6 +406,7 @@ class CloverApp(App[int]):
         if self.bridge.session is None:
             self._early.append(op)  # typed while the session opens: sent once it is open
             return
+        self._warm()
         self.send(op)
 
     def _workspace(self) -> Path:

@@ -10,7 +10,7 @@ status line once a session is open, and keeps the ``Notifier`` informed.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual.theme import Theme
@@ -21,9 +21,12 @@ from clover_code.ui.clock import Clock
 from clover_code.ui.host import ExtrasHost
 from clover_code.ui.notify import Notifier
 from clover_code.ui.options import AppOptions
-from clover_code.ui.statusline import StatusLine, status_payload
 from clover_code.ui.widgets.status_bar import StatusBar
 from clover_code.ui.widgets.transcript import Transcript
+
+if TYPE_CHECKING:
+    # The status-line command's runner is loaded when one is configured (``session_opened``).
+    from clover_code.ui.statusline import StatusLine
 
 __all__ = ["STATUS_FIELDS", "AppExtras"]
 
@@ -96,6 +99,8 @@ class AppExtras:
             return
         if config.note:
             self.transcript.add_note(config.note)
+        from clover_code.ui.statusline import StatusLine
+
         self.statusline = StatusLine(
             config, payload=self._payload, show=self._show, drop=self._drop
         )
@@ -109,6 +114,8 @@ class AppExtras:
             self.statusline.changed()
 
     def _payload(self) -> dict[str, Any]:
+        from clover_code.ui.statusline import status_payload
+
         vim = self.status_bar.editor_mode or None
         return status_payload(
             started=self.app.started,

@@ -11,13 +11,16 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from textual.binding import Binding, BindingType
 from textual.theme import BUILTIN_THEMES
 
 from clover_code.config.app_settings import EditorMode, NotifyMode
 from clover_code.errors import ConfigError
-from clover_code.ui.statusline import StatusLineConfig
+
+if TYPE_CHECKING:
+    from clover_code.ui.statusline import StatusLineConfig
 
 __all__ = ["AppOptions", "check_options"]
 

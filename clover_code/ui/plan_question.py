@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from clover_code import protocol as p
 from clover_code.ui.host import SessionHost
-from clover_code.ui.widgets.choice import Choice, ChoiceScreen
 from clover_code.ui.widgets.status_bar import StatusBar
 from clover_code.ui.widgets.transcript import Transcript
 
@@ -23,6 +22,8 @@ def ask_about_plan(
     send the feedback (staying in plan mode), or nothing (Esc)."""
     if not plan.strip():
         return
+    from clover_code.ui.widgets.choice import Choice, ChoiceScreen
+
     choices = [
         choice
         for choice in (

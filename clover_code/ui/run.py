@@ -1,12 +1,14 @@
 """``clover-code`` without ``--task``: build the app around a real session and run it.
 
-Only the app module is imported here; the engine, sandbox and tools are
-imported when the session opens, after the first paint.
+The app's modules and the session factory's (the agent, its tools) are imported
+here, before the app starts; the engine's (the HTTP client, a local model) and
+the sandbox's when the session opens, after the first paint.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -85,14 +87,14 @@ def trust_question(
     """The question to ask when the project's files have untrusted loosening
     settings, and where the session takes its settings from (they are read
     again once the user trusts)."""
-    from clover_code.config.settings import trust_store
-    from clover_code.ui.widgets.trust import TrustQuestion
-
     holder = [settings]
     report = settings.project_trust
     untrusted = report.untrusted() if report is not None else []
     if report is None or not untrusted or reload is None:
         return None, lambda: holder[0]
+    from clover_code.config.settings import trust_store
+    from clover_code.ui.widgets.trust import TrustQuestion
+
     root = report.root
 
     def accept() -> str | None:
@@ -118,7 +120,6 @@ def app_options(settings: Settings, cwd: Path, current: Callable[[], Settings]) 
 
     def statusline() -> StatusLineConfig | None:
         from clover_code.agent.open import host_command, plugin_statusline
-        from clover_code.ui.statusline import StatusLineConfig
 
         now = current()  # after the trust question: a project's command applies once trusted
         command, note = now.statusline_command, None
@@ -126,6 +127,8 @@ def app_options(settings: Settings, cwd: Path, current: Callable[[], Settings]) 
             command, note = plugin_statusline(now, cwd)
         if not command:
             return None
+        from clover_code.ui.statusline import StatusLineConfig
+
         run = host_command(now, cwd, command, now.statusline_timeout)
         return StatusLineConfig(command, run, now.statusline_interval / 1000, note)
 
@@ -162,6 +165,9 @@ def run_app(
     from clover_code.agent.engines import Engines
     from clover_code.ui.app import CloverApp
 
+    # The session's modules load now, with the app's: what loading made is frozen
+    # (``loaded``), and the collector would otherwise scan it as the session opens.
+    importlib.import_module("clover_code.agent.open")
     loaded()
     question, current = trust_question(settings, reload)
     options = app_options(settings, cwd, current)

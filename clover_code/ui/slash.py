@@ -13,7 +13,6 @@ from clover_code.ui.command_table import CommandTable, SlashCommand
 from clover_code.ui.custom import run_custom, show_skills
 from clover_code.ui.export import export
 from clover_code.ui.host import SlashHost
-from clover_code.ui.widgets.confirm import ConfirmScreen
 from clover_code.ui.widgets.help_table import Section
 from clover_code.ui.widgets.status_bar import StatusBar
 from clover_code.ui.widgets.transcript import Transcript
@@ -233,6 +232,8 @@ class SlashCommands:
             if yes:
                 self.app.send(p.Undo(turns=turns, force=force, last_change=last_change))
                 self.transcript.add_note("Undo requested…")
+
+        from clover_code.ui.widgets.confirm import ConfirmScreen
 
         self.app.push_screen(
             ConfirmScreen(f"Revert the changes {what} made to these files?", details), answered

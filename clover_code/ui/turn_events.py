@@ -8,16 +8,20 @@ transcript are in ``reports.py``.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from clover_code import protocol as p
 from clover_code.ui.clock import Clock
 from clover_code.ui.host import TurnHost
 from clover_code.ui.plan_question import ask_about_plan
 from clover_code.ui.reports import Reports
-from clover_code.ui.widgets.approval import ApprovalScreen
 from clover_code.ui.widgets.prompt_input import PromptInput
 from clover_code.ui.widgets.queued import QueuedPrompts
 from clover_code.ui.widgets.status_bar import StatusBar
 from clover_code.ui.widgets.transcript import Transcript
+
+if TYPE_CHECKING:
+    from clover_code.ui.widgets.approval import ApprovalScreen
 from clover_code.ui.widgets.working_line import WorkingLine
 
 SPEED_EVERY = 0.25
@@ -119,6 +123,8 @@ class TurnEvents:
             bar.background = len(t.background)
             app.stats.background_finished(event)
         elif isinstance(event, p.ApprovalRequested):
+            from clover_code.ui.widgets.approval import ApprovalScreen
+
             screen = ApprovalScreen(event)
             self._approvals[screen] = event.call_id
             app.push_screen(screen, self._decided)

@@ -68,6 +68,21 @@ NEVER_LOADED = (
     "clover_code.agent.session_list",
     # The settings' field docstrings, read from their source for --help.
     "clover_code.config.field_docs",
+    # What a tool call, a hook or a child agent loads when first needed: running hooks,
+    # child agents' reports, applying and parsing patches, searches, web pages, the
+    # language servers' protocol client.
+    "clover_code.agent.extensions.hook_functions",
+    "clover_code.agent.extensions.hook_process",
+    "clover_code.agent.extensions.hook_calls",
+    "clover_code.agent.extensions.script_retrust",
+    "clover_code.agent.extensions.subagent_report",
+    "clover_code.tools.patch_apply",
+    "clover_code.tools.patch_parse",
+    "clover_code.tools.grep_backends",
+    "clover_code.net.fetch",
+    "clover_code.tools.lsp.client",
+    # Compaction (a turn that fills the context window).
+    "clover_code.agent.turn.compaction",
 )
 
 _RUN = """\

@@ -33,7 +33,7 @@ class ShadowGit:
         self.root = root
         self.git_dir = git_dir
         self._index = index
-        self._pins: dict[tuple[Path, Path | None], list[tuple[str, str]]] | None = None
+        self._pins: dict[Path | None, list[tuple[str, str]]] | None = None
 
     @contextlib.contextmanager
     def operation(self) -> Iterator[None]:
@@ -66,16 +66,19 @@ class ShadowGit:
         env = git_env()
         if index:
             env["GIT_INDEX_FILE"] = str(self._index)
-        use_tree = work_tree and self.root.is_dir()
-        cwd = self.root if use_tree else self.git_dir
-        tree = self.root if use_tree else None
-        # The store's index holds no gitlinks, so which index is used does not
-        # change the overrides: the store's config and the workspace's do.
-        drivers = None if self._pins is None else self._pins.get((cwd, tree))
+        workspace = self.root if self.root.is_dir() else None
+        cwd, tree = (self.root, self.root) if work_tree and workspace else (self.git_dir, None)
+        # One set of overrides for every command on the store, worked out with the
+        # workspace as the work tree (its .gitmodules: the submodules to ignore): a
+        # command without it needs no more than that (the store is a bare repository of
+        # ours, with no .gitmodules or gitlinks of its own), so one reading serves both.
+        # Which index is used does not change them either: the store's holds no gitlinks.
+        drivers = None if self._pins is None else self._pins.get(workspace)
         if drivers is None:
-            drivers = repo_driver_overrides(cwd, git_dir=self.git_dir, work_tree=tree)
+            where = workspace or self.git_dir
+            drivers = repo_driver_overrides(where, git_dir=self.git_dir, work_tree=workspace)
             if self._pins is not None:
-                self._pins[(cwd, tree)] = drivers
+                self._pins[workspace] = drivers
         argv = git_argv(
             args, cwd=cwd, git_dir=self.git_dir, work_tree=tree, env=env, drivers=drivers
         )

@@ -40,6 +40,7 @@ from clover_code.agent.checkpoints.git_objects import (
 )
 from clover_code.agent.checkpoints.shadow_git import CheckpointError, ShadowGit
 from clover_code.fs.private import open_private, private_dir
+from clover_code.fs.stamps import Remembered, stamps
 from clover_code.git.safe import git_argv, git_env, last_line, run_git
 
 __all__ = [
@@ -69,6 +70,27 @@ Entry = tuple[str, str]
 """(git mode, blob sha) of one path in a snapshot."""
 
 
+_TRACKED: Remembered[frozenset[str]] = Remembered(8)
+"""The tracked files of workspaces' repositories (``_tracked``)."""
+
+
+def _tracked(root: Path) -> frozenset[str]:
+    """The files the repository of ``root`` tracks (``git ls-files``), remembered while its
+    index keeps its stamp: a turn's two snapshots ask for them, and only a new index
+    changes the answer. A ``.git`` file (a linked worktree, a submodule) is asked each time."""
+    dot_git = root / ".git"
+    taken = stamps([dot_git / "index"]) if dot_git.is_dir() and not dot_git.is_symlink() else None
+    if taken is not None and (known := _TRACKED.get(root, taken)) is not None:
+        return known
+    proc = run_git("ls-files", "-z", cwd=root, check=False)
+    if proc.returncode != 0:
+        return frozenset()
+    found = frozenset(proc.stdout.split("\0"))
+    if taken is not None:
+        _TRACKED.put(root, taken, found)
+    return found
+
+
 @dataclass(slots=True, frozen=True)
 class _Stat:
     size: int
@@ -94,6 +116,9 @@ class ShadowStore(ShadowGit):
         self._cache: dict[str, tuple[_Stat, str]] = {}
         self._git_too_big = False
         self._skipped: set[str] = set()
+        self.files_digest = b""
+        """A digest of the last capture's ``files/`` part (its paths, modes and blobs): two
+        captures with the same digest have the same files."""
         self.notices: list[str] = []
         """Things the user should know (``.git`` too large to snapshot); drain it."""
         try:
@@ -126,6 +151,11 @@ class ShadowStore(ShadowGit):
             items += [(DOTGIT + rel, path, None) for rel, path in self._list_dotgit()]
         entries = self._hash(items)
         lines = [index_line(name, *entries[name]) for name in sorted(entries)]
+        files = hashlib.sha256()
+        for name, line in zip(sorted(entries), lines, strict=True):
+            if name.startswith(FILES):
+                files.update(line)
+        self.files_digest = files.digest()
         self._index.unlink(missing_ok=True)
         try:
             self.git("update-index", "-z", "--index-info", input=b"".join(lines), index=True)
@@ -155,9 +185,7 @@ class ShadowStore(ShadowGit):
         dot_git = self.root / ".git"
         if dot_git.is_file() or (dot_git.is_dir() and not dot_git.is_symlink()):
             # Tracked files count even when an ignore rule matches them.
-            proc = run_git("ls-files", "-z", cwd=self.root, check=False)
-            if proc.returncode == 0:
-                names.update(proc.stdout.split("\0"))
+            names.update(_tracked(self.root))
         base = f"{self.root}{os.sep}"
         return [(rel, base + rel) for rel in names if rel and safe_rel(rel)]
 

@@ -71,8 +71,11 @@ class CheckpointStore:
         self.shadow = ShadowStore(self.root, data_dir / "checkpoints" / key, session_id)
         self._turns: list[_Turn] = []
         self._start: str | None = None
-        self._turn_end: str | None = None
-        """The tree of the last turn's end snapshot while nothing was restored since."""
+        self._start_files = b""
+        """The first checkpoint's files (``ShadowStore.files_digest``)."""
+        self._turn_end: tuple[str, bytes] | None = None
+        """The tree of the last turn's end snapshot and its files' digest, while nothing
+        was restored since."""
 
     @property
     def store(self) -> Path:
@@ -96,7 +99,8 @@ class CheckpointStore:
             tree = self.shadow.capture(with_git=True)
             commit = self.shadow.commit(tree, f"before turn {turn}")
         self._turns.append(_Turn(turn, commit))
-        self._start = self._start or commit
+        if self._start is None:
+            self._start, self._start_files = commit, self.shadow.files_digest
         return commit
 
     def end_turn(self, turn: int) -> None:
@@ -106,7 +110,7 @@ class CheckpointStore:
             with self.shadow.operation():
                 tree = self.shadow.capture(with_git=False)
                 self._turns[-1].after = self.shadow.commit(tree, f"after turn {turn}")
-            self._turn_end = tree
+            self._turn_end = (tree, self.shadow.files_digest)
 
     def undo(self, turns: int = 1, force: bool = False) -> list[str]:
         """Put back what the agent changed in the last ``turns`` turns.
@@ -181,8 +185,12 @@ class CheckpointStore:
         if self._start is None:
             return "", []
         with self.shadow.operation():
-            now = self._turn_end if as_turn_left else None
-            now = now or self.shadow.capture(with_git=False)
+            if as_turn_left and self._turn_end is not None:
+                now, digest = self._turn_end
+            else:
+                now, digest = self.shadow.capture(with_git=False), self.shadow.files_digest
+            if digest == self._start_files:
+                return "", []  # the files the session started with: git would find no change
             base = f"{self._start}^{{tree}}"
             git = self.shadow.git
             names = git("diff", "--name-only", "-z", "--no-renames", base, now, "--", FILES)

@@ -19,23 +19,24 @@ import logging
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from clover_code import protocol as p
 from clover_code.agent.extensions.agent_defs import AgentDefinition
-from clover_code.agent.extensions.subagent_report import ChildOutcome, ChildWatch, report
 from clover_code.tools.base import ToolResult
 
 if TYPE_CHECKING:
+    # A child's record and report are loaded when the first child runs (``subagents``).
     from clover_code.agent.extensions.isolation import ChildWorktree
+    from clover_code.agent.extensions.subagent_report import ChildOutcome
 
 __all__ = ["BackgroundChildren", "ChildRun"]
 
 log = logging.getLogger(__name__)
 
-ChildRun = Callable[
+ChildRun: TypeAlias = Callable[
     [str, Callable[["asyncio.Task[p.TurnFinished]"], None]],
-    Coroutine[Any, Any, tuple[ChildOutcome, "ChildWorktree | None"]],
+    Coroutine[Any, Any, "tuple[ChildOutcome, ChildWorktree | None]"],
 ]
 """Runs one child to its end: given its task id and a hook that receives the child's
 turn task (to stop it), returns how it ended and its worktree, if it had one."""
@@ -107,6 +108,8 @@ class BackgroundChildren:
 
     def _settle(self, child: _Child) -> None:
         """Note that ``child`` ended (idempotent) and tell the front ends."""
+        from clover_code.agent.extensions.subagent_report import ChildOutcome, ChildWatch, report
+
         task = child.task
         if child.state != "running" or task is None or not task.done():
             return
@@ -148,6 +151,8 @@ class BackgroundChildren:
 
     async def _ready(self, child: _Child) -> None:
         """Make ``child``'s report (merging its worktree's changes when it succeeded)."""
+        from clover_code.agent.extensions.subagent_report import report
+
         if child.state != "ended":
             return
         async with self._merging:

@@ -67,9 +67,10 @@ CLAUDE_TOOL_NAMES = {
 """Claude Code's tool names in ``allowed-tools``, so its command files work unchanged."""
 MAX_INCLUDE_BYTES = 100_000
 """Largest file an ``@path`` brings into a prompt."""
-_SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-_POSITIONAL = re.compile(r"\$([1-9])")
-_INCLUDE = re.compile(r"(?<![\w@/])@([\w./-]*[\w/-])")
+# Patterns as text: ``re`` compiles them on first use (most sessions have no command).
+_SEGMENT = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+_POSITIONAL = r"\$([1-9])"
+_INCLUDE = r"(?<![\w@/])@([\w./-]*[\w/-])"
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +121,7 @@ def load_commands(
     for base, source, prefix in places:
         for path in sorted(base.rglob("*.md")) if base.is_dir() else []:
             parts = path.relative_to(base).with_suffix("").parts
-            if not all(_SEGMENT.match(part) for part in parts):
+            if not all(re.match(_SEGMENT, part) for part in parts):
                 said.append(f"command file {path} was skipped: use letters, digits, '_', '-', '.'.")
                 continue
             name = prefix + ":".join(parts)
@@ -229,9 +230,11 @@ def expand(
     except ValueError:
         words = args.split()
     body = command.body
-    uses_args = "$ARGUMENTS" in body or _POSITIONAL.search(body) is not None
+    uses_args = "$ARGUMENTS" in body or re.search(_POSITIONAL, body) is not None
     text = body.replace("$ARGUMENTS", args)
-    text = _POSITIONAL.sub(lambda m: words[int(m[1]) - 1] if int(m[1]) <= len(words) else "", text)
+    text = re.sub(
+        _POSITIONAL, lambda m: words[int(m[1]) - 1] if int(m[1]) <= len(words) else "", text
+    )
     if args and not uses_args:
         text += f"\n\nARGUMENTS: {args}"
     text, notes = _include_files(text, Workspace(root), may_read)
@@ -245,7 +248,7 @@ def _include_files(
     blocks: list[str] = []
     notes: list[str] = []
     seen: set[str] = set()
-    for given in _INCLUDE.findall(text):
+    for given in re.findall(_INCLUDE, text):
         if given in seen:
             continue
         seen.add(given)

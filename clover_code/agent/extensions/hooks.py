@@ -59,14 +59,17 @@ import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from clover_code import protocol as p
-from clover_code.agent.extensions.hook_functions import HookFunction, call_hook_function
-from clover_code.agent.extensions.hook_process import HookRun, run_program
-from clover_code.agent.extensions.host_programs import HostPrograms
 from clover_code.config.settings import HookConfig, HookEvent
 from clover_code.protocol.json_text import loads_bounded
+
+if TYPE_CHECKING:
+    # What runs a hook is loaded by the first hook that runs (most sessions have none).
+    from clover_code.agent.extensions.hook_functions import HookFunction
+    from clover_code.agent.extensions.hook_process import HookRun
+    from clover_code.agent.extensions.host_programs import HostPrograms
 
 __all__ = [
     "HOOK_EVENTS",
@@ -101,7 +104,7 @@ _AGENT_EVENTS = frozenset({"SubagentStart", "SubagentStop"})
 _NOTIFICATION_EVENTS = frozenset({"Notification"})
 """Events whose matcher is over the payload's ``notification_type``."""
 
-AnyHook = HookConfig | HookFunction
+AnyHook: TypeAlias = "HookConfig | HookFunction"
 """A configured hook program, or a function of the program that embeds the agent."""
 
 
@@ -202,6 +205,9 @@ class HookRunner:
             subject = str(payload.get("agent_type", ""))
         if event in _NOTIFICATION_EVENTS:
             subject = str(payload.get("notification_type", ""))
+        from clover_code.agent.extensions.hook_functions import HookFunction, call_hook_function
+        from clover_code.agent.extensions.hook_process import HookRun, run_program
+
         for config in self.hooks.get(event, []):
             if config.matcher and subject is not None and not re.fullmatch(config.matcher, subject):
                 continue

@@ -35,11 +35,12 @@ from clover_code.tools.mcp_config import DeclaredServer
 
 __all__ = ["HostPrograms", "Prepared", "Refused", "checked_servers"]
 
-_INTERPRETER = re.compile(
+_INTERPRETER = (
     r"(?:ba|da|z|k|fi|c|tc)?sh|python[0-9.]*|pypy[0-9.]*|node(?:js)?|deno|bun|ruby|perl"
     r"|php|lua[0-9.]*|Rscript|tsx|ts-node|pwsh"
 )
-"""Programs whose first operand is a script they read and run."""
+"""Programs whose first operand is a script they read and run (compiled by ``re`` on first
+use: most sessions run no host program)."""
 _INLINE = frozenset({"-c", "-e", "-m", "--eval", "-E"})
 """Options after which the program's text is an argument, not a file operand."""
 
@@ -127,7 +128,7 @@ class HostPrograms:
             mine = self.user_dir / head if self.user_dir is not None else None
             if mine is not None and _is_file(mine):
                 argv[0] = str(mine)
-        interpreter = _INTERPRETER.fullmatch(os.path.basename(argv[0])) is not None
+        interpreter = re.fullmatch(_INTERPRETER, os.path.basename(argv[0])) is not None
         for index, word in enumerate(argv[1:], start=1):
             if word.startswith("-") or os.path.isabs(word) or self.user_dir is None:
                 continue
@@ -174,7 +175,7 @@ class HostPrograms:
 
     def _script_args(self, argv: Sequence[str], cwd: Path) -> list[Refused]:
         """An interpreter's script that exists nowhere yet: the workspace could supply it."""
-        if not argv or _INTERPRETER.fullmatch(os.path.basename(argv[0])) is None:
+        if not argv or re.fullmatch(_INTERPRETER, os.path.basename(argv[0])) is None:
             return []
         if _INLINE & set(argv[1:]):
             return []  # the program's text is on the command line

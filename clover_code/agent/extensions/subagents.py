@@ -38,13 +38,6 @@ from typing import TYPE_CHECKING, Any
 from clover_code import protocol as p
 from clover_code.agent.extensions.agent_defs import READ_KINDS, AgentDefinition, Isolation
 from clover_code.agent.extensions.background import BackgroundChildren
-from clover_code.agent.extensions.hook_calls import child_run
-from clover_code.agent.extensions.subagent_report import (
-    ChildOutcome,
-    ChildWatch,
-    SubagentStats,
-    report,
-)
 from clover_code.agent.turn.options import TurnLimits
 from clover_code.config.settings import ApprovalMode, Settings
 from clover_code.engine.base import Backend, ChatRequest
@@ -55,6 +48,7 @@ from clover_code.tools.base import Tool, ToolContext, ToolResult
 
 if TYPE_CHECKING:
     from clover_code.agent.extensions.isolation import ChildWorktree
+    from clover_code.agent.extensions.subagent_report import ChildOutcome, SubagentStats
     from clover_code.agent.turn.loop import Agent
 
 __all__ = [
@@ -64,7 +58,6 @@ __all__ = [
     "ModelChoice",
     "ParentEngine",
     "SubagentRunner",
-    "SubagentStats",
 ]
 
 TASK_RESULT_TOOL = "task_result"
@@ -216,6 +209,8 @@ class SubagentRunner:
             if worktree is not None:  # cancelled before it could start: nothing to keep
                 await asyncio.shield(worktree.keep_if_changed())
             raise
+        from clover_code.agent.extensions.subagent_report import report
+
         if worktree is None:
             return report(outcome)
         if not outcome.succeeded:
@@ -296,6 +291,7 @@ class SubagentRunner:
         worktree: ChildWorktree | None,
         on_turn: Callable[[asyncio.Task[p.TurnFinished]], None] | None = None,
     ) -> tuple[ChildOutcome, ChildWorktree | None]:
+        from clover_code.agent.extensions.subagent_report import ChildOutcome, ChildWatch
         from clover_code.agent.turn.loop import (
             Agent,  # the loop imports the tools, which import this
         )
@@ -344,6 +340,8 @@ class SubagentRunner:
         started = time.monotonic()
         # Its own task: a child's turn handles its own interruption, and must not
         # swallow the parent's (the parent's cancel goes on up after the child stops).
+        from clover_code.agent.extensions.hook_calls import child_run
+
         run = child_run(
             child.run_turn,
             prompt,

@@ -19,7 +19,6 @@ from typing import Any
 
 from clover_code.errors import ConfigError, ToolError
 from clover_code.tools.globmatch import compile_glob
-from clover_code.tools.patch_parse import parse_patch
 
 __all__ = ["PathRule", "locate", "path_rule", "paths_of"]
 
@@ -48,6 +47,8 @@ def paths_of(name: str, arguments: Mapping[str, Any]) -> list[str]:
     """The paths a call names: ``path`` / ``paths`` arguments, or a patch's files."""
     patch = arguments.get("patch")
     if isinstance(patch, str):
+        from clover_code.tools.patch_parse import parse_patch  # the first patch loads it
+
         try:
             return [p for change in parse_patch(patch) for p in change.paths]
         except ToolError:

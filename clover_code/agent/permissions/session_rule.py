@@ -25,10 +25,10 @@ _NO_SESSION_RULE = frozenset(
 )
 """Programs whose name alone says nothing about what they will do."""
 
-_PYTHON = re.compile(r"python(\d+(\.\d+)*)?\Z")
+_PYTHON = r"python(\d+(\.\d+)*)?\Z"  # patterns as text: compiled by ``re`` on first use
 """``python``, ``python3``, ``python3.12``: the interpreter under any of its names."""
 
-_MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
+_MODULE = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z"
 
 _CODE_RUNNING_MODULES = frozenset({"runpy", "timeit", "trace", "pdb", "cProfile", "profile"})
 """Modules that run code, a file or a module given in their arguments."""
@@ -39,7 +39,7 @@ def session_rule_prefix(argv: Sequence[str]) -> str | None:
     (and sub-command), ``python3 -m MODULE`` for an interpreter running a module, or
     None when no safe prefix exists."""
     name = os.path.basename(argv[0])
-    if _PYTHON.match(name):
+    if re.match(_PYTHON, name):
         return _module_prefix(argv)
     if name in _NO_SESSION_RULE:
         return None
@@ -49,7 +49,7 @@ def session_rule_prefix(argv: Sequence[str]) -> str | None:
 def _module_prefix(argv: Sequence[str]) -> str | None:
     """``python3 -m pytest`` (``python3 -m pip install``) for ``python3 -m pytest -q``;
     None for any other way of starting the interpreter."""
-    if len(argv) < 3 or argv[1] != "-m" or not _MODULE.match(argv[2]):
+    if len(argv) < 3 or argv[1] != "-m" or not re.match(_MODULE, argv[2]):
         return None
     module = argv[2]
     if module.split(".")[0] in _CODE_RUNNING_MODULES or module == "code":

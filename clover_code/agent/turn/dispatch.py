@@ -24,7 +24,6 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from clover_code import protocol as p
-from clover_code.agent.extensions.hook_calls import permission_request
 from clover_code.agent.extensions.hooks import HookRunner
 from clover_code.agent.permissions.approval import ApprovalRequest, Approver
 from clover_code.agent.permissions.edit_preview import EditAllowance, preview_edit
@@ -338,6 +337,8 @@ class ToolDispatcher:
             return None
         if self.edits.covers(path):
             return None
+        from clover_code.agent.extensions.hook_calls import permission_request
+
         hooked = await permission_request(self.hooks, tool.name, call.arguments)
         if hooked.behavior == "deny":
             return f"denied by a PermissionRequest hook: {hooked.message or 'no reason given.'}"

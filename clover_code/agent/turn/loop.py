@@ -9,37 +9,35 @@ tool call answered) so the session can go on or be resumed.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clover_code import protocol as p
 from clover_code.agent.extensions.hooks import HookRunner, prompt_hooks, stop_hooks
 from clover_code.agent.permissions.approval import Approver
 from clover_code.agent.permissions.policy import PermissionPolicy
 from clover_code.agent.turn.background import BackgroundWork
-from clover_code.agent.turn.compaction import compact
 from clover_code.agent.turn.confidence import NoConfidenceNotice
 from clover_code.agent.turn.context import Budget, TokenCounter
 from clover_code.agent.turn.cost import Metered, Spend
 from clover_code.agent.turn.dispatch import ToolCall, ToolDispatcher
 from clover_code.agent.turn.early import EarlyCalls
-from clover_code.agent.turn.early_check import may_start_early
 from clover_code.agent.turn.images import Vision, user_message
 from clover_code.agent.turn.nested import NestedInstructions
 from clover_code.agent.turn.options import PLAIN_TURN, TurnLimits, TurnOptions
 from clover_code.agent.turn.plan import PLAN_MODE, PLAN_PROMPT
-from clover_code.agent.turn.respond import (
-    TurnState,
-    assistant_message,
-    stream_response,
-    wire_messages,
-)
 from clover_code.config.settings import ApprovalMode, Settings
-from clover_code.engine.base import Backend, ChatRequest, Message
+from clover_code.engine.base import Backend, ChatRequest, Message, ToolSpec
 from clover_code.engine.messages import text_only
 from clover_code.errors import CloverError, ContextOverflow
 from clover_code.tools.base import Tool, ToolContext
 from clover_code.tools.spill import OutputSpill
+
+if TYPE_CHECKING:
+    # One model response (streaming it, its calls started early) and compaction are
+    # loaded by the first turn: an app's session is open, and shown, before any.
+    from clover_code.agent.turn.respond import TurnState
 
 INTERRUPTED_NOTE = "[interrupted by the user]"
 
@@ -102,7 +100,7 @@ class Agent:
         """Child agents running in the background, whose reports join the conversation."""
         self.nested = NestedInstructions(context.workspace.root)
         self.turn = sum(1 for m in self.messages if m.get("role") == "user")
-        self._specs = [tool.spec() for tool in tools]
+        self._tools = tuple(tools)
         self._block = 0
         self._record_history = record_history
         self.counter = TokenCounter(count_text) if count_text else TokenCounter()
@@ -118,6 +116,13 @@ class Agent:
         self._turn_starts: dict[int, int] = dict(enumerate(users, 1))
         """Where each turn begins in ``messages`` (until history is rewritten); a resumed
         history's turns are numbered by its user messages, as ``turn`` counts them."""
+
+    @functools.cached_property
+    def _specs(self) -> list[ToolSpec]:
+        """What the model is told of the tools, made for the first request: their JSON
+        Schemas cost ~10 ms, which an app's session, open and waiting for the first
+        prompt, does not need to pay before it is shown."""
+        return [tool.spec() for tool in self._tools]
 
     def switch_engine(self, backend: Backend, settings: Settings) -> None:
         """Ask ``backend`` (another model) from the next request on, with ``settings``
@@ -166,6 +171,8 @@ class Agent:
 
         ``options.allowed_tools``, when set (a custom command's), narrows the tools;
         ``images`` go with the text to a model that takes them."""
+        from clover_code.agent.turn.respond import TurnState
+
         self.turn += 1
         self._turn_starts[self.turn] = len(self.messages)
         content, refusal = await prompt_hooks(self.hooks, text)
@@ -251,6 +258,8 @@ class Agent:
 
     def _early_calls(self, options: TurnOptions) -> EarlyCalls[ToolCall]:
         """What starts the reading calls of the next response while it still comes."""
+        from clover_code.agent.turn.early_check import may_start_early
+
         return EarlyCalls(
             enabled=self.settings.early_tools,
             eligible=lambda call: may_start_early(self.dispatch, call, options),
@@ -262,6 +271,8 @@ class Agent:
         self, state: TurnState, options: TurnOptions, early: EarlyCalls[ToolCall]
     ) -> p.TurnStatus | None:
         """One model response and its tool calls; the turn's status when it ends the turn."""
+        from clover_code.agent.turn.respond import assistant_message
+
         failure = await self._respond(state, options, early)
         if failure is not None:
             # Calls of a failed response never run (those started early are
@@ -336,6 +347,8 @@ class Agent:
         self, state: TurnState, options: TurnOptions, early: EarlyCalls[ToolCall]
     ) -> CloverError | None:
         """Stream one model response into ``state``; return the failure, if any."""
+        from clover_code.agent.turn.respond import stream_response, wire_messages
+
         allowed = self.dispatch.offered(options)
         system = self.system_prompt
         if self.approval_mode == PLAN_MODE:
@@ -387,6 +400,8 @@ class Agent:
 
     async def compact(self, size: int | None = None) -> None:
         """Summarise older turns into one message (the ``/compact`` command)."""
+        from clover_code.agent.turn.compaction import compact
+
         before = size or self.counter.prompt(self.system_prompt, self.messages, self._specs)
         if self.hooks is not None and self.hooks.has("PreCompact"):
             await self.hooks.run("PreCompact", {"trigger": "auto" if size else "manual"})
@@ -448,6 +463,8 @@ class Agent:
     def _close_partial(self, state: TurnState, note: str) -> None:
         """Leave a valid conversation after an interruption: keep what arrived,
         and answer every tool call that was already recorded."""
+        from clover_code.agent.turn.respond import assistant_message
+
         if state.phase == "streaming":
             # Half-received tool calls never ran; keep the text with a note.
             state.content.append(("\n\n" if state.content else "") + note)

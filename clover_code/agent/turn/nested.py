@@ -22,9 +22,8 @@ from clover_code.engine.messages import content_text
 
 __all__ = ["NestedInstructions", "touched_paths"]
 
-_PATCH_PATH = re.compile(
-    r"^(?:\*\*\* (?:Add|Delete|Update) File: |\*\*\* Move to: |\+\+\+ (?:b/)?)(.+?)\s*$",
-    re.MULTILINE,
+_PATCH_PATH = (  # compiled on the first patch (``re``'s cache), not at every start
+    r"(?m)^(?:\*\*\* (?:Add|Delete|Update) File: |\*\*\* Move to: |\+\+\+ (?:b/)?)(.+?)\s*$"
 )
 _FILE_TOOLS = frozenset({"read_file", "write_file", "edit_file"})
 
@@ -34,7 +33,7 @@ def touched_paths(tool: str, arguments: Mapping[str, Any]) -> list[str]:
     if tool in _FILE_TOOLS and isinstance(arguments.get("path"), str):
         return [arguments["path"]]
     if tool == "apply_patch" and isinstance(arguments.get("patch"), str):
-        return [m for m in _PATCH_PATH.findall(arguments["patch"]) if m != "/dev/null"]
+        return [m for m in re.findall(_PATCH_PATH, arguments["patch"]) if m != "/dev/null"]
     return []
 
 

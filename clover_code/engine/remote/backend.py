@@ -41,14 +41,13 @@ import asyncio
 import ssl
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from clover_code.engine.base import CONTROL_KEYS, ChatRequest, EngineWarning
 from clover_code.engine.events import EngineEvent, Failed, Finished, FinishReason, ImagesDropped
 from clover_code.engine.messages import image_count, text_only
-from clover_code.engine.remote.chunks import ChunkDecoder, RawParsing, ServerStreamError
 from clover_code.engine.remote.endpoint import (
     ServedModel,
     is_loopback,
@@ -69,12 +68,16 @@ from clover_code.engine.remote.retry import (
     is_retryable_status,
     parse_retry_after,
 )
-from clover_code.engine.remote.sse import iter_sse
 from clover_code.errors import (
     EngineError,
     StreamInterrupted,
 )
 from clover_code.protocol.json_text import loads_bounded
+
+if TYPE_CHECKING:
+    # Reading a stream (the chunks, the Qwen3 parser, SSE) is loaded by the first
+    # request: an app's session is open, and shown, before any.
+    from clover_code.engine.remote.chunks import ChunkDecoder, RawParsing
 
 __all__ = ["OpenAIBackend", "api_root"]
 
@@ -275,6 +278,8 @@ class OpenAIBackend:
         self, body: dict[str, Any], request: ChatRequest
     ) -> AsyncGenerator[EngineEvent, None]:
         """One POST. Raises ``RetryAttempt`` only while nothing has been yielded."""
+        from clover_code.engine.remote.chunks import ChunkDecoder
+
         decoder = ChunkDecoder(
             block_size=self.block_size,
             raw_parsing=self.raw_parsing,
@@ -358,6 +363,9 @@ class OpenAIBackend:
         self, response: httpx.Response, decoder: ChunkDecoder
     ) -> AsyncGenerator[list[EngineEvent] | None, None]:
         """The events of each non-empty chunk; ``None`` once ``[DONE]`` arrives."""
+        from clover_code.engine.remote.chunks import ServerStreamError
+        from clover_code.engine.remote.sse import iter_sse
+
         # aiter_raw skips httpx's per-chunk decoder pipeline; an encoded body
         # (we ask for identity, but a proxy may not listen) still goes through it.
         if response.headers.get("content-type", "").startswith("application/json"):

@@ -23,7 +23,7 @@ MAX_TOKENS_CAP = 32_768
 
 # Servers that name their window when a request does not fit: vLLM ("maximum
 # context length is N"), SGLang ("maximum context length of N").
-_WINDOW_IN_ERROR = re.compile(r"maximum context length (?:is|of) (\d+)", re.IGNORECASE)
+_WINDOW_IN_ERROR = r"(?i)maximum context length (?:is|of) (\d+)"  # compiled when one is met
 
 
 def default_max_tokens(context_window: int, prompt_tokens: int) -> int:
@@ -66,7 +66,7 @@ class OutputLimit:
             return True
         if not is_context_overflow(message):
             return False
-        named = _WINDOW_IN_ERROR.search(message)
+        named = re.search(_WINDOW_IN_ERROR, message)
         if named is not None and self.context_window is not None:
             self.context_window = min(self.context_window, int(named.group(1)))
         return True

@@ -49,17 +49,18 @@ Server errors (5xx) are retried too, except 501 and 505, which will not change
 
 # How servers phrase "the prompt does not fit": OpenAI, vLLM, SGLang,
 # llama.cpp and llama-cpp-python all use one of these.
-_OVERFLOW = re.compile(
-    r"context[ _]length|context[ _]window|context size|maximum context|too many tokens"
-    r"|exceed|prompt is too long|input is too long",
-    re.IGNORECASE,
+# (Patterns as text: ``re`` compiles them on first use, which an error is, not at every
+# start.)
+_OVERFLOW = (
+    r"(?i)context[ _]length|context[ _]window|context size|maximum context|too many tokens"
+    r"|exceed|prompt is too long|input is too long"
 )
 
 
 # How servers refuse images for a text-only model: OpenAI ("image_url is only
 # supported by certain models"), vLLM and SGLang ("not a multimodal model"),
 # llama.cpp ("image input is not supported", "mmproj").
-_IMAGES = re.compile(r"\bimages?\b|image_url|image input|vision|multi-?modal|mmproj", re.IGNORECASE)
+_IMAGES = r"(?i)\bimages?\b|image_url|image input|vision|multi-?modal|mmproj"
 
 
 class ImagesRefused(EngineError):
@@ -74,13 +75,13 @@ def is_retryable_status(status: int) -> bool:
 
 def is_context_overflow(message: str) -> bool:
     """True when a server's error text says the conversation is too long."""
-    return _OVERFLOW.search(message) is not None
+    return re.search(_OVERFLOW, message) is not None
 
 
 def is_images_refusal(status: int, message: str) -> bool:
     """True when a client error's text says the model takes no images."""
     refusal = 400 <= status < 500 and status not in (401, 403) and not is_retryable_status(status)
-    return refusal and _IMAGES.search(message) is not None
+    return refusal and re.search(_IMAGES, message) is not None
 
 
 def parse_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:

@@ -25,13 +25,15 @@ import shlex
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from clover_code.errors import ToolError
-from clover_code.tools.lsp.client import LspClient, LspError, file_uri
 from clover_code.tools.lsp.report import FileCheck, Severity, from_lsp
 from clover_code.tools.lsp.servers import ServerSpec
 from clover_code.tools.sandbox.base import Sandbox, SandboxProcess
+
+if TYPE_CHECKING:
+    from clover_code.tools.lsp.client import LspClient
 
 __all__ = ["HostCheck", "LanguageServers"]
 
@@ -178,6 +180,8 @@ class LanguageServers:
         return None
 
     async def _forget(self, server: _Server, rel: str) -> FileCheck | None:
+        from clover_code.tools.lsp.client import LspError, file_uri
+
         server.backlog.pop(file_uri(self.root / rel), None)
         if server.client is not None and server.state == "ready":
             with contextlib.suppress(LspError):
@@ -187,6 +191,10 @@ class LanguageServers:
     async def _check_one(
         self, server: _Server, rel: str, text: str, deadline: float
     ) -> FileCheck | None:
+        # The protocol's client is loaded by the first file a server checks (most
+        # sessions edit none).
+        from clover_code.tools.lsp.client import LspError, file_uri
+
         uri = file_uri(self.root / rel)
         language_id = server.spec.language_id(rel)
         task = self._start(server)
@@ -244,6 +252,8 @@ class LanguageServers:
         self._notices.append(f"diagnostics for {server.spec.language} files are off: {why}.")
 
     async def _launch(self, server: _Server) -> None:
+        from clover_code.tools.lsp.client import LspClient, LspError
+
         try:
             launched = await self._spawn(server)
             if launched is None:

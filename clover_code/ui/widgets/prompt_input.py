@@ -9,14 +9,16 @@ normal mode printable keys are commands; ``EditorModeChanged`` reports the mode.
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from textual import events
 from textual.message import Message
 from textual.widgets import TextArea
 
 from clover_code.ui.css import sibling_css
-from clover_code.ui.vim import Mode, VimEditor
+
+if TYPE_CHECKING:
+    from clover_code.ui.vim import Mode, VimEditor
 
 ScrollTo = Literal["page_up", "page_down", "home", "end"]
 
@@ -87,7 +89,11 @@ class PromptInput(TextArea):
         self._draft = ""
         self.menu_open = False
         self._pastes: dict[int, str] = {}
-        self.vim = VimEditor(self, self._mode_changed) if vim else None
+        self.vim: VimEditor | None = None
+        if vim:
+            from clover_code.ui.vim import VimEditor
+
+            self.vim = VimEditor(self, self._mode_changed)
         """Vim's modes on this prompt (None: plain editing)."""
 
     def on_mount(self) -> None:

@@ -2,9 +2,14 @@
 
 It follows the newest output while the reader is at the bottom and stays
 put when they scroll up. The live denoising view is always its last child.
+The kinds of entry a turn adds (inputs, thinking, answers, cards, diffs) are
+loaded by the first one: the app is shown before any (``CloverApp`` warms
+them once it is).
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.containers import VerticalScroll
@@ -14,15 +19,15 @@ from clover_code import protocol as p
 from clover_code.protocol.confidence import LOW_CONFIDENCE, decode_pieces
 from clover_code.ui.css import sibling_css
 from clover_code.ui.text import clean
-from clover_code.ui.widgets.answer import Answer
 from clover_code.ui.widgets.denoise import DenoiseView
-from clover_code.ui.widgets.diff_view import DiffView
 from clover_code.ui.widgets.help_table import HelpTable, Section
 from clover_code.ui.widgets.notice_line import Level, NoticeLine
-from clover_code.ui.widgets.reasoning import Reasoning
-from clover_code.ui.widgets.subagent_card import SubagentCard
-from clover_code.ui.widgets.tool_card import ToolCard
-from clover_code.ui.widgets.user_message import UserMessage
+
+if TYPE_CHECKING:
+    from clover_code.ui.widgets.answer import Answer
+    from clover_code.ui.widgets.reasoning import Reasoning
+    from clover_code.ui.widgets.subagent_card import SubagentCard
+    from clover_code.ui.widgets.tool_card import ToolCard
 
 
 class Transcript(VerticalScroll, can_focus=False):
@@ -56,12 +61,16 @@ class Transcript(VerticalScroll, can_focus=False):
 
     def add_user(self, text: str) -> None:
         """A user input starts a new exchange."""
+        from clover_code.ui.widgets.user_message import UserMessage
+
         self._close_stream()
         self._add(UserMessage(text))
 
     def add_reasoning(self, text: str) -> None:
         """Thinking text (starts a thinking section when none is open)."""
         if self.reasoning is None:
+            from clover_code.ui.widgets.reasoning import Reasoning
+
             self.reasoning = Reasoning()
             self._add(self.reasoning)
         self.reasoning.write(text)
@@ -71,6 +80,8 @@ class Transcript(VerticalScroll, can_focus=False):
         if self.reasoning is not None:
             self.reasoning.finish()
         if self.answer is None:
+            from clover_code.ui.widgets.answer import Answer
+
             self.answer = self.last_answer = Answer()
             self._add(self.answer)
         self.answer.write(text)
@@ -78,6 +89,8 @@ class Transcript(VerticalScroll, can_focus=False):
     def add_past_answer(self, text: str, confidence: str | None) -> None:
         """A resumed session's earlier answer, whole, with its recorded fill confidences
         (the compact form; None or unreadable: not known)."""
+        from clover_code.ui.widgets.answer import Answer
+
         self._close_stream()
         self.last_answer = Answer(text)
         self._add(self.last_answer)
@@ -86,6 +99,9 @@ class Transcript(VerticalScroll, can_focus=False):
 
     def add_tool(self, started: p.ToolCallStarted) -> None:
         """A tool call card (the answer so far is closed first)."""
+        from clover_code.ui.widgets.subagent_card import SubagentCard
+        from clover_code.ui.widgets.tool_card import ToolCard
+
         self._close_stream()
         card = SubagentCard(started) if started.name == p.TASK_TOOL else ToolCard(started)
         card.shaded = self.shading
@@ -117,6 +133,9 @@ class Transcript(VerticalScroll, can_focus=False):
 
     def shade(self, on: bool) -> None:
         """Turn the confidence view on or off for everything shown."""
+        from clover_code.ui.widgets.answer import Answer
+        from clover_code.ui.widgets.tool_card import ToolCard
+
         self.shading = on
         for answer in self.query(Answer):
             answer.shade(on, below=self.low_confidence)
@@ -131,6 +150,8 @@ class Transcript(VerticalScroll, can_focus=False):
 
     def subagent_event(self, event: p.SubagentEvent) -> None:
         """An event of a child agent, shown on its task call's card."""
+        from clover_code.ui.widgets.subagent_card import SubagentCard
+
         card = self.cards.get(event.parent_call_id) or self.background.get(event.parent_call_id)
         if isinstance(card, SubagentCard):
             card.child(event.event)
@@ -139,6 +160,8 @@ class Transcript(VerticalScroll, can_focus=False):
 
     def tool_finished(self, event: p.ToolCallFinished) -> None:
         """A call ended (a task call started in the background: its child goes on)."""
+        from clover_code.ui.widgets.subagent_card import SubagentCard
+
         card = self.cards.pop(event.call_id, None)
         started = event.display
         if isinstance(card, SubagentCard) and isinstance(started, p.BackgroundTask):
@@ -202,6 +225,8 @@ class Transcript(VerticalScroll, can_focus=False):
 
     def add_diff(self, title: str, diff: str) -> None:
         """A diff with a title line (``/diff``)."""
+        from clover_code.ui.widgets.diff_view import DiffView
+
         self._add(NoticeLine(title))
         if diff.strip():
             self._add(DiffView(diff, short_lines=200, classes="report"))

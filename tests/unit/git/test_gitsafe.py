@@ -309,3 +309,30 @@ def test_overrides_with_includes_or_nested_repositories_are_read_every_time(
     overrides = dict(repo_driver_overrides(settled_repo, **where))
     assert overrides["filter.inc.clean"] == "" and overrides["merge.deep.driver"] == ""
     assert _runs(log) == 2 * once
+
+
+def test_a_repository_without_an_index_is_not_listed_for_gitlinks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No index, no gitlink: only the config is read. Once an index holds a gitlink, the
+    # nested repository is found (its drivers emptied).
+    monkeypatch.setenv("HOME", str(tmp_path))
+    git, log = _counting_git(tmp_path)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _plain_git(repo, "init", "-q")
+    where = {"git_dir": repo / ".git", "work_tree": repo, "git": git}
+    assert repo_driver_overrides(repo, **where) == []
+    assert [line.split()[-6:] for line in log.read_text().splitlines()] == [
+        ["config", "--list", "--show-scope", "--name-only", "-z", "--includes"]
+    ]
+
+    inner = repo / "inner"
+    inner.mkdir()
+    _plain_git(inner, "init", "-q")
+    _plain_git(inner, "config", "filter.deep.clean", str(tmp_path / "trap"))
+    (inner / "b.txt").write_text("two\n")
+    _plain_git(inner, "add", "b.txt")
+    _plain_git(inner, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "b")
+    _plain_git(repo, "add", "inner")  # the index now holds a gitlink
+    assert dict(repo_driver_overrides(repo, **where))["filter.deep.clean"] == ""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import re
 import secrets
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from clover_code.redact import (
     remember,
     without_agent_credentials,
 )
+from clover_code.redact import secrets as secrets_module
 from clover_code.telemetry.otel import OtelSink
 from clover_code.tools.sandbox.host import HostSandbox
 from clover_code.tools.sandbox.policy import sandbox_env
@@ -69,6 +71,27 @@ def test_credential_shapes_are_masked(text: str, hidden: str) -> None:
 )
 def test_ordinary_text_is_left_alone(text: str) -> None:
     assert redact(text, env={}) == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "AUTHORIZATION: Basic eC1hY2Nlc3M6c2VjcmV0",
+        "Authorıation is not it, but authorıZation: token-123456789 is",  # dotless ı
+        "X-API-\u212aEY: key-7777777777",  # the Kelvin sign is a K to IGNORECASE
+        "SET-COOKIE: id=abcdef123456",
+        "BEARER 0123456789abcdef and HTTPS://user:pass@example.com/",
+        "ghs_abc123DEF456ghi789JKL then sk-0123456789abcdefABCD",
+        "nothing to see: 401 unauthorized, see https://example.com/login",
+    ],
+)
+def test_each_pattern_is_applied_wherever_it_could_match(text: str) -> None:
+    # The patterns run only on texts holding their words (lowercased): that guard must
+    # never skip a text the pattern would have masked.
+    everywhere = text
+    for _, source, replacement in secrets_module._RULES:
+        everywhere = re.sub(source, replacement, everywhere)
+    assert redact(text, env={}) == everywhere
 
 
 def test_remembered_values_and_credential_variables_are_masked() -> None:

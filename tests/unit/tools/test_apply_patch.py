@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from clover_code.errors import ToolError, WorkspaceError
-from clover_code.tools.apply_patch import ApplyPatchArgs, ApplyPatchTool, apply_patch
+from clover_code.tools.apply_patch import ApplyPatchArgs, ApplyPatchTool
 from clover_code.tools.base import ToolContext
+from clover_code.tools.patch_apply import apply_patch
 from clover_code.tools.patch_parse import parse_patch
 from clover_code.tools.workspace import Workspace
 

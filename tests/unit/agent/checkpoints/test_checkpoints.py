@@ -12,18 +12,20 @@ import hashlib
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from clover_code.agent.checkpoints import shadow_store
+from clover_code.agent.checkpoints import shadow_git, shadow_store
 from clover_code.agent.checkpoints.store import CheckpointError, CheckpointStore
+from clover_code.fs.stamps import stamps
 from clover_code.tools.base import ToolContext
 from clover_code.tools.edit_file import EditFileArgs, EditFileTool
 from clover_code.tools.sandbox.host import HostSandbox
 from clover_code.tools.shell import ShellArgs, ShellTool
 from clover_code.tools.workspace import Workspace
 from clover_code.tools.write_file import WriteFileArgs, WriteFileTool
-from tests.waiting import need_program
+from tests.waiting import need_program, wait_until
 
 
 @pytest.fixture(autouse=True)
@@ -341,3 +343,74 @@ def test_a_git_directory_over_the_limit_is_left_out_with_a_notice(
     store.end_turn(2)
     assert store.undo(2) == ["app.py"]
     assert (repo / "app.py").read_text() == ORIGINAL and not (repo / ".git").exists()
+
+
+def test_tracked_files_are_listed_again_only_when_the_index_changes(
+    repo: Path, store: CheckpointStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A turn's two snapshots list what the repository tracks; while its index keeps its
+    # stamp the list is the same, so git is asked once.
+    wait_until(lambda: stamps([repo / ".git" / "index"]) is not None, message="the index to settle")
+    listed: list[tuple[str, ...]] = []
+    real = shadow_store.run_git
+
+    def counting(*args: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        listed.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(shadow_store, "run_git", counting)
+    store.snapshot(1)
+    store.end_turn(1)
+    assert listed == [("ls-files", "-z")]
+
+    # A file the user adds though it is ignored is tracked from then on: a new index,
+    # listed again, and the file is in the next snapshot.
+    (repo / ".gitignore").write_text("*.log\n")
+    (repo / "build.log").write_text("kept\n")
+    _git(repo, "add", "-f", "build.log")
+    second = store.snapshot(2)
+    assert len(listed) == 2
+    assert "files/build.log" in store.shadow.git("ls-tree", "-r", "--name-only", second)
+
+
+def test_a_snapshot_works_out_the_store_hardening_once(
+    repo: Path, store: CheckpointStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Commands with the workspace as their work tree (listing, the index) and without it
+    # (objects, commits, refs) share one reading: the first covers what the second needs.
+    read: list[Path] = []
+    real = shadow_git.repo_driver_overrides
+
+    def counting(cwd: Path, **kwargs: Any) -> list[tuple[str, str]]:
+        read.append(cwd)
+        return real(cwd, **kwargs)
+
+    monkeypatch.setattr(shadow_git, "repo_driver_overrides", counting)
+    store.snapshot(1)
+    assert read == [repo]
+
+
+def test_the_diff_of_unchanged_files_asks_git_nothing(
+    repo: Path, store: CheckpointStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The session's first and last snapshots hold the same files: no diff to run. Once a
+    # file differs, git is asked and the change shows.
+    asked: list[str] = []
+    real = store.shadow.git
+
+    def counting(*args: str, **kwargs: Any) -> str:
+        asked.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(store.shadow, "git", counting)
+    store.snapshot(1)
+    store.end_turn(1)
+    assert store.diff_since_session_start(as_turn_left=True) == ("", [])
+    assert "diff" not in asked
+
+    (repo / "app.py").write_text("def add(a, b):\n    return a + b\n")
+    store.snapshot(2)
+    store.end_turn(2)
+    diff, files = store.diff_since_session_start(as_turn_left=True)
+    assert files == ["app.py"] and "+    return a + b" in diff
+    assert "diff" in asked
