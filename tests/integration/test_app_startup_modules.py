@@ -68,6 +68,7 @@ NEVER_LOADED = (
     "clover_code.tools.grep_backends",
     "clover_code.net.fetch",
     "clover_code.tools.lsp.client",
+    "clover_code.agent.turn.edit_confidence",
     # Dialogs nobody opened, Vim's modes (the prompt edits plainly), the status-line command's
     # runner (none is configured).
     "clover_code.ui.widgets.trust",

@@ -81,6 +81,7 @@ NEVER_LOADED = (
     "clover_code.tools.grep_backends",
     "clover_code.net.fetch",
     "clover_code.tools.lsp.client",
+    "clover_code.agent.turn.edit_confidence",
     # Compaction (a turn that fills the context window).
     "clover_code.agent.turn.compaction",
 )

@@ -21,7 +21,6 @@ streamed, in order, and then the rest.
 from __future__ import annotations
 
 from clover_code import protocol as p
-from clover_code.agent.turn.edit_confidence import rate_edit
 from clover_code.engine import events as ev
 from clover_code.protocol.confidence import (
     NO_CONFIDENCE,
@@ -45,6 +44,8 @@ class EditRater:
     def rate(self, diff: str, written: frozenset[str] = frozenset()) -> EditConfidence | None:
         """The low-confidence tokens of the lines ``diff`` adds, and each one's pieces,
         looked for in the call's ``written`` arguments (all: empty); None: not known."""
+        from clover_code.agent.turn.edit_confidence import rate_edit  # the first edit loads it
+
         return rate_edit(self.text, self.index, diff, written, self.below)
 
 
