@@ -14,7 +14,9 @@ CI (``CI`` set to a true value) where it fails: CI must exercise the real peer.
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -47,6 +49,16 @@ def headless_argv(scripted_server: ScriptedServer) -> tuple[str, ...]:
     """The flags of a headless run against ``scripted_server`` that runs commands on
     this machine (``--sandbox none``) without asking (``--approval full-auto``)."""
     return ("--base-url", scripted_server.base_url, "--sandbox", "none", "--approval", "full-auto")
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A git repository holding ``calc.py``, whose ``add`` subtracts (not committed)."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    return root
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -34,15 +33,6 @@ EDITOR_CAPS = ClientCapabilities(
 )
 EDITOR_INFO = Implementation(name="test-editor", version="1.0")
 FIX = {"path": "calc.py", "old_string": "return a - b", "new_string": "return a + b"}
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    root.mkdir()
-    (root / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
-    return root
 
 
 def sglang(build: Callable[[SGLangStream], Any], *, hold: bool = False) -> ScriptedResponse:

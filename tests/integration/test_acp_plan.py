@@ -3,7 +3,6 @@ refused without asking the editor, and its plan is the answer."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,15 +13,6 @@ from tests.integration.test_acp import EDITOR_CAPS, EDITOR_INFO, FIX, sglang
 from tests.integration.test_acp_harness import EditorClient, spawn_acp
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    root.mkdir()
-    (root / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
-    return root
 
 
 async def test_plan_mode_from_the_editor_refuses_edits(

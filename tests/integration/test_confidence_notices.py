@@ -6,7 +6,6 @@ is off (everywhere, text included), through the real ``clover-code`` and ACP com
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -22,15 +21,6 @@ from tests.integration.test_headless_e2e import run_clover
 pytestmark = pytest.mark.integration
 
 REMASK_OFF = "Re-denoising (remask_below) is off: the server at"
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    root.mkdir()
-    (root / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
-    return root
 
 
 def three_responses(server: ScriptedServer) -> None:

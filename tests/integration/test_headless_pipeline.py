@@ -24,16 +24,6 @@ from tests.integration.test_headless_e2e import run_clover, sglang
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    """A git repository with one committed file."""
-    root = tmp_path / "repo"
-    root.mkdir()
-    (root / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
-    return root
-
-
 def printed_schema(which: str) -> dict[str, Any]:
     """The schema `clover-code schema WHICH` prints (a real subprocess)."""
     proc = subprocess.run(

@@ -8,7 +8,6 @@ one's conversation to the model, and leaves the first transcript byte for byte.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -27,15 +26,6 @@ def _state(repo: Path) -> dict[str, bytes]:
         for path in sorted(repo.rglob("*"))
         if path.is_file() and ".git" not in path.relative_to(repo).parts
     }
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    root.mkdir()
-    (root / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
-    return root
 
 
 def _started(out: str) -> p.SessionStarted:
