@@ -340,6 +340,8 @@ class CloverApp(App[int]):
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.Key | events.Paste) and not event.is_forwarded:
             self.extras.notifier.user_active()  # the user is here: the prompt's wait is over
+        elif isinstance(event, events.AppBlur):
+            self.extras.notifier.focus_lost()
         await super().on_event(event)
 
     def write_terminal(self, sequence: str) -> None:

@@ -5,7 +5,9 @@ approval is asked (``permission_prompt``). ``Notifier`` signals it at once
 when the terminal does not have focus (focus reporting, which Textual turns
 on: ``CSI ?1004h``), else once the wait has lasted ``notify_after`` seconds;
 a wait that ends first (the user types, answers, or the next queued prompt
-starts) never signals. Each signal is also sent to the session as a
+starts) never signals. A wait that began at most ``FOCUS_GRACE`` seconds
+before the terminal lost focus signals then: the user left before it could
+have been seen. Each signal is also sent to the session as a
 ``protocol.Notify``, which runs the Notification hooks; ``notify = "off"``
 silences the terminal, not the hooks.
 
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Literal
@@ -89,11 +92,16 @@ def notification_sequence(channel: Channel, title: str, message: str, *, tmux: b
     return sequence
 
 
+FOCUS_GRACE = 2.0
+"""Seconds: a wait this young when the terminal loses focus was not seen."""
+
+
 @dataclass(slots=True)
 class _Wait:
     message: str
     kind: p.NotificationType
     timer: asyncio.TimerHandle | None = None
+    started: float = 0.0
 
 
 class Notifier:
@@ -153,6 +161,15 @@ class Notifier:
         """The user is typing: the prompt's wait is over."""
         self._end("idle")
 
+    def focus_lost(self) -> None:
+        """The terminal lost focus: the waits that began too recently to have been
+        seen signal now (the others keep their timers)."""
+        now = time.monotonic()
+        for key, wait in list(self._waits.items()):
+            if wait.timer is not None and now - wait.started <= FOCUS_GRACE:
+                wait.timer.cancel()
+                self._signal(key)
+
     def close(self) -> None:
         """Forget every wait (the app is leaving)."""
         for key in list(self._waits):
@@ -165,7 +182,7 @@ class Notifier:
 
     def _start(self, key: str, message: str, kind: p.NotificationType) -> None:
         self._end(key)
-        wait = _Wait(message, kind)
+        wait = _Wait(message, kind, started=time.monotonic())
         self._waits[key] = wait
         if not self._focused() or self.after <= 0:
             self._signal(key)

@@ -100,6 +100,25 @@ async def test_while_the_terminal_is_away_the_turn_end_notifies_at_once() -> Non
         assert app.extras.notifier.waiting == ["idle"]
 
 
+@pytest.mark.parametrize("grace", [60.0, 0.0])
+async def test_leaving_just_after_the_turn_ended_notifies_then(
+    grace: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The turn ends while the terminal has focus; the focus report that follows comes
+    # within the grace (the user left before they could see it) or after it (they saw it).
+    monkeypatch.setattr("clover_code.ui.notify.FOCUS_GRACE", grace)
+    app = app_with([scenes.tool_with_diff()], after=600)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await send(pilot, "fix add")
+        await until(pilot, lambda: app.extras.notifier.waiting == ["idle"], message="a wait")
+        assert notified(app) == []
+        app.post_message(events.AppBlur())
+        await until(pilot, lambda: not app.app_focus, message="the app to know it")
+        await pilot.pause()
+        assert len(notified(app)) == (1 if grace else 0)
+        assert app.extras.notifier.waiting == ["idle"]
+
+
 async def test_typing_ends_the_wait_and_nothing_is_signalled() -> None:
     app = app_with([scenes.tool_with_diff()], after=600)
     async with app.run_test(size=(100, 30)) as pilot:
