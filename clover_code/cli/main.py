@@ -319,7 +319,7 @@ def run(argv: list[str], loaded: Callable[[], None] = lambda: None) -> int:
     started = time.monotonic()
     args = build_parser().parse_args(argv)
     from clover_code.agent.transcript import find_session
-    from clover_code.config.settings import load_settings
+    from clover_code.config.load import load_settings
     from clover_code.fs.workspace_root import find_root
 
     cwd = (args.cd or Path.cwd()).resolve()

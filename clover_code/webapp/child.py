@@ -22,7 +22,8 @@ def main(argv: list[str]) -> int:
     """Run the app with ``argv`` (the main command's flags)."""
     tie_to_parent(signal.SIGTERM)  # first: the server may stop while this starts
     from clover_code.cli.main import _cli_settings, build_parser
-    from clover_code.config.settings import Settings, load_settings
+    from clover_code.config.load import load_settings
+    from clover_code.config.settings import Settings
     from clover_code.fs.workspace_root import find_root
     from clover_code.ui.run import run_app
 
