@@ -9,7 +9,7 @@ line from ``clover_code/outcome/result.py`` follows the events).
 
 This package imports nothing else of clover-code. ``ops`` holds the operations,
 ``events`` the union of the events, whose kinds are there and in
-``output_events``, ``tool_events`` and ``session_events`` (all built on
+``output_events``, ``tool_events`` and ``op_results`` (all built on
 ``base``), and ``tool_display`` the typed details of tool results; their names
 are re-exported here, so front ends use ``protocol.UserInput`` or
 ``protocol.FileEdit`` without knowing the module.
@@ -31,6 +31,13 @@ from clover_code.protocol.events import SubagentEvent as SubagentEvent
 from clover_code.protocol.events import TurnFinished as TurnFinished
 from clover_code.protocol.events import TurnStarted as TurnStarted
 from clover_code.protocol.events import TurnStatus as TurnStatus
+from clover_code.protocol.op_results import ApprovalModeChanged as ApprovalModeChanged
+from clover_code.protocol.op_results import AutoCommitted as AutoCommitted
+from clover_code.protocol.op_results import Compacted as Compacted
+from clover_code.protocol.op_results import DiffReport as DiffReport
+from clover_code.protocol.op_results import ModelChanged as ModelChanged
+from clover_code.protocol.op_results import ModelOption as ModelOption
+from clover_code.protocol.op_results import UndoDone as UndoDone
 from clover_code.protocol.ops import APPROVAL_MODES as APPROVAL_MODES
 from clover_code.protocol.ops import OP_ADAPTER as OP_ADAPTER
 from clover_code.protocol.ops import AllowCheckpoints as AllowCheckpoints
@@ -59,13 +66,6 @@ from clover_code.protocol.output_events import BlockDraft as BlockDraft
 from clover_code.protocol.output_events import ContentDelta as ContentDelta
 from clover_code.protocol.output_events import ReasoningDelta as ReasoningDelta
 from clover_code.protocol.output_events import UsageReport as UsageReport
-from clover_code.protocol.session_events import ApprovalModeChanged as ApprovalModeChanged
-from clover_code.protocol.session_events import AutoCommitted as AutoCommitted
-from clover_code.protocol.session_events import Compacted as Compacted
-from clover_code.protocol.session_events import DiffReport as DiffReport
-from clover_code.protocol.session_events import ModelChanged as ModelChanged
-from clover_code.protocol.session_events import ModelOption as ModelOption
-from clover_code.protocol.session_events import UndoDone as UndoDone
 from clover_code.protocol.tool_display import DISPLAY_ADAPTER as DISPLAY_ADAPTER
 from clover_code.protocol.tool_display import TASK_TOOL as TASK_TOOL
 from clover_code.protocol.tool_display import BackgroundTask as BackgroundTask

@@ -9,8 +9,8 @@ unknown.
 from __future__ import annotations
 
 from clover_code.protocol.events import Event, SubagentEvent
+from clover_code.protocol.op_results import Compacted
 from clover_code.protocol.output_events import UsageReport
-from clover_code.protocol.session_events import Compacted
 
 __all__ = ["CostTally", "money"]
 

@@ -3,7 +3,7 @@
 Here are the kinds of a session's life (its start and end, each turn's, notices,
 errors, hooks and a child agent's events); the others have modules of their own:
 ``output_events`` (a model response streaming), ``tool_events`` (tool calls) and
-``session_events`` (the answers to ops on the session). Re-exported by
+``op_results`` (what an op did to the session). Re-exported by
 ``clover_code.protocol``. This module imports nothing else of clover-code but the
 protocol's own modules.
 """
@@ -17,6 +17,14 @@ from typing import Annotated, Literal
 from pydantic import ConfigDict, Field, TypeAdapter
 
 from clover_code.protocol.base import _Event
+from clover_code.protocol.op_results import (
+    ApprovalModeChanged,
+    AutoCommitted,
+    Compacted,
+    DiffReport,
+    ModelChanged,
+    UndoDone,
+)
 from clover_code.protocol.output_events import (
     AnswerConfidence,
     AnswerConfidenceDelta,
@@ -25,14 +33,6 @@ from clover_code.protocol.output_events import (
     ContentDelta,
     ReasoningDelta,
     UsageReport,
-)
-from clover_code.protocol.session_events import (
-    ApprovalModeChanged,
-    AutoCommitted,
-    Compacted,
-    DiffReport,
-    ModelChanged,
-    UndoDone,
 )
 from clover_code.protocol.tool_events import (
     ApprovalRequested,

@@ -1,9 +1,11 @@
-"""The events that answer an op on the session: undo, diff, compaction, mode and model.
+"""The events that report what an op did to the session: undo, diff, compaction,
+approval mode, model and commit.
 
-Each reports what the op changed (``UndoDone`` for ``Undo``, ``ModelChanged``
-for ``SetModel``, ...); ``ModelOption`` is one entry of the model menu a front
-end shows before a ``SetModel``. Members of ``Event`` (``events.py``),
-re-exported by ``clover_code.protocol``.
+Each answers its op (``UndoDone`` for ``Undo``, ``ModelChanged`` for
+``SetModel``, ...); a few also come on their own (``Compacted`` when the context
+fills, ``ModelChanged`` on resuming a session that had switched). ``ModelOption``
+is one entry of the model menu a front end shows before a ``SetModel``. Members
+of ``Event`` (``events.py``), re-exported by ``clover_code.protocol``.
 """
 
 # Annotations are objects here, not text (no ``from __future__ import annotations``):
