@@ -36,7 +36,8 @@ from acp import (
 )
 from acp.schema import AllowedOutcome, PermissionOption, ToolCallUpdate
 
-from clover_code.acp.updates import ToolContent, Update, acp_kind, fenced, tool_title
+from clover_code.acp.tool_cards import ToolContent, acp_kind, fenced, tool_title
+from clover_code.acp.updates import Update
 from clover_code.acp.waits import Waits
 from clover_code.agent.open import ApprovalRequest, Decision
 from clover_code.errors import ToolError

@@ -9,7 +9,8 @@ ACP updates to send, in order:
 - ``tool_call`` when a call starts (``pending`` when it waits for approval,
   else ``in_progress``), ``tool_call_update`` for live command output
   (throttled) and when it ends (``completed`` / ``failed``), with edits as
-  diff content and commands run in the editor's terminal as terminal content;
+  diff content and commands run in the editor's terminal as terminal content
+  (how a call's card looks is ``tool_cards.py``);
 - ``plan`` from the todo list, ``usage_update`` after each model response;
 - errors and warnings of a turn as message text, so the user sees them.
 """
@@ -39,35 +40,31 @@ from acp.schema import (
     AgentPlanUpdate,
     AgentThoughtChunk,
     AvailableCommandsUpdate,
-    ContentToolCallContent,
     Cost,
     CurrentModeUpdate,
-    FileEditToolCallContent,
     PlanEntryStatus,
     StopReason,
-    TerminalToolCallContent,
     ToolCallLocation,
     ToolCallProgress,
     ToolCallStart,
     ToolCallStatus,
-    ToolKind,
     UsageUpdate,
     UserMessageChunk,
 )
 
 from clover_code import protocol as p
+from clover_code.acp.tool_cards import (
+    ToolContent,
+    acp_kind,
+    capped,
+    diagnostics,
+    fenced,
+    tail,
+    tool_title,
+)
 from clover_code.protocol.cost import CostTally
 
-__all__ = [
-    "TOKEN_LIMIT_NOTICE",
-    "EventMapper",
-    "ToolContent",
-    "Update",
-    "acp_kind",
-    "fenced",
-    "stop_reason",
-    "tool_title",
-]
+__all__ = ["TOKEN_LIMIT_NOTICE", "EventMapper", "Update", "stop_reason"]
 
 Update = (
     AgentMessageChunk
@@ -82,44 +79,17 @@ Update = (
 )
 """The session updates this front end sends."""
 
-ToolContent = ContentToolCallContent | FileEditToolCallContent | TerminalToolCallContent
-
 TOKEN_LIMIT_NOTICE = "the response hit the token limit."
 """The loop's notice when a response stopped at ``max_tokens`` (see ``agent/turn/respond.py``)."""
 
 OUTPUT_INTERVAL = 0.25
 """Seconds between live command-output updates of one call."""
-RESULT_CHARS = 8000
-"""Most characters of a tool result shown in the editor (the model sees all)."""
 
-_KINDS: dict[str, ToolKind] = {
-    "read": "read",
-    "search": "search",
-    "edit": "edit",
-    "execute": "execute",
-    "fetch": "fetch",
-}
 _PLAN_STATUS: dict[str, PlanEntryStatus] = {
     "pending": "pending",
     "in_progress": "in_progress",
     "done": "completed",
 }
-
-
-def acp_kind(kind: str) -> ToolKind:
-    """The ACP tool kind for one of ours (``other`` for anything unknown)."""
-    return _KINDS.get(kind, "other")
-
-
-def tool_title(name: str, summary: str, arguments: dict[str, Any]) -> str:
-    """A short human title for a tool call card."""
-    path = arguments.get("path")
-    verbs = {"read_file": "Read", "write_file": "Write", "edit_file": "Edit"}
-    if name in verbs and isinstance(path, str):
-        return f"{verbs[name]} {path}"
-    if name == "shell" and summary:
-        return summary
-    return f"{name} {summary}".strip()
 
 
 def stop_reason(status: p.TurnStatus, hit_token_limit: bool) -> StopReason | None:
@@ -131,29 +101,6 @@ def stop_reason(status: p.TurnStatus, hit_token_limit: bool) -> StopReason | Non
     if status in ("max_turns", "timeout", "max_cost"):
         return "max_turn_requests"
     return None
-
-
-def fenced(text: str, language: str = "") -> str:
-    """``text`` as a Markdown code block whose fence cannot clash with its content."""
-    longest = run = 0
-    for char in text:
-        run = run + 1 if char == "`" else 0
-        longest = max(longest, run)
-    fence = "`" * max(3, longest + 1)
-    body = text if text.endswith("\n") else text + "\n"
-    return f"{fence}{language}\n{body}{fence}"
-
-
-def _capped(text: str) -> str:
-    if len(text) <= RESULT_CHARS:
-        return text
-    return f"{text[:RESULT_CHARS]}\n[… {len(text) - RESULT_CHARS} more characters]"
-
-
-def _tail(text: str) -> str:
-    if len(text) <= RESULT_CHARS:
-        return text
-    return f"[… {len(text) - RESULT_CHARS} characters before]\n{text[-RESULT_CHARS:]}"
 
 
 class EventMapper:
@@ -344,7 +291,7 @@ class EventMapper:
         if now - self._output_sent.get(event.call_id, float("-inf")) < OUTPUT_INTERVAL:
             return []
         self._output_sent[event.call_id] = now
-        text = fenced(_tail("".join(chunks)))
+        text = fenced(tail("".join(chunks)))
         content: list[ToolContent] = [tool_content(text_block(text))]
         return [update_tool_call(self.acp_id(event.call_id), content=content)]
 
@@ -371,7 +318,7 @@ class EventMapper:
         """A background child ended: its task call finishes now, with its answer."""
         self._kinds.pop(event.call_id, None)
         status: ToolCallStatus = "completed" if event.status == "ok" else "failed"
-        content = [tool_content(text_block(_capped(event.result)))]
+        content = [tool_content(text_block(capped(event.result)))]
         acp_id = self._acp_ids.pop(event.call_id, event.call_id)
         return update_tool_call(acp_id, status=status, content=content)
 
@@ -384,13 +331,13 @@ class EventMapper:
             path = Path(os.path.normpath(self.root / done.path))
             edit = self._take_edit(path)
             # The language server's findings follow the diff, as the model read them.
-            found = [tool_content(text_block(_diagnostics(done.diagnostics)))]
+            found = [tool_content(text_block(diagnostics(done.diagnostics)))]
             found = found if done.diagnostics else []
             if edit is not None:
                 old, new = edit
                 return [tool_diff_content(str(path), new, old), *found]
             return [tool_content(text_block(fenced(done.diff, "diff"))), *found]
-        text = _capped(event.result)
+        text = capped(event.result)
         if event.status == "ok" and kind in ("read", "search", "execute"):
             text = fenced(text)
         return [tool_content(text_block(text))]
@@ -403,10 +350,3 @@ class EventMapper:
             return [update_agent_message_text(f"\n\n**Warning:** {event.text}\n")]
         self._log(f"{event.level}: {event.text}")
         return []
-
-
-def _diagnostics(items: list[p.Diagnostic]) -> str:
-    """An edit's diagnostics, one per line, as the model read them."""
-    return "Diagnostics after this change:\n" + "\n".join(
-        f"{d.path}:{d.line}:{d.column}: {d.severity}: {d.message}" for d in items
-    )

@@ -111,7 +111,7 @@ def run(argv: list[str], loaded: Callable[[], None] = lambda: None) -> int:
                 'with --task "..." (see --help).'
             )
     except CloverError as exc:
-        from clover_code.headless.run import report_error
+        from clover_code.headless.ending import report_error
 
         code = report_error(exc, args.output_format, sys.stdout, sys.stderr, started=started)
         if session_tree is not None:
@@ -127,7 +127,7 @@ def run(argv: list[str], loaded: Callable[[], None] = lambda: None) -> int:
             try:
                 return run_app(settings, cwd, resume=resume, reload=reload, loaded=loaded)
             except CloverError as exc:  # the app's own settings (theme, [keys]), before it starts
-                from clover_code.headless.run import report_error
+                from clover_code.headless.ending import report_error
 
                 return report_error(
                     exc, args.output_format, sys.stdout, sys.stderr, started=started

@@ -133,8 +133,9 @@ def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     from clover_code.config.load import load_settings
     from clover_code.fs.workspace_root import find_root
+    from clover_code.headless.ending import report_error
+    from clover_code.headless.render import OutputFormat
     from clover_code.headless.review import load_known, run_review_task
-    from clover_code.headless.run import OutputFormat, report_error
 
     cwd = (args.cd or Path.cwd()).resolve()
     fallback: OutputFormat = "json" if args.output_format == "json" else "text"

@@ -1,6 +1,6 @@
 """How headless output looks while a run goes: text, or every event as a JSON line.
 
-(``json`` prints only the final ``TaskResult``, written by ``clover_code.headless.run``.)
+(``json`` prints only the final ``TaskResult``, written by ``clover_code.headless.ending``.)
 """
 
 from __future__ import annotations

@@ -22,9 +22,10 @@ from clover_code import __version__
 from clover_code.config.settings import Settings
 from clover_code.errors import CloverError, ExitCode, UsageError
 from clover_code.fs.workspace_root import find_root
+from clover_code.headless.ending import report_error
 from clover_code.headless.record import RunRecord
 from clover_code.headless.render import TextRenderer
-from clover_code.headless.run import report_error, run_task
+from clover_code.headless.run import run_task
 from clover_code.outcome.output_schema import MAX_RETRIES
 from clover_code.outcome.result import TaskResult, parse_stream_line
 from clover_code.redact import redacting

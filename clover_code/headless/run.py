@@ -5,8 +5,8 @@ Contracts (documented in the README's headless section and docs/json-output.md):
 - the exit code says how the run ended (0, 1, 2, 3, 4, 130, 143);
 - SIGTERM is handled as Ctrl+C is (the transcript saved, the one result
   printed, status ``interrupted``) but exits 143;
-- ``json`` prints one ``TaskResult`` (``clover_code/outcome/result.py``), the same
-  shape for success, failure, a limit and an interruption;
+- ``json`` prints one ``TaskResult`` (``clover_code/outcome/result.py``, written by
+  ``ending``), the same shape for success, failure, a limit and an interruption;
 - ``stream-json`` prints each protocol event once, text only in the deltas,
   and the same ``TaskResult`` as its last line;
 - ``--timeout`` bounds the whole run, connecting to the server included.
@@ -15,7 +15,6 @@ Contracts (documented in the README's headless section and docs/json-output.md):
 from __future__ import annotations
 
 import asyncio
-import signal
 import sys
 import time
 import traceback
@@ -26,11 +25,20 @@ from clover_code import __version__
 from clover_code import protocol as p
 from clover_code.agent.open import RefuseApprover, RunPatch, Session, SessionOptions, open_session
 from clover_code.config.settings import Settings
-from clover_code.errors import CloverError, ExitCode, LimitReached, SandboxUnavailable
+from clover_code.errors import CloverError, ExitCode, LimitReached
 from clover_code.headless.embedding import Embedding
+from clover_code.headless.ending import (
+    STATUS_EXIT,
+    finish_interrupted_early,
+    report_error,
+    seconds_since,
+    turn_reason,
+    write_result,
+)
 from clover_code.headless.record import RunRecord
 from clover_code.headless.render import OutputFormat, StreamJsonRenderer, TextRenderer, renderer
-from clover_code.outcome.result import STATUS_FOR_TURN, ExitReason, ResultStatus, TaskResult
+from clover_code.headless.termination import Termination
+from clover_code.outcome.result import STATUS_FOR_TURN, ExitReason
 from clover_code.redact import redacting
 from clover_code.telemetry.spans import TelemetrySink, telemetry_from_environment
 
@@ -42,116 +50,8 @@ __all__ = [
     "OutputFormat",
     "StreamJsonRenderer",
     "TextRenderer",
-    "report_error",
     "run_task",
 ]
-
-_STATUS_EXIT: dict[ResultStatus, ExitCode] = {
-    "success": ExitCode.OK,
-    "error": ExitCode.AGENT_ERROR,
-    "limit": ExitCode.LIMIT_REACHED,
-    "interrupted": ExitCode.INTERRUPTED,
-}
-
-
-class _Termination:
-    """SIGTERM while the task runs (when ``enabled``: the process's own run): cancel
-    it as Ctrl+C does, and remember why."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-        self.received = False
-        self._task = asyncio.current_task()
-
-    def _on_signal(self) -> None:
-        if not self.received and self._task is not None:
-            self.received = True
-            self._task.cancel()
-
-    def __enter__(self) -> _Termination:
-        if self.enabled:
-            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, self._on_signal)
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        if self.enabled:
-            asyncio.get_running_loop().remove_signal_handler(signal.SIGTERM)
-
-    def exit_code(self) -> ExitCode:
-        """The exit code of an interrupted run."""
-        return ExitCode.TERMINATED if self.received else ExitCode.INTERRUPTED
-
-
-def report_error(
-    error: CloverError,
-    output_format: OutputFormat,
-    out: TextIO,
-    err: TextIO,
-    *,
-    started: float | None = None,
-    record: RunRecord | None = None,
-) -> int:
-    """Tell the user about an error that stopped the run, in the chosen format."""
-    out, err = redacting(out), redacting(err)
-    err.write(f"clover-code: {error}\n")
-    err.flush()
-    if output_format == "stream-json":
-        out.write(p.ErrorEvent(message=str(error), fatal=True).model_dump_json() + "\n")
-    code = int(error.exit_code)
-    status: ResultStatus = "limit" if code == ExitCode.LIMIT_REACHED else "error"
-    # Exit 3 is shared by "no engine" and "no sandbox"; the reason tells them apart.
-    reason: ExitReason | None = "no_sandbox" if isinstance(error, SandboxUnavailable) else None
-    return _write_result(
-        output_format,
-        out,
-        (record or RunRecord()).result(
-            status=status,
-            exit_code=code,
-            error=str(error),
-            version=__version__,
-            duration_s=_since(started),
-            reason=reason,
-        ),
-    )
-
-
-def _write_result(output_format: OutputFormat, out: TextIO, result: TaskResult) -> int:
-    """Print ``result`` (json and stream-json) and return the exit code it states."""
-    written = _writable(result)
-    if output_format != "text":
-        out.write(written.model_dump_json() + "\n")
-    out.flush()
-    return written.exit_code
-
-
-def _writable(result: TaskResult) -> TaskResult:
-    """``result``, or if a field of it cannot be written as JSON, an error result saying so."""
-    try:
-        result.model_dump_json()
-    except (ValueError, TypeError) as exc:  # pydantic's serialisation error is a ValueError
-        return TaskResult(
-            status="error",
-            exit_code=int(ExitCode.AGENT_ERROR),
-            exit_reason="agent_error",
-            result="",
-            error=(
-                f"the run's result could not be written as JSON ({type(exc).__name__}); "
-                "the session's transcript has what happened."
-            ),
-            warnings=[],
-            session_id=result.session_id,
-            transcript=result.transcript,
-            version=result.version,
-            duration_s=result.duration_s,
-            turns=result.turns,
-            tool_calls=result.tool_calls,
-            usage=result.usage,
-        )
-    return result
-
-
-def _since(started: float | None) -> float:
-    return round(time.monotonic() - started, 3) if started is not None else 0.0
 
 
 async def run_task(
@@ -190,7 +90,7 @@ async def run_task(
 
     telemetry = telemetry_from_environment(warn, forced=settings.managed.forced_telemetry)
     try:
-        with _Termination(own_process) as termination:
+        with Termination(own_process) as termination:
             return await _run_task(
                 settings,
                 task,
@@ -234,7 +134,7 @@ async def _run_task(
     record: RunRecord,
     render: p.Emit | None,
     telemetry: TelemetrySink | None,
-    termination: _Termination,
+    termination: Termination,
     embedding: Embedding,
     images: tuple[p.ImageAttachment, ...],
     *,
@@ -291,7 +191,7 @@ async def _run_task(
     except asyncio.CancelledError:
         _withdraw_cancel()
         code = termination.exit_code()
-        return _finish_interrupted_early(output_format, out, err, started, record, code)
+        return finish_interrupted_early(output_format, out, err, started, record, code)
     prompt = task if output_schema is None else task + output_schema.instructions()
     structured: object = None
     schema_problem: str | None = None
@@ -311,7 +211,7 @@ async def _run_task(
     finally:
         await asyncio.shield(session.close())
     status = STATUS_FOR_TURN[finished.status]
-    code = _STATUS_EXIT[status]
+    code = STATUS_EXIT[status]
     reason: ExitReason | None = None
     if schema_problem is not None:
         status, code, reason = "error", ExitCode.AGENT_ERROR, "output_schema"
@@ -349,7 +249,7 @@ async def _run_task(
         err.write(f"clover-code: {error}\n")
     elif status != "success":
         error = record.last_error() or f"the task ended with status {finished.status}."
-    return _write_result(
+    return write_result(
         output_format,
         out,
         record.result(
@@ -357,23 +257,14 @@ async def _run_task(
             exit_code=int(code),
             error=error,
             version=__version__,
-            duration_s=_since(started),
+            duration_s=seconds_since(started),
             final_text=finished.final_text if status == "success" else None,
-            reason=reason or _turn_reason(finished.status, int(code)),
+            reason=reason or turn_reason(finished.status, int(code)),
             patch=changes.patch,
             files_changed=changes.files,
             structured_output=structured,
         ),
     )
-
-
-def _turn_reason(status: p.TurnStatus, code: int) -> ExitReason | None:
-    """The precise reason a turn's status gives (None: let the exit code say)."""
-    if status in ("max_turns", "timeout", "max_cost"):
-        return status
-    if code in (ExitCode.INTERRUPTED, ExitCode.TERMINATED):
-        return "interrupted"
-    return None
 
 
 def _stop_telemetry(telemetry: TelemetrySink, err: TextIO) -> None:
@@ -389,26 +280,6 @@ def _withdraw_cancel() -> None:
     task = asyncio.current_task()
     if task is not None:
         task.uncancel()
-
-
-def _finish_interrupted_early(
-    output_format: OutputFormat,
-    out: TextIO,
-    err: TextIO,
-    started: float,
-    record: RunRecord,
-    code: ExitCode,
-) -> int:
-    error = "interrupted before the session was ready; nothing was done."
-    err.write(f"clover-code: {error}\n")
-    result = record.result(
-        status="interrupted",
-        exit_code=int(code),
-        error=error,
-        version=__version__,
-        duration_s=_since(started),
-    )
-    return _write_result(output_format, out, result)
 
 
 async def _auto_commit(session: Session, task: str) -> None:

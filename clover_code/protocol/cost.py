@@ -8,7 +8,9 @@ unknown.
 
 from __future__ import annotations
 
-from clover_code.protocol.events import Compacted, Event, SubagentEvent, UsageReport
+from clover_code.protocol.events import Event, SubagentEvent
+from clover_code.protocol.op_results import Compacted
+from clover_code.protocol.output_events import UsageReport
 
 __all__ = ["CostTally", "money"]
 

@@ -3,7 +3,7 @@
 - ``PermissionRequest`` runs where an approval would be asked (the app's dialog, the
   editor's, an SDK program's callback, headless's refusal), with ``tool_name`` and
   ``tool_input``. A deny refuses the call with its message; an allow spares asking,
-  within the limits the dispatcher keeps (``agent.turn.dispatch``); no decision asks
+  within the limits the dispatcher keeps (``agent.turn.call_checks``); no decision asks
   as usual.
 - ``SubagentStart`` runs before a child agent's first request, with ``agent_id`` (the
   task call that started it), ``agent_type`` (its definition) and ``prompt``; the

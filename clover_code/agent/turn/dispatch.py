@@ -1,5 +1,8 @@
 """Running the model's tool calls: validation, approval, execution, results.
 
+What decides whether a well-formed call may run (hooks, the approval mode's rules,
+the user) is ``call_checks``; the call itself and its result are ``tool_call``.
+
 A malformed call (unknown tool, arguments that do not parse, hostile values
 that ``Tool.screen`` refuses, arguments that do not match the schema) never
 reaches the permission check or the tool: it becomes an error result that
@@ -18,25 +21,25 @@ import json
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from clover_code import protocol as p
 from clover_code.agent.extensions.hooks import HookRunner
-from clover_code.agent.permissions.approval import ApprovalRequest, Approver
-from clover_code.agent.permissions.edit_preview import EditAllowance, preview_edit
+from clover_code.agent.permissions.approval import Approver
+from clover_code.agent.permissions.edit_preview import EditAllowance
 from clover_code.agent.permissions.policy import PermissionPolicy
+from clover_code.agent.turn.call_checks import CallChecks
 from clover_code.agent.turn.call_text import printable_result, problem
-from clover_code.agent.turn.confidence import EditRater
 from clover_code.agent.turn.early import EarlyCalls, Slot
 from clover_code.agent.turn.options import TurnOptions
 from clover_code.agent.turn.plan import PLAN_MODE, plan_tools
 from clover_code.agent.turn.plan import refusal as plan_refusal
+from clover_code.agent.turn.tool_call import ToolCall, rated
 from clover_code.config.settings import ApprovalMode
-from clover_code.errors import CloverError, WorkspaceError
-from clover_code.protocol.confidence import EditConfidence
+from clover_code.errors import CloverError
 from clover_code.protocol.json_text import printable
 from clover_code.tools.arguments import CONTENT_LIMIT, screen_arguments
 from clover_code.tools.base import Tool, ToolContext, ToolResult
@@ -45,24 +48,7 @@ from clover_code.tools.spill import OutputSpill
 log = logging.getLogger(__name__)
 
 
-@dataclass(slots=True)
-class ToolCall:
-    """A tool call as the model made it, and what came of it."""
-
-    id: str
-    name: str
-    arguments: dict[str, Any]
-    parse_error: str | None = None
-    result: str | None = None
-    malformed: bool = False
-    problem: str | None = None
-    """What ``ToolDispatcher.screen`` found wrong with the arguments."""
-    screened: bool = False
-    confidence: EditRater | None = None
-    """Rates an edit's diff by the fill confidences of the tokens that wrote it."""
-
-
-class ToolDispatcher:
+class ToolDispatcher(CallChecks):
     """Runs tool calls for an agent and reports them as protocol events."""
 
     def __init__(
@@ -257,37 +243,6 @@ class ToolDispatcher:
                 shown += note
         self._finish(call, status, shown, result.display, started, emit)
 
-    def verdict(self, tool: Tool[Any], args: BaseModel) -> str:
-        """What the approval mode and rules say of a call with ``args`` before anyone
-        is asked: allow, ask or deny."""
-        ruling = self.policy.decide(
-            self.approval_mode, tool.name, tool.kind, args.model_dump(), on_host=tool.runs_on_host
-        )
-        return ruling.verdict
-
-    async def _pre_tool_hooks(
-        self, call: ToolCall, tool: Tool[Any], args: BaseModel
-    ) -> tuple[BaseModel, str | None, bool]:
-        """Run the PreToolUse hooks: the arguments to use, a refusal, and whether
-        a hook approved the call (which only spares asking the user)."""
-        assert self.hooks is not None
-        data = {"tool_name": tool.name, "tool_input": call.arguments}
-        outcome = await self.hooks.run("PreToolUse", data, tool=tool.name)
-        if outcome.blocked:
-            return args, f"refused by a PreToolUse hook: {outcome.reason}", False
-        if outcome.tool_input is not None:
-            # Screened and validated like the model's own arguments.
-            screened = tool.screen(outcome.tool_input)
-            try:
-                if screened.problem:
-                    raise ValueError(screened.problem)
-                args = tool.Args.model_validate(screened.arguments)
-            except (ValidationError, ValueError) as exc:
-                why = f"{exc.error_count()} errors" if isinstance(exc, ValidationError) else exc
-                return args, f"refused: a PreToolUse hook gave invalid arguments ({why}).", False
-            call.arguments = screened.arguments
-        return args, None, outcome.approved
-
     def _unexpected(
         self,
         call: ToolCall,
@@ -307,80 +262,6 @@ class ToolDispatcher:
         call.result = f"error: {message}"
         emit(p.ErrorEvent(message=message))
         self._finish(call, "error", call.result, None, started, emit)
-
-    async def _approve(
-        self, call: ToolCall, tool: Tool[Any], args: BaseModel, summary: str, approved: bool = False
-    ) -> str | None:
-        """None when the call may run, else the refusal the model sees.
-
-        ``approved`` (a PreToolUse hook's "approve") and a PermissionRequest hook's
-        allow spare asking the user, never more: deny rules, the mode's refusals,
-        protected paths and the administrator's limit still stand."""
-        arguments = args.model_dump()
-        command = arguments.get("command")
-        shell = tool.name == "shell" and isinstance(command, str)
-        command = command if isinstance(command, str) else ""
-        ruling = self.policy.decide(
-            self.approval_mode, tool.name, tool.kind, arguments, on_host=tool.runs_on_host
-        )
-        if ruling.verdict == "allow":
-            return None
-        if ruling.verdict == "deny":
-            return f"refused: {ruling.reason}"
-        path = arguments.get("path") if tool.kind == "edit" else None
-        if isinstance(path, str):
-            try:  # a write the tool will refuse anyway is refused before anyone is asked
-                self.context.workspace.resolve(path, write=True)
-            except WorkspaceError as exc:
-                return f"refused: {exc}."
-        if approved and self._hook_may_allow(tool, arguments):
-            return None
-        if self.edits.covers(path):
-            return None
-        from clover_code.agent.extensions.hook_calls import permission_request
-
-        hooked = await permission_request(self.hooks, tool.name, call.arguments)
-        if hooked.behavior == "deny":
-            return f"denied by a PermissionRequest hook: {hooked.message or 'no reason given.'}"
-        if hooked.behavior == "allow" and self._hook_may_allow(tool, arguments):
-            return None
-        prefix = self.policy.session_prefix(command) if shell else None
-        # Only approvers that show it get the dry run (an editor's would cost a file read).
-        preview = await preview_edit(tool, args, self.context) if self.approver.shows_diff else None
-        answer = await self.approver.request(
-            ApprovalRequest(
-                call.id,
-                tool.name,
-                tool.kind,
-                summary,
-                call.arguments,
-                prefix,
-                protected=ruling.protected,
-                diff=preview.diff if preview else None,
-                preview=preview,
-                low_confidence=_rated(call, tool, preview.diff if preview else None),
-                mode_allows=self.approval_mode == "full-auto" and not ruling.protected,
-            )
-        )
-        if answer.allowed:
-            if answer.remember_prefix and shell:
-                self.policy.allow_for_session(answer.remember_prefix)
-            self.edits.remember(answer.remember_edits, path)
-            return None
-        reason = answer.feedback or "the user did not allow this call."
-        return f"denied: {reason} ({ruling.reason})"
-
-    def _hook_may_allow(self, tool: Tool[Any], arguments: dict[str, Any]) -> bool:
-        """Whether a hook's allow may spare asking: where the ceiling mode would run the
-        call without asking (else a notice says why not)."""
-        ruling = self.policy.decide(
-            self.ceiling, tool.name, tool.kind, arguments, on_host=tool.runs_on_host
-        )
-        if ruling.verdict != "allow":
-            self.emit(
-                p.Notice(text=f"a hook's allow of {tool.name} was not taken: {ruling.reason}")
-            )
-        return ruling.verdict == "allow"
 
     async def _execute(
         self,
@@ -435,7 +316,7 @@ class ToolDispatcher:
                 result=text,
                 display=display,
                 duration=time.monotonic() - started,
-                low_confidence=_rated(call, self.tools.get(call.name), display),
+                low_confidence=rated(call, self.tools.get(call.name), display),
             )
         )
 
@@ -444,17 +325,3 @@ class ToolDispatcher:
         return f"The arguments of '{tool.name}' must match this JSON schema: " + json.dumps(
             tool.spec().parameters
         )
-
-
-def _rated(
-    call: ToolCall, tool: Tool[Any] | None, diff: str | p.ToolDisplay | None
-) -> EditConfidence | None:
-    """The low-confidence tokens of the edit ``call`` made as ``diff`` (or as the diff of
-    its ``FileEdit`` or ``PatchApplied`` display), looked for in the arguments ``tool``
-    writes; None when not known."""
-    if isinstance(diff, p.FileEdit | p.PatchApplied):
-        diff = diff.diff
-    if call.confidence is None or not isinstance(diff, str) or not diff:
-        return None
-    written = tool.written_arguments if tool is not None else frozenset()
-    return call.confidence.rate(diff, written)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import logging
 
-from clover_code.agent.turn.dispatch import ToolCall, ToolDispatcher
+from clover_code.agent.turn.dispatch import ToolDispatcher
 from clover_code.agent.turn.options import TurnOptions
+from clover_code.agent.turn.tool_call import ToolCall
 
 __all__ = ["EARLY_KINDS", "may_start_early"]
 

@@ -15,8 +15,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from clover_code.agent.turn.dispatch import ToolCall
 from clover_code.agent.turn.instructions import INSTRUCTION_FILES, MAX_INSTRUCTION_CHARS
+from clover_code.agent.turn.tool_call import ToolCall
 from clover_code.engine.base import Message
 from clover_code.engine.messages import content_text
 

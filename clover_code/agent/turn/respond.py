@@ -20,7 +20,7 @@ from clover_code import protocol as p
 from clover_code.agent.turn.confidence import NoConfidenceNotice, ResponseConfidence
 from clover_code.agent.turn.context import TokenCounter
 from clover_code.agent.turn.cost import Spend
-from clover_code.agent.turn.dispatch import ToolCall
+from clover_code.agent.turn.tool_call import ToolCall
 from clover_code.config.settings import Settings
 from clover_code.engine import events as ev
 from clover_code.engine.base import AssistantMessage, Backend, ChatRequest, Message

@@ -1,19 +1,18 @@
 """The local Hugging Face backend: block diffusion on a transformers checkpoint.
 
 Loads ``AutoModelForCausalLM.from_pretrained(path, trust_remote_code=True)``
-with the checkpoint's tokenizer and chat template, and decodes with the
-block-diffusion loop (``engine/local/diffusion``), streaming a ``BlockDraft`` per
-denoising step and a ``BlockCommitted`` per block. Responses that run at the
-same time (parallel subagents, several sessions, concurrent ``serve``
-requests) are decoded together, up to ``max_batch`` per forward
-(``batching.py``). torch and transformers are imported only when this
-backend is built (the ``local`` extra).
+with the checkpoint's tokenizer and chat template (``hf_checkpoint.py``), and
+decodes with the block-diffusion loop (``engine/local/diffusion``), streaming a
+``BlockDraft`` per denoising step and a ``BlockCommitted`` per block. Responses
+that run at the same time (parallel subagents, several sessions, concurrent
+``serve`` requests) are decoded together, up to ``max_batch`` per forward
+(``batching.py``). torch and transformers are imported only when this backend
+is built (the ``local`` extra).
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -21,18 +20,22 @@ from typing import Any
 
 from clover_code.engine.base import ChatRequest, EngineWarning
 from clover_code.engine.events import EngineEvent, Failed, Finished
+from clover_code.engine.local.hf_checkpoint import (
+    checkpoint_controls,
+    expert_routing,
+    find_mask_id,
+    is_oom,
+    load_checkpoint,
+    logits_shift,
+    pick_decoder,
+)
 from clover_code.engine.local.hf_output import BatchedResponse, ResponseOutput
-from clover_code.errors import EngineError, EngineUnavailable, missing_extra
+from clover_code.errors import EngineError, EngineUnavailable
 
-__all__ = ["HFBackend", "HFOptions", "find_mask_id", "logits_shift"]
+__all__ = ["HFBackend", "HFOptions"]
 
 CLOSE_WAIT_S = 10.0
 """How long closing waits for the decoding thread to finish its step."""
-
-SHIFT_KEY = "logits_shift"
-"""The config.json key a checkpoint states its alignment with: "none" (position i
-predicts token i) or "one" (position i predicts token i + 1); true/false and 1/0
-are read the same way."""
 
 
 @dataclass(slots=True)
@@ -75,26 +78,6 @@ class HFOptions:
     """Re-denoising rounds a block may take, at most."""
 
 
-def find_mask_id(config: Any, tokenizer: Any) -> int | None:
-    """The mask token id from the config (any common key) or the tokenizer."""
-    for key in ("mask_token_id", "mask_id", "dllm_mask_id"):
-        value = getattr(config, key, None)
-        if isinstance(value, int):
-            return value
-    value = getattr(tokenizer, "mask_token_id", None)
-    return value if isinstance(value, int) else None
-
-
-def logits_shift(config: Any, setting: str) -> bool:
-    """Whether logits are shifted by one: the setting, else the checkpoint's config."""
-    if setting in ("none", "one"):
-        return setting == "one"
-    value = getattr(config, SHIFT_KEY, None)
-    if isinstance(value, str):
-        return value.strip().lower() in ("one", "1", "true")
-    return bool(value) if isinstance(value, bool | int) else False
-
-
 class HFBackend:
     """A ``Backend`` that decodes a local checkpoint with the block-diffusion loop."""
 
@@ -105,7 +88,12 @@ class HFBackend:
         self.block_size = self.options.block_size
         self.model = Path(model_path).name or model_path
         self.path = Path(model_path).expanduser()
-        self._model, self.tokenizer = _load(self.path, self.options)
+        self._model, self.tokenizer = load_checkpoint(
+            self.path,
+            device=self.options.device,
+            dtype=self.options.dtype,
+            trust_remote_code=self.options.trust_remote_code,
+        )
         mask_id = find_mask_id(self._model.config, self.tokenizer)
         if mask_id is None:
             raise EngineUnavailable(
@@ -114,11 +102,25 @@ class HFBackend:
                 "diffusion checkpoint such as Clover"
             )
         self.mask_id = mask_id
-        self.controls = self.options.controls or _controls(self.path, self.options)
-        self.decoder = _decoder(self._model, self.options, self.controls, mask_id, self.path)
+        self.controls = self.options.controls or checkpoint_controls(
+            self.path, self.options.control_overrides
+        )
+        self.decoder = pick_decoder(
+            self._model,
+            self.controls,
+            mask_id,
+            self.path,
+            decoder=self.options.decoder,
+            expert_mass=self.options.expert_mass,
+        )
         self.notices: list[str] = [self.decoder.notice()]
         """Said once at load (the app's notice, serve's log) and by ``status()``."""
-        self.routing = _routing(self._model, self.options, self.path)
+        self.routing = expert_routing(
+            self._model,
+            self.path,
+            mass=self.options.expert_mass,
+            select=self.options.expert_select,
+        )
         """Hooks on the MoE routers: experts counted per block, selection when asked."""
         self.logits_shift = logits_shift(self._model.config, self.options.logits_shift)
         if self.logits_shift and self.decoder.kind == "builtin":
@@ -293,110 +295,8 @@ class HFBackend:
         return piece
 
 
-def _decoder(model: Any, options: HFOptions, controls: Any, mask_id: int, path: Path) -> Any:
-    """The decoder for the settings; the builtin loop only on a forward it understands."""
-    from clover_code.engine.local.diffusion.entry_point import choose_decoder, generate_choice
-    from clover_code.engine.local.diffusion.selftest import forward_problem, is_stock
-
-    try:
-        choice = choose_decoder(model, options.decoder, controls, options.expert_mass)
-    except ValueError as exc:
-        raise EngineUnavailable(f"{exc} ({path})") from None
-    if choice.kind != "builtin" or is_stock(model):
-        return choice
-    problem = forward_problem(model, mask_id)
-    if problem is None:
-        return choice
-    why = f"clover-code's loop cannot drive this model: {problem}"
-    fallback = generate_choice(model, why, controls, options.expert_mass)
-    if fallback is not None and options.decoder != "builtin":
-        return fallback
-    raise EngineUnavailable(
-        f"clover-code cannot decode the checkpoint at {path}: its remote-code model is not a "
-        f"stock transformers class and {problem}, and it ships no diffusion_generate with a "
-        "max_new_tokens parameter to decode with instead"
-        if fallback is None
-        else f"decoder = builtin, but {problem} ({path}); use decoder auto to run the "
-        "checkpoint's own diffusion_generate"
-    )
-
-
-def _load(path: Path, options: HFOptions) -> tuple[Any, Any]:
-    if not (path / "config.json").is_file():
-        raise EngineUnavailable(
-            f"{path} is not a Hugging Face checkpoint (no config.json there); pass the "
-            "directory that holds config.json, the weights and the tokenizer with --model-path"
-        )
-    try:
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-    except ImportError as exc:
-        raise missing_extra(exc, "the hf engine") from None
-    # The terminal belongs to the app: no progress bars or library warnings on
-    # stderr (the kernel fallback notes are in docs/local-engines.md).
-    from transformers.utils import logging as hf_logging
-
-    quiet: Any = hf_logging
-    quiet.set_verbosity_error()
-    quiet.disable_progress_bar()
-    device = options.device
-    if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    dtype: Any = "auto" if options.dtype == "auto" else getattr(torch, options.dtype)
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=options.trust_remote_code)
-        # With accelerate, weights load straight onto the GPU (no host copy of
-        # ~69 GB first); without it transformers refuses device_map.
-        direct = device != "cpu" and importlib.util.find_spec("accelerate") is not None
-        placement: dict[str, Any] = {"device_map": device} if direct else {}
-        model: Any = AutoModelForCausalLM.from_pretrained(
-            path, dtype=dtype, trust_remote_code=options.trust_remote_code, **placement
-        )
-        if not direct:
-            model = model.to(device)
-    except Exception as exc:
-        raise _load_error(path, exc) from None
-    model.eval()
-    return model, tokenizer
-
-
-def _routing(model: Any, options: HFOptions, path: Path) -> Any:
-    from clover_code.engine.local.diffusion.experts import ExpertRouting, find_routers
-
-    routers = find_routers(model)
-    mass = options.expert_mass
-    if not routers:
-        if mass is not None:
-            raise EngineUnavailable(
-                f"expert selection (expert_mass) needs MoE router modules and the model at "
-                f"{path} has none that clover-code can hook; unset expert_mass"
-            )
-        return None
-    return ExpertRouting(routers, mass, options.expert_select)  # type: ignore[arg-type]
-
-
-def _controls(path: Path, options: HFOptions) -> Any:
-    from clover_code.engine.local.diffusion.controls import Controls
-
-    return Controls.for_checkpoint(path, options.control_overrides)
-
-
-def _load_error(path: Path, exc: Exception) -> EngineError:
-    if _is_oom(exc):
-        return EngineUnavailable(
-            f"the checkpoint at {path} does not fit in GPU memory; use a quantized build, "
-            "free the GPU, or serve it with SGLang across more GPUs (--tp-size)"
-        )
-    detail = " ".join(str(exc).split())[:300] or type(exc).__name__
-    return EngineUnavailable(
-        f"loading the checkpoint at {path} failed ({type(exc).__name__}: {detail}); "
-        "check that it is a complete transformers checkpoint and that its remote code "
-        "matches your transformers version"
-    )
-
-
 def _engine_error(exc: Exception) -> EngineError:
-    if _is_oom(exc):
+    if is_oom(exc):
         _free_memory()
         return EngineError(
             "the GPU ran out of memory while generating; lower max_tokens, compact the "
@@ -404,10 +304,6 @@ def _engine_error(exc: Exception) -> EngineError:
         )
     detail = " ".join(str(exc).split())[:300] or type(exc).__name__
     return EngineError(f"the local model failed while generating ({type(exc).__name__}: {detail})")
-
-
-def _is_oom(exc: BaseException) -> bool:
-    return type(exc).__name__ == "OutOfMemoryError" or "out of memory" in str(exc).lower()
 
 
 def _free_memory() -> None:

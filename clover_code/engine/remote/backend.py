@@ -33,6 +33,9 @@ a local engine applies, so nothing is dropped silently.
 Re-denoising (``remask``) is a ``clover-code serve`` extension: it is sent in
 the request's ``clover`` object only when the server lists its model as owned
 by clover-code; any other server cannot do it, and ``notices`` says it is off.
+
+The request's body and those notices are ``request.py``; reading a response
+into events, and the ways one ends badly, ``response.py``.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from clover_code.engine.base import CONTROL_KEYS, ChatRequest, EngineWarning
-from clover_code.engine.events import EngineEvent, Failed, Finished, FinishReason, ImagesDropped
+from clover_code.engine.events import EngineEvent, Failed, Finished, ImagesDropped
 from clover_code.engine.messages import image_count, text_only
 from clover_code.engine.remote.endpoint import (
     ServedModel,
@@ -57,6 +60,7 @@ from clover_code.engine.remote.endpoint import (
 )
 from clover_code.engine.remote.endpoint import api_root as api_root
 from clover_code.engine.remote.max_tokens import OutputLimit
+from clover_code.engine.remote.request import SERVE_OWNER, request_body, server_notices
 from clover_code.engine.remote.retry import (
     BackoffPolicy,
     ImagesRefused,
@@ -68,20 +72,14 @@ from clover_code.engine.remote.retry import (
     is_retryable_status,
     parse_retry_after,
 )
-from clover_code.errors import (
-    EngineError,
-    StreamInterrupted,
-)
-from clover_code.protocol.json_text import loads_bounded
+from clover_code.errors import EngineError
 
 if TYPE_CHECKING:
-    # Reading a stream (the chunks, the Qwen3 parser, SSE) is loaded by the first
-    # request: an app's session is open, and shown, before any.
-    from clover_code.engine.remote.chunks import ChunkDecoder, RawParsing
+    # Reading a stream (the response, its chunks, the Qwen3 parser, SSE) is loaded by the
+    # first request: an app's session is open, and shown, before any.
+    from clover_code.engine.remote.chunks import RawParsing
 
 __all__ = ["OpenAIBackend", "api_root"]
-
-_DONE = b"[DONE]"
 
 
 class OpenAIBackend:
@@ -96,7 +94,8 @@ class OpenAIBackend:
 
     name = "remote"
     notices: tuple[str, ...] = ()
-    """Said once when the engine opens: what the server may or cannot apply (``_notices``)."""
+    """Said once when the engine opens: what the server may or cannot apply
+    (``request.server_notices``)."""
 
     def __init__(
         self,
@@ -131,7 +130,7 @@ class OpenAIBackend:
         """The default max_tokens (none when ``context_window`` is None)."""
         self.controls = {k: v for k, v in (controls or {}).items() if k in CONTROL_KEYS}
         """Penalties sent with every request (a request's own take their place)."""
-        self.notices = _notices(self.controls, local_only)
+        self.notices = server_notices(self.controls, local_only)
         self.remask = remask
         """(remask_below, remask_rounds) asked of a ``clover-code serve`` server; None: off."""
         self._remask_served = False
@@ -203,7 +202,14 @@ class OpenAIBackend:
                 yield Failed(exc)
                 yield Finished("error")
                 return
-        body = self._request_body(request)
+        body = request_body(
+            request,
+            model=self.model,
+            output_limit=self.output_limit,
+            controls=self.controls,
+            drafts=self.drafts,
+            remask=self.remask if self._remask_served else None,
+        )
         attempt = 0
         while True:
             try:
@@ -240,45 +246,16 @@ class OpenAIBackend:
 
     # -- one HTTP attempt -----------------------------------------------------------
 
-    def _request_body(self, request: ChatRequest) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "model": request.model or self.model,
-            "messages": request.messages,
-            "stream": True,
-            # continuous_usage_stats (vLLM, SGLang) puts the cumulative token
-            # count on every chunk, which gives exact block sizes; servers that
-            # do not know it send usage once at the end.
-            "stream_options": {"include_usage": True, "continuous_usage_stats": True},
-            # SGLang and vLLM pass these to the chat template; others ignore them.
-            "chat_template_kwargs": {"enable_thinking": request.enable_thinking},
-        }
-        if request.tools:
-            body["tools"] = [tool.openai() for tool in request.tools]
-        if request.max_tokens is not None:
-            body["max_tokens"] = request.max_tokens
-        elif (default := self.output_limit.default_for(body)) is not None:
-            body["max_tokens"] = default
-        if request.temperature is not None:
-            body["temperature"] = request.temperature
-        if request.stop:
-            body["stop"] = list(request.stop)
-        for key, value in {**self.controls, **request.controls}.items():
-            if key in CONTROL_KEYS:
-                body[key] = value
-        clover: dict[str, Any] = {}
-        if self.drafts:
-            clover["drafts"] = True
-        if self.remask is not None and self._remask_served:
-            clover["remask_below"], clover["remask_rounds"] = self.remask
-        if clover:
-            body["clover"] = clover
-        return body
-
     async def _attempt(
         self, body: dict[str, Any], request: ChatRequest
     ) -> AsyncGenerator[EngineEvent, None]:
         """One POST. Raises ``RetryAttempt`` only while nothing has been yielded."""
         from clover_code.engine.remote.chunks import ChunkDecoder
+        from clover_code.engine.remote.response import (
+            failed_events,
+            interrupted_events,
+            read_events,
+        )
 
         decoder = ChunkDecoder(
             block_size=self.block_size,
@@ -312,7 +289,7 @@ class OpenAIBackend:
                     yield Failed(error)
                     yield Finished("error")
                     return
-                async with aclosing(self._read(response, decoder)) as batches:
+                async with aclosing(read_events(response, decoder)) as batches:
                     async for events in batches:
                         if events is None:
                             complete = True
@@ -332,11 +309,11 @@ class OpenAIBackend:
                     )
                 ) from exc
             else:
-                for event in self._interrupted(decoder, exc):
+                for event in interrupted_events(self.base_url, decoder, exc):
                     yield event
                 return
         except StreamProblem as problem:
-            for event in self._fail(
+            for event in failed_events(
                 problem.error(self.base_url, output_begun), decoder, output_begun
             ):
                 yield event
@@ -352,112 +329,9 @@ class OpenAIBackend:
                     ),
                     unstreamed=True,
                 )
-            for event in self._interrupted(decoder):
+            for event in interrupted_events(self.base_url, decoder):
                 yield event
             return
         for event in decoder.finish():
             yield event
         yield Finished(decoder.finish_reason())
-
-    async def _read(
-        self, response: httpx.Response, decoder: ChunkDecoder
-    ) -> AsyncGenerator[list[EngineEvent] | None, None]:
-        """The events of each non-empty chunk; ``None`` once ``[DONE]`` arrives."""
-        from clover_code.engine.remote.chunks import ServerStreamError
-        from clover_code.engine.remote.sse import iter_sse
-
-        # aiter_raw skips httpx's per-chunk decoder pipeline; an encoded body
-        # (we ask for identity, but a proxy may not listen) still goes through it.
-        if response.headers.get("content-type", "").startswith("application/json"):
-            # A server that ignored ``stream: true`` sent one whole completion.
-            content = await response.aread()
-            try:
-                yield decoder.feed_completion(loads_bounded(content))
-            except (ValueError, TypeError, AttributeError, IndexError, KeyError) as exc:
-                raise StreamProblem(content, f"not a chat completion: {exc}") from exc
-            yield None
-            return
-        encoding = response.headers.get("content-encoding", "identity")
-        raw = response.aiter_raw() if encoding == "identity" else response.aiter_bytes()
-        async with aclosing(iter_sse(raw)) as sse_events:
-            async for sse in sse_events:
-                data = sse.data
-                if data == _DONE:
-                    # Read on to the end of the body (normally just the final
-                    # empty HTTP chunk) so the connection can be reused.
-                    yield None
-                    async for _ in sse_events:
-                        pass
-                    return
-                if sse.event == "error":
-                    raise StreamProblem(data, error_message(data), server_error=True)
-                try:
-                    chunk = loads_bounded(data)
-                except ValueError as exc:
-                    raise StreamProblem(data, f"not JSON: {exc}") from exc
-                try:
-                    events = decoder.feed(chunk)
-                except ServerStreamError as exc:
-                    raise StreamProblem(data, exc.message, server_error=True) from exc
-                except (TypeError, AttributeError, IndexError, KeyError) as exc:
-                    raise StreamProblem(data, f"unexpected shape: {exc}") from exc
-                if events:
-                    yield events
-
-    # -- ways a stream can end badly ---------------------------------------------
-
-    def _interrupted(
-        self, decoder: ChunkDecoder, exc: httpx.RequestError | None = None
-    ) -> list[EngineEvent]:
-        events = decoder.interrupt()
-        blocks = decoder.grouper.blocks
-        after = f"after {blocks} block{'s' if blocks != 1 else ''}"
-        if isinstance(exc, httpx.TimeoutException):
-            message = (
-                f"the server at {self.base_url} stopped sending {after} and timed out; "
-                "the partial answer is kept"
-            )
-        else:
-            message = (
-                f"the connection to {self.base_url} dropped {after}; the partial answer is kept"
-            )
-        error = StreamInterrupted(message)
-        events.append(Failed(error, partial=True))
-        events.append(Finished("interrupted"))
-        return events
-
-    def _fail(
-        self, error: EngineError, decoder: ChunkDecoder, output_begun: bool
-    ) -> list[EngineEvent]:
-        reason: FinishReason = "error"
-        events: list[EngineEvent] = []
-        if output_begun:
-            events.extend(decoder.interrupt())
-            reason = "interrupted"
-        events.append(Failed(error, partial=output_begun))
-        events.append(Finished(reason))
-        return events
-
-
-SERVE_OWNER = "clover-code"
-"""The ``owned_by`` of a ``clover-code serve`` server's models."""
-
-
-def _notices(controls: dict[str, float], local_only: tuple[str, ...]) -> tuple[str, ...]:
-    """One sentence each: penalties sent (and where they do nothing), settings not applied."""
-    out = []
-    if controls:
-        names = ", ".join(sorted(controls))
-        one = len(controls) == 1
-        out.append(
-            f"{names} {'is' if one else 'are'} sent to the server with every request; an "
-            "SGLang server in dLLM mode skips its sampler, so there "
-            f"{'it has' if one else 'they have'} no effect."
-        )
-    if local_only:
-        out.append(
-            f"A remote server does not apply {', '.join(local_only)}: "
-            f"{'it is a setting' if len(local_only) == 1 else 'they are settings'} of the "
-            "local engines."
-        )
-    return tuple(out)

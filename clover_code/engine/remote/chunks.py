@@ -5,7 +5,8 @@ at a time and returns the events they mean. It understands
 
 * native ``tool_calls`` deltas in both common styles: llama.cpp / OpenAI
   (id and name first, then partial-JSON ``arguments`` fragments) and SGLang
-  (whole parameters, or the whole JSON, per delta);
+  (whole parameters, or the whole JSON, per delta), through ``NativeCalls``
+  (``native_calls.py``);
 * ``reasoning_content`` / ``reasoning`` deltas (a server-side reasoning parser);
 * raw Qwen3 text in ``content`` (``<think>`` and ``<tool_call>`` XML) through
   ``Qwen3StreamParser`` when the server did not parse it;
@@ -22,7 +23,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from clover_code.engine.base import ToolSpec
@@ -40,8 +40,9 @@ from clover_code.engine.events import (
 )
 from clover_code.engine.qwen3.parser import Qwen3StreamParser
 from clover_code.engine.remote.blocks import BlockGrouper, estimate_tokens
+from clover_code.engine.remote.native_calls import NativeCalls
 from clover_code.protocol.confidence import TokenPiece, decode_pieces
-from clover_code.protocol.json_text import JSONLimitError, loads_bounded, printable
+from clover_code.protocol.json_text import printable
 
 __all__ = ["ChunkDecoder", "RawParsing", "ServerStreamError"]
 
@@ -66,18 +67,6 @@ class ServerStreamError(Exception):
         self.message = message
 
 
-@dataclass(slots=True)
-class _NativeCall:
-    """A tool call being assembled from ``tool_calls`` deltas."""
-
-    index: int
-    id: str = ""
-    name: str = ""
-    parts: list[str] = field(default_factory=list)
-    started: bool = False
-    ended: bool = False
-
-
 class ChunkDecoder:
     """Decodes the chunks of one streamed response into engine events."""
 
@@ -97,21 +86,23 @@ class ChunkDecoder:
             # parsed nothing, so explicit tags in content are still honoured.
             starts_in_reasoning = enable_thinking if raw_parsing == "always" else False
             self._parser = Qwen3StreamParser(tools, starts_in_reasoning=starts_in_reasoning)
-        self._calls: dict[int, _NativeCall] = {}
-        self._native_order: list[_NativeCall] = []
+        self._native = NativeCalls()
         self._parser_index: dict[int, int] = {}
-        self._next_index = 0
         self._usage: dict[str, Any] | None = None
         self._last_completion = 0
         self._unassigned_tokens = 0
         self._parser_done = False
-        self._calls_done = False
         self.server_finish: str | None = None
         """The ``finish_reason`` the server sent, once it has."""
         self._draft_steps = 0  # drafts seen since the last committed block
         self._raw_text = ""  # clover_block text not yet given to a committed block
         self._raw_pieces: list[TokenPiece] = []
-        self.saw_tool_call = False
+        self._parsed_call = False
+
+    @property
+    def saw_tool_call(self) -> bool:
+        """Whether the response has a tool call (native, or parsed from its text)."""
+        return self._parsed_call or self._native.any_started
 
     # -- the hot path ---------------------------------------------------------
 
@@ -151,7 +142,7 @@ class ChunkDecoder:
                 raw = raw + content if raw else content
             tool_calls = delta.get("tool_calls")
             if tool_calls:
-                raw += self._tool_deltas(tool_calls, events)
+                raw += self._native.feed(tool_calls, events)
             if raw:
                 if self._unassigned_tokens > 0:
                     tokens, exact = self._unassigned_tokens, True
@@ -221,123 +212,15 @@ class ChunkDecoder:
             self._unassigned_tokens += completion - self._last_completion
             self._last_completion = completion
 
-    # -- tool calls -----------------------------------------------------------
-
-    def _tool_deltas(self, deltas: list[dict[str, Any]], events: list[EngineEvent]) -> str:
-        raw: list[str] = []
-        for delta in deltas:
-            call = self._call_for(delta, events)
-            function = delta.get("function") or {}
-            if delta.get("id") and not call.id:
-                call.id = delta["id"]
-            name = function.get("name")
-            if name and not call.name:
-                call.name = name
-            arguments = function.get("arguments")
-            if arguments is not None and not isinstance(arguments, str):
-                # A few servers send the arguments as an object, not JSON text.
-                arguments = json.dumps(arguments, ensure_ascii=False)
-            if not call.started and call.name:
-                self._start(call, events)
-                if call.parts:
-                    events.append(ToolCallArgs(call.index, "".join(call.parts)))
-            if arguments and not call.ended:
-                call.parts.append(arguments)
-                raw.append(arguments)
-                if call.started:
-                    events.append(ToolCallArgs(call.index, arguments))
-                if call.started and arguments.rstrip().endswith("}"):
-                    self._end_if_whole(call, events)
-        return "".join(raw)
-
-    def _end_if_whole(self, call: _NativeCall, events: list[EngineEvent]) -> None:
-        """End ``call`` now when its arguments are one whole JSON object: nothing a
-        server sends after the closing brace can belong to them, and the agent may
-        start a reading call while the rest of the response comes."""
-        text = "".join(call.parts).strip()
-        try:
-            value = loads_bounded(text)
-        except ValueError:  # not whole yet (or never valid: told at the end)
-            return
-        if isinstance(value, dict):
-            self._end_call(call, events, interrupted=False)
-
-    def _call_for(self, delta: dict[str, Any], events: list[EngineEvent]) -> _NativeCall:
-        key = delta.get("index")
-        if not isinstance(key, int):
-            # Some servers omit ``index``: a new id means a new call.
-            call_id = delta.get("id")
-            last = self._native_order[-1] if self._native_order else None
-            if last is not None and (not call_id or call_id == last.id):
-                return last
-            key = -1 - len(self._native_order)
-        call = self._calls.get(key)
-        if call is None:
-            last = self._native_order[-1] if self._native_order else None
-            if last is not None and last.started and not last.ended:
-                # Servers stream calls one after another: a new one means the last is whole.
-                self._end_call(last, events, interrupted=False)
-            call = _NativeCall(self._next_index)
-            self._next_index += 1
-            self._calls[key] = call
-            self._native_order.append(call)
-        return call
-
-    def _start(self, call: _NativeCall, events: list[EngineEvent]) -> None:
-        call.started = True
-        if not call.id:
-            call.id = f"call_{call.index}"
-        self.saw_tool_call = True
-        events.append(ToolCallStart(call.index, call.id, call.name))
-
-    def _end_calls(self, events: list[EngineEvent], *, interrupted: bool) -> None:
-        if self._calls_done:
-            return
-        self._calls_done = True
-        for call in self._native_order:
-            if not call.ended:
-                self._end_call(call, events, interrupted=interrupted)
-
-    def _end_call(self, call: _NativeCall, events: list[EngineEvent], *, interrupted: bool) -> None:
-        """The ``ToolCallEnd`` of ``call``, with its arguments or why there are none."""
-        call.ended = True
-        if not call.started:
-            self._start(call, events)
-        text = "".join(call.parts).strip()
-        name = call.name or "(unnamed)"
-        if interrupted:
-            events.append(
-                ToolCallEnd(
-                    call.index,
-                    call.id,
-                    call.name,
-                    error=f"the stream broke before the call to tool {name} was complete",
-                )
-            )
-            return
-        if not call.name:
-            events.append(
-                ToolCallEnd(
-                    call.index,
-                    call.id,
-                    call.name,
-                    error="a tool call arrived without a tool name; name the tool to call",
-                )
-            )
-            return
-        arguments, error = _parse_arguments(name, text)
-        events.append(ToolCallEnd(call.index, call.id, call.name, arguments, error))
-
     def _add_parsed(self, parsed: list[EngineEvent], events: list[EngineEvent]) -> None:
         for event in parsed:
             if isinstance(event, ToolCallStart | ToolCallArgs | ToolCallEnd):
                 # Give parser calls indexes that cannot clash with native ones.
                 index = self._parser_index.get(event.index)
                 if index is None:
-                    index = self._parser_index[event.index] = self._next_index
-                    self._next_index += 1
+                    index = self._parser_index[event.index] = self._native.new_index()
                 event.index = index
-                self.saw_tool_call = True
+                self._parsed_call = True
             events.append(event)
 
     # -- the end of a response ------------------------------------------------
@@ -355,7 +238,7 @@ class ChunkDecoder:
                             f"the stream broke before the call to tool {event.name} was complete"
                         )
             self._add_parsed(tail, events)
-        self._end_calls(events, interrupted=interrupted)
+        self._native.end_all(events, interrupted=interrupted)
 
     def finish(self) -> list[EngineEvent]:
         """Events that close a response that ended normally (no ``Finished``)."""
@@ -399,23 +282,6 @@ class ChunkDecoder:
 def _text(value: Any) -> str:
     """A delta's text, with lone surrogates escaped (``printable``); "" when absent."""
     return printable(value) if isinstance(value, str) else ""
-
-
-def _parse_arguments(name: str, text: str) -> tuple[dict[str, Any], str | None]:
-    if not text:
-        return {}, None
-    try:
-        value = loads_bounded(text)
-    except JSONLimitError as exc:
-        return {}, f"arguments of tool {name} were not read: {exc}; send flat, shorter arguments"
-    except ValueError as exc:
-        return {}, f"arguments of tool {name} are not valid JSON: {exc}; send one JSON object"
-    if not isinstance(value, dict):
-        return {}, (
-            f"arguments of tool {name} are JSON {type(value).__name__}, not an object; "
-            "send one JSON object"
-        )
-    return value, None
 
 
 def _stream_error_message(error: Any) -> str:

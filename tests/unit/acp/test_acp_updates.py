@@ -20,7 +20,8 @@ from acp.schema import (
 from clover_code import protocol as p
 from clover_code.acp.content import prompt_input
 from clover_code.acp.replay import replay_updates
-from clover_code.acp.updates import TOKEN_LIMIT_NOTICE, EventMapper, fenced, stop_reason
+from clover_code.acp.tool_cards import fenced
+from clover_code.acp.updates import TOKEN_LIMIT_NOTICE, EventMapper, stop_reason
 from clover_code.agent.transcript import LoadedSession
 
 ROOT = Path("/work/repo")

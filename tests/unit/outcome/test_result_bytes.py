@@ -12,8 +12,8 @@ import json
 
 import pytest
 
+from clover_code.headless.ending import write_result
 from clover_code.headless.render import OutputFormat
-from clover_code.headless.run import _write_result
 from clover_code.outcome.result import ResultUsage, TaskResult
 from clover_code.protocol.json_text import printable, printable_value
 
@@ -84,7 +84,7 @@ def test_a_result_that_cannot_be_written_becomes_an_error_result(
     # Built without validation, as a future field that escapes nothing would be.
     broken = _result().model_copy(update={"result": "x\udcff"})
     out = io.StringIO()
-    code = _write_result(output_format, out, broken)
+    code = write_result(output_format, out, broken)
     (line,) = out.getvalue().splitlines()
     data = json.loads(line)
     assert code == 1

@@ -80,16 +80,16 @@ async def test_the_hf_engine_loads_off_the_event_loop_after_a_notice(
     release = threading.Event()
     notices: list[str] = []
     seen_at_start: list[str] = []
-    real_load = hf._load
+    real_load = hf.load_checkpoint
 
-    def held_load(path: Path, options: Any) -> Any:
+    def held_load(path: Path, **settings: Any) -> Any:
         seen_at_start.extend(notices)
         entered.set()
         if not release.wait(timeout=PATIENCE):
             raise AssertionError("the load was never released: it blocked the event loop")
-        return real_load(path, options)
+        return real_load(path, **settings)
 
-    monkeypatch.setattr(hf, "_load", held_load)
+    monkeypatch.setattr(hf, "load_checkpoint", held_load)
     ticks = 0
 
     async def ticker() -> None:
