@@ -57,7 +57,7 @@ sys.path.insert(0, str(_ROOT))
 from clover_code import protocol as p  # noqa: E402
 from clover_code.agent.open import SessionOptions, open_session  # noqa: E402
 from clover_code.agent.permissions.approval import RefuseApprover  # noqa: E402
-from clover_code.config.settings import load_settings  # noqa: E402
+from clover_code.config.load import load_settings  # noqa: E402
 from clover_code.engine.remote.backend import OpenAIBackend  # noqa: E402
 from tests.integration.sse_server import (  # noqa: E402
     MODELS_PATH,

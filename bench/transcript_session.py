@@ -32,7 +32,8 @@ from typing import Any
 import clover_code
 from clover_code.agent import open_steps
 from clover_code.agent.steps import Steps
-from clover_code.config.settings import Settings, load_settings
+from clover_code.config.load import load_settings
+from clover_code.config.settings import Settings
 from clover_code.engine import events as ev
 from tests.fakes import ScriptedBackend, text_response, tool_response
 from tests.sessions import open_session

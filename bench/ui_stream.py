@@ -97,7 +97,7 @@ from bench.ui_frames import (  # noqa: E402
     field_look,
     press_keys,
 )
-from clover_code.config.settings import load_settings  # noqa: E402
+from clover_code.config.load import load_settings  # noqa: E402
 from clover_code.engine import events as ev  # noqa: E402
 from clover_code.engine.base import ChatRequest  # noqa: E402
 from clover_code.errors import EngineError  # noqa: E402

@@ -48,7 +48,8 @@ from clover_code.acp.content import PromptBlock, prompt_input
 from clover_code.acp.sessions import list_sessions
 from clover_code.agent.engines import Engines
 from clover_code.agent.open import load
-from clover_code.config.settings import McpServerConfig, Settings, load_settings
+from clover_code.config.load import load_settings
+from clover_code.config.settings import McpServerConfig, Settings
 from clover_code.errors import CloverError
 from clover_code.fs.workspace_root import find_root
 

@@ -84,7 +84,7 @@ def main(argv: list[str]) -> int:
         level=logging.WARNING, stream=sys.stderr, format="clover-code acp: %(message)s"
     )
     try:
-        from clover_code.config.settings import load_settings
+        from clover_code.config.load import load_settings
         from clover_code.fs.workspace_root import find_root
 
         settings = load_settings(cli, repo_root=find_root(Path.cwd())[0])

@@ -105,7 +105,7 @@ def _headless_args(args: argparse.Namespace) -> list[str]:
 def _refuse_managed(args: argparse.Namespace) -> None:
     """Refuse, before any task starts, a flag an administrator's managed settings forbid
     (each run would refuse it)."""
-    from clover_code.config.settings import refuse_flags
+    from clover_code.config.load import refuse_flags
 
     names = ("approval", "max_turns", "thinking", *_FORWARDED)
     refuse_flags({name: getattr(args, name) for name in names})

@@ -1,4 +1,4 @@
-"""The ``clover-code`` command: the entry point and its subcommands (``main``),
-``clover-code schema`` (``schema``) and ``clover-code sandbox``
-(``sandbox``, ``sandbox_run``).
+"""The ``clover-code`` command: the entry point (``main``), its command line
+(``parser``) and its subcommands (``subcommands``), ``clover-code schema``
+(``schema``) and ``clover-code sandbox`` (``sandbox``, ``sandbox_run``).
 """

@@ -48,7 +48,7 @@ def main(argv: list[str]) -> int:
     """Run ``clover-code export``; returns the exit code."""
     args = build_parser().parse_args(argv)
     from clover_code.agent.transcript import find_session
-    from clover_code.config.settings import load_settings
+    from clover_code.config.load import load_settings
     from clover_code.fs.workspace_root import find_root
 
     cwd = (args.cd or Path.cwd()).resolve()

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from clover_code.config.settings import refuse_flags
+from clover_code.config.load import refuse_flags
 from clover_code.errors import CloverError, PluginError, UsageError
 from clover_code.plugins.active import load_installed
 from clover_code.plugins.install import Staged, stage

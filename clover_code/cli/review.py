@@ -131,7 +131,7 @@ def main(argv: list[str]) -> int:
     """Run ``clover-code review``; returns the exit code."""
     started = time.monotonic()
     args = build_parser().parse_args(argv)
-    from clover_code.config.settings import load_settings
+    from clover_code.config.load import load_settings
     from clover_code.fs.workspace_root import find_root
     from clover_code.headless.ending import report_error
     from clover_code.headless.render import OutputFormat

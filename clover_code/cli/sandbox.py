@@ -118,7 +118,7 @@ def _build(method: Any, force: bool, trust_project: bool = False) -> int:
 def _project(trust_project: bool = False) -> tuple[Path, Settings]:
     """The workspace here (its git top level) and its settings, the project's judged
     under trust (``--trust-project`` records that the user trusts them as they are)."""
-    from clover_code.config.settings import load_settings
+    from clover_code.config.load import load_settings
     from clover_code.fs.workspace_root import find_root
 
     root, _ = find_root(Path.cwd())

@@ -85,7 +85,7 @@ def run_main(args: argparse.Namespace) -> int:
 
 
 async def _run(command: str, start: Path, args: argparse.Namespace) -> int:
-    from clover_code.config.settings import load_settings
+    from clover_code.config.load import load_settings
     from clover_code.fs.workspace_root import find_root
     from clover_code.tools.sandbox.git_guard import GitGuard
     from clover_code.tools.sandbox.select import choose_from_settings

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clover_code.config.loosening import APPROVAL_ORDER
 from clover_code.config.managed_values import (
     SECRET_SETTINGS,
     ForcedTelemetry,
@@ -34,7 +35,6 @@ from clover_code.config.managed_values import (
     shown,
     url_within,
 )
-from clover_code.config.trust import APPROVAL_ORDER
 from clover_code.errors import ConfigError
 from clover_code.protocol import APPROVAL_MODES, ApprovalMode
 

@@ -34,6 +34,7 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from clover_code.config.loosening import APPROVAL_ORDER
 from clover_code.config.managed import (
     EXTRA_FILE_VARIABLE,
     FEATURES,
@@ -44,7 +45,6 @@ from clover_code.config.managed import (
 )
 from clover_code.config.managed_values import ForcedTelemetry, Pin, ServerRule
 from clover_code.config.sources import check_base_url, read_toml
-from clover_code.config.trust import APPROVAL_ORDER
 from clover_code.errors import ConfigError
 
 __all__ = ["managed_paths", "merged", "read_managed_file", "read_policy"]

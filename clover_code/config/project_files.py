@@ -3,7 +3,7 @@
 ``ProjectJudge.read`` reads ``.clover/config.toml`` and ``.mcp.json`` once
 (and fingerprints the sandbox image definition, which runs programs when built),
 hashes the bytes it parses (so the content judged is the content used), and
-drops the settings that loosen safety (``clover_code.config.trust.loosening``) from
+drops the settings that loosen safety (``clover_code.config.loosening``) from
 a file whose exact content the user has not trusted.
 """
 
@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from clover_code.config import trust
+from clover_code.config.loosening import loosening, mcp_loosening, without_loosening
 from clover_code.config.project_definition import IMAGE_TRUST_NOTE, trust_fingerprint
 from clover_code.errors import ConfigError
 from clover_code.fs.named_files import fingerprint, snapshot, workspace_files
@@ -62,12 +63,12 @@ class ProjectJudge:
             data = _parse_toml(raw, config_path)
             if check is not None:
                 check(data, config_path)
-            found = trust.loosening(data, base)
+            found = loosening(data, base)
             commands = list(_config_commands(data)) if found else []
             judged = self._judge(trust.PROJECT_CONFIG, config_path, raw, found, trust_all, commands)
             files.append(judged)
             if not judged.trusted:
-                data = trust.without_loosening(data, base)
+                data = without_loosening(data, base)
             data.pop(trust.TRUST_SWITCH, None)  # never from the project, trusted or not
         mcp_path = self.root / trust.MCP_FILE
         mcp_raw = _read_bytes(mcp_path)
@@ -78,7 +79,7 @@ class ProjectJudge:
             policy = env_values.get(
                 "mcp_project", project.get("mcp_project", base.get("mcp_project"))
             )
-            found = trust.mcp_loosening(mcp_raw) if policy != "ignore" else []
+            found = mcp_loosening(mcp_raw) if policy != "ignore" else []
             trusted = trust_all or policy == "trust"
             commands = list(_mcp_file_commands(mcp_raw)) if found else []
             files.append(self._judge(trust.MCP_FILE, mcp_path, mcp_raw, found, trusted, commands))

@@ -41,7 +41,7 @@ def _shown(url: str) -> str:
 
 def config_checks(root: Path, user_config: Path, flags: dict[str, Any]) -> tuple[list[Check], Any]:
     """The config files (they parse, what the project's trust decided) and the settings."""
-    from clover_code.config.settings import load_settings
+    from clover_code.config.load import load_settings
 
     checks: list[Check] = []
     if user_config.is_file():

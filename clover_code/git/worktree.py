@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clover_code.errors import CloverError
-from clover_code.git.safe import git_argv, git_env, last_line, run_git
+from clover_code.git.hardening import git_env
+from clover_code.git.safe import git_argv, last_line, run_git
 
 __all__ = [
     "BRANCH_PREFIX",

@@ -39,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     """Run ``clover-code github``; returns the exit code."""
     args = build_parser().parse_args(argv)
-    from clover_code.config.settings import load_settings
+    from clover_code.config.load import load_settings
     from clover_code.github.credentials import hold_credentials, take_held
     from clover_code.github.leaks import job_secrets
     from clover_code.github.runner import job_from_env, run_job

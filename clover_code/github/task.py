@@ -28,7 +28,7 @@ def task_env(env: Mapping[str, str], token: str, root: Path) -> dict[str, str]:
     (or the most an administrator allows, if less) unless the environment or a config
     file names one (headless alone defaults to ``sandbox-auto``; a job on GitHub keeps
     its own default)."""
-    from clover_code.config.settings import load_settings
+    from clover_code.config.load import load_settings
 
     child = without_credentials(env, token)
     settings = load_settings({}, repo_root=root, env=child)

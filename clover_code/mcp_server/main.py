@@ -66,7 +66,7 @@ def main(argv: list[str]) -> int:
         if not root.expanduser().is_dir():
             print(f"clover-code mcp-server: --root {root} is not a directory.", file=sys.stderr)
             return 2
-    from clover_code.config.settings import refuse_flags
+    from clover_code.config.load import refuse_flags
     from clover_code.errors import CloverError
 
     try:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clover_code.agent.open import workspace_refusal
-from clover_code.config.settings import load_settings
+from clover_code.config.load import load_settings
 from clover_code.errors import CloverError
 
 __all__ = ["Roots"]

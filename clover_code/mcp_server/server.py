@@ -33,8 +33,8 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel, Field
 
 from clover_code import __version__
+from clover_code.config.loosening import looser_approval
 from clover_code.config.settings import Settings
-from clover_code.config.trust import looser_approval
 from clover_code.errors import CloverError, ExitCode
 from clover_code.mcp_server.patch import patch_between, tree_of
 from clover_code.mcp_server.roots import Roots
@@ -163,7 +163,7 @@ def _prepare(
 ) -> _Call | TaskOutcome:
     """The call's settings and workspace, or the outcome saying why it cannot run."""
     from clover_code.agent.open import find_session, load
-    from clover_code.config.settings import load_settings
+    from clover_code.config.load import load_settings
     from clover_code.fs.workspace_root import find_root
 
     try:

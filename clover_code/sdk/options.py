@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any, get_args
 
 from clover_code.agent.open import Approver, HookFunction, find_session
-from clover_code.config.settings import ApprovalMode, HookEvent, Settings, load_settings
+from clover_code.config.load import load_settings
+from clover_code.config.settings import ApprovalMode, HookEvent, Settings
 from clover_code.errors import UsageError
 from clover_code.fs.workspace_root import find_root
 from clover_code.sdk.approval import ApprovalCallback, CallbackApprover

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from clover_code.config.flags import SERVE_FLAGS, add_setting_flags, given_settings
-from clover_code.config.settings import load_settings
+from clover_code.config.load import load_settings
 from clover_code.errors import CloverError, UsageError, missing_extra
 
 __all__ = ["build_parser", "main"]

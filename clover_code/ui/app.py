@@ -5,7 +5,8 @@ as ``SessionEvents`` batches and are handed to the widgets by ``TurnEvents``
 (``turn_events.py``); everything the user asks for leaves as a protocol
 ``Op``. Slash commands live in ``slash.py``. None of those parts imports
 the app: each is given the widgets it draws on and sees the app through a
-narrow interface (``host.py``).
+narrow interface (``host.py``). The keys and what they do are the app's base
+class, ``KeyedApp`` (``app_keys.py``).
 """
 
 from __future__ import annotations
@@ -14,21 +15,20 @@ import asyncio
 import contextlib
 import importlib
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 from textual import events, on, work
 from textual.app import App, ComposeResult
-from textual.binding import Binding, BindingType
 from textual.worker import Worker, WorkerState
 
 from clover_code import protocol as p
-from clover_code.protocol.confidence import NO_CONFIDENCE
 from clover_code.ui.app_extras import AppExtras
+from clover_code.ui.app_keys import KeyedApp
 from clover_code.ui.bridge import EventBridge, SessionEvents, SessionFactory, SessionFailed
-from clover_code.ui.clock import Clock
 from clover_code.ui.commands import SlashCommandProvider
 from clover_code.ui.custom import completions
 from clover_code.ui.file_index import FileIndex
+from clover_code.ui.history import show_history
 from clover_code.ui.host import Reviewer
 from clover_code.ui.images import attached_images
 from clover_code.ui.options import AppOptions
@@ -47,56 +47,16 @@ from clover_code.ui.widgets.working_line import WorkingLine
 if TYPE_CHECKING:
     from clover_code.ui.widgets.trust import TrustQuestion
 
-QUIT_WINDOW = 2.0
-"""Seconds within which a second Ctrl+C quits."""
-QUIT_TIMEOUT = 15.0
-"""Longest wait for the session to close (sandbox, engine) before leaving anyway."""
 WARM_AFTER = 0.3
 """Seconds after the open session is shown before the Markdown and diff renderers warm up."""
 
 
-class CloverApp(App[int]):
+class CloverApp(KeyedApp):
     """A terminal coding agent; ``run`` returns the process exit code."""
 
     CSS_PATH = "app.tcss"
     TITLE = "clover-code"
     COMMANDS = App.COMMANDS | {SlashCommandProvider}
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "interrupt", "Interrupt", show=False, id="interrupt"),
-        Binding(
-            "ctrl+c",
-            "ctrl_c",
-            "Interrupt / quit",
-            priority=True,
-            show=False,
-            id="interrupt_or_quit",
-        ),
-        Binding("ctrl+q", "quit", "Quit", priority=True, show=False, id="quit"),
-        Binding(
-            "shift+tab",
-            "cycle_approval",
-            "Approval mode",
-            show=False,
-            priority=True,
-            id="approval_mode",
-        ),
-        Binding("f2", "toggle_denoise", "Denoising view", show=False, id="denoise_view"),
-        Binding("f4", "toggle_confidence", "Confidence view", show=False, id="confidence_view"),
-        Binding("alt+up", "edit_queued", "Edit queued prompt", show=False, id="edit_queued"),
-        Binding(
-            "ctrl+p",
-            "command_palette",
-            "Commands",
-            show=False,
-            priority=True,
-            id="command_palette",
-        ),
-    ]
-    """escape: interrupt the turn; ctrl+c: interrupt, twice to quit; ctrl+q: quit;
-    shift+tab: next approval mode; f2: live denoising view on/off; f4: the answers and
-    diffs shaded by fill confidence, on/off; ctrl+p: commands;
-    alt+up: take the last queued prompt back into the prompt. Each id is an action
-    ``[keys]`` can bind to other keys."""
 
     def __init__(
         self,
@@ -140,11 +100,7 @@ class CloverApp(App[int]):
         self._show_denoising = show_denoising
         self.confidence_seen = False
         """Some answer carried fill confidences (the engine reports them)."""
-        self._confidence_noted = False
         self._git_status = git_status
-        self._last_ctrl_c = -1e9
-        self._quitting = False
-        self._quit_warned = -1e9
         self._open_failed = False
         self._early: list[p.UserInput] = []
         self._warming = False
@@ -207,7 +163,7 @@ class CloverApp(App[int]):
         from clover_code.errors import CloverError
 
         if resume is not None:
-            self.slash.show_history(resume)
+            show_history(self.transcript, resume)
         self._open_failed = False
         attempt = 0
         while True:
@@ -351,10 +307,6 @@ class CloverApp(App[int]):
         if driver is not None and not self.is_headless:
             driver.write(sequence)
 
-    def action_edit_queued(self) -> None:
-        """Take the newest queued prompt back into the prompt (edit it, or clear it)."""
-        self.queued.restore_last(self.composer.input)
-
     # ------------------------------------------------------------ input
 
     @on(PromptInput.Submitted)
@@ -424,78 +376,3 @@ class CloverApp(App[int]):
         if isinstance(op, p.ApprovalDecision):
             self.extras.answered(op.request_id)
         self.run_worker(self.bridge.submit(op), group="ops")
-
-    def action_interrupt(self) -> None:
-        """Stop the running turn and the background jobs."""
-        if self.turn_running or self._jobs_running():
-            self.send(p.Interrupt())
-
-    def _jobs_running(self) -> bool:
-        return any(job.state == "running" for job in self.jobs)
-
-    def action_ctrl_c(self) -> None:
-        """Interrupt a running turn and the background jobs; a second press within two
-        seconds quits."""
-        now = Clock.now()
-        if now - self._last_ctrl_c < QUIT_WINDOW:
-            self.run_worker(self.action_quit())
-            return
-        self._last_ctrl_c = now
-        if self.turn_running or self._jobs_running():
-            self.send(p.Interrupt())
-        self.notify("Press Ctrl+C again to quit.", timeout=QUIT_WINDOW)
-
-    async def action_quit(self) -> None:
-        """Close the session (the transcript is complete) and leave; while child agents
-        run in the background, only when asked twice (closing stops them)."""
-        if self._quitting:
-            return
-        running = self.status_bar.background
-        now = Clock.now()
-        if running and now - self._quit_warned >= QUIT_WINDOW:
-            self._quit_warned = now
-            agents = f"{running} background agent{'s are' if running > 1 else ' is'}"
-            self.notify(
-                f"{agents} still running; quit again to stop them and leave.",
-                severity="warning",
-                timeout=QUIT_WINDOW,
-            )
-            return
-        self._quitting = True
-        self.extras.close()
-        # Closing the session stops these; they are named once the app is gone.
-        self.stopped_on_quit = [job for job in self.jobs if job.state == "running"]
-        try:
-            await asyncio.wait_for(self.bridge.close(), QUIT_TIMEOUT)
-        except TimeoutError:
-            self.exit_code = self.exit_code or 1
-        self.exit(self.exit_code)
-
-    def action_cycle_approval(self) -> None:
-        """Switch to the next approval mode (on the main screen; dialogs keep Shift+Tab)."""
-        if len(self.screen_stack) > 1:
-            self.screen.focus_previous()
-        else:
-            self.slash.cycle_approval()
-
-    def action_toggle_confidence(self) -> None:
-        """F4: shade the answers and diffs by the confidence each token was filled with."""
-        on = not self.transcript.shading
-        self.transcript.shade(on)
-        self.notify(f"Confidence view {'on' if on else 'off'}.", timeout=2)
-        if on:
-            self.note_no_confidence()
-
-    def note_no_confidence(self) -> None:
-        """Say once that the engine reports no fill confidences, when the view is on and
-        no answer so far carried any."""
-        if not self.transcript.shading or self.confidence_seen or self._confidence_noted:
-            return
-        self._confidence_noted = True
-        self.notify(NO_CONFIDENCE, timeout=6)
-
-    def action_toggle_denoise(self) -> None:
-        """F2: show or hide the live denoising view."""
-        denoise = self.transcript.denoise
-        denoise.enabled = not denoise.enabled
-        self.notify(f"Denoising view {'on' if denoise.enabled else 'off'}.", timeout=2)

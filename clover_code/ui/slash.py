@@ -7,43 +7,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from clover_code import protocol as p
-from clover_code.config.app_settings import KEY_ACTIONS
 from clover_code.protocol import APPROVAL_MODES
 from clover_code.ui.command_table import CommandTable, SlashCommand
 from clover_code.ui.custom import run_custom, show_skills
 from clover_code.ui.export import export
 from clover_code.ui.host import SlashHost
-from clover_code.ui.widgets.help_table import Section
+from clover_code.ui.slash_help import help_sections
 from clover_code.ui.widgets.status_bar import StatusBar
 from clover_code.ui.widgets.transcript import Transcript
 
-__all__ = ["COMMANDS", "KEYS_HELP", "TABLE", "SlashCommands", "jobs_text", "removed_turns"]
-
-KEYS_HELP: list[tuple[str, str]] = [
-    ("Enter", "send (queued while a turn runs)"),
-    ("Alt+↑", "edit the last queued prompt"),
-    ("Shift+Enter, Ctrl+J", "new line"),
-    ("↑ ↓", "prompt history"),
-    ("Tab", "complete"),
-    ("@", "mention a file"),
-    ("PageUp PageDown", "scroll the transcript (also with Shift)"),
-    ("Ctrl+Home Ctrl+End", "top / end of the transcript"),
-    ("Esc", "interrupt (the turn and the background jobs)"),
-    ("Ctrl+C twice", "quit"),
-    ("Shift+Tab", "next approval mode"),
-    ("F2", "denoising view on/off"),
-    ("Ctrl+P", "commands"),
-]
-"""The keys /help lists, each with what it does."""
-
-VIM_HELP: list[tuple[str, str]] = [
-    ("Esc", "normal mode (in normal mode: interrupt)"),
-    ("i a I A o O", "insert before, after, at the line's start, at its end, on a new line"),
-    ("h j k l w b e 0 $ gg G", "move (a count first repeats: 3w)"),
-    ("d c y + a move, dd cc yy", "delete, change, copy (lines)"),
-    ("x p u", "delete a character, put, undo"),
-]
-"""What /help adds in vim mode."""
+__all__ = ["COMMANDS", "TABLE", "SlashCommands", "jobs_text"]
 
 TABLE: CommandTable[SlashCommands] = CommandTable()
 """The slash commands, filled by ``@TABLE.command`` on the methods below, in their order."""
@@ -67,20 +40,6 @@ def jobs_text(jobs: list[p.JobInfo]) -> str:
     if running:
         lines.append("  Esc or Ctrl+C stops every running job (and the turn, if one runs).")
     return "\n".join(lines)
-
-
-def removed_turns(prompts: list[str], turns: int) -> list[str]:
-    """The lines naming each of the last ``turns`` turns that an undo takes out of the
-    conversation, numbered from the session's first turn, with its prompt."""
-    first = max(0, len(prompts) - turns)
-    shown = [
-        f"  turn {n}: {' '.join(prompt.split())[:60]}"
-        for n, prompt in enumerate(prompts[first:], first + 1)
-    ]
-    if not shown:
-        return []
-    head = "and removes this turn" if len(shown) == 1 else f"and removes these {len(shown)} turns"
-    return ["", f"{head} from the conversation:", *shown]
 
 
 class SlashCommands:
@@ -108,15 +67,7 @@ class SlashCommands:
 
     @TABLE.command("help", "list the commands and keys")
     def _cmd_help(self, arg: str) -> None:
-        commands = [(f"/{c.name} {c.args}".rstrip(), c.help) for c in TABLE.rows]
-        sections: list[Section] = [("Commands:", commands), ("Keys:", KEYS_HELP)]
-        mine = self.app.options.keymap
-        if mine:
-            rows = [(keys, KEY_ACTIONS.get(action, action)) for action, keys in mine.items()]
-            sections.append(("Your keys ([keys], in place of the defaults above):", rows))
-        if self.app.options.editor_mode == "vim":
-            sections.append(("Vim mode:", VIM_HELP))
-        self.transcript.add_help(sections)
+        self.transcript.add_help(help_sections(TABLE.rows, self.app.options))
 
     @TABLE.command("model", "pick the model, or switch to NAME, from the next request on", "[NAME]")
     def _cmd_model(self, arg: str) -> None:
@@ -179,7 +130,9 @@ class SlashCommands:
     def _cmd_undo(self, arg: str) -> None:
         # the last turn that changed files (the core finds it in its checkpoints)
         back = next((n for n, files in enumerate(reversed(self.app.turn_files), 1) if files), 1)
-        self._revert(back, arg, last_change=True)
+        from clover_code.ui.undo import confirm_undo
+
+        confirm_undo(self.app, self.transcript, back, arg, last_change=True)
 
     @TABLE.command("rewind", "go back N turns (asks first)", "N [files|conversation|both]")
     def _cmd_rewind(self, arg: str) -> None:
@@ -211,32 +164,6 @@ class SlashCommands:
         details = [f"Files: {', '.join(files) or '(no file edits recorded in this view)'}"]
         rewind(
             self.app, self.transcript, turns, what[0] if what else "", "--force" in words, details
-        )
-
-    def _revert(self, turns: int, arg: str, *, last_change: bool = False) -> None:
-        force = "--force" in arg.split()
-        if self.app.turn_running:
-            self.transcript.add_note("Interrupt the running turn (Esc) before undoing.", "warning")
-            return
-        recent = self.app.turn_files[-turns:] if self.app.turn_files else []
-        files = sorted({path for turn in recent for path in turn})
-        details = [f"  {path}" for path in files] or ["  (no file edits recorded in this view)"]
-        what = "the last turn" if turns == 1 else f"the last {turns} turns"
-        if last_change:
-            what = "the last turn that changed files" + (
-                f" ({turns} turns back)" if turns > 1 else ""
-            )
-        details += removed_turns(self.app.turn_prompts, turns)
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self.app.send(p.Undo(turns=turns, force=force, last_change=last_change))
-                self.transcript.add_note("Undo requested…")
-
-        from clover_code.ui.widgets.confirm import ConfirmScreen
-
-        self.app.push_screen(
-            ConfirmScreen(f"Revert the changes {what} made to these files?", details), answered
         )
 
     @TABLE.command("retry", "connect to the model server now, or resend the last prompt")
@@ -276,56 +203,15 @@ class SlashCommands:
 
     @TABLE.command("sessions", "pick an earlier session of this repository", "[--all]")
     def _cmd_sessions(self, arg: str) -> None:
-        self._pick(arg)
+        from clover_code.ui.session_pick import pick_session
 
-    def _pick(self, arg: str) -> None:
-        """The session picker: this repository's sessions, or every one with ``--all``."""
-        from clover_code.agent.open import list_sessions
-        from clover_code.fs.workspace_root import find_root
-        from clover_code.ui.widgets.session_picker import SessionPicker
-
-        if self.app.sessions_dir is None:
-            self.transcript.add_note("No sessions directory is configured.", "warning")
-            return
-        every = "--all" in arg.split()
-        root, _ = find_root(self.app.cwd)
-        sessions = list_sessions(self.app.sessions_dir, None if every else root)
-        current = self.app.bridge.session.id if self.app.bridge.session else None
-        sessions = [s for s in sessions if s.id != current]
-        if not sessions:
-            where = "" if every else f" in {root} (/sessions --all lists every directory)"
-            self.transcript.add_note(f"No earlier sessions{where}.")
-            return
-        title = "Every directory's sessions" if every else "This repository's sessions"
-        title += ", newest first" + ("" if every else " · --all: every directory")
-
-        def chosen(info: object) -> None:
-            path = getattr(info, "path", None)
-            if isinstance(path, Path):
-                self._resume_path(path)
-
-        self.app.push_screen(SessionPicker(sessions, title), chosen)
+        pick_session(self.app, self.transcript, arg, self._resume_path)
 
     @TABLE.command("resume", "continue an earlier session (a picker without ID)", "[ID|--all]")
     def _cmd_resume(self, arg: str) -> None:
-        from clover_code.agent.open import find_session
-        from clover_code.errors import CloverError
-        from clover_code.fs.workspace_root import find_root
+        from clover_code.ui.session_pick import resume_session
 
-        if self.app.sessions_dir is None:
-            self.transcript.add_note("No sessions directory is configured.", "warning")
-            return
-        words = [w for w in arg.split() if w != "--all"]
-        if not words:
-            self._pick(arg)
-            return
-        try:
-            root, _ = find_root(self.app.cwd)
-            path = find_session(self.app.sessions_dir, words[0], root)
-        except CloverError as exc:
-            self.transcript.add_note(str(exc), "error")
-            return
-        self._resume_path(path)
+        resume_session(self.app, self.transcript, arg, self._resume_path)
 
     def open_path(self, path: Path, note: str = "") -> None:
         """Continue in the session stored at ``path`` (closing the current one); ``note``
@@ -418,34 +304,6 @@ class SlashCommands:
         mode = modes[(index + 1) % len(modes)]
         self.app.send(p.SetApprovalMode(mode=mode))
         self.status_bar.approval = mode
-
-    def show_history(self, path: Path) -> None:
-        """Draw a resumed session's earlier messages."""
-        from clover_code.agent.open import load
-        from clover_code.engine.base import content_text, image_count, tool_calls
-        from clover_code.errors import CloverError
-
-        try:
-            loaded = load(path)
-        except CloverError as exc:
-            self.transcript.add_note(str(exc), "error")
-            return
-        for index, message in enumerate(loaded.messages):
-            role, content = message.get("role"), message.get("content") or ""
-            if role == "user" and isinstance(content, str):
-                self.transcript.add_user(content)
-            elif role == "user":  # a prompt with images
-                self.transcript.add_user(content_text(message))
-                images = image_count(message)
-                self.transcript.add_note(f"({images} image{'s' if images > 1 else ''} attached)")
-            elif role == "assistant":
-                if isinstance(content, str) and content:
-                    confidence = loaded.answer_confidence.get(index)
-                    self.transcript.add_past_answer(content, confidence)
-                for call in tool_calls(message):
-                    name = call.get("function", {}).get("name", "?")
-                    self.transcript.add_note(f"(called {name})")
-        self.transcript.end_turn()
 
 
 COMMANDS: tuple[SlashCommand, ...] = TABLE.rows

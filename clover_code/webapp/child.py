@@ -21,8 +21,9 @@ __all__ = ["main"]
 def main(argv: list[str]) -> int:
     """Run the app with ``argv`` (the main command's flags)."""
     tie_to_parent(signal.SIGTERM)  # first: the server may stop while this starts
-    from clover_code.cli.main import _cli_settings, build_parser
-    from clover_code.config.settings import Settings, load_settings
+    from clover_code.cli.parser import build_parser, cli_settings
+    from clover_code.config.load import load_settings
+    from clover_code.config.settings import Settings
     from clover_code.fs.workspace_root import find_root
     from clover_code.ui.run import run_app
 
@@ -40,14 +41,14 @@ def main(argv: list[str]) -> int:
     try:
         root, _ = find_root(cwd)
         settings = load_settings(
-            _cli_settings(args), repo_root=root, trust_project=args.trust_project
+            cli_settings(args), repo_root=root, trust_project=args.trust_project
         )
     except CloverError as exc:
         sys.stderr.write(f"clover-code: {exc}\n")
         return int(exc.exit_code)
 
     def reload() -> Settings:
-        return load_settings(_cli_settings(args), repo_root=root)
+        return load_settings(cli_settings(args), repo_root=root)
 
     try:
         return run_app(settings, cwd, resume=None, reload=reload)

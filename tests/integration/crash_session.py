@@ -25,7 +25,8 @@ from pathlib import Path
 
 from clover_code import protocol as p
 from clover_code.agent import transcript_crash
-from clover_code.config.settings import Settings, load_settings
+from clover_code.config.load import load_settings
+from clover_code.config.settings import Settings
 from tests.fakes import ScriptedBackend, text_response, tool_response
 from tests.sessions import open_session
 

@@ -91,7 +91,7 @@ from clover_code.cli.main import block_unused_imports
 
 block_unused_imports()  # as the command does
 
-from clover_code.config.settings import load_settings
+from clover_code.config.load import load_settings
 from clover_code.agent.engines import Engines
 from clover_code.ui.app import CloverApp
 from clover_code.ui.run import app_options, session_factory, trust_question

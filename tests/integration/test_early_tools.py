@@ -23,7 +23,7 @@ from clover_code import protocol as p
 from clover_code.agent.open import SessionOptions, open_session
 from clover_code.agent.permissions.approval import ApprovalRequest, Decision, RefuseApprover
 from clover_code.agent.session import Session
-from clover_code.config.settings import load_settings
+from clover_code.config.load import load_settings
 from clover_code.config.trust import TrustStore
 from tests.integration.sse_server import (
     Drop,

@@ -21,7 +21,8 @@ from clover_code import protocol as p
 from clover_code.agent.open import SessionOptions, load, open_session
 from clover_code.agent.permissions.approval import RefuseApprover
 from clover_code.agent.session import Session
-from clover_code.config.settings import Settings, load_settings
+from clover_code.config.load import load_settings
+from clover_code.config.settings import Settings
 from clover_code.engine.messages import IMAGE_LEFT_OUT
 from tests.integration.sse_server import ScriptedServer, error_response, sse_response
 from tests.integration.stream_shapes import SGLangStream

@@ -15,7 +15,7 @@ import pytest
 from clover_code import protocol as p
 from clover_code.agent.open import SessionOptions, load, open_session
 from clover_code.agent.permissions.approval import RefuseApprover
-from clover_code.config.settings import load_settings
+from clover_code.config.load import load_settings
 from clover_code.engine.local.hf import HFBackend, HFOptions
 from clover_code.engine.messages import IMAGE_LEFT_OUT
 from tests.tiny_model import build_tiny_checkpoint, script_text

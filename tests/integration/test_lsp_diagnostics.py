@@ -23,7 +23,8 @@ from typing import Any
 import pytest
 
 from clover_code import protocol as p
-from clover_code.config.settings import Settings, load_settings
+from clover_code.config.load import load_settings
+from clover_code.config.settings import Settings
 from tests.fakes import ScriptedBackend, text_response, tool_response
 from tests.integration.sandbox_fixtures import KINDS, Space
 from tests.sessions import open_session

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from clover_code.config.settings import McpServerConfig, Settings, load_settings
+from clover_code.config.load import load_settings
+from clover_code.config.settings import McpServerConfig, Settings
 from clover_code.errors import ToolError
 from clover_code.tools.base import Tool, ToolContext
 from clover_code.tools.mcp import McpManager, tool_name

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from clover_code import protocol as p
-from clover_code.config.settings import McpServerConfig, load_settings
+from clover_code.config.load import load_settings
+from clover_code.config.settings import McpServerConfig
 from tests.fakes import ScriptedBackend
 from tests.sessions import open_session
 from tests.unit.agent.turn.test_tool_arguments import fuzz_tool

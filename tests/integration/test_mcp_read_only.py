@@ -17,7 +17,8 @@ import pytest
 from clover_code import protocol as p
 from clover_code.agent.open import SessionOptions, open_session
 from clover_code.agent.permissions.approval import RefuseApprover
-from clover_code.config.settings import ApprovalMode, load_settings
+from clover_code.config.load import load_settings
+from clover_code.config.settings import ApprovalMode
 from clover_code.config.trust import TrustStore
 from tests.fakes import ScriptedBackend, text_response, tool_response
 

@@ -17,7 +17,8 @@ from clover_code import protocol as p
 from clover_code.agent.open import SessionOptions, fork_session, open_session
 from clover_code.agent.permissions.approval import RefuseApprover
 from clover_code.agent.session import Session
-from clover_code.config.settings import Settings, load_settings
+from clover_code.config.load import load_settings
+from clover_code.config.settings import Settings
 from tests.integration.sse_server import (
     MODELS_PATH,
     RecordedRequest,

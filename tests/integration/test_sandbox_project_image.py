@@ -22,7 +22,8 @@ from typing import Any
 
 import pytest
 
-from clover_code.config.settings import Settings, load_settings
+from clover_code.config.load import load_settings
+from clover_code.config.settings import Settings
 from clover_code.config.trust import TrustStore
 from clover_code.tools.base import ToolContext
 from clover_code.tools.sandbox.docker import DockerSandbox

@@ -23,7 +23,8 @@ import pytest
 from clover_code import protocol as p
 from clover_code.agent.open import Session, SessionOptions, open_session
 from clover_code.agent.transcript import TranscriptError
-from clover_code.config.settings import McpServerConfig, Settings, load_settings
+from clover_code.config.load import load_settings
+from clover_code.config.settings import McpServerConfig, Settings
 from clover_code.errors import EngineError, SandboxUnavailable
 from tests.fakes import ScriptedBackend
 from tests.integration.sandbox_fixtures import KINDS

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from clover_code.config.settings import load_settings
+from clover_code.config.load import load_settings
 from clover_code.watch import watch
 from tests.integration.sse_server import ScriptedResponse, ScriptedServer, sse_response
 from tests.integration.stream_shapes import SGLangStream

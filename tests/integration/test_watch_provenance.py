@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from clover_code.config.settings import load_settings
+from clover_code.config.load import load_settings
 from clover_code.watch import watch
 from tests.integration.sse_server import ScriptedServer
 from tests.integration.test_watch import sglang

@@ -13,7 +13,8 @@ from typing import Any
 
 from clover_code import protocol as p
 from clover_code.agent.open import SessionOptions, open_session
-from clover_code.config.settings import Settings, load_settings
+from clover_code.config.load import load_settings
+from clover_code.config.settings import Settings
 from clover_code.engine import events as ev
 from clover_code.ui.app import CloverApp
 from clover_code.ui.bridge import Emit, SessionLike

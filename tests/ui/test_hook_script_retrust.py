@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clover_code.config.settings import Settings, load_settings, trust_store
+from clover_code.config.load import load_settings
+from clover_code.config.settings import Settings, trust_store
 from clover_code.ui.app import CloverApp
 from clover_code.ui.widgets.approval import ApprovalScreen
 from clover_code.ui.widgets.diff_view import DiffView

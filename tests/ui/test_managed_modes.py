@@ -12,7 +12,8 @@ from textual.pilot import Pilot
 
 from clover_code import protocol as p
 from clover_code.agent.open import SessionOptions, open_session
-from clover_code.config.settings import Settings, load_settings
+from clover_code.config.load import load_settings
+from clover_code.config.settings import Settings
 from clover_code.ui.app import CloverApp
 from clover_code.ui.bridge import Emit, SessionLike
 from clover_code.ui.plan_question import ask_about_plan

@@ -15,7 +15,8 @@ from typing import Any
 
 from clover_code import protocol as p
 from clover_code.agent.open import HookRun
-from clover_code.config.settings import Settings, load_settings
+from clover_code.config.load import load_settings
+from clover_code.config.settings import Settings
 from clover_code.ui.app import CloverApp
 from clover_code.ui.options import AppOptions
 from clover_code.ui.run import app_options

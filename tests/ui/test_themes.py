@@ -13,7 +13,8 @@ from textual.theme import BUILTIN_THEMES
 from textual.widget import Widget
 
 from clover_code import protocol as p
-from clover_code.config.settings import load_settings, user_config_path
+from clover_code.config.load import load_settings
+from clover_code.config.settings import user_config_path
 from clover_code.config.user_file import set_user_value
 from clover_code.errors import ConfigError
 from clover_code.ui.options import AppOptions, check_options

@@ -8,7 +8,8 @@ import pytest
 
 from clover_code import protocol as p
 from clover_code.agent.open import SessionOptions, open_session
-from clover_code.config.settings import Settings, load_settings, trust_store
+from clover_code.config.load import load_settings
+from clover_code.config.settings import Settings, trust_store
 from clover_code.ui.app import CloverApp
 from clover_code.ui.bridge import Emit, SessionLike
 from clover_code.ui.run import trust_question

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from clover_code.config.settings import Settings, load_settings
+from clover_code.config.load import load_settings
+from clover_code.config.settings import Settings
 
 
 @pytest.fixture

@@ -17,7 +17,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from clover_code.errors import CloverError
-from clover_code.git.safe import git_argv, git_env, last_line, repo_driver_overrides
+from clover_code.git.hardening import git_env
+from clover_code.git.repo_drivers import repo_driver_overrides
+from clover_code.git.safe import git_argv, last_line
 
 __all__ = ["CheckpointError", "ShadowGit"]
 

@@ -41,7 +41,8 @@ from clover_code.agent.checkpoints.git_objects import (
 from clover_code.agent.checkpoints.shadow_git import CheckpointError, ShadowGit
 from clover_code.fs.private import open_private, private_dir
 from clover_code.fs.stamps import Remembered, stamps
-from clover_code.git.safe import git_argv, git_env, last_line, run_git
+from clover_code.git.hardening import git_env
+from clover_code.git.safe import git_argv, last_line, run_git
 
 __all__ = [
     "DOTGIT",

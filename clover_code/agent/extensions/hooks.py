@@ -2,7 +2,7 @@
 
 Configured in the settings files (``[[hooks.PreToolUse]]`` tables, see
 ``HookConfig``); a project file's hooks run only once the user trusted that
-file (``clover_code.config.trust``: ``hooks`` is a loosening key).
+file (``clover_code.config.loosening``: ``hooks`` is a loosening key).
 
 The contract is Claude Code's, so its hook scripts work with at most a change
 of tool names:

@@ -94,7 +94,7 @@ def gitlink_dot_gits(root: Path) -> list[Path]:
     their config. The index lives in ``.git``, so a sandbox cannot add to this list."""
     if not os.path.isdir(root / ".git") and not os.path.isfile(root / ".git"):
         return []
-    from clover_code.git.safe import HARDENING_CONFIG, git_env
+    from clover_code.git.hardening import HARDENING_CONFIG, git_env
 
     argv = ["git", *(a for k, v in HARDENING_CONFIG for a in ("-c", f"{k}={v}"))]
     argv += ["ls-files", "-s", "-z"]

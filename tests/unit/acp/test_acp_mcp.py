@@ -7,7 +7,7 @@ from pathlib import Path
 from acp.schema import EnvVariable, HttpHeader, HttpMcpServer, McpServerStdio, SseMcpServer
 
 from clover_code.acp.agent import _with_client_mcp
-from clover_code.config.settings import load_settings
+from clover_code.config.load import load_settings
 
 
 def test_stdio_and_http_servers_are_added(tmp_path: Path) -> None:

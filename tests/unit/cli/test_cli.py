@@ -188,7 +188,7 @@ def test_the_app_says_it_is_loaded_after_its_modules_and_before_it_runs(
 ) -> None:
     # Textual and the app's widgets are most of the app's start-up: they load with the
     # collector still off, and the app runs with it back on.
-    from clover_code.config.settings import load_settings
+    from clover_code.config.load import load_settings
     from clover_code.ui.app import CloverApp
     from clover_code.ui.run import run_app
 

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from clover_code.cli.main import SUBCOMMANDS, Subcommand, run
-from clover_code.config.settings import load_settings
+from clover_code.cli.main import run
+from clover_code.cli.subcommands import SUBCOMMANDS, Subcommand
+from clover_code.config.load import load_settings
 from clover_code.errors import ConfigError
 from tests.paths import ROOT
 

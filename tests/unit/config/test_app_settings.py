@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from clover_code.config.app_settings import key_problem
-from clover_code.config.settings import load_settings
+from clover_code.config.load import load_settings
 from clover_code.config.trust import TrustStore
 from clover_code.config.user_file import set_user_value
 from clover_code.errors import ConfigError

@@ -9,9 +9,9 @@ import pytest
 
 from clover_code.acp.bridge import MODES
 from clover_code.acp.main import build_parser as acp_parser
-from clover_code.cli.main import build_parser
+from clover_code.cli.parser import build_parser
 from clover_code.config.flags import Flag, add_setting_flags, flag_values
-from clover_code.config.trust import APPROVAL_ORDER
+from clover_code.config.loosening import APPROVAL_ORDER
 from clover_code.protocol import APPROVAL_MODES, ApprovalMode, SetApprovalMode
 from clover_code.serve.main import build_parser as serve_parser
 from clover_code.ui.commands import COMMANDS

@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 from clover_code.config.field_docs import field_docs
-from clover_code.config.settings import Settings, load_settings
+from clover_code.config.load import load_settings
+from clover_code.config.settings import Settings
 from clover_code.errors import ConfigError
 
 

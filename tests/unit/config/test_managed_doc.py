@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from clover_code.config.load import load_settings
 from clover_code.config.managed_files import read_policy
-from clover_code.config.settings import Settings, load_settings
+from clover_code.config.settings import Settings
 from clover_code.errors import ConfigError
 from tests.paths import ROOT
 

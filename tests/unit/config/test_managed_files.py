@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from clover_code.config.load import load_settings
 from clover_code.config.managed_files import managed_paths, read_policy
-from clover_code.config.settings import Settings, load_settings
+from clover_code.config.settings import Settings
 from clover_code.errors import ConfigError
 
 KNOWN = list(Settings.model_fields)

@@ -11,7 +11,8 @@ import pytest
 from clover_code import protocol as p
 from clover_code.agent.open import SessionOptions, open_session
 from clover_code.agent.permissions.approval import RefuseApprover
-from clover_code.config.settings import Settings, load_settings
+from clover_code.config.load import load_settings
+from clover_code.config.settings import Settings
 from clover_code.doctor.managed import managed_checks
 from clover_code.errors import ConfigError
 from clover_code.mcp_server.roots import Roots

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from clover_code.config.settings import Settings, load_settings
+from clover_code.config.load import load_settings
+from clover_code.config.settings import Settings
 from clover_code.config.trust import TrustStore
 from clover_code.errors import ConfigError, ExitCode
 

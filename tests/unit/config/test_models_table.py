@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from clover_code.config.load import load_settings
 from clover_code.config.models import resolve_model
-from clover_code.config.settings import load_settings
 from clover_code.config.trust import PROJECT_CONFIG, TrustStore
 from clover_code.errors import ConfigError
 

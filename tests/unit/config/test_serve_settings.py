@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clover_code.config.settings import load_settings
+from clover_code.config.load import load_settings
 from clover_code.config.trust import PROJECT_CONFIG, TrustStore
 
 

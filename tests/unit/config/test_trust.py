@@ -9,17 +9,15 @@ from typing import get_args
 
 import pytest
 
-from clover_code.config.settings import ApprovalMode, Settings, load_settings, trust_store
+from clover_code.config.load import load_settings
+from clover_code.config.loosening import APPROVAL_ORDER, LOOSENING_KEYS, NEUTRAL_KEYS, loosening
+from clover_code.config.settings import ApprovalMode, Settings, trust_store
 from clover_code.config.trust import (
-    APPROVAL_ORDER,
-    LOOSENING_KEYS,
     MCP_FILE,
-    NEUTRAL_KEYS,
     PROJECT_CONFIG,
     PROTECTED_PATHS,
     TrustStore,
     is_protected,
-    loosening,
 )
 from clover_code.errors import ConfigError
 from clover_code.tools.mcp_config import declared_servers

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from clover_code.git.hardening import HARDENING_CONFIG, git_env
 from clover_code.git.nested import nested_drivers
-from clover_code.git.safe import HARDENING_CONFIG, git_argv, git_env, run_git, safe_repo
+from clover_code.git.safe import git_argv, run_git, safe_repo
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 

@@ -17,14 +17,9 @@ from pathlib import Path
 import pytest
 
 from clover_code.fs.stamps import stamps
-from clover_code.git.safe import (
-    UnsafeRepository,
-    git_argv,
-    git_env,
-    repo_driver_overrides,
-    run_git,
-    safe_repo,
-)
+from clover_code.git.hardening import git_env
+from clover_code.git.repo_drivers import UnsafeRepository, repo_driver_overrides
+from clover_code.git.safe import git_argv, run_git, safe_repo
 from tests.waiting import need_program, wait_until
 
 

@@ -14,7 +14,8 @@ from clover_code.agent.extensions.agent_defs import load_agents
 from clover_code.agent.extensions.commands import load_commands
 from clover_code.agent.extensions.skills import load_skills
 from clover_code.agent.open import plugin_statusline
-from clover_code.config.settings import Settings, load_settings
+from clover_code.config.load import load_settings
+from clover_code.config.settings import Settings
 from clover_code.config.trust import TrustStore
 from clover_code.plugins.active import active_plugins
 from clover_code.plugins.install import stage

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from clover_code.acp.transport import LineTransport
+from clover_code.config.loosening import mcp_loosening
 from clover_code.config.project_definition import parse_jsonc
-from clover_code.config.trust import mcp_loosening
 from clover_code.engine.base import ToolSpec
 from clover_code.engine.events import EngineEvent, ToolCallEnd
 from clover_code.engine.qwen3.parser import Qwen3StreamParser

@@ -11,7 +11,8 @@ from typing import Any
 
 from clover_code import protocol as p
 from clover_code.agent.extensions.hook_functions import HookFunction, HookReply
-from clover_code.config.settings import Settings, load_settings
+from clover_code.config.load import load_settings
+from clover_code.config.settings import Settings
 from tests.fakes import ScriptedBackend, text_response, tool_response
 from tests.sessions import open_session
 

@@ -130,7 +130,7 @@ async def test_pre_compact_runs_before_a_compaction(
 def test_a_bad_matcher_is_one_config_error(tmp_path: Path) -> None:
     import pytest
 
-    from clover_code.config.settings import load_settings
+    from clover_code.config.load import load_settings
     from clover_code.errors import ConfigError
 
     user = tmp_path / "config.toml"
@@ -143,7 +143,8 @@ def test_a_bad_matcher_is_one_config_error(tmp_path: Path) -> None:
 
 
 def test_trusted_project_hooks_run_after_the_users(tmp_path: Path) -> None:
-    from clover_code.config.settings import load_settings, trust
+    from clover_code.config.load import load_settings
+    from clover_code.config.settings import trust
 
     (tmp_path / "repo" / ".clover").mkdir(parents=True)
     (tmp_path / "repo" / ".clover" / "config.toml").write_text(

@@ -288,7 +288,7 @@ def test_rules_load_from_config_file(tmp_path: Path) -> None:
     config.write_text(
         '[permissions.allow]\nshell = ["pytest *"]\n[permissions.deny]\nedit = [".env"]\n'
     )
-    from clover_code.config.settings import load_settings
+    from clover_code.config.load import load_settings
 
     settings = load_settings(repo_root=tmp_path, user_config=tmp_path / "none.toml", env={})
     assert settings.permissions.allow == {}  # allow rules wait until the file is trusted
@@ -305,7 +305,7 @@ def test_bad_rules_are_config_errors(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"permissions\.allow\.shell has an empty pattern"):
         PermissionPolicy(PermissionRules(allow={"shell": ["  "]}), tmp_path)
     with pytest.raises(ConfigError, match="permissions"):
-        from clover_code.config.settings import load_settings
+        from clover_code.config.load import load_settings
 
         load_settings({"permissions": {"alow": {}}}, user_config=tmp_path / "x.toml", env={})
     assert Settings().permissions == PermissionRules()

@@ -14,9 +14,9 @@ from clover_code.agent.permissions.approval import verdict
 from clover_code.agent.permissions.policy import PermissionPolicy
 from clover_code.batch.main import _headless_args
 from clover_code.batch.main import build_parser as batch_parser
-from clover_code.cli.main import build_parser
+from clover_code.cli.parser import build_parser
+from clover_code.config.loosening import looser_approval
 from clover_code.config.settings import PermissionRules
-from clover_code.config.trust import looser_approval
 from clover_code.github.task import task_env
 from clover_code.headless.render import TextRenderer
 from clover_code.tools.mcp import McpTool

@@ -9,8 +9,10 @@ import pytest
 
 from clover_code.agent.permissions.approval import ApprovalRequest, RefuseApprover, verdict
 from clover_code.agent.permissions.policy import PermissionPolicy
-from clover_code.config.settings import PermissionRules, Settings, load_settings
-from clover_code.config.trust import PROJECT_CONFIG, TrustStore, loosening
+from clover_code.config.load import load_settings
+from clover_code.config.loosening import loosening
+from clover_code.config.settings import PermissionRules, Settings
+from clover_code.config.trust import PROJECT_CONFIG, TrustStore
 from clover_code.errors import ConfigError
 from clover_code.net.domains import domain_matches, host_of
 from clover_code.net.guard import AddressGuard

@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from clover_code import protocol as p
+from clover_code.config.load import load_settings
 from clover_code.config.sections import ModelPrice
-from clover_code.config.settings import Settings, load_settings
+from clover_code.config.settings import Settings
 from clover_code.engine import events as ev
 from clover_code.errors import ConfigError
 from clover_code.protocol.cost import CostTally, money
