@@ -1,7 +1,7 @@
 """Per-token shading of edits in the real app: a scripted block stream (each token's fill
 confidence known) through the real session, parser and edit tools, an XML-form edit
 and a JSON-form write in one response, shaded character by character in the approval
-modal and in the finished cards."""
+modal and in the finished cards, and again once the session is resumed."""
 
 from __future__ import annotations
 
@@ -86,6 +86,19 @@ async def test_edits_are_shaded_token_by_token_in_the_modal_and_the_cards(
         for line, expected in zip(JSON_LINES, JSON_TINTS, strict=True):
             assert tints(drawn(views[1]), line) == expected
         assert "   2?+" in drawn(views[0]).plain  # the row holding a low token is marked
+        # /resume draws the session again from its file: the same cards, the same shading.
+        assert app.started is not None
+        cards_before = [(card.tool_name, card.status) for card in app.query(ToolCard)]
+        await type_and_send(pilot, f"/resume {app.started.session_id}")
+        await until(pilot, lambda: app.started is not None and app.started.resumed)
+        await until(pilot, lambda: len(app.query(DiffView)) == 2, message="the resumed cards")
+        cards = list(app.query(ToolCard))
+        assert [(card.tool_name, card.status) for card in cards] == cards_before
+        views = [card.query_one(DiffView) for card in cards]
+        await until(pilot, lambda: all(view.marked for view in views), message="still on")
+        assert tints(drawn(views[0]), XML_LINE) == XML_TINTS
+        for line, expected in zip(JSON_LINES, JSON_TINTS, strict=True):
+            assert tints(drawn(views[1]), line) == expected
 
 
 DIFF = (
