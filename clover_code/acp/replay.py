@@ -10,9 +10,8 @@ the session as it was left.
 from __future__ import annotations
 
 import json
-from collections import defaultdict, deque
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from acp import (
     image_block,
@@ -21,28 +20,16 @@ from acp import (
     update_user_message,
     update_user_message_text,
 )
-from pydantic import ValidationError
 
 from clover_code import protocol as p
 from clover_code.acp.updates import EventMapper, Update
 from clover_code.agent.open import INTERRUPTED, LoadedSession
 from clover_code.engine.base import ContentPart, ToolCallItem, tool_calls
+from clover_code.protocol.recorded_calls import RecordedCall, RecordedCalls, recorded_events
 
 __all__ = ["replay_updates"]
 
-E = TypeVar("E", p.ToolCallStarted, p.ToolCallFinished)
-
 _FAILED_PREFIXES = ("error:", "denied:", "refused:", "cancelled:")
-
-
-def _events(loaded: LoadedSession) -> list[p.Event]:
-    events: list[p.Event] = []
-    for raw in loaded.events:
-        try:
-            events.append(p.EVENT_ADAPTER.validate_python(raw))
-        except ValidationError:
-            continue  # written by another version; the messages still tell the story
-    return events
 
 
 def _arguments(call: ToolCallItem) -> dict[str, Any]:
@@ -52,11 +39,6 @@ def _arguments(call: ToolCallItem) -> dict[str, Any]:
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
-
-
-def _next(queues: dict[str, deque[E]], call_id: str) -> E | None:
-    queue = queues.get(call_id)
-    return queue.popleft() if queue else None
 
 
 def _user_part(part: ContentPart) -> Update:
@@ -69,20 +51,13 @@ def _user_part(part: ContentPart) -> Update:
 
 def replay_updates(loaded: LoadedSession, root: Path) -> list[Update]:
     """The updates that replay ``loaded`` in the editor, oldest first."""
-    events = _events(loaded)
-    # Per id, in order: servers that send no ids reuse "call_0" in every response.
-    started: dict[str, deque[p.ToolCallStarted]] = defaultdict(deque)
-    finished: dict[str, deque[p.ToolCallFinished]] = defaultdict(deque)
-    for event in events:
-        if isinstance(event, p.ToolCallStarted):
-            started[event.call_id].append(event)
-        elif isinstance(event, p.ToolCallFinished):
-            finished[event.call_id].append(event)
+    events = recorded_events(loaded.events)
+    calls = RecordedCalls(events)
     mapper = EventMapper(
         root, needs_approval=lambda _kind: False, take_edit=lambda _path: None, log=lambda _m: None
     )
     updates: list[Update] = []
-    unanswered: dict[str, None] = {}  # calls shown started that no result closed yet
+    unanswered: dict[str, RecordedCall | None] = {}  # calls shown started, not yet closed
     for message in loaded.messages:
         role = message.get("role")
         content = message.get("content")
@@ -98,18 +73,24 @@ def replay_updates(loaded: LoadedSession, root: Path) -> list[Update]:
                 updates.append(update_agent_message_text(content))
             for call in tool_calls(message):
                 call_id = str(call.get("id", ""))
-                start = _next(started, call_id) or p.ToolCallStarted(
-                    call_id=call_id,
-                    name=str(call.get("function", {}).get("name", "tool")),
-                    kind="other",
-                    arguments=_arguments(call),
-                    summary="",
+                recorded = calls.take(call_id)
+                start = (
+                    recorded.started
+                    if recorded
+                    else p.ToolCallStarted(
+                        call_id=call_id,
+                        name=str(call.get("function", {}).get("name", "tool")),
+                        kind="other",
+                        arguments=_arguments(call),
+                        summary="",
+                    )
                 )
                 updates += mapper.feed(start)
-                unanswered[call_id] = None
+                unanswered[call_id] = recorded
         elif role == "tool":
             call_id = str(message.get("tool_call_id", ""))
-            end = _next(finished, call_id)
+            recorded = unanswered.pop(call_id, None)
+            end = recorded.finished if recorded else None
             if end is None:
                 text = content if isinstance(content, str) else ""
                 failed = text.startswith(_FAILED_PREFIXES) or text == INTERRUPTED
@@ -117,7 +98,6 @@ def replay_updates(loaded: LoadedSession, root: Path) -> list[Update]:
                     call_id=call_id, name="", status="error" if failed else "ok", result=text
                 )
             updates += mapper.feed(end)
-            unanswered.pop(call_id, None)
     for call_id in unanswered:  # never left in progress in the editor
         gone = p.ToolCallFinished(call_id=call_id, name="", status="error", result=INTERRUPTED)
         updates += mapper.feed(gone)
