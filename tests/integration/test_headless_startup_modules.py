@@ -49,6 +49,8 @@ NEVER_LOADED = (
     "torch",
     "transformers",
     "docker",
+    # pydantic's plugin loader reads every distribution's metadata; the command has none.
+    "importlib.metadata",
     # What only a feature this run does not use needs: the shell parser (a command to
     # check), worktrees (a child agent in one), Docker's image building, installed
     # plugins, web search, --output-schema, export, fork, the session list, the flags' help.
