@@ -3,7 +3,8 @@
 - ``PermissionRequest`` runs where an approval would be asked (the app's dialog, the
   editor's, an SDK program's callback, headless's refusal), with ``tool_name`` and
   ``tool_input``. A deny refuses the call with its message; an allow spares asking,
-  within the limits the dispatcher keeps (``agent.turn.call_checks``); no decision asks
+  within the limits the dispatcher keeps (``agent.turn.call_checks``), and may change
+  the arguments (``updatedInput``: the changed call is judged again); no decision asks
   as usual.
 - ``SubagentStart`` runs before a child agent's first request, with ``agent_id`` (the
   task call that started it), ``agent_type`` (its definition) and ``prompt``; the
@@ -36,6 +37,9 @@ class PermissionAnswer:
     behavior: Literal["allow", "deny"] | None = None
     message: str = ""
     """Why it denied (the model is told)."""
+    tool_input: dict[str, Any] | None = None
+    """With an allow: the arguments the call is to run with instead (``updatedInput``),
+    judged again before it runs."""
 
 
 async def permission_request(
@@ -48,7 +52,9 @@ async def permission_request(
     outcome = await hooks.run("PermissionRequest", data, tool=tool)
     if outcome.blocked:
         return PermissionAnswer("deny", outcome.reason)
-    return PermissionAnswer("allow") if outcome.approved else PermissionAnswer()
+    if not outcome.approved:
+        return PermissionAnswer()
+    return PermissionAnswer("allow", tool_input=outcome.tool_input)
 
 
 async def child_run(

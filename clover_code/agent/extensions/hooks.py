@@ -28,14 +28,16 @@ of tool names:
   ``approve``), ``reason``, ``additionalContext``, and for ``PreToolUse`` a
   replacement ``tool_input`` (Claude Code's ``hookSpecificOutput`` with
   ``permissionDecision``/``updatedInput`` is read too, and PermissionRequest's
-  ``decision`` object: ``behavior`` ``allow`` or ``deny``, ``message``).
+  ``decision`` object: ``behavior`` ``allow`` or ``deny``, ``message``, and with
+  an allow ``updatedInput``, the arguments the call is to run with).
 
 What "approve" (or a PermissionRequest's allow) means here: the call runs
 without asking the user, and only where the loosest approval mode allowed
 (full-auto, or the administrator's ``max_approval``) would run it without
 asking: deny rules, refusals of the approval mode (read-only), protected paths
 and commands the check cannot vouch for still hold (``agent.permissions``). A
-replaced ``tool_input`` is validated and judged like the model's own.
+replaced ``tool_input`` (PreToolUse's, or a PermissionRequest allow's
+``updatedInput``) is validated and judged like the model's own.
 
 Hooks run on the host (they are the user's programs) in the workspace, with
 their argv split from the configured command (``shlex``); the model's data
@@ -116,7 +118,8 @@ class HookOutcome:
     reason: str = ""
     approved: bool = False
     tool_input: dict[str, Any] | None = None
-    """A replacement for the tool call's arguments (PreToolUse)."""
+    """A replacement for the tool call's arguments (PreToolUse; a PermissionRequest's
+    allow)."""
     context: list[str] = field(default_factory=list)
     """Text to add to the model's context (UserPromptSubmit, SessionStart)."""
 
@@ -303,17 +306,17 @@ class HookRunner:
             outcome.reason = reason or "a hook blocked this."
             self._report(event, config, "blocked", _one_line(outcome.reason), tool)
             return
-        if answer.get("updatedInput") is not None:
-            # The ruling was on the call as the model made it: other arguments would need
-            # another, so such an allow is not taken (the user is asked as usual).
+        allows = decision == "approve" or permission == "allow" or behavior == "allow"
+        new_input = data.get("tool_input", specific.get("updatedInput", answer.get("updatedInput")))
+        if event == "PermissionRequest" and new_input is not None and not allows:
+            # Changed arguments come with an allow, which is judged on them.
             self._report(
-                event, config, "failed", "its updatedInput is not supported; ignored.", tool
+                event, config, "failed", "its updatedInput came without an allow; ignored.", tool
             )
             return
-        if decision == "approve" or permission == "allow" or behavior == "allow":
+        if allows and (event != "PermissionRequest" or isinstance(new_input, dict | None)):
             outcome.approved = True
-        new_input = data.get("tool_input", specific.get("updatedInput"))
-        if event == "PreToolUse" and new_input is not None:
+        if event in ("PreToolUse", "PermissionRequest") and new_input is not None:
             if not isinstance(new_input, dict):
                 self._report(
                     event, config, "failed", "its tool_input is not a JSON object; ignored.", tool

@@ -31,7 +31,7 @@ from clover_code.agent.extensions.hooks import HookRunner
 from clover_code.agent.permissions.approval import Approver
 from clover_code.agent.permissions.edit_preview import EditAllowance
 from clover_code.agent.permissions.policy import PermissionPolicy
-from clover_code.agent.turn.call_checks import CallChecks
+from clover_code.agent.turn.call_checks import CallChecks, headline
 from clover_code.agent.turn.call_text import printable_result, problem
 from clover_code.agent.turn.early import EarlyCalls, Slot
 from clover_code.agent.turn.options import TurnOptions
@@ -183,12 +183,7 @@ class ToolDispatcher(CallChecks):
         hook_refusal, approved = None, False
         if self.hooks is not None and self.hooks.has("PreToolUse"):
             args, hook_refusal, approved = await self._pre_tool_hooks(call, tool, args)
-        try:
-            summary = tool.summary(args)
-        except Exception:
-            # Only the card's one-line label is lost; the call itself can go on.
-            log.debug("summary of %s failed", tool.name, exc_info=True)
-            summary = tool.name
+        summary = headline(tool, args)
         emit(
             p.ToolCallStarted(
                 call_id=call.id,
@@ -208,7 +203,9 @@ class ToolDispatcher(CallChecks):
             if slot is not None and hook_refusal is None and self.verdict(tool, args) == "ask":
                 # A hook changed the call: ask only once the response is whole.
                 await slot.response_ended()
-            refusal = hook_refusal or await self._approve(call, tool, args, summary, approved)
+            refusal = hook_refusal
+            if refusal is None:
+                refusal, args = await self._approve(call, tool, args, summary, approved)
         except Exception as exc:
             self._unexpected(call, tool, exc, "check", started, emit)
             return

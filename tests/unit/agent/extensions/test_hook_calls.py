@@ -229,25 +229,91 @@ async def test_a_hook_function_answers_like_a_program(
     assert [e["hook_event_name"] for e in seen] == ["PermissionRequest"] * 2
 
 
-async def test_an_allow_that_rewrites_the_input_is_not_taken(
+async def _rewritten(
+    settings: Settings, repo: Path, command: str = "echo hi"
+) -> tuple[p.ToolCallFinished, list[p.Event]]:
+    """A shell call ``command`` in ask mode, headless; its end and the session's events."""
+    backend = ScriptedBackend(
+        [tool_response(("shell", {"command": command})), text_response("done")]
+    )
+    events: list[p.Event] = []
+    session = await open_session(settings, backend, repo, events, approval_mode="ask")
+    await session.run_turn("go")
+    await session.close()
+    (call,) = finished_calls(events)
+    return call, events
+
+
+def _notices(events: list[p.Event]) -> list[str]:
+    return [e.text for e in events if isinstance(e, p.Notice)]
+
+
+async def test_an_allow_that_changes_the_input_runs_the_changed_call(
     make_settings: Callable[..., Settings], repo: Path, tmp_path: Path
 ) -> None:
     log = tmp_path / "log.jsonl"
     answer = decision("allow", updatedInput={"command": "touch REWRITTEN"})
     hooks = {"PermissionRequest": [{"command": answering(tmp_path, log, answer)}]}
-    backend = ScriptedBackend(
-        [tool_response(("shell", {"command": "echo hi"})), text_response("done")]
-    )
-    events: list[p.Event] = []
-    session = await open_session(
-        make_settings(hooks=hooks), backend, repo, events, approval_mode="ask"
-    )
-    await session.run_turn("go")
-    await session.close()
-    (call,) = finished_calls(events)
-    assert call.status == "denied" and not (repo / "REWRITTEN").exists()
+    call, events = await _rewritten(make_settings(hooks=hooks), repo)
+    # The changed call was judged again (full-auto would run it) and ran instead.
+    assert call.status == "ok" and (repo / "REWRITTEN").exists()
+    assert "a PermissionRequest hook changed the shell call: touch REWRITTEN" in _notices(events)
     (ran,) = [e for e in events if isinstance(e, p.HookRan)]
-    assert ran.outcome == "failed" and "updatedInput is not supported" in ran.message
+    assert ran.outcome == "ok"
+    (event,) = logged(log)
+    assert event["tool_input"] == {"command": "echo hi"}  # the hook saw the model's call
+
+
+async def test_a_changed_input_still_meets_the_deny_rules_and_the_limits(
+    make_settings: Callable[..., Settings], repo: Path, tmp_path: Path
+) -> None:
+    log = tmp_path / "log.jsonl"
+    to_denied = decision("allow", updatedInput={"command": "touch DENIED"})
+    hooks = {"PermissionRequest": [{"command": answering(tmp_path, log, to_denied)}]}
+    settings = make_settings(hooks=hooks, permissions={"deny": {"shell": ["touch *"]}})
+    call, _ = await _rewritten(settings, repo)
+    assert call.status == "denied" and call.result.startswith("refused:")
+    assert not (repo / "DENIED").exists()
+    # Arguments the tool cannot take are refused as the model's would be.
+    (tmp_path / "bad").mkdir()
+    bad = decision("allow", updatedInput={"command": 42})
+    hooks = {"PermissionRequest": [{"command": answering(tmp_path / "bad", log, bad)}]}
+    call, _ = await _rewritten(make_settings(hooks=hooks), repo)
+    assert call.status == "denied"
+    assert "a PermissionRequest hook gave invalid arguments" in call.result
+
+
+async def test_a_changed_input_past_the_administrators_limit_is_asked_about(
+    make_settings: Callable[..., Settings], repo: Path, tmp_path: Path
+) -> None:
+    managed = tmp_path / "managed.toml"
+    managed.write_text('[limits]\nmax_approval = "auto-edit"\n')
+    log = tmp_path / "log.jsonl"
+    answer = decision("allow", updatedInput={"command": "touch LIMITED"})
+    hooks = {"PermissionRequest": [{"command": answering(tmp_path, log, answer)}]}
+    settings = load_settings(
+        {"sessions_dir": tmp_path / "sessions", "sandbox": "none", "hooks": hooks},
+        user_config=tmp_path / "no-user.toml",
+        env={"CLOVER_MANAGED_SETTINGS": str(managed)},
+    )
+    call, events = await _rewritten(settings, repo)
+    # auto-edit asks before a command: the changed call was asked about, and headless
+    # refused it; the hook ran once (not again for the changed call).
+    assert call.status == "denied" and not (repo / "LIMITED").exists()
+    assert any("allow of shell was not taken" in text for text in _notices(events))
+    assert len(logged(log)) == 1
+
+
+async def test_changed_input_without_an_allow_is_ignored(
+    make_settings: Callable[..., Settings], repo: Path, tmp_path: Path
+) -> None:
+    log = tmp_path / "log.jsonl"
+    answer = {"hookSpecificOutput": {"updatedInput": {"command": "touch SNEAKY"}}}
+    hooks = {"PermissionRequest": [{"command": answering(tmp_path, log, answer)}]}
+    call, events = await _rewritten(make_settings(hooks=hooks), repo)
+    assert call.status == "denied" and not (repo / "SNEAKY").exists()
+    (ran,) = [e for e in events if isinstance(e, p.HookRan)]
+    assert ran.outcome == "failed" and "updatedInput came without an allow" in ran.message
 
 
 async def test_no_permission_request_when_nothing_is_asked(
