@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import ClassVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from clover_code.errors import ToolError
 from clover_code.tools.arguments import CONTENT_LIMIT
@@ -23,6 +23,9 @@ __all__ = ["ApplyPatchArgs", "ApplyPatchTool"]
 
 class ApplyPatchArgs(BaseModel):
     """Arguments of apply_patch."""
+
+    model_config = ConfigDict(defer_build=True)
+    """Built when a call is first validated (the schema is kept: ``schema_cache``)."""
 
     patch: str = Field(
         description="The patch: a '*** Begin Patch' ... '*** End Patch' envelope, or a "

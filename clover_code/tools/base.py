@@ -128,12 +128,11 @@ class Tool(ABC, Generic[ArgsT]):
         )
 
     def spec(self) -> ToolSpec:
-        """The JSON-schema description sent to the model."""
-        schema = self.Args.model_json_schema()
-        schema.pop("title", None)
-        for prop in schema.get("properties", {}).values():
-            prop.pop("title", None)
-        return ToolSpec(self.name, self.description, schema)
+        """The JSON-schema description sent to the model (kept between runs:
+        ``schema_cache``)."""
+        from clover_code.tools.schema_cache import parameters
+
+        return ToolSpec(self.name, self.description, parameters(self.Args))
 
     def summary(self, args: ArgsT) -> str:
         """A short line naming the key arguments, for cards and logs."""

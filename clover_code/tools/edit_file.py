@@ -8,7 +8,7 @@ import re
 from collections.abc import Mapping
 from typing import ClassVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from clover_code.errors import ToolError
 from clover_code.protocol import FileEdit
@@ -35,6 +35,9 @@ _LINE_NUMBER_PREFIX = re.compile(r"^\s*\d+\t")
 
 class EditFileArgs(BaseModel):
     """Arguments of edit_file."""
+
+    model_config = ConfigDict(defer_build=True)
+    """Built when a call is first validated (the schema is kept: ``schema_cache``)."""
 
     path: str = Field(description="The file to edit, relative to the workspace root.")
     old_string: str = Field(

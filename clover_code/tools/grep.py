@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from clover_code.errors import ToolError
 from clover_code.fs.named_files import host_program
@@ -41,6 +41,9 @@ Backend = Literal["auto", "rg", "python"]
 
 class GrepArgs(BaseModel):
     """Arguments of grep."""
+
+    model_config = ConfigDict(defer_build=True)
+    """Built when a call is first validated (the schema is kept: ``schema_cache``)."""
 
     pattern: str = Field(description="The regular expression to search for (one line at a time).")
     path: str = Field(

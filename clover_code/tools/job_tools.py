@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, ClassVar
 
-from pydantic import BaseModel, BeforeValidator, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from clover_code import protocol as p
 from clover_code.errors import ToolError
@@ -69,6 +69,9 @@ def job_text(job: Job, heading: str) -> str:
 class JobOutputArgs(BaseModel):
     """Arguments of job_output."""
 
+    model_config = ConfigDict(defer_build=True)
+    """Built when a call is first validated (the schema is kept: ``schema_cache``)."""
+
     id: JobId = Field(description=_ID)
     wait_seconds: float = Field(
         0,
@@ -108,6 +111,9 @@ class JobOutputTool(Tool[JobOutputArgs]):
 
 class JobStopArgs(BaseModel):
     """Arguments of job_stop."""
+
+    model_config = ConfigDict(defer_build=True)
+    """Built when a call is first validated (the schema is kept: ``schema_cache``)."""
 
     id: JobId = Field(description=_ID)
 

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import ClassVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from clover_code.errors import ToolError
 from clover_code.protocol import Listing
@@ -41,6 +41,9 @@ def resolve_dir(ws: Workspace, path: str) -> Path:
 
 class ListFilesArgs(BaseModel):
     """Arguments of list_files."""
+
+    model_config = ConfigDict(defer_build=True)
+    """Built when a call is first validated (the schema is kept: ``schema_cache``)."""
 
     path: str = Field(".", description="The directory to list, relative to the workspace root.")
     depth: int = Field(
@@ -99,6 +102,9 @@ class ListFilesTool(Tool[ListFilesArgs]):
 
 class GlobArgs(BaseModel):
     """Arguments of glob."""
+
+    model_config = ConfigDict(defer_build=True)
+    """Built when a call is first validated (the schema is kept: ``schema_cache``)."""
 
     pattern: str = Field(
         description="A glob such as '**/*.py' or 'src/**/*.{ts,tsx}'. Without '/', it matches "

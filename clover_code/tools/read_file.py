@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import BinaryIO, ClassVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from clover_code.errors import ToolError
 from clover_code.fs.binary import BINARY_SAMPLE, looks_binary
@@ -31,6 +31,9 @@ _COUNT_LIMIT = 64 * 1024 * 1024
 
 class ReadFileArgs(BaseModel):
     """Arguments of read_file."""
+
+    model_config = ConfigDict(defer_build=True)
+    """Built when a call is first validated (the schema is kept: ``schema_cache``)."""
 
     path: str = Field(description="The file to read, relative to the workspace root.")
     offset: int = Field(1, ge=1, description="The line number to start at (1 is the first line).")

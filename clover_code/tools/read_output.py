@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from clover_code.errors import ToolError
 from clover_code.tools.base import Tool, ToolContext, ToolKind, ToolResult
@@ -17,6 +17,9 @@ MAX_LINES = 2_000
 
 class ReadOutputArgs(BaseModel):
     """Arguments of read_output."""
+
+    model_config = ConfigDict(defer_build=True)
+    """Built when a call is first validated (the schema is kept: ``schema_cache``)."""
 
     id: str = Field(description="The id named in the truncated output (the tool call's id).")
     offset: int = Field(1, ge=1, description="First line to read (1-based).")

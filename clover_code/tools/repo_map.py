@@ -14,7 +14,7 @@ import asyncio
 from pathlib import Path
 from typing import ClassVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from clover_code.config.sections import empty_list
 from clover_code.protocol import RepoMapBuilt
@@ -36,6 +36,9 @@ def default_cache_path() -> Path:
 
 class RepoMapArgs(BaseModel):
     """Arguments of repo_map."""
+
+    model_config = ConfigDict(defer_build=True)
+    """Built when a call is first validated (the schema is kept: ``schema_cache``)."""
 
     focus: list[str] = Field(
         default_factory=empty_list,

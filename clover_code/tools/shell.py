@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, ClassVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from clover_code.errors import ToolError
 from clover_code.protocol import CommandRun
@@ -28,6 +28,9 @@ FIRST_OUTPUT_QUIET = 0.3
 
 class ShellArgs(BaseModel):
     """Arguments of shell."""
+
+    model_config = ConfigDict(defer_build=True)
+    """Built when a call is first validated (the schema is kept: ``schema_cache``)."""
 
     command: str = Field(description="The bash command line to run.")
     timeout: float | None = Field(

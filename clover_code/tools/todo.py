@@ -68,6 +68,9 @@ class TodoEntry(BaseModel):
 class TodoArgs(BaseModel):
     """Arguments of todo."""
 
+    model_config = ConfigDict(defer_build=True)
+    """Built when a call is first validated (the schema is kept: ``schema_cache``)."""
+
     items: list[TodoEntry] = Field(
         description="The whole checklist, in order; it replaces the previous one. "
         "Send an empty list to clear it."

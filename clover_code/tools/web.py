@@ -45,6 +45,9 @@ SEARCH_TOOL = "web_search"
 class WebFetchArgs(BaseModel):
     """Arguments of web_fetch."""
 
+    model_config = ConfigDict(defer_build=True)
+    """Built when a call is first validated (the schema is kept: ``schema_cache``)."""
+
     url: str = Field(description="The http:// or https:// address to fetch.")
     prompt: str | None = Field(
         None, description="What you are looking for on the page (kept with the result)."

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import ClassVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from clover_code.errors import ToolError
 from clover_code.protocol import FileEdit
@@ -21,6 +21,9 @@ __all__ = ["WriteFileArgs", "WriteFileTool"]
 
 class WriteFileArgs(BaseModel):
     """Arguments of write_file."""
+
+    model_config = ConfigDict(defer_build=True)
+    """Built when a call is first validated (the schema is kept: ``schema_cache``)."""
 
     path: str = Field(
         description="The file to write, relative to the workspace root; "

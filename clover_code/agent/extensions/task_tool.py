@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from clover_code.agent.extensions.agent_defs import DEFAULT_AGENT, Isolation
 from clover_code.tools.base import Tool, ToolContext, ToolKind, ToolResult
@@ -36,6 +36,9 @@ MAX_WAIT = 600.0
 
 class TaskArgs(BaseModel):
     """Arguments of task."""
+
+    model_config = ConfigDict(defer_build=True)
+    """Built when a call is first validated (the schema is kept: ``schema_cache``)."""
 
     description: str = Field(description="A short (3-8 word) label for the task.")
     prompt: str = Field(
@@ -100,6 +103,9 @@ class TaskTool(Tool[TaskArgs]):
 class TaskResultArgs(BaseModel):
     """Arguments of task_result."""
 
+    model_config = ConfigDict(defer_build=True)
+    """Built when a call is first validated (the schema is kept: ``schema_cache``)."""
+
     task_id: str = Field(description="The id task gave when it started the agent (task-1).")
     wait_seconds: float = Field(
         0.0,
@@ -137,6 +143,9 @@ class TaskResultTool(Tool[TaskResultArgs]):
 
 class TaskStopArgs(BaseModel):
     """Arguments of task_stop."""
+
+    model_config = ConfigDict(defer_build=True)
+    """Built when a call is first validated (the schema is kept: ``schema_cache``)."""
 
     task_id: str = Field(description="The id of the background agent to stop (task-1).")
 

@@ -114,7 +114,11 @@ class Conversation:
         """What the model is told of the tools, made for the first request: their JSON
         Schemas cost ~10 ms, which an app's session, open and waiting for the first
         prompt, does not need to pay before it is shown."""
-        return [tool.spec() for tool in self._tools]
+        from clover_code.tools.schema_cache import save
+
+        specs = [tool.spec() for tool in self._tools]
+        save()
+        return specs
 
     def switch_engine(self, backend: Backend, settings: Settings) -> None:
         """Ask ``backend`` (another model) from the next request on, with ``settings``
