@@ -22,6 +22,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import sys
 import typing
 from pathlib import Path
 from typing import Any
@@ -79,8 +80,14 @@ def _models_in(annotation: object) -> list[type[BaseModel]]:
 
 
 def _cacheable(model: type[BaseModel]) -> bool:
-    """Defined in clover-code's own source (not made at run time)."""
-    return model.__module__.startswith("clover_code.") and "<locals>" not in model.__qualname__
+    """Defined in clover-code's own source: a module's class by its name (not one made
+    at run time, such as a program's custom tool's arguments)."""
+    if not model.__module__.startswith("clover_code."):
+        return False
+    found: object = sys.modules.get(model.__module__)
+    for name in model.__qualname__.split("."):
+        found = getattr(found, name, None)
+    return found is model
 
 
 def _made(model: type[BaseModel]) -> dict[str, Any]:

@@ -111,3 +111,11 @@ def test_models_made_at_run_time_are_not_kept(kept: Path) -> None:
     assert schema_cache.parameters(LocalArgs)["required"] == ["text"]
     schema_cache.save()
     assert not kept.exists()
+
+
+def test_a_model_made_at_run_time_in_a_package_module_is_not_kept(kept: Path) -> None:
+    made = type("MadeArgs", (BaseModel,), {"__annotations__": {"x": int}})
+    made.__module__ = "clover_code.sdk.tools"  # as if the SDK had made it for a function
+    assert schema_cache.parameters(made)["required"] == ["x"]
+    schema_cache.save()
+    assert not kept.exists()
