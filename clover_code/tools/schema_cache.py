@@ -146,7 +146,7 @@ def save() -> None:
     written: they are made again next time)."""
     if not _KEPT.changed or _KEPT.path is None or _KEPT.entries is None:
         return
-    data = json.dumps({"schemas": _KEPT.entries}, sort_keys=True).encode()
+    data = json.dumps({"schemas": _KEPT.entries}).encode()  # the order is the schema's
     try:
         atomic_write(_KEPT.path, data)
     except ToolError:  # a cache: never the run's failure
