@@ -13,7 +13,7 @@ what must hold while they load is set here, where nothing heavy is imported yet:
   command's models are its own, and no third-party code is to see what they
   validate: the settings with their keys, the prompts, the model's answers. The
   loader pydantic would import for that is not imported at all (it imports
-  ``importlib.metadata``, some 10 ms of a one-step run).
+  ``importlib.metadata``: about 12 million instructions, 0.7% of a one-step run).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import types
 def ignore_pydantic_plugins() -> None:
     """Tell pydantic there are no plugins, before its first model looks for them.
 
-    Its loader module imports ``importlib.metadata`` (about 10 ms) only to scan every
+    Its loader module imports ``importlib.metadata`` (0.7% of a one-step run) only to scan every
     installed distribution's entry points; the command stands one in its place whose
     ``get_plugins`` finds none. Where the loader is already imported (a program that
     embeds the command), its cache is set to "looked, none found" instead. (pydantic's

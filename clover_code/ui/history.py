@@ -21,16 +21,18 @@ if TYPE_CHECKING:
 __all__ = ["show_history"]
 
 
-def _draw_call(
-    transcript: Transcript, call: RecordedCall, call_id: str, result: str | None
-) -> None:
-    """Draw a recorded call as its card. One that never finished (the process died)
-    shows ``result``, the answer the conversation holds for it, as cancelled."""
+def _start_call(transcript: Transcript, call: RecordedCall) -> None:
+    """Draw a recorded call's card, and its child agent's calls."""
     transcript.add_tool(call.started)
     for child in call.children:
         transcript.subagent_event(child)
+
+
+def _end_call(transcript: Transcript, call: RecordedCall, answer: str) -> None:
+    """Finish a recorded call's card. One whose end was never written (the process
+    died) shows ``answer``, what the conversation holds for it, as cancelled."""
     finished = call.finished or p.ToolCallFinished(
-        call_id=call_id, name=call.started.name, status="cancelled", result=result or ""
+        call_id=call.started.call_id, name=call.started.name, status="cancelled", result=answer
     )
     transcript.tool_finished(finished)
     if call.background is not None:
@@ -50,11 +52,7 @@ def show_history(transcript: Transcript, path: Path) -> None:
         transcript.add_note(str(exc), "error")
         return
     calls = RecordedCalls(recorded_events(loaded.events))
-    results = {
-        str(message.get("tool_call_id")): content_text(message)
-        for message in loaded.messages
-        if message.get("role") == "tool"
-    }
+    open_calls: dict[str, RecordedCall] = {}  # drawn, waiting for their answer
     for index, message in enumerate(loaded.messages):
         role, content = message.get("role"), message.get("content") or ""
         if role == "user" and isinstance(content, str):
@@ -71,8 +69,13 @@ def show_history(transcript: Transcript, path: Path) -> None:
                 call_id = str(call.get("id"))
                 recorded = calls.take(call_id)
                 if recorded is not None:
-                    _draw_call(transcript, recorded, call_id, results.get(call_id))
+                    _start_call(transcript, recorded)
+                    open_calls[call_id] = recorded
                 else:
                     name = call.get("function", {}).get("name", "?")
                     transcript.add_note(f"(called {name})")
+        elif role == "tool":
+            ended = open_calls.pop(str(message.get("tool_call_id")), None)
+            if ended is not None:
+                _end_call(transcript, ended, content_text(message))
     transcript.end_turn()

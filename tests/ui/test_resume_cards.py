@@ -5,6 +5,7 @@ recorded (answered as interrupted), and a transcript without events (one line a 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -90,3 +91,21 @@ async def test_a_transcript_without_events_names_each_call(repo: Path, settings:
         repo, settings, lambda records: [r for r in records if r.get("kind") != "event"]
     )
     assert cards == [] and lines == ["(called task)", "(called read_file)"]
+
+
+async def test_calls_that_reuse_one_id_are_drawn_each_with_its_own_end(
+    repo: Path, settings: Settings
+) -> None:
+    def one_id(records: Records) -> Records:
+        # A server that sends no ids: every response's first call is call_0.
+        text = json.dumps(records)
+        for call_id in sorted(set(re.findall(r'"(call_\d+)"', text))):
+            text = text.replace(f'"{call_id}"', '"call_0"')
+        return list(json.loads(text))
+
+    cards, lines = await _resumed(repo, settings, one_id)
+    assert [(c.tool_name, c.status) for c in cards] == [("task", "ok"), ("read_file", "ok")]
+    assert lines == []
+    task, read = (c.finished for c in cards)
+    assert task is not None and "subtracting" in task.result
+    assert read is not None and "subtracting" not in read.result and "def add" in read.result

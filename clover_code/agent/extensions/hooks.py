@@ -308,21 +308,22 @@ class HookRunner:
             return
         allows = decision == "approve" or permission == "allow" or behavior == "allow"
         new_input = data.get("tool_input", specific.get("updatedInput", answer.get("updatedInput")))
-        if event == "PermissionRequest" and new_input is not None and not allows:
-            # Changed arguments come with an allow, which is judged on them.
-            self._report(
-                event, config, "failed", "its updatedInput came without an allow; ignored.", tool
-            )
-            return
-        if allows and (event != "PermissionRequest" or isinstance(new_input, dict | None)):
-            outcome.approved = True
         if event in ("PreToolUse", "PermissionRequest") and new_input is not None:
+            if event == "PermissionRequest" and not allows:
+                # Changed arguments come with an allow, which is judged on them.
+                why = "its updatedInput came without an allow; ignored."
+                self._report(event, config, "failed", why, tool)
+                return
             if not isinstance(new_input, dict):
-                self._report(
-                    event, config, "failed", "its tool_input is not a JSON object; ignored.", tool
-                )
+                # A PreToolUse approve still stands; a PermissionRequest allow was of the
+                # changed call, which cannot be read.
+                outcome.approved |= allows and event == "PreToolUse"
+                why = "its tool_input is not a JSON object; ignored."
+                self._report(event, config, "failed", why, tool)
                 return
             outcome.tool_input = new_input
+        if allows:
+            outcome.approved = True
         extra = data.get("additionalContext", specific.get("additionalContext"))
         if isinstance(extra, str) and extra.strip():
             outcome.context.append(extra.strip()[:MAX_CONTEXT_CHARS])
